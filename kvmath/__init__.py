@@ -1,0 +1,1 @@
+"""kvmath: exact KV-cache memory from a model config."""
