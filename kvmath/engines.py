@@ -1,0 +1,286 @@
+"""What each engine stores for each layer spec: one rule per method, each naming its source.
+
+An engine answers, for one layer of an Architecture under a Deployment:
+- ``kv_heads_per_rank``: how many KV heads one tensor-parallel rank holds;
+- ``attention_cells``: how many token slots a layer's K/V tensors have, and in how many streams;
+- ``state_tensors``: the recurrent-state tensors of a linear-attention layer, per sequence and rank.
+Byte counts come from the cache format (``kvmath.formats``). Rules follow the engine versions named in
+``Engine.version``; ``shared/engine-notes.md`` in the project's reference material cites the lines.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from .arch import FULL, SLIDING, Architecture, AttentionLayer, GatedDeltaNetLayer
+from .config import check_positive
+from .errors import KvMathError, choices
+from .formats import (
+    DTYPE_BYTES,
+    KVFormat,
+    llamacpp_format,
+    transformers_format,
+    vllm_format,
+    VLLM_FORMATS,
+    LLAMACPP_CACHE_TYPES,
+    TRANSFORMERS_FORMATS,
+)
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """How the model is served. Token counts are per sequence; memory figures are per card (rank).
+
+    - ``max_ctx``: vLLM ``max_model_len``; for llama.cpp the per-sequence context (``-c`` is
+      ``max_ctx * max_num_seqs``); for transformers the sequence length reached.
+    - ``max_num_seqs``: vLLM ``max_num_seqs``, llama.cpp ``-np/--parallel``, transformers batch size.
+    - ``tp``: ``tensor_parallel_size`` (vLLM only).
+    - vLLM: ``block_size`` (tokens per KV block, default 16), ``max_num_batched_tokens`` (default 2048:
+      ``vllm serve`` on cards under 70 GiB, ``EngineArgs.get_batch_defaults`` in
+      vllm/engine/arg_utils.py), ``num_speculative_tokens`` (extra conv-state rows for MTP),
+      ``mamba_ssm_cache_dtype`` (override of the recurrent-state dtype).
+    - llama.cpp: ``n_ubatch`` (default 512), ``swa_full`` (default False, as the CLI),
+      ``kv_unified`` (default False).
+    """
+
+    max_ctx: int
+    max_num_seqs: int = 1
+    tp: int = 1
+    block_size: int = 16
+    max_num_batched_tokens: int = 2048
+    num_speculative_tokens: int = 0
+    mamba_ssm_cache_dtype: str | None = None
+    n_ubatch: int = 512
+    swa_full: bool = False
+    kv_unified: bool = False
+
+    def __post_init__(self):
+        for name in ("max_ctx", "max_num_seqs", "tp", "block_size", "max_num_batched_tokens", "n_ubatch"):
+            object.__setattr__(self, name, check_positive(getattr(self, name), name))
+        if isinstance(self.num_speculative_tokens, bool) or not isinstance(self.num_speculative_tokens, int) \
+                or self.num_speculative_tokens < 0:
+            raise KvMathError(f"num_speculative_tokens must be an integer >= 0, got {self.num_speculative_tokens!r}")
+
+
+@dataclass(frozen=True)
+class StateTensor:
+    """One recurrent-state tensor per sequence and rank: its name, shape (elements) and dtype."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+
+    @property
+    def nbytes(self) -> int:
+        return math.prod(self.shape) * DTYPE_BYTES[self.dtype]
+
+
+class Engine:
+    name = ""
+    version = ""
+    formats: tuple[str, ...] = ()
+
+    def cache_format(self, arch: Architecture, kv_format=None, cache_type_k=None, cache_type_v=None) -> KVFormat:
+        raise NotImplementedError
+
+    def tp_problem(self, arch: Architecture, tp: int) -> str | None:
+        """Why this engine cannot split ``arch`` over ``tp`` ranks, or None if it can."""
+        if tp != 1:
+            return f"{self.name} has no tensor parallelism in kvmath's rules (tp must be 1, got {tp})"
+        return None
+
+    def check_tp(self, arch: Architecture, tp: int) -> None:
+        """Raise KvMathError naming the problem and the valid TP sizes if ``tp`` is not possible."""
+        problem = self.tp_problem(arch, tp)
+        if problem:
+            raise KvMathError(f"{problem}; valid TP for {arch.name} on {self.name}: {choices(valid_tp(arch, self))}")
+
+    def kv_heads_per_rank(self, total: int, tp: int) -> int:
+        return total
+
+    def stores_v(self, layer: AttentionLayer) -> bool:
+        """Whether V is cached. For ``attention_k_eq_v`` layers every engine here still stores V: the
+        value path normalises without a scale and skips RoPE, so the cached V differs from K
+        (transformers models/gemma4 ``v_norm``; vLLM models/gemma4.py writes V; llama.cpp
+        src/models/gemma4-iswa.cpp builds V from Kcur before separate norms)."""
+        return True
+
+    def layer_format(self, layer: AttentionLayer, arch: Architecture, fmt: KVFormat) -> KVFormat:
+        """The format a given layer is stored in (engines may keep some layers unquantised)."""
+        return fmt
+
+    def attention_cells(self, layer: AttentionLayer, dep: Deployment) -> tuple[int, int]:
+        """(token slots per stream, streams) of one attention layer's K and V tensors."""
+        raise NotImplementedError
+
+    def state_tensors(self, layer: GatedDeltaNetLayer, arch: Architecture, dep: Deployment) -> list[StateTensor]:
+        raise NotImplementedError
+
+    def state_streams(self, dep: Deployment) -> int:
+        return dep.max_num_seqs
+
+
+class VLLM(Engine):
+    """vLLM V1 engine.
+
+    Heads per rank: ``vllm/config/model.py get_num_kv_heads`` = ``max(1, total // tp)`` (KV heads are
+    replicated when tp exceeds them). Per-request memory (``max_memory_usage_bytes``,
+    vllm/v1/kv_cache_interface.py @001cabc1): full attention ``ceil(L / B)`` blocks; sliding window W
+    ``ceil(min(W - 1 + max_num_batched_tokens, L) / B) + 1`` blocks ("+1": the window may start
+    mid-block). GDN state (``MambaStateShapeCalculator.gated_delta_net_state_shape``,
+    vllm/model_executor/layers/mamba/mamba_utils.py @02d71083): conv ``(K - 1 + num_spec,
+    conv_dim / tp)`` in the model dtype, temporal ``(nv / tp, dv, dk)`` in ``mamba_ssm_dtype``
+    (Qwen 3.5 / 3.6 copy the config's ``mamba_ssm_dtype``; Qwen3-Next has no override: model dtype).
+    Block-level rules (page unification, hybrid block alignment, grouping) are not applied here.
+    """
+
+    name = "vllm"
+    version = "vLLM V1 (kv_cache_interface.py @001cabc1, mamba_utils.py @02d71083; v0.20-0.25)"
+    formats = tuple(VLLM_FORMATS)
+
+    def cache_format(self, arch, kv_format=None, cache_type_k=None, cache_type_v=None):
+        if cache_type_k or cache_type_v:
+            raise KvMathError("vLLM takes one --kv-format (kv_cache_dtype) for K and V, not cache_type_k/v")
+        if kv_format in (None, "auto"):
+            kv_format = {"bfloat16": "bf16", "float16": "fp16"}.get(arch.dtype, "bf16")
+        return vllm_format(kv_format)
+
+    def tp_problem(self, arch, tp):
+        heads = arch.num_attention_heads
+        if heads % tp:
+            return f"tensor_parallel_size {tp} does not divide num_attention_heads {heads}"
+        for kv in sorted(arch.kv_head_counts()):
+            if kv % tp and tp % kv:
+                return f"tensor_parallel_size {tp} neither divides nor is a multiple of {kv} KV heads"
+        for layer in arch.linear_layers()[:1]:
+            if layer.num_k_heads % tp or layer.num_v_heads % tp:
+                return (
+                    f"tensor_parallel_size {tp} does not divide the linear-attention heads "
+                    f"({layer.num_k_heads} K, {layer.num_v_heads} V)"
+                )
+        return None
+
+    def kv_heads_per_rank(self, total, tp):
+        return max(1, total // tp)
+
+    def layer_format(self, layer, arch, fmt):
+        # TurboQuantConfig.get_boundary_skip_layers: models without Mamba/GDN layers keep the first and
+        # last min(2, n // 2) layers in the model dtype (kv_cache_dtype "auto").
+        if fmt.name.startswith("turboquant") and not arch.linear_layers():
+            n = arch.num_hidden_layers
+            skip = min(2, n // 2)
+            if layer.index < skip or layer.index >= n - skip:
+                return self.cache_format(arch, "auto")
+        return fmt
+
+    def attention_cells(self, layer, dep):
+        L, B = dep.max_ctx, dep.block_size
+        if layer.layer_type == SLIDING:
+            blocks = math.ceil(min(layer.sliding_window - 1 + dep.max_num_batched_tokens, L) / B) + 1
+        else:
+            blocks = math.ceil(L / B)
+        return blocks * B, dep.max_num_seqs
+
+    def state_tensors(self, layer, arch, dep):
+        tp = dep.tp
+        conv_dtype = arch.dtype
+        ssm = dep.mamba_ssm_cache_dtype or (
+            arch.mamba_ssm_dtype if arch.model_type in ("qwen3_5_text", "qwen3_5_moe_text") else None
+        ) or conv_dtype
+        return [
+            StateTensor("conv", (layer.conv_kernel - 1 + dep.num_speculative_tokens, layer.conv_dim // tp), conv_dtype),
+            StateTensor("temporal", (layer.num_v_heads // tp, layer.v_head_dim, layer.k_head_dim), ssm),
+        ]
+
+
+class LlamaCpp(Engine):
+    """llama.cpp (upstream ec98e2002 as vendored in ollama; iSWA formula unchanged in 2026 upstream).
+
+    ``n_ctx = GGML_PAD(max_ctx * n_seq, 256)`` (src/llama-context.cpp); per stream
+    ``n_ctx_seq = n_ctx`` when unified, else ``GGML_PAD(n_ctx / n_seq, 256)`` with one stream per
+    sequence. Full layers hold ``n_ctx_seq`` cells. SWA layers (src/llama-kv-cache-iswa.cpp) hold
+    ``GGML_PAD(min(n_ctx_seq, n_swa * (unified ? n_seq : 1) + n_ubatch), 256)`` cells, or
+    ``n_ctx_seq`` with ``--swa-full``. Recurrent layers (src/llama-memory-recurrent.cpp): one f32 cell
+    per sequence with r = ``(K - 1) * conv_dim`` and s = ``dk * nv * dv`` elements.
+    """
+
+    name = "llama.cpp"
+    version = "llama.cpp ec98e2002 (llama-kv-cache.cpp, llama-kv-cache-iswa.cpp, llama-memory-recurrent.cpp)"
+    formats = LLAMACPP_CACHE_TYPES
+
+    def cache_format(self, arch, kv_format=None, cache_type_k=None, cache_type_v=None):
+        if kv_format and (cache_type_k or cache_type_v):
+            raise KvMathError("give either --kv-format or --cache-type-k/--cache-type-v, not both")
+        k = cache_type_k or kv_format or "f16"
+        return llamacpp_format(k, cache_type_v or kv_format or ("f16" if cache_type_k else k))
+
+    @staticmethod
+    def n_ctx_seq(dep: Deployment) -> tuple[int, int]:
+        pad = lambda x: -(-x // 256) * 256  # GGML_PAD(x, 256)
+        n_seq = dep.max_num_seqs
+        n_ctx = pad(dep.max_ctx * n_seq)
+        if dep.kv_unified:
+            return n_ctx, 1
+        return pad(n_ctx // n_seq), n_seq
+
+    def attention_cells(self, layer, dep):
+        cells, streams = self.n_ctx_seq(dep)
+        if layer.layer_type == SLIDING and not dep.swa_full:
+            n_seq_per_stream = dep.max_num_seqs if dep.kv_unified else 1
+            cells = -(-min(cells, layer.sliding_window * n_seq_per_stream + dep.n_ubatch) // 256) * 256
+        return cells, streams
+
+    def state_tensors(self, layer, arch, dep):
+        return [
+            StateTensor("r", ((layer.conv_kernel - 1) * layer.conv_dim,), "float32"),
+            StateTensor("s", (layer.k_head_dim * layer.num_v_heads * layer.v_head_dim,), "float32"),
+        ]
+
+
+class Transformers(Engine):
+    """transformers 5.23 ``DynamicCache`` after a forward pass over ``max_ctx`` tokens.
+
+    ``DynamicLayer`` keeps every token; ``DynamicSlidingWindowLayer`` keeps the last
+    ``sliding_window - 1`` (src/transformers/cache_utils.py). Linear-attention layers keep a conv
+    state ``[B, conv_dim, K]`` in the model dtype (K columns, not K - 1) and a recurrent state
+    ``[B, nv, dk, dv]`` in float32 (models/qwen3_next, torch reference kernels).
+    """
+
+    name = "transformers"
+    version = "transformers 5.23 (cache_utils.py DynamicCache)"
+    formats = tuple(TRANSFORMERS_FORMATS)
+
+    def cache_format(self, arch, kv_format=None, cache_type_k=None, cache_type_v=None):
+        if cache_type_k or cache_type_v:
+            raise KvMathError("transformers caches in the model dtype; cache_type_k/v are llama.cpp flags")
+        return transformers_format(kv_format or arch.dtype)
+
+    def attention_cells(self, layer, dep):
+        if layer.layer_type == SLIDING:
+            return min(dep.max_ctx, layer.sliding_window - 1), dep.max_num_seqs
+        return dep.max_ctx, dep.max_num_seqs
+
+    def state_tensors(self, layer, arch, dep):
+        return [
+            StateTensor("conv_states", (layer.conv_dim, layer.conv_kernel), arch.dtype),
+            StateTensor("recurrent_states", (layer.num_v_heads, layer.k_head_dim, layer.v_head_dim), "float32"),
+        ]
+
+
+ENGINES: dict[str, Engine] = {e.name: e for e in (VLLM(), LlamaCpp(), Transformers())}
+_ENGINE_ALIASES = {"llamacpp": "llama.cpp", "llama-cpp": "llama.cpp", "hf": "transformers"}
+
+
+def get_engine(name: str) -> Engine:
+    """The engine rules by name (``vllm``, ``llama.cpp``, ``transformers``). Raises KvMathError."""
+    key = _ENGINE_ALIASES.get(name.lower(), name.lower())
+    if key not in ENGINES:
+        raise KvMathError(f"unknown engine {name!r}; valid: {choices(ENGINES)}")
+    return ENGINES[key]
+
+
+def valid_tp(arch: Architecture, engine: Engine | str = "vllm", candidates=(1, 2, 4, 8, 16)) -> list[int]:
+    """The tensor-parallel sizes among ``candidates`` the engine accepts for this architecture."""
+    engine = get_engine(engine) if isinstance(engine, str) else engine
+    return [tp for tp in candidates if engine.tp_problem(arch, tp) is None]

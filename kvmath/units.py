@@ -1,0 +1,30 @@
+"""Byte units. kvmath computes in exact integer bytes and converts only for display.
+
+Engines log binary units (vLLM "GiB", llama.cpp "MiB"); card makers and the source document use
+decimal GB. Every figure kvmath prints names its unit, and the two families are never mixed.
+"""
+
+from __future__ import annotations
+
+KB = 10**3
+MB = 10**6
+GB = 10**9  # decimal gigabyte, 1e9 bytes
+KiB = 2**10
+MiB = 2**20
+GiB = 2**30  # binary gibibyte, 2^30 bytes, the unit vLLM logs
+
+UNITS = {"B": 1, "KB": KB, "MB": MB, "GB": GB, "KiB": KiB, "MiB": MiB, "GiB": GiB}
+
+
+def fmt_bytes(n: int | float, unit: str = "GiB", digits: int = 2) -> str:
+    """Format ``n`` bytes in ``unit`` (one of B, KB, MB, GB, KiB, MiB, GiB), e.g. ``'1.50 GiB'``.
+
+    Raises KvMathError for an unknown unit.
+    """
+    from .errors import KvMathError, choices
+
+    if unit not in UNITS:
+        raise KvMathError(f"unknown unit {unit!r}; valid units: {choices(UNITS)}")
+    if unit == "B":
+        return f"{int(n):,} B"
+    return f"{n / UNITS[unit]:,.{digits}f} {unit}"

@@ -1,0 +1,85 @@
+"""Shared fixtures.
+
+``built_book`` builds the whole book once per test session, the way ``make book`` does
+(``jb build . -W -n --keep-going`` with ``KVMATH_BOOK_BUILD=1``, every chapter executed),
+but into a temporary ``--path-output`` so the working tree's ``_build`` is left alone.
+Tests that need it get a :class:`BuiltBook` (``.html`` is the HTML directory).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent  # the venv's bin/ (make test runs .venv/bin/python)
+BUILD_TIMEOUT_S = 1800
+
+
+@dataclasses.dataclass
+class BuiltBook:
+    html: Path  # <out>/_build/html
+    log: str  # combined stdout+stderr of jb build
+    returncode: int
+    seconds: float
+
+    @property
+    def build_dir(self) -> Path:
+        return self.html.parent
+
+
+def book_env() -> dict[str, str]:
+    """Environment for book builds: venv tools first, the venv's python3 kernelspec."""
+    env = dict(os.environ)
+    env["KVMATH_BOOK_BUILD"] = "1"
+    env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
+    env["JUPYTER_PATH"] = str(Path(sys.prefix) / "share" / "jupyter")
+    env["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"
+    return env
+
+
+def _log_tail(log: str, html: Path, lines: int = 80) -> str:
+    tail = "\n".join(log.splitlines()[-lines:])
+    reports = sorted((html / "reports").rglob("*.err.log")) if (html / "reports").is_dir() else []
+    for r in reports:
+        tail += f"\n----- {r.relative_to(html)} -----\n" + r.read_text(errors="replace")[-4000:]
+    return tail
+
+
+@pytest.fixture(scope="session")
+def built_book(tmp_path_factory: pytest.TempPathFactory) -> BuiltBook:
+    jb = BIN / "jb"
+    if not jb.exists():
+        pytest.fail(f"{jb} not found: run the tests with the venv's python (make test)")
+    env = book_env()
+    assets = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "book_assets.py")],
+        cwd=ROOT, env=env, capture_output=True, text=True,
+    )
+    if assets.returncode != 0:
+        pytest.fail(f"tools/book_assets.py failed:\n{assets.stdout}\n{assets.stderr}")
+
+    out = tmp_path_factory.mktemp("book")
+    t0 = time.perf_counter()
+    proc = subprocess.run(
+        [str(jb), "build", ".", "-W", "-n", "--keep-going", "--path-output", str(out)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S,
+    )
+    seconds = time.perf_counter() - t0
+    log = proc.stdout + proc.stderr
+    (out / "build.log").write_text(log)
+    html = out / "_build" / "html"
+    if proc.returncode != 0:
+        pytest.fail(
+            f"jb build failed (exit {proc.returncode}, {seconds:.0f} s); log in {out}/build.log, tail:\n"
+            + _log_tail(log, html),
+            pytrace=False,
+        )
+    print(f"\n[built_book] {html} in {seconds:.1f} s")
+    return BuiltBook(html=html, log=log, returncode=proc.returncode, seconds=seconds)

@@ -1,0 +1,496 @@
+"""Ground-truth KV-cache bytes from a real (scaled-down) transformers model.
+
+Test helper for KV_MATH.  ``transformers_cache_bytes(config, batch=..., seq_len=...)``
+takes a Hugging Face ``config.json`` dict, builds a *randomly initialised, text-only*
+transformers model in which every field that shapes the cache is kept exactly as in
+the dict while everything that does not (hidden size, MLP / MoE widths, expert
+count, vocabulary, vision / audio towers) is shrunk, runs one prefill forward pass
+(plus optional single-token decode steps) on the CPU with ``use_cache=True`` and
+measures what the returned ``past_key_values`` object actually holds.
+
+Nothing is downloaded: the model is built with ``AutoModelForCausalLM.from_config``.
+
+Developed and checked against transformers 5.23.0 / torch 2.13.0 (CPU).  In that
+version (``transformers/cache_utils.py``) the per-layer cache objects hold:
+
+* ``DynamicLayer`` (full attention):  ``keys``, ``values``
+  ``[batch, kv_heads, tokens, head_dim]``.
+* ``DynamicSlidingWindowLayer`` (sliding / chunked attention): ``keys``, ``values``,
+  truncated to the last ``sliding_window - 1`` tokens after every update (they are
+  *views* into the concatenated full tensor, see ``storage_bytes``), plus a 0-d
+  ``_sliding_window_tensor`` (bookkeeping, not counted).
+* ``DynamicIndexedLayer`` (DSA): ``keys``, ``values``, ``indexer_keys``.
+* ``LinearAttentionLayer`` (GDN / KDA / Mamba2 / short conv): dicts
+  ``conv_states{state_idx: tensor}`` and ``recurrent_states{state_idx: tensor}``.
+* ``LinearAttentionAnd*AttentionLayer`` (hybrid): both of the above.
+* ``DummyLayer`` (KV-shared consumer layers, MLP / MoE-only blocks): nothing
+  (``keys = values = None``).
+* Quantized layers: ``keys``/``values`` residual + ``_quantized_keys``/``_quantized_values``.
+
+Unknown layer classes are handled generically: every ``torch.Tensor`` found in the
+layer's ``__dict__`` (directly, or inside a dict / list / tuple) with at least one
+dimension is counted; 0-d tensors and the names in ``_BOOKKEEPING_ATTRS`` are listed
+under ``"ignored"`` and not counted.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import time
+from typing import Any
+
+__all__ = ["transformers_cache_bytes", "build_small_text_config", "CACHE_FIELDS"]
+
+# Fields that (can) shape a KV / state cache.  They are never touched by the shrinking
+# below; after the config object is built they are compared to the input dict and any
+# difference is reported in ``result["config_check"]``.
+CACHE_FIELDS = (
+    "num_hidden_layers",
+    "layer_types",
+    "full_attention_interval",
+    "num_attention_heads",  # cache-relevant for MLA (DeepSeek / Kimi) where K/V are per query head
+    "num_key_value_heads",
+    "head_dim",
+    "num_global_key_value_heads",
+    "global_head_dim",
+    "attention_k_eq_v",
+    "num_kv_shared_layers",
+    "sliding_window",
+    "attention_chunk_size",
+    "use_sliding_window",
+    "max_window_layers",
+    "linear_num_key_heads",
+    "linear_num_value_heads",
+    "linear_key_head_dim",
+    "linear_value_head_dim",
+    "linear_conv_kernel_dim",
+    "mamba_ssm_dtype",
+    "mamba_ssm_cache_dtype",
+    "kv_lora_rank",
+    "qk_nope_head_dim",
+    "qk_rope_head_dim",
+    "v_head_dim",
+    "linear_attn_config",
+    "hybrid_override_pattern",
+    "mamba_num_heads",
+    "mamba_head_dim",
+    "ssm_state_size",
+    "n_groups",
+    "conv_kernel",
+    "expand",
+)
+
+# Non-cache sizes: shrunk to these values (only if present and larger).
+_SHRINK_TO = {
+    "hidden_size": 64,
+    "intermediate_size": 64,
+    "moe_intermediate_size": 32,
+    "shared_expert_intermediate_size": 32,
+    "moe_shared_expert_intermediate_size": 32,
+    "expert_intermediate_size": 32,
+    "q_lora_rank": 32,  # MLA query low-rank: never cached
+    "vocab_size": 256,
+    "vocab_size_per_layer_input": 256,
+    "hidden_size_per_layer_input": 16,  # Gemma PLE width (0 stays 0)
+}
+_NUM_EXPERTS_KEYS = ("num_experts", "n_routed_experts", "num_local_experts")
+_TOPK_KEYS = ("num_experts_per_tok", "top_k_experts", "experts_per_token", "num_experts_per_token", "moe_topk")
+_GROUP_KEYS = ("n_group", "num_expert_group", "topk_group")
+_SMALL_EXPERTS = 4
+_SMALL_TOPK = 2
+# Keys removed from the dict before building the config.
+_DROP_KEYS = (
+    "quantization_config",  # fp8 / mxfp4 checkpoints: we build plain random weights
+    "auto_map",  # never use remote code
+    "transformers_version",
+    "architectures",
+    "torch_dtype",
+    "dtype",
+    "vision_config",
+    "audio_config",
+    "_name_or_path",
+)
+_TOKEN_ID_KEYS = ("bos_token_id", "eos_token_id", "pad_token_id")
+# Model types whose hidden_size is part of the cache (state width = expand * hidden_size).
+_HIDDEN_IS_CACHE_RELEVANT = ("mamba", "mamba2", "falcon_mamba", "falcon_h1", "bamba", "granitemoehybrid", "zamba", "zamba2", "jamba")
+
+# Layer attributes that are bookkeeping, not cache state.
+_BOOKKEEPING_ATTRS = frozenset(
+    {
+        "_sliding_window_tensor",
+        "cumulative_length",
+        "cumulative_length_int",
+        "indexer_cumulative_length",
+        "indexer_position_ids",
+        "_pending_beam_idx",
+        "device",
+        "dtype",
+    }
+)
+
+_TOWER_SUFFIX = "_text"
+
+
+def _text_part(config: dict) -> tuple[dict, str | None]:
+    """Return (text_config_dict, model_type) for plain or nested configs."""
+    if "text_config" in config and isinstance(config["text_config"], dict):
+        text = copy.deepcopy(config["text_config"])
+        mt = text.get("model_type")
+        if not mt:
+            top = config.get("model_type")
+            mt = f"{top}{_TOWER_SUFFIX}" if top else None
+        # a few fields sometimes live only at the top level
+        for k in ("tie_word_embeddings",):
+            if k not in text and k in config:
+                text[k] = config[k]
+        return text, mt
+    text = copy.deepcopy(config)
+    return text, text.get("model_type")
+
+
+def build_small_text_config(config: dict, *, dtype: str = "bfloat16", overrides: dict | None = None):
+    """Build a shrunk transformers ``PreTrainedConfig`` for the text model.
+
+    Returns ``(config_object, model_type, applied_changes, text_dict_original)``.
+    """
+    from transformers import AutoConfig
+
+    text, model_type = _text_part(config)
+    original = copy.deepcopy(text)
+    if model_type is None:
+        raise ValueError("config has no model_type")
+    changes: dict[str, Any] = {}
+
+    for k in _DROP_KEYS:
+        if k in text:
+            text.pop(k)
+
+    # Preserve an implicit head_dim (hidden_size // num_attention_heads) before shrinking hidden_size.
+    if (
+        text.get("head_dim") is None
+        and isinstance(text.get("hidden_size"), int)
+        and isinstance(text.get("num_attention_heads"), int)
+        and text["num_attention_heads"] > 0
+        and "kv_lora_rank" not in text  # MLA has its own head dims
+    ):
+        text["head_dim"] = text["hidden_size"] // text["num_attention_heads"]
+        changes["head_dim"] = f"made explicit: {text['head_dim']}"
+
+    shrink = dict(_SHRINK_TO)
+    if model_type in _HIDDEN_IS_CACHE_RELEVANT:
+        shrink.pop("hidden_size")
+        shrink.pop("intermediate_size")
+    for k, small in shrink.items():
+        v = text.get(k)
+        if isinstance(v, int) and not isinstance(v, bool) and v > small:
+            text[k] = small
+            changes[k] = f"{v} -> {small}"
+
+    for k in _NUM_EXPERTS_KEYS:
+        v = text.get(k)
+        if isinstance(v, int) and v > _SMALL_EXPERTS:
+            text[k] = _SMALL_EXPERTS
+            changes[k] = f"{v} -> {_SMALL_EXPERTS}"
+    for k in _TOPK_KEYS:
+        v = text.get(k)
+        if isinstance(v, int) and v > _SMALL_TOPK:
+            text[k] = _SMALL_TOPK
+            changes[k] = f"{v} -> {_SMALL_TOPK}"
+    for k in _GROUP_KEYS:
+        v = text.get(k)
+        if isinstance(v, int) and v > 1:
+            text[k] = 1
+            changes[k] = f"{v} -> 1"
+
+    vocab = text.get("vocab_size", 256)
+    for k in _TOKEN_ID_KEYS:
+        v = text.get(k)
+        if isinstance(v, int) and v >= vocab:
+            text[k] = min(vocab - 1, 2)
+            changes[k] = f"{v} -> {text[k]}"
+        elif isinstance(v, list) and any(isinstance(x, int) and x >= vocab for x in v):
+            text[k] = [x if x < vocab else min(vocab - 1, 2) for x in v]
+            changes[k] = f"{v} -> {text[k]}"
+
+    if overrides:
+        for k, v in overrides.items():
+            changes[k] = f"{text.get(k)!r} -> {v!r} (caller override)"
+            text[k] = v
+
+    text.pop("model_type", None)
+    cfg = AutoConfig.for_model(model_type, **text)
+    cfg.use_cache = True
+    try:
+        cfg._attn_implementation = "sdpa"
+    except Exception:  # pragma: no cover
+        pass
+    return cfg, model_type, changes, original
+
+
+def _config_check(original: dict, cfg, overrides: dict | None) -> list[dict]:
+    """Compare cache-relevant fields of the input dict with the built config.
+
+    Uses ``cfg.to_dict()`` (transformers 5.x raises on direct access to per-layer
+    attributes of heterogeneous configs such as Gemma 4).  Fields that the config
+    class folds into ``per_layer_config`` (Gemma 4: ``global_head_dim``,
+    ``num_global_key_value_heads``) are checked there.
+    """
+    built = cfg.to_dict()
+    plc = built.get("per_layer_config") or {}
+    out = []
+    for k in CACHE_FIELDS:
+        if k not in original:
+            continue
+        want = (overrides or {}).get(k, original[k])
+        if k in ("global_head_dim", "num_global_key_value_heads") and plc:
+            sub = "head_dim" if k == "global_head_dim" else "num_key_value_heads"
+            vals = sorted({v.get(sub) for v in plc.values() if isinstance(v, dict) and sub in v})
+            got = vals[0] if len(vals) == 1 else (vals or "<not in per_layer_config>")
+        else:
+            got = built.get(k, "<missing>")
+        if got != want and not (isinstance(got, (list, tuple)) and list(got) == want):
+            out.append({"field": k, "input": want, "built": got if _jsonable(got) else repr(got)})
+    return out
+
+
+def _per_layer_overrides(cfg) -> dict | None:
+    try:
+        plc = cfg.to_dict().get("per_layer_config")
+    except Exception:  # pragma: no cover
+        return None
+    return plc or None
+
+
+def _jsonable(x) -> bool:
+    try:
+        json.dumps(x)
+        return True
+    except Exception:
+        return False
+
+
+def _iter_tensors(obj, prefix: str):
+    """Yield (name, tensor) for tensors directly in obj or nested in dict/list/tuple."""
+    import torch
+
+    if isinstance(obj, torch.Tensor):
+        yield prefix, obj
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from _iter_tensors(v, f"{prefix}[{k}]")
+    elif isinstance(obj, (list, tuple)):
+        for i, v in enumerate(obj):
+            yield from _iter_tensors(v, f"{prefix}[{i}]")
+
+
+def _tensor_identity(t) -> tuple:
+    """Identity of the exact view (same storage, offset, shape, stride, dtype)."""
+    try:
+        ptr = t.untyped_storage().data_ptr()
+    except Exception:  # pragma: no cover
+        ptr = id(t)
+    return (ptr, t.storage_offset(), tuple(t.shape), tuple(t.stride()), str(t.dtype))
+
+
+def _storage_key_and_bytes(t) -> tuple[int, int]:
+    try:
+        s = t.untyped_storage()
+        return s.data_ptr(), s.nbytes()
+    except Exception:  # pragma: no cover
+        return id(t), t.numel() * t.element_size()
+
+
+def describe_cache(cache) -> dict:
+    """Measure a transformers Cache object. Returns the ``layers``/``total_bytes`` part."""
+    layers_out = []
+    seen: dict[tuple, tuple[int, str]] = {}
+    seen_storage: dict[int, int] = {}
+    total = 0
+    total_storage = 0
+    layers = getattr(cache, "layers", None)
+    if layers is None:
+        raise TypeError(f"cache object {type(cache).__name__} has no .layers (legacy tuple cache?)")
+    for i, layer in enumerate(layers):
+        entry: dict[str, Any] = {"index": i, "class": type(layer).__name__, "tensors": {}, "bytes": 0}
+        if getattr(layer, "sliding_window", None) is not None:
+            entry["sliding_window"] = layer.sliding_window
+        for attr in ("cumulative_length", "cumulative_length_int"):
+            v = getattr(layer, attr, None)
+            if isinstance(v, int):
+                entry["seen_tokens"] = v
+        ignored = []
+        for attr, val in sorted(vars(layer).items()):
+            for name, t in _iter_tensors(val, attr):
+                if attr in _BOOKKEEPING_ATTRS or t.dim() == 0:
+                    ignored.append(name)
+                    continue
+                nbytes = t.numel() * t.element_size()
+                skey, sbytes = _storage_key_and_bytes(t)
+                info = {
+                    "shape": list(t.shape),
+                    "dtype": str(t.dtype),
+                    "bytes": nbytes,
+                    "storage_bytes": sbytes,
+                }
+                ident = _tensor_identity(t)
+                if ident in seen:
+                    owner_layer, owner_name = seen[ident]
+                    info["shared_with"] = {"index": owner_layer, "tensor": owner_name}
+                    info["counted"] = False
+                else:
+                    seen[ident] = (i, name)
+                    info["counted"] = True
+                    entry["bytes"] += nbytes
+                    total += nbytes
+                    if skey not in seen_storage:
+                        seen_storage[skey] = sbytes
+                        total_storage += sbytes
+                entry["tensors"][name] = info
+        if ignored:
+            entry["ignored"] = ignored
+        layers_out.append(entry)
+    extra = {}
+    for attr, val in vars(cache).items():
+        if attr == "layers":
+            continue
+        for name, t in _iter_tensors(val, attr):
+            if t.dim() > 0:
+                extra[name] = {"shape": list(t.shape), "dtype": str(t.dtype), "bytes": t.numel() * t.element_size()}
+    out = {"layers": layers_out, "total_bytes": total, "total_storage_bytes": total_storage}
+    if extra:
+        out["cache_level_tensors_not_counted"] = extra
+    return out
+
+
+def transformers_cache_bytes(
+    config: dict,
+    *,
+    batch: int,
+    seq_len: int,
+    dtype: str = "bfloat16",
+    decode_steps: int = 0,
+    overrides: dict | None = None,
+    seed: int = 0,
+    threads: int | None = None,
+) -> dict:
+    """Run a scaled-down random transformers model and measure its cache.
+
+    Args:
+        config: HF ``config.json`` as a dict (plain, or nested with ``text_config``;
+            only the text part is used).  Cache-relevant fields are honoured as given,
+            so pass e.g. a reduced ``sliding_window`` in the dict (or via ``overrides``)
+            to make short sequences cross the window.
+        batch: number of sequences.
+        seq_len: prefill length (random token ids).
+        dtype: torch dtype name for the model weights / activations.
+        decode_steps: number of single-token forward passes after the prefill.
+        overrides: extra keys set on the *text* config after shrinking (e.g.
+            ``{"sliding_window": 16}`` or ``{"num_hidden_layers": 8, "layer_types": [...]}``).
+        seed: RNG seed for weights and token ids.
+        threads: if given, ``torch.set_num_threads(threads)``.
+
+    Returns a dict with ``layers`` (per layer: index, class, tensors{name: shape,
+    dtype, bytes, storage_bytes, counted[, shared_with]}, bytes), ``total_bytes``
+    (sum of numel*element_size over distinct cache tensors), ``total_storage_bytes``
+    (bytes of the distinct underlying storages; larger than total_bytes when a
+    tensor is a view of a bigger buffer, e.g. sliding-window slices after prefill),
+    ``transformers_version``, ``torch_version``, ``model_class``, ``model_type``,
+    ``changes`` (what was shrunk), ``config_check`` (cache fields that differ
+    between the input and the built config; should be empty), ``tokens_seen`` and
+    ``timings``.
+    """
+    import torch
+    import transformers
+    from transformers import AutoModelForCausalLM
+
+    if threads is not None:
+        torch.set_num_threads(threads)
+    torch_dtype = getattr(torch, dtype) if isinstance(dtype, str) else dtype
+    t0 = time.perf_counter()
+    cfg, model_type, changes, original = build_small_text_config(config, dtype=dtype, overrides=overrides)
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_config(cfg, dtype=torch_dtype)
+    model.eval()
+    t1 = time.perf_counter()
+
+    vocab = int(getattr(model.config, "vocab_size", 256) or 256)
+    gen = torch.Generator().manual_seed(seed)
+    ids = torch.randint(0, vocab, (batch, seq_len), generator=gen)
+    with torch.no_grad():
+        out = model(input_ids=ids, use_cache=True)
+        cache = out.past_key_values
+        t2 = time.perf_counter()
+        for _ in range(decode_steps):
+            nxt = torch.randint(0, vocab, (batch, 1), generator=gen)
+            out = model(input_ids=nxt, past_key_values=cache, use_cache=True)
+            cache = out.past_key_values
+    t3 = time.perf_counter()
+
+    if cache is None:
+        raise RuntimeError(f"{type(model).__name__} returned no past_key_values")
+    res = describe_cache(cache)
+    res.update(
+        {
+            "transformers_version": transformers.__version__,
+            "torch_version": torch.__version__,
+            "model_class": type(model).__name__,
+            "cache_class": type(cache).__name__,
+            "model_type": model_type,
+            "batch": batch,
+            "seq_len": seq_len,
+            "decode_steps": decode_steps,
+            "tokens_seen": seq_len + decode_steps,
+            "dtype": str(torch_dtype),
+            "changes": changes,
+            "config_check": _config_check(original, model.config, overrides),
+            "per_layer_config": _per_layer_overrides(model.config),
+            "num_parameters": sum(p.numel() for p in model.parameters()),
+            "timings": {
+                "build_s": round(t1 - t0, 3),
+                "prefill_s": round(t2 - t1, 3),
+                "decode_s": round(t3 - t2, 3),
+                "total_s": round(t3 - t0, 3),
+            },
+        }
+    )
+    del model
+    return res
+
+
+def summarize(res: dict) -> list[dict]:
+    """Group consecutive-or-not layers with an identical tensor signature (for reports)."""
+    groups: dict[str, dict] = {}
+    for L in res["layers"]:
+        sig = json.dumps(
+            {"class": L["class"], "t": {k: [v["shape"], v["dtype"], v.get("counted", True)] for k, v in L["tensors"].items()}},
+            sort_keys=True,
+        )
+        g = groups.setdefault(sig, {"class": L["class"], "tensors": L["tensors"], "layers": [], "bytes_each": L["bytes"]})
+        g["layers"].append(L["index"])
+    return list(groups.values())
+
+
+if __name__ == "__main__":  # pragma: no cover - manual use
+    import argparse
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("config")
+    ap.add_argument("--batch", type=int, default=2)
+    ap.add_argument("--seq-len", type=int, default=40)
+    ap.add_argument("--decode-steps", type=int, default=0)
+    ap.add_argument("--sliding-window", type=int, default=None)
+    ap.add_argument("--dtype", default="bfloat16")
+    a = ap.parse_args()
+    with open(a.config) as f:
+        conf = json.load(f)
+    ov = {"sliding_window": a.sliding_window} if a.sliding_window else None
+    r = transformers_cache_bytes(conf, batch=a.batch, seq_len=a.seq_len, dtype=a.dtype, decode_steps=a.decode_steps, overrides=ov)
+    for g in summarize(r):
+        print(g["class"], "layers", g["layers"], "bytes_each", g["bytes_each"])
+        for n, t in g["tensors"].items():
+            print("   ", n, t["shape"], t["dtype"], t["bytes"], "storage", t["storage_bytes"], "" if t.get("counted", True) else "SHARED")
+    print("total_bytes", r["total_bytes"], "total_storage_bytes", r["total_storage_bytes"])
+    print("changes", r["changes"])
+    print("config_check", r["config_check"])
+    print("timings", r["timings"], "params", r["num_parameters"], r["model_class"], r["cache_class"])

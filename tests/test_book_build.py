@@ -1,0 +1,83 @@
+"""The book builds with `jb build . -W -n --keep-going` and every chapter executes."""
+
+from __future__ import annotations
+
+import re
+import sys
+
+import pytest
+import yaml
+
+from conftest import ROOT, book_env
+
+# Sphinx warnings look like "path:line: WARNING: ..." or "WARNING: ..." at line start.
+# (Kernel stderr such as "[IPKernelApp] WARNING | ..." is not a Sphinx warning.)
+SPHINX_WARNING = re.compile(r"(^|: )(WARNING|ERROR|CRITICAL): ", re.MULTILINE)
+
+
+def toc_docnames() -> list[str]:
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    names = [toc["root"]]
+
+    def walk(entries):
+        for e in entries or []:
+            if "file" in e:
+                names.append(e["file"])
+            walk(e.get("sections"))
+
+    for part in toc.get("parts", []):
+        walk(part.get("chapters"))
+    walk(toc.get("chapters"))
+    return names
+
+
+def test_build_succeeded_without_warnings(built_book):
+    assert built_book.returncode == 0
+    assert "build succeeded." in built_book.log
+    assert "warning" not in built_book.log.split("build succeeded", 1)[1].splitlines()[0]
+    warnings = [m.group(0) for m in SPHINX_WARNING.finditer(built_book.log)]
+    lines = [l for l in built_book.log.splitlines() if SPHINX_WARNING.search(l)]
+    assert not warnings, "Sphinx warnings:\n" + "\n".join(lines)
+
+
+def test_every_toc_page_built(built_book):
+    for doc in toc_docnames():
+        assert (built_book.html / f"{doc}.html").is_file(), doc
+
+
+def test_every_notebook_executed(built_book):
+    """Every chapter ran in force mode (myst-nb logs one line per executed notebook)."""
+    notebooks = [d for d in toc_docnames() if (ROOT / f"{d}.md").read_text().startswith("---\njupytext:")]
+    for doc in notebooks:
+        assert re.search(rf"{re.escape(doc)}\.md: Executed notebook in [\d.]+ seconds", built_book.log), doc
+    assert not (built_book.html / "reports").exists(), "execution reports (tracebacks) were written"
+
+
+def test_glue_text_in_prose(built_book):
+    """{glue:text} renders as <span class="pasted-text">; the demo's int uses separators."""
+    if "notebooks/_demo" not in toc_docnames():
+        pytest.skip("demo chapter not in the TOC")
+    html = (built_book.html / "notebooks" / "_demo.html").read_text()
+    assert '<span class="pasted-text">131,072</span>' in html
+
+
+def test_python3_kernel_is_the_venv(monkeypatch):
+    """The `python3` kernel the build and papermill use resolves to this venv's python."""
+    from jupyter_client.manager import KernelManager
+
+    for k, v in book_env().items():
+        monkeypatch.setenv(k, v)
+    cmd = KernelManager(kernel_name="python3").format_kernel_cmd()
+    assert cmd[0] == sys.executable, cmd
+
+
+def test_no_external_urls_in_script_or_link_tags(built_book):
+    """No <script src> / <link href> (stylesheets, preloads) point off the book."""
+    bad = []
+    for page in built_book.html.rglob("*.html"):
+        text = page.read_text(errors="replace")
+        for m in re.finditer(r'<(script|link)\b[^>]*\b(src|href)="(https?:)?//[^"]+"', text):
+            if m.group(1) == "link" and not re.search(r'rel="(stylesheet|preload|modulepreload)"', m.group(0)):
+                continue
+            bad.append(f"{page.relative_to(built_book.html)}: {m.group(0)}")
+    assert not bad, "\n".join(bad)
