@@ -1,0 +1,164 @@
+"""Tables for the book and for notebooks: kvmath results as pandas DataFrames.
+
+pandas is imported inside each function, so importing kvmath (and the command line) stays light.
+All byte columns are exact integers named ``*_bytes``; converted columns say their unit
+(``*_gib`` = 2^30 bytes, ``*_mib`` = 2^20 bytes).
+"""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+
+from .config import DATA_DIR, load_architecture
+from .derive import Derivation, derive
+from .engines import get_engine, valid_tp
+from .errors import KvMathError
+from .units import GiB, MiB
+
+BOOK_VLLM_FORMATS = ("bf16", "fp8_e5m2", "int8_per_token_head", "turboquant_k8v4", "turboquant_3bit_nc", "nvfp4")
+BOOK_LLAMACPP_FORMATS = ("f16", "q8_0", "q5_0", "q4_0", "turbo4", "turbo3")
+
+
+def layer_groups_frame(d: Derivation):
+    """One row per layer group of a derivation: type, count, shape, per-token and fixed bytes per card."""
+    import pandas as pd
+
+    rows = []
+    for g in d.groups:
+        rows.append({
+            "layer type": g.layer_type,
+            "layers": g.n_layers,
+            "first index": g.layers[0],
+            "what it caches": g.description,
+            "KV heads / card": g.kv_heads_per_rank if not g.state else None,
+            "bytes / token / layer": g.bytes_per_token if not g.state else None,
+            "state bytes / seq / layer": g.state_bytes_per_seq if g.state else None,
+            "cells": g.cells if not g.state else None,
+            "total_bytes": g.bytes,
+        })
+    return pd.DataFrame(rows)
+
+
+def layer_pattern(arch) -> str:
+    """The layer-type sequence in run-length form, e.g. ``(3 x linear, 1 x full) x 16``."""
+    short = {"full_attention": "full", "sliding_attention": "sliding", "linear_attention": "linear"}
+    types = [short.get(layer.layer_type, layer.layer_type) for layer in arch.layers]
+    for period in range(1, len(types) + 1):
+        if len(types) % period == 0 and types == types[:period] * (len(types) // period):
+            unit = types[:period]
+            runs, i = [], 0
+            while i < len(unit):
+                j = i
+                while j < len(unit) and unit[j] == unit[i]:
+                    j += 1
+                runs.append(f"{j - i} x {unit[i]}")
+                i = j
+            body = ", ".join(runs)
+            return f"({body}) x {len(types) // period}" if len(types) // period > 1 else body
+    return ", ".join(types)
+
+
+def per_token_frame(model, engine="vllm", formats=BOOK_VLLM_FORMATS, tps=(1, 2, 4), **deployment):
+    """Growing KV bytes per token per card for each format and each valid TP among ``tps``.
+
+    Columns: format, tp, bytes_per_token, bits_per_element_k, bits_per_element_v. TPs the engine
+    cannot use for this model are left out (see ``valid_tp``).
+    """
+    import pandas as pd
+
+    arch = model if not isinstance(model, (str, dict)) else load_architecture(model)
+    eng = get_engine(engine)
+    ok = [tp for tp in tps if tp in valid_tp(arch, eng, tps)]
+    rows = []
+    for fmt in formats:
+        for tp in ok:
+            d = derive(arch, engine=eng, kv_format=fmt, tp=tp, max_ctx=deployment.pop("max_ctx", 4096), **deployment)
+            rows.append({
+                "format": fmt,
+                "tp": tp,
+                "bytes_per_token": d.bytes_per_token,
+                "bits_per_element_k": float(d.kv_format.k.bits_per_element),
+                "bits_per_element_v": float(d.kv_format.v.bits_per_element),
+            })
+    return pd.DataFrame(rows)
+
+
+def curve_frame(model, engine="vllm", formats=BOOK_VLLM_FORMATS, tps=(1, 2, 4), contexts=None, **deployment):
+    """Per-card cache of ONE sequence against context, for the memory-vs-context charts.
+
+    Columns: format, tp, ctx, growing_bytes, fixed_bytes (sliding window + state), both per sequence
+    per card; a chart multiplies them by the number of sequences. ``contexts`` defaults to a grid from
+    1K to the model's maximum.
+    """
+    import pandas as pd
+
+    arch = model if not isinstance(model, (str, dict)) else load_architecture(model)
+    eng = get_engine(engine)
+    if contexts is None:
+        top = arch.max_position_embeddings or 131072
+        contexts = sorted({*range(1024, top + 1, max(1024, top // 64)), top})
+    ok = valid_tp(arch, eng, tps)
+    rows = []
+    for fmt in formats:
+        for tp in ok:
+            for ctx in contexts:
+                d = derive(arch, engine=eng, kv_format=fmt, tp=tp, max_ctx=ctx, max_num_seqs=1, **deployment)
+                rows.append({"format": fmt, "tp": tp, "ctx": ctx, "growing_bytes": d.growing_bytes,
+                             "fixed_bytes": d.fixed_bytes})
+    return pd.DataFrame(rows)
+
+
+def deployment_facts(model_id: str) -> dict:
+    """Weights per quantisation (GB) and drafters of a known model (``kvmath/data/deployments.json``)."""
+    facts = json.loads((DATA_DIR / "deployments.json").read_text())["models"]
+    if model_id not in facts:
+        raise KvMathError(f"no deployment facts for {model_id!r}; known: {', '.join(facts)}")
+    return facts[model_id]
+
+
+def weights_frame(model_id: str, tps=(1, 2, 4)):
+    """Checkpoint size per quantisation and per card under TP (GB = 1e9 bytes, as published).
+
+    Every weight tensor is treated as sharded evenly; embeddings and norms that vLLM replicates are
+    a small share for these models and are not separated here.
+    """
+    import pandas as pd
+
+    facts = deployment_facts(model_id)
+    rows = []
+    for variant, gb in facts["weights_gb"].items():
+        row = {"quantisation": variant, "total_gb": gb}
+        for tp in tps:
+            row[f"per card TP{tp} (GB)"] = round(gb / tp, 3)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def source_doc() -> dict:
+    """The source document's stated figures (``kvmath/data/source_doc.json``)."""
+    return json.loads((DATA_DIR / "source_doc.json").read_text())
+
+
+def errata_frame(model_id: str, tp: int = 1):
+    """The source document's per-token figures beside kvmath's, for vLLM at TP ``tp``.
+
+    Columns: format, doc_bytes_per_token, kvmath_bytes_per_token, ratio (kvmath / doc).
+    Formats vLLM does not have (q4_0) are derived for llama.cpp and say so.
+    """
+    import pandas as pd
+
+    doc = source_doc()["per_token_tp1"].get(model_id, {})
+    arch = load_architecture(model_id)
+    rows = []
+    for fmt, doc_value in doc.items():
+        engine = "llama.cpp" if fmt == "q4_0" else "vllm"
+        d = derive(arch, engine=engine, kv_format=fmt, tp=tp, max_ctx=4096)
+        rows.append({
+            "format": fmt,
+            "engine": engine,
+            "doc_bytes_per_token": doc_value // tp,
+            "kvmath_bytes_per_token": d.bytes_per_token,
+            "ratio": round(d.bytes_per_token / (doc_value / tp), 3),
+        })
+    return pd.DataFrame(rows)
