@@ -49,7 +49,6 @@ CACHE_FIELDS = (
     "num_hidden_layers",
     "layer_types",
     "full_attention_interval",
-    "num_attention_heads",  # cache-relevant for MLA (DeepSeek / Kimi) where K/V are per query head
     "num_key_value_heads",
     "head_dim",
     "num_global_key_value_heads",
@@ -99,6 +98,7 @@ _TOPK_KEYS = ("num_experts_per_tok", "top_k_experts", "experts_per_token", "num_
 _GROUP_KEYS = ("n_group", "num_expert_group", "topk_group")
 _SMALL_EXPERTS = 4
 _SMALL_TOPK = 2
+_SMALL_MLA_HEADS = 8
 # Keys removed from the dict before building the config.
 _DROP_KEYS = (
     "quantization_config",  # fp8 / mxfp4 checkpoints: we build plain random weights
@@ -149,7 +149,9 @@ def _text_part(config: dict) -> tuple[dict, str | None]:
     return text, text.get("model_type")
 
 
-def build_small_text_config(config: dict, *, dtype: str = "bfloat16", overrides: dict | None = None):
+def build_small_text_config(
+    config: dict, *, dtype: str = "bfloat16", overrides: dict | None = None, shrink_mla_heads: bool = True
+):
     """Build a shrunk transformers ``PreTrainedConfig`` for the text model.
 
     Returns ``(config_object, model_type, applied_changes, text_dict_original)``.
@@ -203,6 +205,17 @@ def build_small_text_config(config: dict, *, dtype: str = "bfloat16", overrides:
             text[k] = 1
             changes[k] = f"{v} -> 1"
 
+    # MLA (DeepSeek-V3 / Kimi): transformers 5.23 caches the compressed latent
+    # ([b, 1, t, kv_lora_rank] + [b, 1, t, qk_rope_head_dim]), so the number of
+    # query heads does not shape the cache, but kv_b_proj (kv_lora_rank x heads x 256)
+    # dominates build time.  Shrink heads unless asked not to.
+    if shrink_mla_heads and text.get("kv_lora_rank"):
+        for k in ("num_attention_heads", "num_key_value_heads"):
+            v = text.get(k)
+            if isinstance(v, int) and v > _SMALL_MLA_HEADS:
+                text[k] = _SMALL_MLA_HEADS
+                changes[k] = f"{v} -> {_SMALL_MLA_HEADS} (MLA: latent cache is head-independent)"
+
     vocab = text.get("vocab_size", 256)
     for k in _TOKEN_ID_KEYS:
         v = text.get(k)
@@ -221,34 +234,62 @@ def build_small_text_config(config: dict, *, dtype: str = "bfloat16", overrides:
     text.pop("model_type", None)
     cfg = AutoConfig.for_model(model_type, **text)
     cfg.use_cache = True
-    try:
-        cfg._attn_implementation = "sdpa"
-    except Exception:  # pragma: no cover
-        pass
     return cfg, model_type, changes, original
 
 
-def _config_check(original: dict, cfg, overrides: dict | None) -> list[dict]:
+def _config_check(original: dict, cfg, overrides: dict | None, changes: dict | None = None) -> list[dict]:
     """Compare cache-relevant fields of the input dict with the built config.
 
     Uses ``cfg.to_dict()`` (transformers 5.x raises on direct access to per-layer
-    attributes of heterogeneous configs such as Gemma 4).  Fields that the config
-    class folds into ``per_layer_config`` (Gemma 4: ``global_head_dim``,
-    ``num_global_key_value_heads``) are checked there.
+    attributes of heterogeneous configs such as Gemma 4), falling back to
+    ``getattr``.  Fields that the config class folds into ``per_layer_config``
+    (Gemma 4: ``global_head_dim``, ``num_global_key_value_heads``) are checked there;
+    fields that are converted into ``layer_types`` (``full_attention_interval``,
+    ``hybrid_override_pattern``) are checked against ``layer_types``.  Fields that
+    were changed on purpose (listed in ``changes``) are skipped.
     """
     built = cfg.to_dict()
     plc = built.get("per_layer_config") or {}
+    changes = changes or {}
+
+    def get(k):
+        if k in built:
+            return built[k]
+        try:
+            return getattr(cfg, k)
+        except Exception:
+            return "<missing>"
+
     out = []
     for k in CACHE_FIELDS:
-        if k not in original:
+        if k not in original or k in changes:
             continue
         want = (overrides or {}).get(k, original[k])
-        if k in ("global_head_dim", "num_global_key_value_heads") and plc:
+        got = get(k)
+        if k == "num_global_key_value_heads" and (overrides or {}).get(
+            "attention_k_eq_v", original.get("attention_k_eq_v")
+        ) is False:
+            # Gemma 4 (5.23) applies num_global_key_value_heads only when attention_k_eq_v
+            # is true; otherwise global layers use num_key_value_heads.
+            vals = sorted({v.get("num_key_value_heads") for v in plc.values() if isinstance(v, dict)} - {None})
+            got = vals[0] if len(vals) == 1 else "<ignored by transformers: attention_k_eq_v=false, global layers use num_key_value_heads>"
+        elif k in ("global_head_dim", "num_global_key_value_heads") and plc:
             sub = "head_dim" if k == "global_head_dim" else "num_key_value_heads"
             vals = sorted({v.get(sub) for v in plc.values() if isinstance(v, dict) and sub in v})
             got = vals[0] if len(vals) == 1 else (vals or "<not in per_layer_config>")
-        else:
-            got = built.get(k, "<missing>")
+        elif got == "<missing>" and k == "full_attention_interval":
+            lt = list(get("layer_types") or [])
+            exp = ["full_attention" if (i + 1) % want == 0 else "linear_attention" for i in range(len(lt))]
+            got = want if lt == exp else f"layer_types={lt}"
+        elif got == "<missing>" and k == "hybrid_override_pattern":
+            lt = list(get("layer_types") or [])
+            sym = {"M": ("mamba", "linear_attention"), "*": ("attention", "full_attention"),
+                   "E": ("moe",), "-": ("mlp",)}
+            ok = len(lt) == len(want) and all(t in sym.get(c, ()) for c, t in zip(want, lt))
+            got = want if ok else f"layer_types={lt}"
+        elif got == "<missing>" and k == "num_hidden_layers":
+            lt = get("layer_types")
+            got = len(lt) if isinstance(lt, (list, tuple)) else got
         if got != want and not (isinstance(got, (list, tuple)) and list(got) == want):
             out.append({"field": k, "input": want, "built": got if _jsonable(got) else repr(got)})
     return out
@@ -373,6 +414,8 @@ def transformers_cache_bytes(
     overrides: dict | None = None,
     seed: int = 0,
     threads: int | None = None,
+    attn_implementation: str | None = None,
+    shrink_mla_heads: bool = True,
 ) -> dict:
     """Run a scaled-down random transformers model and measure its cache.
 
@@ -389,6 +432,12 @@ def transformers_cache_bytes(
             ``{"sliding_window": 16}`` or ``{"num_hidden_layers": 8, "layer_types": [...]}``).
         seed: RNG seed for weights and token ids.
         threads: if given, ``torch.set_num_threads(threads)``.
+        attn_implementation: passed to ``from_config``; ``None`` lets transformers pick
+            (sdpa where supported, eager otherwise, e.g. gemma2 / gpt_oss).
+        shrink_mla_heads: for MLA configs (``kv_lora_rank`` set) reduce
+            ``num_attention_heads``/``num_key_value_heads`` to 8; the transformers
+            MLA cache is the head-independent latent, and this cuts DeepSeek-V3's
+            build from ~15 s to ~2 s.  Set False to keep the real head count.
 
     Returns a dict with ``layers`` (per layer: index, class, tensors{name: shape,
     dtype, bytes, storage_bytes, counted[, shared_with]}, bytes), ``total_bytes``
@@ -408,9 +457,12 @@ def transformers_cache_bytes(
         torch.set_num_threads(threads)
     torch_dtype = getattr(torch, dtype) if isinstance(dtype, str) else dtype
     t0 = time.perf_counter()
-    cfg, model_type, changes, original = build_small_text_config(config, dtype=dtype, overrides=overrides)
+    cfg, model_type, changes, original = build_small_text_config(
+        config, dtype=dtype, overrides=overrides, shrink_mla_heads=shrink_mla_heads
+    )
     torch.manual_seed(seed)
-    model = AutoModelForCausalLM.from_config(cfg, dtype=torch_dtype)
+    kw = {"attn_implementation": attn_implementation} if attn_implementation else {}
+    model = AutoModelForCausalLM.from_config(cfg, dtype=torch_dtype, **kw)
     model.eval()
     t1 = time.perf_counter()
 
@@ -435,6 +487,7 @@ def transformers_cache_bytes(
             "transformers_version": transformers.__version__,
             "torch_version": torch.__version__,
             "model_class": type(model).__name__,
+            "attn_implementation": getattr(model.config, "_attn_implementation", None),
             "cache_class": type(cache).__name__,
             "model_type": model_type,
             "batch": batch,
@@ -443,7 +496,7 @@ def transformers_cache_bytes(
             "tokens_seen": seq_len + decode_steps,
             "dtype": str(torch_dtype),
             "changes": changes,
-            "config_check": _config_check(original, model.config, overrides),
+            "config_check": _config_check(original, model.config, overrides, changes),
             "per_layer_config": _per_layer_overrides(model.config),
             "num_parameters": sum(p.numel() for p in model.parameters()),
             "timings": {
