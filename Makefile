@@ -42,8 +42,10 @@ $(STAMP): requirements.lock pyproject.toml
 assets: venv
 	$(VENV_ENV) $(VENV)/bin/python tools/book_assets.py
 
+# --all: Sphinx re-reads (so myst-nb re-executes) only changed pages otherwise, and a page
+# whose text did not change would keep numbers computed by an older kvmath.
 book: venv assets
-	$(VENV_ENV) KVMATH_BOOK_BUILD=1 $(VENV)/bin/jb build . -W -n --keep-going
+	$(VENV_ENV) KVMATH_BOOK_BUILD=1 $(VENV)/bin/jb build . --all -W -n --keep-going
 
 # Debian's chromium for the page tests (tests/test_pages.py); installed only if missing.
 browser:

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent  # the venv's bin/ (make test runs .venv/bin/python)
@@ -34,6 +35,23 @@ class BuiltBook:
         return self.html.parent
 
 
+def toc_docnames() -> list[str]:
+    """Docnames of every page in _toc.yml (root first), e.g. ``"notebooks/_demo"``."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    names = [toc["root"]]
+
+    def walk(entries):
+        for e in entries or []:
+            if "file" in e:
+                names.append(e["file"])
+            walk(e.get("sections"))
+
+    for part in toc.get("parts", []):
+        walk(part.get("chapters"))
+    walk(toc.get("chapters"))
+    return names
+
+
 def book_env() -> dict[str, str]:
     """Environment for book builds: venv tools first, the venv's python3 kernelspec."""
     env = dict(os.environ)
@@ -45,7 +63,9 @@ def book_env() -> dict[str, str]:
 
 
 def _log_tail(log: str, html: Path, lines: int = 80) -> str:
-    tail = "\n".join(log.splitlines()[-lines:])
+    problems = [l for l in log.splitlines() if "WARNING:" in l or "ERROR" in l or "Error" in l]
+    tail = "problems:\n" + "\n".join(problems[:40]) + "\n----- log tail -----\n"
+    tail += "\n".join(log.splitlines()[-lines:])
     reports = sorted((html / "reports").rglob("*.err.log")) if (html / "reports").is_dir() else []
     for r in reports:
         tail += f"\n----- {r.relative_to(html)} -----\n" + r.read_text(errors="replace")[-4000:]

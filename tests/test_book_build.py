@@ -6,29 +6,12 @@ import re
 import sys
 
 import pytest
-import yaml
 
-from conftest import ROOT, book_env
+from conftest import ROOT, book_env, toc_docnames
 
 # Sphinx warnings look like "path:line: WARNING: ..." or "WARNING: ..." at line start.
 # (Kernel stderr such as "[IPKernelApp] WARNING | ..." is not a Sphinx warning.)
 SPHINX_WARNING = re.compile(r"(^|: )(WARNING|ERROR|CRITICAL): ", re.MULTILINE)
-
-
-def toc_docnames() -> list[str]:
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    names = [toc["root"]]
-
-    def walk(entries):
-        for e in entries or []:
-            if "file" in e:
-                names.append(e["file"])
-            walk(e.get("sections"))
-
-    for part in toc.get("parts", []):
-        walk(part.get("chapters"))
-    walk(toc.get("chapters"))
-    return names
 
 
 def test_build_succeeded_without_warnings(built_book):

@@ -8,8 +8,8 @@ script a page needs is served from the book itself (see shared/book-toolchain.md
   ``vl-convert-python`` wheel, wrapped in an IIFE so its top-level ``const _`` does
   not collide with Sphinx's ``doctools.js``.  Used by the ``kvmath_offline`` Altair
   renderer (``kvmath/book.py``).
-* ``widgets/require.js`` (npm ``requirejs``) and ``widgets/embed-amd.js`` plus its
-  icon fonts (npm ``@jupyter-widgets/html-manager``, the 1.0.x line that matches
+* ``widgets/require.js`` (npm ``requirejs``), ``widgets/require-config.js`` (written
+  here) and ``widgets/embed-amd.js`` plus its icon fonts (npm ``@jupyter-widgets/html-manager``, the 1.0.x line that matches
   ipywidgets 8.1) -- the static ipywidgets manager used by myst-nb.
 * ``mathjax/es5/...`` (npm ``mathjax`` 3.x) -- so ``$...$`` math renders offline.
 
@@ -49,9 +49,26 @@ NPM = {
 VEGA_BUNDLE = ASSETS / "vega-embed-bundle.js"
 REQUIRE_JS = ASSETS / "widgets" / "require.js"
 EMBED_AMD = ASSETS / "widgets" / "embed-amd.js"
+REQUIRE_CONFIG = ASSETS / "widgets" / "require-config.js"
 MATHJAX_DIR = ASSETS / "mathjax"
 MATHJAX_ENTRY = MATHJAX_DIR / "es5" / "tex-mml-chtml.js"
-OUTPUTS = [VEGA_BUNDLE, REQUIRE_JS, EMBED_AMD, MATHJAX_ENTRY]
+OUTPUTS = [VEGA_BUNDLE, REQUIRE_JS, REQUIRE_CONFIG, EMBED_AMD, MATHJAX_ENTRY]
+
+# Loaded between require.js and embed-amd.js (nb_ipywidgets_js in _config.yml).
+# embed-amd.js defines the AMD module "@jupyter-widgets/html-manager/dist/libembed-amd"
+# and takes its webpack public path (where its icon fonts are) from that module's URL,
+# which require.js would otherwise resolve against the *page's* folder -> 404s.
+REQUIRE_CONFIG_JS = """\
+// Written by tools/book_assets.py: map the widget manager's AMD ids to this folder,
+// so embed-amd.js finds its icon fonts next to it (in _static/widgets/).
+(function () {
+  var me = document.currentScript;
+  if (!me || typeof require === "undefined" || !require.config) return;
+  var dir = me.src.replace(/[?#].*$/, "");
+  dir = dir.slice(0, dir.lastIndexOf("/"));
+  require.config({paths: {"@jupyter-widgets/html-manager/dist": dir}});
+})();
+"""
 
 # Parts of the mathjax package copied: the combined component the book loads, plus
 # everything it may load lazily (TeX extensions via autoload, CHTML fonts, the
@@ -68,7 +85,11 @@ def _vega_versions() -> dict:
 
 
 def wanted_versions() -> dict:
-    return {"npm": dict(NPM), **_vega_versions()}
+    # The script's own hash too, so editing what it writes invalidates the stamp.
+    import hashlib
+
+    me = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
+    return {"npm": dict(NPM), "book_assets.py": me, **_vega_versions()}
 
 
 def _tarball_name(name: str, version: str) -> str:
@@ -146,6 +167,7 @@ def write_widgets() -> None:
     members = {"package/dist/embed-amd.js": EMBED_AMD}
     members.update({m: EMBED_AMD.parent / Path(m).name for m in fonts})
     _extract(tgz, members)
+    REQUIRE_CONFIG.write_text(REQUIRE_CONFIG_JS, encoding="utf-8")
 
 
 def write_mathjax() -> None:
