@@ -2,6 +2,7 @@
 #
 #   make venv    .venv from requirements.lock + kvmath (editable); redone when the lock changes
 #   make assets  vendored JS for offline pages -> book/assets/ (tools/book_assets.py)
+#   make chapters  write the model chapters from the template (book/models.json -> notebooks/generated/)
 #   make book    execute every chapter and build the HTML -> _build/html/
 #   make test    python -m pytest (builds the book once, checks pages in headless Chromium)
 #   make bench   time a full book build and each chapter's execution
@@ -20,7 +21,7 @@ CHROMIUM ?= /usr/bin/chromium
 VENV_ENV := PATH="$(BIN):$$PATH" JUPYTER_PATH="$(abspath $(VENV))/share/jupyter" \
             PYDEVD_DISABLE_FILE_VALIDATION=1
 
-.PHONY: all venv assets book test bench lock browser clean distclean
+.PHONY: all venv assets chapters book test bench lock browser clean distclean
 
 all: book
 
@@ -44,8 +45,13 @@ assets: venv
 
 # --all: Sphinx re-reads (so myst-nb re-executes) only changed pages otherwise, and a page
 # whose text did not change would keep numbers computed by an older kvmath.
-book: venv assets
+book: venv assets chapters
 	$(VENV_ENV) KVMATH_BOOK_BUILD=1 $(VENV)/bin/jb build . --all -W -n --keep-going
+
+# The model chapters are written from one template (notebooks/model_chapter.md) for each model in
+# book/models.json, unexecuted; jb build executes them like every other page.
+chapters: venv
+	$(VENV_ENV) $(VENV)/bin/python -m kvmath.chapter --book
 
 # Debian's chromium for the page tests (tests/test_pages.py); installed only if missing.
 browser:
@@ -60,7 +66,7 @@ browser:
 test: venv browser
 	$(VENV_ENV) $(VENV)/bin/python -m pytest
 
-bench: venv assets
+bench: venv assets chapters
 	$(VENV_ENV) $(VENV)/bin/python tools/bench_book.py
 
 lock:

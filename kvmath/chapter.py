@@ -2,10 +2,11 @@
 
     python -m kvmath.chapter --model qwen3.6-27b --title "Qwen 3.6 27B" --out notebooks/generated/qwen3.6-27b.ipynb
     python -m kvmath.chapter --book            # every chapter listed in book/models.json
+    python -m kvmath.chapter --model path/to/config.json --execute   # also run it, to check it
 
-The template is executed with the given parameters; the written notebook keeps its outputs (the book
-renders them without executing again) and its first heading becomes the title. The injected
-parameters cell is hidden in the page.
+papermill injects the parameters after the template's ``parameters`` cell; the first heading becomes
+the title and the injected cell is hidden in the page. By default the chapter is written unexecuted:
+the book build executes it like every other page, so its numbers are always from the current kvmath.
 """
 
 from __future__ import annotations
@@ -22,11 +23,12 @@ TEMPLATE = ROOT / "notebooks" / "model_chapter.md"
 BOOK_MODELS = ROOT / "book" / "models.json"
 
 
-def make_chapter(model: str, out: str | Path, *, title: str = "", template: Path = TEMPLATE, **params) -> Path:
-    """Execute the chapter template for ``model`` (id or config.json path) and write it to ``out``.
+def make_chapter(model: str, out: str | Path, *, title: str = "", template: Path = TEMPLATE,
+                 execute: bool = False, **params) -> Path:
+    """Write the chapter template for ``model`` (id or config.json path) to ``out`` (.ipynb).
 
-    Returns the path written. Raises KvMathError if the model cannot be loaded (checked before the
-    notebook runs, so the message is the loader's, not a cell traceback).
+    ``execute=True`` also runs it (outputs kept). Returns the path written. Raises KvMathError if the
+    model cannot be loaded (checked first, so the message is the loader's, not a cell traceback).
     """
     import jupytext
     import papermill as pm
@@ -38,16 +40,17 @@ def make_chapter(model: str, out: str | Path, *, title: str = "", template: Path
     params = {"model": str(model), "title": title or arch.name, **params}
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
+    if Path(str(model)).suffix == ".json":
+        params["model"] = str(Path(model).resolve())  # the chapter runs from its own folder
     nb = pm.execute_notebook(
         nb, None, parameters=params, kernel_name="python3", cwd=str(template.parent), progress_bar=False,
-        log_output=False,
+        log_output=False, prepare_only=not execute,
     )
     for cell in nb.cells:
         tags = cell.metadata.setdefault("tags", [])
         if "injected-parameters" in tags and "remove-cell" not in tags:
             tags.append("remove-cell")
         if cell.cell_type == "markdown" and cell.source.startswith("# "):
-            lines = cell.source.split("\n")
             cell.source = f"# {params['title']}"  # the template's own paragraph is about the template
             break
     nb.metadata.pop("papermill", None)
@@ -68,6 +71,7 @@ def main(argv=None) -> int:
     p.add_argument("--title", default="")
     p.add_argument("--out", help="output .ipynb (default notebooks/generated/<id>.ipynb)")
     p.add_argument("--book", action="store_true", help="write every chapter listed in book/models.json")
+    p.add_argument("--execute", action="store_true", help="run the chapter too (to check it outside the book)")
     args = p.parse_args(argv)
     try:
         if args.book:
@@ -76,7 +80,7 @@ def main(argv=None) -> int:
                 print("wrote", path.relative_to(ROOT))
         elif args.model:
             out = args.out or ROOT / "notebooks" / "generated" / f"{Path(args.model).stem}.ipynb"
-            print("wrote", make_chapter(args.model, out, title=args.title))
+            print("wrote", make_chapter(args.model, out, title=args.title, execute=args.execute))
         else:
             p.error("give --model or --book")
     except KvMathError as e:

@@ -1,0 +1,76 @@
+"""Every chapter runs under papermill, and every number it glues equals kvmath's for its parameters."""
+
+from pathlib import Path
+
+import jupytext
+import papermill as pm
+import pytest
+
+import kvmath
+from kvmath import report
+from kvmath.book import read_glue
+
+ROOT = Path(__file__).resolve().parents[1]
+TEMPLATE = ROOT / "notebooks" / "model_chapter.md"
+MODELS = ["qwen3.6-27b", "qwen3.6-35b-a3b", "gemma-4-31b", "gemma-4-26b-a4b"]
+
+
+def execute(path: Path, **parameters) -> dict:
+    nb = pm.execute_notebook(jupytext.read(path), None, parameters=parameters, kernel_name="python3",
+                             cwd=str(path.parent), progress_bar=False)
+    return {k[: -len("__raw")]: v for k, v in read_glue(nb).items() if k.endswith("__raw")}
+
+
+_CHAPTERS = {}
+
+
+def chapter(model, **params):
+    key = (model, tuple(sorted(params.items())))
+    if key not in _CHAPTERS:
+        _CHAPTERS[key] = execute(TEMPLATE, model=model, **params)
+    return _CHAPTERS[key]
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_model_chapter_glue_equals_kvmath(model):
+    g = chapter(model)
+    arch = kvmath.load_architecture(model)
+    counts = arch.layer_type_counts()
+    assert g["n_layers"] == arch.num_hidden_layers
+    assert (g["n_full"], g["n_sliding"], g["n_linear"]) == (
+        counts.get("full_attention", 0), counts.get("sliding_attention", 0), counts.get("linear_attention", 0))
+    ref = kvmath.derive(model, kv_format="bf16", max_ctx=262144, max_num_batched_tokens=2048)
+    assert g["ref_bytes_per_token"] == ref.bytes_per_token
+    assert g["ref_total_gib"] == pytest.approx(ref.total_bytes / kvmath.GiB)
+    assert g["fixed_bytes_per_seq"] == ref.fixed_bytes
+    assert g["state_bytes_per_seq"] == ref.state_bytes_per_seq
+    assert g["sliding_bytes_per_seq"] == ref.sliding_bytes
+    for tp in kvmath.valid_tp(arch, "vllm", (1, 2, 4)):
+        d = kvmath.derive(model, kv_format="bf16", tp=tp, max_ctx=4096)
+        assert g[f"bytes_per_token_bf16_tp{tp}"] == d.bytes_per_token
+    facts = report.deployment_facts(model)
+    assert g["weights_gb"] == facts["weights_gb"][facts["default_weights"]]
+    assert g["doc_bytes_per_token"] == report.source_doc()["per_token_tp1"][model]["bf16"]
+
+
+def test_model_chapter_follows_its_parameters():
+    # Same template, other parameters: the other model's numbers and the requested format.
+    a = chapter("gemma-4-26b-a4b", reference_format="fp8_e5m2", ctx=32768)
+    d = kvmath.derive("gemma-4-26b-a4b", kv_format="fp8_e5m2", max_ctx=32768, max_num_batched_tokens=2048)
+    assert a["ref_bytes_per_token"] == d.bytes_per_token == 5 * 2 * 512 * 2  # 5 full layers, 2 heads, K+V, 1 B
+    assert a["ctx_tokens"] == 32768
+    assert a["ref_total_gib"] == pytest.approx(d.total_bytes / kvmath.GiB)
+
+
+def test_model_chapter_on_a_config_file_outside_the_book(tmp_path):
+    # A config the book has no facts for: the chapter still derives the cache and says so for weights.
+    import json
+
+    cfg = dict(kvmath.resolve_model("qwen3.6-35b-a3b")["config"], num_hidden_layers=8,
+               layer_types=["linear_attention"] * 3 + ["full_attention"] + ["linear_attention"] * 3 + ["full_attention"])
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    g = execute(TEMPLATE, model=str(path), title="Tiny hybrid")
+    assert (g["n_layers"], g["n_full"], g["n_linear"]) == (8, 2, 6)
+    assert g["ref_bytes_per_token"] == 2 * 2 * 256 * 2 * 2  # 2 full layers x 2 heads x 256 x K+V x bf16
+    assert g["weights_gb"] == 0.0
