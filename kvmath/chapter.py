@@ -46,13 +46,14 @@ def make_chapter(model: str, out: str | Path, *, title: str = "", template: Path
         nb, None, parameters=params, kernel_name="python3", cwd=str(template.parent), progress_bar=False,
         log_output=False, prepare_only=not execute,
     )
+    titled = False
     for cell in nb.cells:
         tags = cell.metadata.setdefault("tags", [])
         if "injected-parameters" in tags and "remove-cell" not in tags:
             tags.append("remove-cell")
-        if cell.cell_type == "markdown" and cell.source.startswith("# "):
+        if not titled and cell.cell_type == "markdown" and cell.source.startswith("# "):
             cell.source = f"# {params['title']}"  # the template's own paragraph is about the template
-            break
+            titled = True
     nb.metadata.pop("papermill", None)
     import nbformat
 
