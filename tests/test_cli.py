@@ -68,3 +68,37 @@ def test_cli_does_not_import_heavy_modules():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0
     assert r.stderr.strip() == "[]"
+
+
+def test_pasted_vllm_flags_reproduce_a_logged_boot():
+    # measurements/club3090-boot-facts.csv row F01 (Qwen 3.6 27B, 2x RTX 3090, vLLM 0.24-era build):
+    # logged "Available KV cache memory" 11.10 GiB, "GPU KV cache size: 605495 tokens", concurrency 2.31x
+    # at max_model_len 262144, int8_per_token_head, TP 2, MTP drafter (n=4), batched tokens 8192.
+    r = run("--config", "qwen3.6-27b", "--engine", "vllm", "--max-model-len", "262144", "--max-num-seqs", "2",
+            "--tensor-parallel-size", "2", "--kv-cache-dtype", "int8_per_token_head",
+            "--max-num-batched-tokens", "8192", "--num-speculative-tokens", "4",
+            "--kv-cache-memory-bytes", "11.10GiB", "--json")
+    assert r.returncode == 0, r.stderr
+    plan = json.loads(r.stdout)["vllm_plan"]
+    assert abs(plan["gpu_kv_cache_tokens"] - 605495) / 605495 < 0.01
+    assert round(plan["max_concurrency"], 2) == pytest.approx(2.31, abs=0.01)
+
+
+def test_pasted_llamacpp_flags_print_its_log_lines():
+    r = run("--config", "gemma-4-26b-a4b", "--engine", "llama.cpp", "-c", "262144", "-np", "1",
+            "-ctk", "q8_0", "-ctv", "q8_0", "-fa", "on")
+    assert r.returncode == 0, r.stderr
+    # llama-kv-cache-iswa.cpp: SWA cells = GGML_PAD(min(262144, 1024 + 512), 256) = 1536
+    assert "creating     SWA KV cache, size = 1536 cells" in r.stdout
+    assert "262144 cells,   5 layers" in r.stdout
+
+
+def test_quantised_v_without_flash_attention_is_refused():
+    r = run("--config", "gemma-4-26b-a4b", "--engine", "llama.cpp", "-c", "8192", "-ctv", "q4_0", "-fa", "off")
+    assert r.returncode == 2 and "flash_attn" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("value", ["lots", "-3GiB", "0"])
+def test_bad_memory_size(value):
+    r = run("--config", "qwen3.6-27b", "--kv-cache-memory-bytes", value)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
