@@ -74,3 +74,34 @@ def test_model_chapter_on_a_config_file_outside_the_book(tmp_path):
     assert (g["n_layers"], g["n_full"], g["n_linear"]) == (8, 2, 6)
     assert g["ref_bytes_per_token"] == 2 * 2 * 256 * 2 * 2  # 2 full layers x 2 heads x 256 x K+V x bf16
     assert g["weights_gb"] == 0.0
+
+
+def test_engines_chapter_glue_equals_kvmath():
+    g = execute(ROOT / "notebooks" / "engines.md", ctx=65536)
+    for eng, fmt in {"vllm": "bf16", "llama.cpp": "f16", "transformers": "bf16"}.items():
+        key = eng.replace(".", "")
+        q = kvmath.derive("qwen3.6-27b", engine=eng, kv_format=fmt, max_ctx=65536)
+        s = kvmath.derive("gemma-4-31b", engine=eng, kv_format=fmt, max_ctx=65536)
+        assert g[f"q_state_{key}_mib"] == pytest.approx(q.state_bytes / kvmath.MiB)
+        assert g[f"g_sliding_{key}_mib"] == pytest.approx(s.sliding_bytes / kvmath.MiB)
+    # hand derivations of the window each engine keeps (W = 1024, T_b = 2048, B = 16, n_ubatch = 512):
+    assert g["swa_vllm_tokens"] == (-(-(1024 - 1 + 2048) // 16) + 1) * 16
+    assert g["swa_llamacpp_tokens"] == -(-(1024 + 512) // 256) * 256
+    assert g["swa_transformers_tokens"] == 1024 - 1
+
+
+def test_formula_chapter_checks_pass_and_match_kvmath():
+    g = execute(ROOT / "notebooks" / "formula.md")
+    # the chapter's hidden cells assert hand == kvmath; here the glued values are compared to kvmath again
+    assert g["full_q_kvmath_bytes_per_token"] == kvmath.derive("qwen3.6-27b", kv_format="fp8_e5m2", tp=2,
+                                                             max_ctx=4096).bytes_per_token
+    assert g["full_q_hand_bytes_per_token"] == g["full_q_kvmath_bytes_per_token"]
+    assert g["gdn_layer_hand_bytes"] == g["gdn_layer_kvmath_bytes"]
+
+
+def test_quick_reference_headline_numbers():
+    g = execute(ROOT / "notebooks" / "quick_reference.md")
+    per_token = {m: kvmath.derive(m, kv_format="fp8_e5m2", tp=g["qr_headline_tp"], max_ctx=4096).bytes_per_token
+                 for m in MODELS}
+    assert g["qr_lightest_bytes_per_token"] == min(per_token.values())
+    assert g["qr_heaviest_bytes_per_token"] == max(per_token.values())
