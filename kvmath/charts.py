@@ -11,12 +11,14 @@ GIB = 2**30
 
 
 def memory_vs_context(frame, *, title: str, card_gib: float = 24.0, max_seqs: int = 16,
-                      default_format: str | None = None, default_tp: int | None = None):
-    """Per-card cache (GiB) against context, one line per term, from ``kvmath.report.curve_frame``.
+                      default_format: str | None = None, default_tp: int | None = None,
+                      weights_gb: float | None = None):
+    """Per-card memory (GiB) against context, one line per term, from ``kvmath.report.curve_frame``.
 
-    Bound inputs: KV format (select), TP (radio), sequences (slider; both terms scale with it) and
-    card memory (slider; drawn as a horizontal rule). ``frame`` columns: format, tp, ctx,
-    growing_bytes, fixed_bytes (per sequence, per card, bytes).
+    Bound inputs: KV format (select), TP (radio), sequences (slider; the cache terms scale with it)
+    and card memory (slider; drawn as a horizontal rule). ``frame`` columns: format, tp, ctx,
+    growing_bytes, fixed_bytes (per sequence, per card, bytes). ``weights_gb`` (decimal GB, the whole
+    checkpoint) adds a weights line, divided by TP, and makes the total weights + cache.
     """
     import altair as alt
 
@@ -30,18 +32,21 @@ def memory_vs_context(frame, *, title: str, card_gib: float = 24.0, max_seqs: in
     card = alt.param(name="card_gib", value=card_gib,
                      bind=alt.binding_range(min=8, max=96, step=1, name="card memory (GiB) "))
 
+    weights = f"{(weights_gb or 0) * 1e9} / datum.tp / {GIB}"
+    terms = ["growing", "fixed", "total"] + (["weights"] if weights_gb else [])
     base = alt.Chart(frame).transform_filter(
         (alt.datum.format == fmt) & (alt.datum.tp == tp)
     ).transform_calculate(
         growing=f"datum.growing_bytes * seqs / {GIB}",
         fixed=f"datum.fixed_bytes * seqs / {GIB}",
-        total=f"(datum.growing_bytes + datum.fixed_bytes) * seqs / {GIB}",
-    ).transform_fold(["growing", "fixed", "total"], as_=["term", "gib"])
+        weights=weights,
+        total=f"(datum.growing_bytes + datum.fixed_bytes) * seqs / {GIB} + {weights}",
+    ).transform_fold(terms, as_=["term", "gib"])
 
     lines = base.mark_line().encode(
         x=alt.X("ctx:Q", title="context per sequence (tokens)", axis=alt.Axis(format="~s")),
-        y=alt.Y("gib:Q", title="cache per card (GiB)"),
-        color=alt.Color("term:N", title="term", sort=["total", "growing", "fixed"]),
+        y=alt.Y("gib:Q", title="per card (GiB)"),
+        color=alt.Color("term:N", title="term", sort=["total", "weights", "growing", "fixed"]),
         tooltip=[alt.Tooltip("ctx:Q", format=","), "term:N", alt.Tooltip("gib:Q", format=".3f")],
     )
     import pandas as pd
