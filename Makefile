@@ -5,7 +5,7 @@
 #   make chapters  write the model chapters from the template (book/models.json -> notebooks/generated/)
 #   make book    execute every chapter and build the HTML -> _build/html/
 #   make test    python -m pytest (builds the book once, checks pages in headless Chromium)
-#   make bench   time a full book build and each chapter's execution
+#   make bench   time a full book build and each chapter; one fit prediction, the solver, a 10^6 sweep
 #   make lock    regenerate requirements.lock from requirements.in in a throw-away venv
 #   make clean   remove build outputs; `make distclean` also removes .venv and the npm cache
 
@@ -68,6 +68,7 @@ test: venv browser
 
 bench: venv assets chapters
 	$(VENV_ENV) $(VENV)/bin/python tools/bench_book.py
+	$(VENV_ENV) $(VENV)/bin/python tools/bench_fit.py
 
 lock:
 	rm -rf .cache/lock-venv

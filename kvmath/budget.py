@@ -1,0 +1,735 @@
+"""The per-card memory budget of a vLLM deployment, and what vLLM does with it.
+
+vLLM does not size its KV cache from the demand (context x sequences). At start-up it asks for
+``requested = ceil(total_memory * gpu_memory_utilization)`` bytes of the card, profiles one dummy
+forward pass of ``max_num_batched_tokens`` tokens, and gives the KV cache whatever is left:
+
+    available_kv = requested - non_kv          (vllm/v1/worker/gpu_worker.py determine_available_memory)
+
+where ``non_kv`` is the weights on this card plus the profiled activation peak and the memory
+outside PyTorch's allocator. Then the block arithmetic decides (``kvmath.vllm_alloc.plan``):
+
+- ``oom``: ``available_kv <= 0`` ("No available memory for the cache blocks"), or the weights alone
+  do not fit the card;
+- ``refused``: one request of ``max_model_len`` tokens does not fit ``available_kv``; vLLM prints
+  the "estimated maximum model length" and stops;
+- ``boots``: the pool is ``available_kv // bytes_per_block`` blocks, whatever ``max_num_seqs`` is;
+  its concurrency at full context may be lower than ``max_num_seqs``.
+
+Terms, per card (one tensor-parallel rank), exact integers in bytes:
+
+- weights: checkpoint size (``kvmath/data/deployments.json``, GB = 1e9 B) / TP. Every weight of
+  these models is sharded by vLLM's parallel linear layers and ``VocabParallelEmbedding``; what
+  does not shard (norms, the small router and gate weights) is below the GB rounding of the
+  checkpoint sizes and is not modelled separately.
+- drafter weights: the drafter checkpoint / TP (MTP assistant, DFlash); built-in MTP heads are in
+  the checkpoint.
+- activation peak: the FLA chunked gated-delta-rule buffers of GDN models, exactly
+  (``h = ceil(T / 64) * (Hv / TP) * dk * dv * 2`` B in bf16 plus ``v_new = T * (Hv / TP) * dv * 2`` B,
+  vllm/model_executor/layers/fla/ops/chunk_delta_h.py, ``T = min(max_num_batched_tokens,
+  max_model_len)``), plus an empirical term proportional to ``max_num_batched_tokens / TP``.
+- CUDA graphs, workspace and memory outside PyTorch: an empirical constant plus a term in ``1 / TP``,
+  plus a Gemma 4 offset (262k vocabulary, vision tower) and a MoE offset (dispatch buffers).
+- draft KV override (``draft_kv_bytes``): KV of a drafter with its own cache layers (DFlash),
+  reserved out of the pool when given.
+- the pool itself (growing full-attention KV, sliding-window blocks, GDN state blocks, MTP drafter
+  layers) is ``vllm_alloc.plan``'s business: it is exact.
+
+The empirical coefficients (``COEFFICIENTS``) are fitted by ``kvmath.calibration.fit_coefficients``
+to the club-3090 boot logs; the calibration chapter shows the residuals and a held-out test.
+
+The command line (``kvmath-fit``) imports this module; it needs only the standard library. numpy
+is imported inside ``sweep`` and pandas inside ``chapter_frames``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from pathlib import Path
+
+from .config import known_models, load_architecture
+from .errors import KvMathError, choices
+
+DATA = Path(__file__).parent / "data"
+GIB = 2**30
+GB = 10**9
+FLA_CHUNK = 64  # chunk_delta_h.py: chunk_size=64 (the caller never passes another)
+
+COEFFICIENTS = {
+    # Fitted by kvmath.calibration.fit_coefficients() on the club-3090 boot logs (see
+    # notebooks/calibration.md); GiB per card. tests/test_calibration.py refits and compares.
+    "const_gib": -0.028,
+    "per_inv_tp_gib": 0.805,
+    "per_8k_batched_tokens_per_tp_gib": 4.91,
+    "gemma4_gib": 1.841,
+    "moe_gib": -0.94,
+    # nvidia-smi peak minus vLLM's requested memory (CUDA graphs captured after the KV cache is
+    # allocated, NCCL and CUDA context outside the profile): mean over the measured peaks.
+    "peak_over_requested_gib": 0.57,
+}
+
+OUTCOMES = ("boots", "refused", "oom")
+OUTCOME_TEXT = {
+    "boots": "boots",
+    "refused": "refused at start-up (one max_model_len request does not fit the KV memory)",
+    "oom": "out of memory (nothing left for the KV cache)",
+}
+
+
+# ---------------------------------------------------------------------------------------------------
+# data: cards, presets, deployments
+
+
+@lru_cache(maxsize=None)
+def cards() -> dict:
+    """Known cards by id: ``total_gib`` as PyTorch reports it, ``nominal_gb``, ``compute_capability``."""
+    return json.loads((DATA / "cards.json").read_text())["cards"]
+
+
+def card(name: str) -> dict:
+    """A card by id or alias (``rtx3090``, ``3090``, ``RTX-3090``). Raises KvMathError listing the ids."""
+    key = str(name).strip().lower().replace("_", "-").replace(" ", "-")
+    for cid, c in cards().items():
+        if key == cid or key in c.get("aliases", ()) or key == c["name"].lower().replace(" ", "-"):
+            return dict(c, id=cid)
+    raise KvMathError(f"unknown card {name!r}; known: {choices(cards())} (or give --vram in GiB)")
+
+
+@lru_cache(maxsize=None)
+def presets() -> dict:
+    """The anchor's compose presets, ``{model: {name: {...}}}`` (``kvmath/data/presets.json``)."""
+    return json.loads((DATA / "presets.json").read_text())["presets"]
+
+
+def preset(model_id: str, name: str) -> dict:
+    """One preset. Raises KvMathError naming the model's presets."""
+    table = presets()
+    if model_id not in table:
+        raise KvMathError(f"model {model_id!r} has no presets; models with presets: {choices(table)}")
+    if name not in table[model_id]:
+        owners = [m for m, p in table.items() if name in p]
+        hint = f" (it is a preset of {choices(owners)})" if owners else ""
+        raise KvMathError(
+            f"--compose {name} is not in {model_id}'s compose list{hint}; valid: {choices(table[model_id])}")
+    return dict(table[model_id][name], name=name, model=model_id)
+
+
+def model_for_preset(name: str) -> str:
+    """The first model (in the anchor's order) owning preset ``name``; raises KvMathError."""
+    for m in ("qwen3.6-27b", "qwen3.6-35b-a3b", "gemma-4-31b", "gemma-4-26b-a4b"):
+        if name in presets().get(m, {}):
+            return m
+    every = sorted({n for p in presets().values() for n in p})
+    raise KvMathError(f"unknown preset {name!r}; valid: {choices(every)}")
+
+
+@lru_cache(maxsize=None)
+def deployments() -> dict:
+    return json.loads((DATA / "deployments.json").read_text())["models"]
+
+
+# The anchor's --weights-variant names -> kvmath/data/deployments.json keys.
+_VARIANT_ALIASES = {
+    "default": None, "int4": ("autoround_int4", "autoround_int4_mixed"), "awq": ("awq",), "bf16": ("bf16",),
+    "gptq": ("gptq_int4",), "nvfp4": ("nvfp4",), "int8": ("int8",), "fp8": ("fp8",),
+}
+
+
+def weights_gb(model_id: str, variant: str = "default") -> tuple[str, float]:
+    """(deployments key, checkpoint GB) of ``variant`` for a known model. Raises KvMathError."""
+    dep = deployments().get(model_id)
+    if dep is None:
+        raise KvMathError(f"no checkpoint sizes for {model_id!r}: pass --weights-gb (total GB of the checkpoint)")
+    table = dep["weights_gb"]
+    v = (variant or "default").lower()
+    if v in table:
+        return v, table[v]
+    keys = (dep["default_weights"],) if v == "default" else _VARIANT_ALIASES.get(v, ())
+    for k in keys or ():
+        if k in table:
+            return k, table[k]
+    raise KvMathError(f"--weights-variant {variant} is not known for {model_id}; valid: "
+                      f"{choices(['default'] + sorted(table))}")
+
+
+def _raw_config(model) -> dict:
+    if isinstance(model, dict):
+        cfg = model
+    else:
+        p = Path(str(model))
+        if p.is_file():
+            try:
+                cfg = json.loads(p.read_text())
+            except (OSError, ValueError):
+                return {}
+        else:
+            cfg = known_models().get(str(model), {}).get("config", {})
+    return cfg.get("text_config") or cfg
+
+
+def _model_flags(model, arch) -> dict:
+    cfg = _raw_config(model)
+    moe = any(cfg.get(k) for k in ("num_experts", "n_routed_experts", "num_local_experts", "enable_moe_block"))
+    return {"gemma4": arch.model_type.startswith("gemma4"), "moe": bool(moe),
+            "vocab_size": cfg.get("vocab_size"), "hidden_size": cfg.get("hidden_size")}
+
+
+# ---------------------------------------------------------------------------------------------------
+# the budget
+
+
+@dataclass(frozen=True)
+class Budget:
+    """One deployment's per-card budget and vLLM's verdict. Bytes are integers per card.
+
+    Inputs: ``model``, ``card`` (id or "custom"), ``total_bytes`` (card memory as PyTorch reports it),
+    ``mem_util``, ``tp``, ``kv_format``, ``max_model_len``, ``max_num_seqs``,
+    ``max_num_batched_tokens``, ``num_speculative_tokens``.
+
+    Terms (bytes per card): ``requested`` = ceil(total * mem_util); ``weights``; ``drafter_weights``;
+    ``activation`` (= ``gdn_scratch`` exact + ``activation_fitted``); ``overhead`` (CUDA graphs,
+    workspace, non-torch, fitted); ``model_offset`` (Gemma 4 / MoE, fitted); ``draft_kv`` (reserved);
+    ``non_kv`` = their sum; ``available_kv`` = requested - non_kv (vLLM's "Available KV cache memory").
+
+    Outcome: ``outcome`` in boots / refused / oom; ``plan`` (``vllm_alloc.VllmPlan`` or None when
+    nothing is left); ``pool_bytes`` = num_blocks * bytes_per_block; ``pool_tokens`` (vLLM's
+    "GPU KV cache size"); ``max_concurrency`` at ``max_model_len``; ``estimated_max_model_len``
+    (vLLM's estimate: on a refusal the figure vLLM prints).
+
+    Demand (what ``max_num_seqs`` requests at full context would hold, for charts and the anchor
+    comparison): ``kv_per_request`` (vLLM's needed bytes for one request), ``demand_bytes`` =
+    kv_per_request * max_num_seqs; ``growing_kv``, ``sliding_kv``, ``state_bytes`` from
+    ``kvmath.derive`` (per-token formula, no block rounding).
+
+    ``peak_bytes``: predicted nvidia-smi peak = requested + fitted post-profile overhead.
+    """
+
+    model: str
+    card: str
+    total_bytes: int
+    mem_util: float
+    tp: int
+    kv_format: str
+    max_model_len: int
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    num_speculative_tokens: int
+    weights_variant: str
+    requested: int
+    weights: int
+    drafter_weights: int
+    gdn_scratch: int
+    activation_fitted: int
+    overhead: int
+    model_offset: int
+    draft_kv: int
+    non_kv: int
+    available_kv: int
+    outcome: str
+    plan: object = None
+    pool_bytes: int = 0
+    pool_tokens: int = 0
+    max_concurrency: float = 0.0
+    estimated_max_model_len: int | None = None
+    kv_per_request: int = 0
+    growing_kv: int = 0
+    sliding_kv: int = 0
+    state_bytes: int = 0
+    peak_bytes: int = 0
+    refusal: str | None = None
+    notes: tuple[str, ...] = ()
+    settings: dict = field(default_factory=dict, compare=False)
+
+    @property
+    def activation(self) -> int:
+        return self.gdn_scratch + self.activation_fitted
+
+    @property
+    def boots(self) -> bool:
+        return self.outcome == "boots"
+
+    @property
+    def demand_bytes(self) -> int:
+        return self.kv_per_request * self.max_num_seqs
+
+    @property
+    def fits_max_num_seqs(self) -> bool:
+        return self.boots and self.max_concurrency >= self.max_num_seqs
+
+    @property
+    def max_num_seqs_at_full_context(self) -> int:
+        """Largest max_num_seqs whose requests all fit the pool at max_model_len (0 if it does not boot)."""
+        return int(self.max_concurrency) if self.boots else 0
+
+    def terms(self) -> list[tuple[str, int]]:
+        """(label, bytes) rows of the non-KV side, then the KV side, as the text output prints them."""
+        return [
+            ("weights", self.weights),
+            ("drafter weights", self.drafter_weights),
+            ("activation peak", self.activation),
+            ("CUDA graphs + workspace + non-torch", self.overhead),
+            ("model offset (fitted: Gemma 4 +, MoE -)", self.model_offset),
+            ("draft KV (reserved)", self.draft_kv),
+        ]
+
+    def to_dict(self) -> dict:
+        """JSON form; see ``JSON_FIELDS`` for every field's meaning and unit."""
+        p = self.plan
+        return {
+            "model": self.model, "card": self.card, "units": "bytes per card unless the name says _gib or tokens",
+            "total_bytes": self.total_bytes, "total_gib": self.total_bytes / GIB, "mem_util": self.mem_util,
+            "tp": self.tp, "kv_format": self.kv_format, "max_model_len": self.max_model_len,
+            "max_num_seqs": self.max_num_seqs, "max_num_batched_tokens": self.max_num_batched_tokens,
+            "num_speculative_tokens": self.num_speculative_tokens, "weights_variant": self.weights_variant,
+            "requested_bytes": self.requested, "weights_bytes": self.weights,
+            "drafter_weights_bytes": self.drafter_weights, "gdn_scratch_bytes": self.gdn_scratch,
+            "activation_bytes": self.activation, "overhead_bytes": self.overhead,
+            "model_offset_bytes": self.model_offset, "draft_kv_bytes": self.draft_kv,
+            "non_kv_bytes": self.non_kv, "available_kv_bytes": self.available_kv,
+            "available_kv_gib": self.available_kv / GIB,
+            "outcome": self.outcome, "outcome_text": OUTCOME_TEXT[self.outcome], "refusal": self.refusal,
+            "pool_bytes": self.pool_bytes, "pool_tokens": self.pool_tokens,
+            "max_concurrency": self.max_concurrency, "fits_max_num_seqs": self.fits_max_num_seqs,
+            "max_num_seqs_at_full_context": self.max_num_seqs_at_full_context,
+            "estimated_max_model_len": self.estimated_max_model_len,
+            "kv_per_request_bytes": self.kv_per_request, "demand_bytes": self.demand_bytes,
+            "growing_kv_bytes": self.growing_kv, "sliding_kv_bytes": self.sliding_kv,
+            "state_bytes": self.state_bytes, "peak_bytes": self.peak_bytes, "peak_gib": self.peak_bytes / GIB,
+            "block_size": p.block_size if p else None, "num_blocks": p.num_blocks if p else 0,
+            "bytes_per_block": p.bytes_per_block if p else 0, "vllm_version": p.vllm_version if p else None,
+            "vllm_log": list(p.log_lines) if p else [], "notes": list(self.notes),
+        }
+
+
+JSON_FIELDS = {
+    "total_bytes / total_gib": "card memory as PyTorch reports it (bytes / GiB)",
+    "requested_bytes": "vLLM's requested memory: ceil(total * gpu_memory_utilization)",
+    "weights_bytes": "checkpoint bytes on this card (GB size * 1e9 / TP)",
+    "drafter_weights_bytes": "drafter checkpoint bytes on this card (/ TP)",
+    "gdn_scratch_bytes": "FLA chunked-prefill h + v_new buffers of GDN layers (exact, bf16)",
+    "activation_bytes": "gdn_scratch + fitted per-batched-token activation",
+    "overhead_bytes": "fitted CUDA graphs + workspace + memory outside PyTorch",
+    "model_offset_bytes": "fitted Gemma 4 / MoE offset",
+    "draft_kv_bytes": "--draft-kv-gb reserved out of the KV memory",
+    "non_kv_bytes": "sum of the non-KV terms",
+    "available_kv_bytes / _gib": "vLLM's 'Available KV cache memory' = requested - non_kv",
+    "outcome": "boots | refused (start-up check failed) | oom (no memory left for the cache)",
+    "pool_bytes": "KV pool vLLM allocates: num_blocks * bytes_per_block",
+    "pool_tokens": "vLLM's 'GPU KV cache size: N tokens' (its version's formula)",
+    "max_concurrency": "vLLM's 'Maximum concurrency for max_model_len tokens per request'",
+    "max_num_seqs_at_full_context": "largest max_num_seqs whose requests all fit at max_model_len",
+    "estimated_max_model_len": "vLLM's binary-search estimate of the longest request that fits",
+    "kv_per_request_bytes": "vLLM's needed bytes for one max_model_len request (blocks, all groups)",
+    "demand_bytes": "kv_per_request * max_num_seqs",
+    "growing_kv / sliding_kv / state_bytes": "per-token formula terms for max_num_seqs requests (kvmath.derive)",
+    "peak_bytes / peak_gib": "predicted nvidia-smi peak: requested + fitted post-profile overhead",
+    "anchor": "the anchor calculator's own prediction and PASS/TIGHT/FAIL (kv-calc 5b3793b8 rule)",
+    "largest_max_model_len": "largest max_model_len that boots (solver), tokens",
+}
+
+
+def gdn_scratch_bytes(arch, tp: int, tokens: int) -> int:
+    """FLA ``chunk_gated_delta_rule_fwd_h`` buffers for one prefill chunk of ``tokens`` tokens, one
+    GDN layer at a time (they are freed between layers): ``h`` (B, NT, H, K, V) in bf16 with
+    NT = ceil(T / 64), plus ``v_new`` like ``u`` (T, H, V) in bf16. H = value heads per rank."""
+    gdn = arch.linear_layers()
+    if not gdn or tokens <= 0:
+        return 0
+    g = gdn[0]
+    hv = g.num_v_heads // tp
+    return -(-tokens // FLA_CHUNK) * hv * g.k_head_dim * g.v_head_dim * 2 + tokens * hv * g.v_head_dim * 2
+
+
+def _non_kv(arch, flags, tp, batched, max_model_len, coeffs) -> tuple[int, int, int, int]:
+    """(gdn_scratch, activation_fitted, overhead, model_offset) in bytes."""
+    c = coeffs
+    scratch = gdn_scratch_bytes(arch, tp, min(batched, max_model_len))
+    act = round(c["per_8k_batched_tokens_per_tp_gib"] * batched / 8192 / tp * GIB)
+    over = round((c["const_gib"] + c["per_inv_tp_gib"] / tp) * GIB)
+    off = round(((c["gemma4_gib"] if flags["gemma4"] else 0) + (c["moe_gib"] if flags["moe"] else 0)) * GIB)
+    return scratch, act, over, off
+
+
+def _check_format_card(fmt_name: str, cc: int | None, card_label: str) -> None:
+    from .formats import VLLM_FORMATS, vllm_format
+
+    if cc is None:
+        return
+    fmt = vllm_format(fmt_name)
+    if fmt.compute_capabilities and cc not in fmt.compute_capabilities:
+        ok = [n for n, f in VLLM_FORMATS.items() if not f.compute_capabilities or cc in f.compute_capabilities]
+        raise KvMathError(
+            f"--kv-format {fmt.name} cannot run on {card_label} (sm_{cc}): {fmt.note}; "
+            f"formats this card runs: {choices(ok)}")
+
+
+def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = None, mem_util: float = 0.92,
+           tp: int = 1, kv_format: str = "auto", max_model_len: int | None = None, max_num_seqs: int = 1,
+           max_num_batched_tokens: int = 2048, num_speculative_tokens: int = 0, weights_variant: str = "default",
+           weights_gb_total: float | None = None, drafter_gb: float = 0.0, draft_kv_gb: float = 0.0,
+           coefficients: dict | None = None, check_card: bool = True, **vllm_settings) -> Budget:
+    """The per-card budget of ``model`` on vLLM and its verdict.
+
+    ``model``: a known model id, a config.json path or dict. ``card``: a card id (``kvmath/data/cards.json``)
+    or None with ``total_gib`` (card memory as PyTorch reports it, GiB). ``weights_gb_total`` overrides
+    the checkpoint size (GB, 1e9 B; required for models without sizes in deployments.json).
+    ``drafter_gb``: drafter checkpoint GB (total; / TP per card). ``draft_kv_gb``: KV reserved per card
+    for a drafter with its own cache (GB). Other keyword arguments go to ``vllm_alloc.plan``
+    (``vllm_version``, ``enable_prefix_caching``, ``gemma4_pth_page_padding``, ...).
+
+    Raises KvMathError on bad input.
+    """
+    from .vllm_alloc import plan as vplan
+
+    arch = load_architecture(model)
+    flags = _model_flags(model, arch)
+    coeffs = dict(COEFFICIENTS, **(coefficients or {}))
+    for name, v in (("tp", tp), ("max_num_seqs", max_num_seqs), ("max_num_batched_tokens", max_num_batched_tokens)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise KvMathError(f"{name} must be a positive integer, got {v!r}")
+    if not (isinstance(mem_util, (int, float)) and 0 < mem_util <= 1):
+        raise KvMathError(f"mem_util (gpu_memory_utilization) must be in (0, 1], got {mem_util!r}")
+    if card is not None and total_gib is None:
+        c = globals()["card"](card) if isinstance(card, str) else card
+        total_gib, card_id, cc = c["total_gib"], c["id"], c["compute_capability"]
+    else:
+        card_id, cc = "custom", None
+        if not (isinstance(total_gib, (int, float)) and total_gib > 0):
+            raise KvMathError(f"card memory must be a positive number of GiB, got {total_gib!r}")
+    L = max_model_len or arch.max_position_embeddings
+    if not L:
+        raise KvMathError(f"{arch.name}: config has no max_position_embeddings; pass max_model_len")
+    if check_card:
+        _check_format_card(kv_format if kv_format != "auto" else "bf16", cc, card_id)
+    for name, v in (("drafter_gb", drafter_gb), ("draft_kv_gb", draft_kv_gb)):
+        if not isinstance(v, (int, float)) or v < 0 or math.isnan(v):
+            raise KvMathError(f"{name} must be >= 0, got {v!r}")
+    if weights_gb_total is None:
+        variant, wgb = weights_gb(arch.name if arch.name in deployments() else str(model), weights_variant)
+    else:
+        if not isinstance(weights_gb_total, (int, float)) or weights_gb_total <= 0:
+            raise KvMathError(f"weights GB must be positive, got {weights_gb_total!r}")
+        variant, wgb = "custom", weights_gb_total
+    total = round(total_gib * GIB)
+    requested = math.ceil(total * mem_util)  # vllm/v1/worker/utils.py request_memory
+    weights = round(wgb * GB / tp)
+    drafter = round(drafter_gb * GB / tp)
+    draft_kv = round(draft_kv_gb * GB)
+    scratch, act, over, off = _non_kv(arch, flags, tp, max_num_batched_tokens, L, coeffs)
+    non_kv = weights + drafter + scratch + act + over + off + draft_kv
+    available = requested - non_kv
+    settings = dict(max_model_len=L, kv_cache_dtype=kv_format, tensor_parallel_size=tp, max_num_seqs=max_num_seqs,
+                    max_num_batched_tokens=max_num_batched_tokens, num_speculative_tokens=num_speculative_tokens,
+                    **vllm_settings)
+    p = vplan(arch, max(available, 0), **settings)
+    notes = list(p.notes)
+    from .derive import derive
+
+    d = derive(arch, engine="vllm", kv_format=kv_format, tp=tp, max_ctx=L, max_num_seqs=max_num_seqs,
+               max_num_batched_tokens=max_num_batched_tokens)
+    if weights >= requested:
+        outcome = "oom"
+        refusal = (f"weights alone ({weights / GIB:.2f} GiB/card) exceed the requested "
+                   f"{requested / GIB:.2f} GiB (gpu_memory_utilization {mem_util} of {total_gib} GiB)")
+    elif available <= 0:
+        outcome, refusal = "oom", "No available memory for the cache blocks (vLLM: available KV memory <= 0)"
+    elif not p.boots:
+        outcome, refusal = "refused", p.refusal
+    else:
+        outcome, refusal = "boots", None
+    pool = p.num_blocks * p.bytes_per_block if p.boots and available > 0 else 0
+    if flags["gemma4"] or flags["moe"]:
+        notes.append("non-KV terms use fitted Gemma 4 / MoE offsets (kvmath.calibration)")
+    if arch.name not in deployments():
+        notes.append("model outside the calibration set: the fitted non-KV terms are an extrapolation")
+    return Budget(
+        model=arch.name, card=card_id, total_bytes=total, mem_util=mem_util, tp=tp, kv_format=p.kv_format,
+        max_model_len=L, max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
+        num_speculative_tokens=num_speculative_tokens, weights_variant=variant, requested=requested,
+        weights=weights, drafter_weights=drafter, gdn_scratch=scratch, activation_fitted=act, overhead=over,
+        model_offset=off, draft_kv=draft_kv, non_kv=non_kv, available_kv=available, outcome=outcome, plan=p,
+        pool_bytes=pool, pool_tokens=p.gpu_kv_cache_tokens if outcome == "boots" else 0,
+        max_concurrency=p.max_concurrency if outcome == "boots" else 0.0,
+        estimated_max_model_len=p.estimated_max_model_len if available > 0 else 0,
+        kv_per_request=p.needed_bytes, growing_kv=d.growing_bytes, sliding_kv=d.sliding_bytes,
+        state_bytes=d.state_bytes,
+        peak_bytes=requested + round(coeffs["peak_over_requested_gib"] * GIB), refusal=refusal,
+        notes=tuple(notes),
+        settings=dict(_model=model, card=card, total_gib=total_gib, mem_util=mem_util, tp=tp, kv_format=kv_format,
+                      max_model_len=L, max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
+                      num_speculative_tokens=num_speculative_tokens, weights_variant=weights_variant,
+                      weights_gb_total=weights_gb_total, drafter_gb=drafter_gb, draft_kv_gb=draft_kv_gb,
+                      coefficients=coefficients, check_card=check_card, **vllm_settings),
+    )
+
+
+def rebudget(b: Budget, **changes) -> Budget:
+    """The same deployment with some inputs changed (``max_model_len=...``)."""
+    s = dict(b.settings, **changes)
+    model = s.pop("_model", b.model)
+    return budget(model, **s)
+
+
+# ---------------------------------------------------------------------------------------------------
+# solvers
+
+
+def solve_max_model_len(b: Budget, upper: int | None = None) -> int:
+    """Largest max_model_len (tokens) that boots with ``b``'s other settings; 0 if none does.
+
+    vLLM accepts any integer max_model_len and its start-up check is monotone in it, so the answer
+    is exact to the token: start from vLLM's own estimate (``estimated_max_model_len`` of the plan at
+    the upper bound), then confirm it boots and that one token more does not (the activation term
+    depends on max_model_len only below max_num_batched_tokens).
+    """
+    arch_max = upper or b.settings.get("max_model_len") or b.max_model_len
+    top = rebudget(b, max_model_len=arch_max)
+    if top.outcome == "boots":
+        return arch_max
+    if top.outcome == "oom" and top.weights >= top.requested:
+        return 0
+    est = top.estimated_max_model_len or 0
+    lo, hi = 0, min(arch_max, max(est, 1))
+    # the estimate is at the top's activation; below max_num_batched_tokens it can only grow
+    if est and rebudget(b, max_model_len=est).outcome == "boots":
+        lo = est
+        hi = arch_max - 1
+        if rebudget(b, max_model_len=est + 1).outcome != "boots":
+            return est
+    while lo < hi:  # largest L in [lo, hi] that boots
+        mid = (lo + hi + 1) // 2
+        if rebudget(b, max_model_len=mid).outcome == "boots":
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def solve_max_num_seqs(b: Budget) -> int:
+    """Largest max_num_seqs whose requests all fit the pool at ``b.max_model_len`` (0 if it does not
+    boot). The pool does not depend on max_num_seqs (vLLM sizes it from memory), so this is the
+    integer part of the logged maximum concurrency."""
+    return b.max_num_seqs_at_full_context
+
+
+# ---------------------------------------------------------------------------------------------------
+# the anchor's own prediction (kv-calc 5b3793b8), for comparison only
+
+ANCHOR_KV_BYTES = {"fp16": 2.0, "bf16": 2.0, "fp8_e5m2": 1.0, "fp8_e4m3": 1.0, "int8_per_token_head": 1.01,
+                   "q4_0": 0.5625, "k8v4": 0.75, "turboquant_k8v4": 0.75, "turboquant_3bit_nc": 0.425,
+                   "nvfp4": 0.5625}
+_ANCHOR_ACT = {"hybrid": {2.0: 135, 1.0: 130, 1.01: 130, 0.5625: 155, 0.75: 155, 0.425: 165},
+               "moe": {2.0: 110, 1.0: 105, 1.01: 105, 0.5625: 130, 0.75: 130, 0.425: 140}}
+_ANCHOR_PROFILES = {
+    "qwen3.6-27b": dict(family="qwen3-next-hybrid", per_token=32768, l_gdn=48, weights=17.5),
+    "qwen3.6-35b-a3b": dict(family="qwen3-next-moe", per_token=10240, l_gdn=30, weights=20.0),
+    "gemma-4-31b": dict(family="gemma4-swa-dense", per_token=81920, sliding=209715200,
+                        weights={"default": 18.0, "int4": 18.0, "awq": 17.0, "bf16": 58.0}),
+    "gemma-4-26b-a4b": dict(family="gemma4-swa-moe", per_token=5120, sliding=52428800,
+                            weights={"default": 17.0, "awq": 17.0, "int4": 16.0}),
+}
+ANCHOR_VERDICTS = {
+    "PASS": "the anchor's demand (weights + activation + overhead + requested KV) fits its budget "
+            "mem_util x vram GB, or exceeds the room left for KV by at most 5%",
+    "TIGHT": "the anchor's requested KV exceeds 1.05 x the room left; it caps the KV and still calls it a fit "
+             "(vLLM may in fact refuse to boot)",
+    "FAIL": "the anchor's fixed terms leave less than MIN_KV (1 GB; 0.05 GB for Qwen MoE) for the KV pool",
+}
+
+
+def anchor_prediction(model_id: str, *, kv_format: str, max_ctx: int, max_num_seqs: int, tp: int, mem_util: float,
+                      vram_gb: float, mtp: bool = False, drafter_gb: float = 0.0, weights_variant: str = "default"
+                      ) -> dict | None:
+    """The anchor calculator's own figures (shared/anchor-kv-calc.md 1.3-1.4, version 5b3793b8; GB = 1e9 B)
+    and its PASS/TIGHT/FAIL. None for models the anchor does not know. For comparison only: it
+    prices demand, not what vLLM allocates, and its TIGHT includes boot refusals."""
+    prof = _ANCHOR_PROFILES.get(model_id)
+    bpe = ANCHOR_KV_BYTES.get(kv_format)
+    if prof is None or bpe is None:
+        return None
+    fam = prof["family"]
+    w = prof["weights"]
+    w = w if isinstance(w, float) else w.get(weights_variant, w["default"])
+    weights = w / tp if fam in ("qwen3-next-hybrid", "gemma4-swa-dense") else w
+    mtp_n = 3 if mtp and fam.startswith("qwen") else 0
+    growing = prof["per_token"] * bpe / tp * (max_ctx + 32 * mtp_n) * max_num_seqs / 1e9
+    sliding = 0.0
+    if fam.startswith("gemma"):
+        sliding = prof["sliding"] * bpe / tp / 1e9
+    elif fam == "qwen3-next-moe":
+        sliding = 860160 * max_num_seqs / 1e9
+    if fam == "qwen3-next-hybrid":
+        act = _ANCHOR_ACT["hybrid"][bpe] * prof["l_gdn"] * max_ctx / tp / 1e9
+    elif fam == "qwen3-next-moe":
+        act = _ANCHOR_ACT["moe"][bpe] * prof["l_gdn"] * max_ctx / tp / 1e9 + 0.20
+    elif fam == "gemma4-swa-dense":
+        act = (1.5e9 + 8 * max_ctx) / tp / 1e9
+    else:
+        act = (1.8e9 + 12 * max_ctx) / tp / 1e9
+    overhead = 0.5 + 1.0 * mem_util + 0.3 * (tp - 1)
+    drafter = (drafter_gb + (0.10 if mtp and fam == "qwen3-next-moe" else 0.0)) / tp
+    fixed = weights + act + overhead + drafter + sliding
+    budget_gb = mem_util * vram_gb
+    available = max(0.0, budget_gb - fixed)
+    kv_actual = min(growing, available)
+    total = fixed + kv_actual
+    min_kv = 0.05 if fam == "qwen3-next-moe" else 1.0
+    verdict = "FAIL" if available < min_kv else ("TIGHT" if growing > 1.05 * available else "PASS")
+    return {"version": "kv-calc 5b3793b8", "units": "GB (1e9 B) per card", "weights_gb": weights,
+            "kv_pool_requested_gb": growing, "kv_pool_actual_gb": kv_actual, "kv_pool_sliding_fixed_gb": sliding,
+            "activation_gb": act, "cudagraph_overhead_gb": overhead, "drafter_gb": drafter, "total_gb": total,
+            "vram_gb": vram_gb, "budget_gb": budget_gb, "verdict": verdict, "verdict_meaning": ANCHOR_VERDICTS[verdict]}
+
+
+# ---------------------------------------------------------------------------------------------------
+# vectorised sweep (charts)
+
+
+def sweep(model, *, contexts, seqs=(1,), formats=("bf16",), tps=(1,), card: str | None = "rtx3090",
+          total_gib: float | None = None, mem_util: float = 0.92, max_num_batched_tokens: int = 2048,
+          num_speculative_tokens: int = 0, weights_variant: str = "default", weights_gb_total: float | None = None,
+          drafter_gb: float = 0.0, **vllm_settings) -> dict:
+    """Evaluate the budget over the grid formats x tps x contexts x seqs with numpy.
+
+    One exact ``budget`` per (format, TP) gives the non-KV terms and the block layout; the context
+    and sequence axes are then pure array arithmetic of vLLM's per-request block need
+    (``ceil(L / block)`` pages per full-attention group, ``ceil(min(W - 1 + T_b, L) / block) + 1`` per
+    sliding group, a constant per Mamba group). Returns a dict of arrays with shape
+    ``(len(formats), len(tps), len(contexts), len(seqs))``: ``available_kv`` (bytes), ``needed``
+    (bytes for one request), ``demand`` (needed x seqs), ``boots`` (one request fits),
+    ``concurrency`` (pool blocks / blocks per request), ``fits_all`` (concurrency >= seqs), plus
+    the axes. Configurations a (format, TP) cannot run (bad TP, format) are NaN / False.
+    The activation term is taken at the largest context (exact when contexts >= T_b).
+    """
+    import numpy as np
+
+    from .vllm_alloc import _in_flight_tokens
+
+    ctx = np.asarray(contexts, dtype=np.int64)
+    sq = np.asarray(seqs, dtype=np.int64)
+    shape = (len(formats), len(tps), ctx.size, sq.size)
+    avail = np.full(shape, np.nan)
+    needed = np.full(shape, np.nan)
+    conc = np.full(shape, np.nan)
+    Lmax = int(ctx.max())
+    for i, fmt in enumerate(formats):
+        for j, tp in enumerate(tps):
+            try:
+                b = budget(model, card=card, total_gib=total_gib, mem_util=mem_util, tp=tp, kv_format=fmt,
+                           max_model_len=Lmax, max_num_batched_tokens=max_num_batched_tokens,
+                           num_speculative_tokens=num_speculative_tokens, weights_variant=weights_variant,
+                           weights_gb_total=weights_gb_total, drafter_gb=drafter_gb, check_card=False,
+                           **vllm_settings)
+            except KvMathError:
+                continue
+            p = b.plan
+            if not p.groups:
+                continue
+            inflight = _in_flight_tokens(p.settings)
+            page = p.groups[0].spec.page_size_bytes
+            blocks = np.zeros(ctx.shape, dtype=np.int64)
+            for g in p.groups:
+                s = g.spec
+                if s.kind == "full_attention":
+                    blocks += -(-ctx // s.block_size)
+                elif s.kind == "sliding_window":
+                    blocks += -(-np.minimum(s.sliding_window - 1 + inflight, ctx) // s.block_size) + 1
+                else:
+                    blocks += s.max_memory_usage_bytes(Lmax, inflight) // s.page_size_bytes
+            need = blocks * p.group_size * page
+            nb = max(b.available_kv, 0) // p.bytes_per_block
+            avail[i, j] = b.available_kv
+            needed[i, j] = need[:, None]
+            conc[i, j] = (nb / blocks)[:, None]
+    boots = (needed <= avail) & (avail > 0)
+    return {"formats": list(formats), "tps": list(tps), "contexts": ctx, "seqs": sq, "available_kv": avail,
+            "needed": needed, "demand": needed * sq, "boots": boots, "concurrency": np.where(boots, conc, 0.0),
+            "fits_all": boots & (conc >= sq)}
+
+
+# ---------------------------------------------------------------------------------------------------
+# model chapters
+
+
+def preset_budget(model_id: str, name: str, *, card: str = "rtx3090", use_compose: bool = True, **changes) -> Budget:
+    """The budget of one preset on ``card``. ``use_compose``: take the compose file's real values where
+    the anchor overrode them (section 2.6), else the anchor's."""
+    pr = preset(model_id, name)
+    vals = dict(pr)
+    if use_compose:
+        vals.update(pr.get("compose", {}))
+    drafter = vals.get("drafter")
+    n_spec = 0
+    if drafter:
+        n_spec = deployments()[model_id]["drafters"][drafter]["num_speculative_tokens"]
+    kw = dict(card=card, mem_util=vals["mem_util"], tp=vals["tp"], kv_format=vals["kv_format"],
+              max_model_len=vals["max_ctx"], max_num_seqs=vals["max_num_seqs"],
+              max_num_batched_tokens=vals.get("max_num_batched_tokens") or 2048, num_speculative_tokens=n_spec,
+              weights_variant=vals["weights"], drafter_gb=vals.get("drafter_gb") or 0.0)
+    if model_id == "gemma-4-31b" and vals["kv_format"] == "int8_per_token_head":
+        kw["gemma4_pth_page_padding"] = True
+    kw.update(changes)
+    return budget(model_id, **kw)
+
+
+def chapter_frames(model_id: str, card: str = "rtx3090", contexts=None) -> dict:
+    """Frames for a model chapter's budget section (pandas imported here).
+
+    Returns ``{"table": one row per preset (GiB per card, outcome, pool tokens, concurrency, largest
+    context, anchor verdict), "curve": budget vs context for the first preset (long form: context,
+    term, GiB, plus the refusal line), "refusal_context": largest max_model_len that boots for that
+    preset, "preset": its name, "card": card}``.
+    """
+    import pandas as pd
+
+    rows = []
+    names = list(presets().get(model_id, {}))
+    for name in names:
+        pr = preset(model_id, name)
+        try:
+            b = preset_budget(model_id, name, card=card)
+        except KvMathError as e:
+            rows.append({"preset": name, "outcome": f"invalid: {e}"})
+            continue
+        anchor = anchor_prediction(model_id, kv_format=pr["kv_format"], max_ctx=pr["max_ctx"],
+                                   max_num_seqs=pr["max_num_seqs"], tp=pr["tp"], mem_util=pr["mem_util"],
+                                   vram_gb=globals()["card"](card)["nominal_gb"], mtp=pr["mtp"],
+                                   drafter_gb=pr["drafter_gb"], weights_variant=pr["weights"])
+        rows.append({
+            "preset": name, "kv_format": b.kv_format, "TP": b.tp, "max_model_len": b.max_model_len,
+            "max_num_seqs": b.max_num_seqs, "mem_util": b.mem_util,
+            "weights GiB": b.weights / GIB, "non-KV GiB": b.non_kv / GIB,
+            "available KV GiB": b.available_kv / GIB, "outcome": b.outcome, "pool tokens": b.pool_tokens,
+            "max concurrency": round(b.max_concurrency, 2),
+            "largest max_model_len": solve_max_model_len(b, upper=262144),
+            "anchor verdict": anchor["verdict"] if anchor else None,
+        })
+    table = pd.DataFrame(rows)
+    curve = pd.DataFrame()
+    refusal = None
+    first = names[0] if names else None
+    if first:
+        b0 = preset_budget(model_id, first, card=card)
+        ctxs = contexts if contexts is not None else [2**k for k in range(12, 19)] + [262144]
+        recs = []
+        for L in ctxs:
+            b = rebudget(b0, max_model_len=int(L), check_card=False)
+            recs += [
+                {"context": L, "term": "non-KV (weights, activation, overhead)", "GiB": b.non_kv / GIB},
+                {"context": L, "term": "KV one request needs", "GiB": b.kv_per_request / GIB},
+                {"context": L, "term": f"KV for max_num_seqs={b.max_num_seqs}", "GiB": b.demand_bytes / GIB},
+                {"context": L, "term": "available KV", "GiB": b.available_kv / GIB},
+            ]
+        curve = pd.DataFrame(recs)
+        refusal = solve_max_model_len(b0, upper=262144)
+    return {"table": table, "curve": curve, "refusal_context": refusal, "preset": first, "card": card}
+
+
+__all__ = [
+    "ANCHOR_VERDICTS", "Budget", "COEFFICIENTS", "JSON_FIELDS", "OUTCOMES", "anchor_prediction", "budget",
+    "card", "cards", "chapter_frames", "gdn_scratch_bytes", "model_for_preset", "preset", "preset_budget",
+    "presets", "rebudget", "solve_max_model_len", "solve_max_num_seqs", "sweep", "weights_gb",
+]

@@ -1,0 +1,424 @@
+"""Calibration: kvmath's budget against measured vLLM boots, quantity by quantity, in one unit.
+
+Every row of ``shared/measurements/club3090-boot-facts.csv`` (ids F01-F35, plus the boot logs of
+club-3090 issues #32, #35 and #41 that the F19 row cites) and of
+``club3090-calibration-rows.csv`` (ids C01-C21) is re-entered here with the configuration that was
+actually booted (the CSVs' ``actual_config_and_notes`` / ``notes``), the measured figures, and the
+anchor's own prediction. ``compare()`` prices each row with ``kvmath.budget.budget`` and sets
+predicted beside measured:
+
+- outcome (boots / refused / oom), for every row with a memory outcome;
+- available KV memory (GiB): logged "Available KV cache memory", or, where only the pool is logged,
+  the memory its block count implies (blocks = tokens x blocks per request / max_model_len);
+- KV pool tokens ("GPU KV cache size") and maximum concurrency;
+- estimated maximum model length on refusals;
+- nvidia-smi peak (GiB): measured peak vs requested memory + the fitted post-profile overhead.
+
+Units: GiB = 2**30 B everywhere here (vLLM logs GiB; the CSVs' "GB" peaks are GiB-valued); the
+anchor's columns are its own 1e9-byte GB.
+
+``fit_coefficients(rows)`` fits ``kvmath.budget.COEFFICIENTS`` by least squares on the implied
+non-KV memory of the rows whose available KV is known, and the mean peak overhead.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from .budget import COEFFICIENTS, GB, GIB, anchor_prediction, budget, card as get_card, gdn_scratch_bytes
+from .errors import KvMathError
+
+BF = "BENCHMARKS.md@4a29ab57"
+
+
+@dataclass(frozen=True)
+class Row:
+    """One measured boot. ``cfg``: kvmath.budget.budget keyword arguments of the booted configuration.
+    Measured: ``outcome`` (boots / refused / oom, or None when the row has no memory outcome),
+    ``avail_gib`` (logged), ``tokens`` (logged pool; ``approx`` when the source rounds it),
+    ``concurrency``, ``est_len`` (logged estimated maximum model length), ``peak_gib`` (nvidia-smi).
+    ``fit``: used to fit the empirical coefficients. ``anchor``: the anchor's recorded prediction
+    (``pred_5b3793b8`` GB and verdict) from the calibration CSV, when the row is one of its rows.
+    ``why``: why a row is excluded or what is assumed."""
+
+    id: str
+    source: str
+    model: str
+    cfg: dict
+    outcome: str | None
+    avail_gib: float | None = None
+    tokens: int | None = None
+    approx: bool = False
+    concurrency: float | None = None
+    est_len: int | None = None
+    peak_gib: float | None = None
+    fit: bool = True
+    anchor: tuple | None = None
+    why: str = ""
+    anchor_inputs: dict = field(default_factory=dict)
+
+
+def _c(card="rtx3090", tp=2, util=0.92, kv="bf16", L=262144, seqs=1, tb=8192, n=0, w="default", dgb=0.0, **kw):
+    return dict(card=card, tp=tp, mem_util=util, kv_format=kv, max_model_len=L, max_num_seqs=seqs,
+                max_num_batched_tokens=tb, num_speculative_tokens=n, weights_variant=w, drafter_gb=dgb, **kw)
+
+
+Q27, Q35, G31, G26 = "qwen3.6-27b", "qwen3.6-35b-a3b", "gemma-4-31b", "gemma-4-26b-a4b"
+PTH = dict(gemma4_pth_page_padding=True)
+
+ROWS: list[Row] = [
+    # --- boot facts (club3090-boot-facts.csv)
+    Row("F01", f"{BF}:744-748", Q27, _c(kv="int8_per_token_head", seqs=2, n=4), "boots", 11.10, 605495, False, 2.31),
+    Row("F03", f"{BF}:450", G31, _c(L=32768, seqs=4, tb=4096, n=4, dgb=0.97), "boots", None, 99000, True, 3.03),
+    Row("F04", f"{BF}:452", G31, _c(util=0.95, kv="int8_per_token_head", L=98304, seqs=4, tb=4096, n=4, dgb=0.97, **PTH),
+        "boots", None, 354000, True, 3.6),
+    Row("F05", f"{BF}:453", G31, _c(util=0.95, kv="int8_per_token_head", seqs=1, tb=4096, n=4, dgb=0.97, **PTH),
+        "boots", None, 455000, True, 1.74),
+    Row("F06", f"{BF}:454", G31, _c(util=0.95, kv="int8_per_token_head", seqs=4, tb=4096, n=4, dgb=0.97, **PTH),
+        "boots", None, 447199, False, 1.72),
+    Row("F07", f"{BF}:451", G31, _c(util=0.95, L=131072, seqs=4, tb=4096, n=4, dgb=0.97), "boots", None, 196527),
+    Row("F08", f"{BF}:457", G31, _c(L=32768, seqs=4, tb=4096, n=7, dgb=2.9), "boots", None, 42848, False, 1.31,
+        fit=False, why="DFlash drafter: its own KV layers share the pool and are not modelled (use --draft-kv-gb)"),
+    Row("F09", f"{BF}:458", G31, _c(util=0.95, kv="int8_per_token_head", seqs=1, tb=4096, n=7, dgb=2.9, **PTH),
+        "boots", None, 168178, False, 0.64, fit=False,
+        why="DFlash drafter KV not modelled; logged concurrency 0.64 < 1 counts the drafter's layers"),
+    Row("F10", f"{BF}:460", G31, _c(util=0.85, L=65536, seqs=4, tb=6144, n=4, w="awq", dgb=0.97), "boots", None,
+        89228, False, 1.36),
+    Row("F11a", f"{BF}:461", G31, _c(util=0.85, L=195000, seqs=1, tb=6144, n=8, w="awq", dgb=0.97), "refused", 7.25,
+        est_len=118304, fit=False, why="same boot as F11b (refusal at 195K)"),
+    Row("F11b", f"{BF}:461", G31, _c(util=0.85, L=118304, seqs=1, tb=6144, n=8, w="awq", dgb=0.97), "boots", 7.25,
+        118304, False, 1.00),
+    Row("F12", f"{BF}:459", G31, _c(tp=1, util=0.95, L=8192, seqs=256, tb=4096, n=4, dgb=0.97), "oom", fit=False),
+    Row("F13", f"{BF}:216", Q27, _c(tp=4, kv="fp8_e5m2", seqs=4, n=3), "boots", None, 1774963, False, 6.77),
+    Row("F15", f"{BF}:168", Q27, _c(kv="fp8_e5m2", seqs=2, n=3), "boots", None, 622000, True, 2.37),
+    Row("F17", "club-3090 #838", Q27, _c(card="rtx5090", kv="fp8_e4m3", seqs=2, n=3, w="nvfp4",
+                                          enable_prefix_caching=False), "boots", None, 968145, fit=False,
+        why="booted, then a runtime OOM (96 MiB in chunk_gated_delta_rule_fwd_h); nvfp4 weight size is a projection"),
+    Row("F19", "club-3090 #32", Q27, _c(tp=1, util=0.93, kv="turboquant_3bit_nc", L=180000, tb=4128, n=3),
+        "refused", 2.19),
+    Row("I32", "club-3090 #32 (reference rig)", Q27, _c(tp=1, util=0.93, kv="turboquant_3bit_nc", L=180000, tb=4128, n=3),
+        "boots", 4.11, None, False, 1.34, fit=False,
+        why="same compose as F19/I35 on the maintainer's 3090: 1.9 GiB more KV memory (driver/rig); not fitted"),
+    Row("I35", "club-3090 #35", Q27, _c(tp=1, util=0.93, kv="turboquant_3bit_nc", L=180000, tb=4128, n=3),
+        "refused", 2.17, est_len=111456),
+    Row("I41", "club-3090 #41", Q27, _c(tp=1, util=0.93, kv="turboquant_3bit_nc", L=130000, tb=4128, n=3),
+        "refused", 2.4, est_len=127968),
+    Row("F21a", f"{BF}:117", Q27, _c(card="rtx4090", tp=1, kv="turboquant_3bit_nc", L=90000, tb=4128, n=3), "boots",
+        fit=False),
+    Row("F21b", f"{BF}:117", Q27, _c(card="rtx4090", tp=1, kv="turboquant_3bit_nc", L=180000, tb=4128, n=3),
+        "refused", fit=False, why="'180K at 0.92 did not fit on 4090'"),
+    Row("F23", "club-3090 #47", Q27, _c(card="rtx3080-20g", util=0.82, kv="fp8_e5m2", seqs=4, tb=4128, n=3), "boots",
+        fit=False, why="card memory of a modified 20 GB 3080 assumed"),
+    Row("F24", f"{BF}:520", Q35, _c(kv="fp8_e5m2"), "boots", None, 2050000, True, 7.81, peak_gib=22.1),
+    Row("F26", f"{BF}:523", Q35, _c(card="rtx5090", kv="fp8_e4m3", w="nvfp4"), "boots", 16.58, 3292687, fit=False,
+        why="nvfp4 checkpoint size is the anchor's projection (24 GB)"),
+    Row("F27", f"{BF}:519", Q35, _c(kv="fp8_e5m2", L=16384, tb=4096), "boots", peak_gib=21.94, fit=False),
+    Row("F28", f"{BF}:528", Q35, _c(kv="fp8_e5m2", L=16384, tb=4096, n=3), "boots", peak_gib=22.72, fit=False),
+    Row("F29", f"{BF}:535", G26, _c(L=32768, seqs=256, tb=4096, w="awq"), "boots", peak_gib=23.45, fit=False),
+    Row("F30", f"{BF}:536", G26, _c(L=32768, seqs=256, tb=4096, n=4, w="awq", dgb=0.97), "boots", peak_gib=23.50,
+        fit=False),
+    Row("F31", f"{BF}:538", G26, _c(L=32768, seqs=256, tb=4096, w="int4"), None, fit=False,
+        why="boot failure from the Marlin kernel (K-dim alignment), not memory"),
+    Row("F32", f"{BF}:537", G26, _c(tp=1, util=0.94, kv="int8_per_token_head", L=176000, seqs=256, tb=4096, n=4,
+                                      w="awq", dgb=0.97), "boots", peak_gib=23.6, fit=False),
+    Row("F33", "club-3090 95e47fed", G26, _c(tp=1, util=0.94, kv="int8_per_token_head", L=16384, seqs=256, tb=4096,
+                                               n=4, w="awq", dgb=0.97), "boots", None, 17490, fit=False,
+        why="mem_util and KV dtype not stated: F32's assumed"),
+    Row("F34", "calibration/gemma-4-12b.yml", "gemma-4-12b", {}, None, fit=False,
+        why="gemma-4-12b is not a kvmath model (no config in kvmath/data/models)"),
+    Row("F35", f"{BF}:572", Q35, _c(kv="fp8_e4m3", seqs=4, weights_gb_total=23.52), "boots", None, 1795289, False,
+        6.85, peak_gib=22.87, why="qwen-agentworld-35b-a3b taken to share 35B-A3B's architecture"),
+]
+
+# --- the anchor's calibration table (club3090-calibration-rows.csv), at the configuration booted;
+# anchor = (its inputs' pred_5b3793b8 GB, verdict_5b3793b8, pred_HEAD GB, verdict_HEAD)
+_CAL = [
+    ("C01", G26, _c(L=32768, seqs=256, tb=4096, w="awq"), 23.45, (22.08, "TIGHT", 22.08, "TIGHT"),
+     dict(kv_format="bf16", max_ctx=32768, max_num_seqs=256, tp=2, mem_util=0.92, weights_variant="awq")),
+    ("C02", G26, _c(L=32768, seqs=256, tb=4096, n=4, w="awq", dgb=0.97), 23.5, (22.08, "TIGHT", 22.08, "TIGHT"),
+     dict(kv_format="bf16", max_ctx=32768, max_num_seqs=256, tp=2, mem_util=0.92, mtp=True, drafter_gb=0.97,
+          weights_variant="awq")),
+    ("C03", G31, _c(util=0.95, kv="int8_per_token_head", L=98304, seqs=4, tb=4096, n=4, dgb=0.97, **PTH), 22.2,
+     (22.8, "TIGHT", 22.8, "TIGHT"), dict(kv_format="int8_per_token_head", max_ctx=98304, max_num_seqs=4, tp=2,
+                                         mem_util=0.95, mtp=True, drafter_gb=0.97)),
+    ("C04", G31, _c(util=0.95, kv="int8_per_token_head", seqs=1, tb=4096, n=4, dgb=0.97, **PTH), 22.1,
+     (22.8, "PASS", 22.8, "PASS"), dict(kv_format="int8_per_token_head", max_ctx=262144, max_num_seqs=1, tp=2,
+                                       mem_util=0.95, mtp=True, drafter_gb=0.97)),
+    ("C05", G31, _c(L=32768, seqs=4, tb=4096, n=7, dgb=2.9), 22.3, (22.08, "TIGHT", 22.08, "TIGHT"),
+     dict(kv_format="bf16", max_ctx=32768, max_num_seqs=4, tp=2, mem_util=0.92, drafter_gb=2.9)),
+    ("C06", G31, _c(util=0.85, L=65536, seqs=4, tb=6144, n=4, w="awq", dgb=0.97), 19.8, (20.4, "TIGHT", 20.4, "TIGHT"),
+     dict(kv_format="bf16", max_ctx=65536, max_num_seqs=4, tp=2, mem_util=0.85, mtp=True, drafter_gb=0.97,
+          weights_variant="awq")),
+    ("C07", G31, _c(L=32768, seqs=4, tb=4096, n=4, dgb=0.97), 22.5, (22.08, "TIGHT", 22.08, "TIGHT"),
+     dict(kv_format="bf16", max_ctx=32768, max_num_seqs=4, tp=2, mem_util=0.92, mtp=True, drafter_gb=0.97)),
+    ("C08", G31, _c(kv="int8_per_token_head", seqs=2, tb=4096, n=4, dgb=0.97, **PTH), 22.5,
+     (22.8, "TIGHT", 22.8, "TIGHT"), dict(kv_format="int8_per_token_head", max_ctx=262144, max_num_seqs=4, tp=2,
+                                         mem_util=0.95, mtp=True, drafter_gb=0.97)),
+    ("C09", Q27, _c(kv="fp8_e5m2", seqs=2, n=3), 23.6, (19.911, "PASS", 19.911, "PASS"),
+     dict(kv_format="fp8_e5m2", max_ctx=262144, max_num_seqs=2, tp=2, mem_util=0.95, mtp=True)),
+    ("C10", Q27, _c(util=0.85, kv="turboquant_3bit_nc", seqs=4, tb=4128, n=3), 19.8, (18.842, "PASS", 18.842, "PASS"),
+     dict(kv_format="turboquant_3bit_nc", max_ctx=262144, max_num_seqs=4, tp=2, mem_util=0.95, mtp=True)),
+    ("C11", Q27, _c(util=0.95, L=185000, n=5, dgb=1.75), 23.6, (18.036, "PASS", 18.036, "PASS"),
+     dict(kv_format="fp16", max_ctx=185000, max_num_seqs=1, tp=2, mem_util=0.95, drafter_gb=1.75)),
+    ("C12", Q27, _c(tp=4, kv="fp8_e5m2", seqs=4, n=3), 23.5, (15.727, "PASS", 15.727, "PASS"),
+     dict(kv_format="fp8_e5m2", max_ctx=262144, max_num_seqs=4, tp=4, mem_util=0.95, mtp=True)),
+    ("C13", Q27, _c(tp=4, util=0.95, seqs=2, n=5, dgb=1.75), 22.0, (16.177, "PASS", 16.177, "PASS"),
+     dict(kv_format="fp16", max_ctx=262144, max_num_seqs=2, tp=4, mem_util=0.95, drafter_gb=1.75)),
+    ("C14", Q27, _c(card="rtx4090", util=0.95, L=180000, n=5, dgb=1.75), 21.8, (22.8, "TIGHT", 22.8, "TIGHT"),
+     dict(kv_format="fp16", max_ctx=180000, max_num_seqs=2, tp=2, mem_util=0.95, drafter_gb=1.75)),
+    ("C15", Q27, _c(tp=1, util=0.93, kv="turboquant_3bit_nc", L=180000, tb=4128, n=3), 22.3,
+     (22.32, "TIGHT", 22.32, "TIGHT"), dict(kv_format="turboquant_3bit_nc", max_ctx=180000, max_num_seqs=1, tp=1,
+                                           mem_util=0.93, mtp=True)),
+    ("C16", Q27, _c(tp=1, util=0.95, kv="turboquant_3bit_nc", L=180000, tb=4128, n=3), 21.7,
+     (22.8, "PASS", 22.8, "PASS"), dict(kv_format="turboquant_3bit_nc", max_ctx=180000, max_num_seqs=1, tp=1,
+                                       mem_util=0.95, mtp=True)),
+    ("C17", Q27, _c(tp=1, util=0.95, kv="turboquant_3bit_nc", L=65536, tb=4128), 22.4, (21.6, "TIGHT", 21.6, "TIGHT"),
+     dict(kv_format="fp8_e5m2", max_ctx=65536, max_num_seqs=4, tp=1, mem_util=0.90)),
+    ("C18", Q35, _c(kv="fp8_e5m2", L=16384, tb=4096), 21.94, (22.031, "PASS", 12.031, "PASS"),
+     dict(kv_format="fp8_e5m2", max_ctx=16384, max_num_seqs=1, tp=2, mem_util=0.92)),
+    ("C19", "gemma-4-12b", {}, 21.6, (None, None, 21.6, "TIGHT"), {}),
+    ("C20", Q35, _c(kv="fp8_e4m3", seqs=4, weights_gb_total=23.52), 22.87, (None, None, 19.465, "PASS"), {}),
+    ("C21", Q35, _c(kv="fp8_e5m2"), 22.1, (None, None, 13.676, "PASS"),
+     dict(kv_format="fp8_e4m3", max_ctx=262144, max_num_seqs=1, tp=2, mem_util=0.92)),
+]
+_CAL_WHY = {"C19": "gemma-4-12b is not a kvmath model; its 'peak' is the assumed budget",
+            "C17": "booted with TQ3, no MTP, mem 0.95 (the anchor priced fp8_e5m2, seqs 4, mem 0.90)",
+            "C14": "2x RTX 4090; booted at 180K, seqs 1"}
+ROWS += [Row(i, "club3090-calibration-rows.csv", m, cfg, "boots" if m != "gemma-4-12b" else None,
+             peak_gib=peak, fit=False, anchor=anc, anchor_inputs=ai, why=_CAL_WHY.get(i, ""))
+         for i, m, cfg, peak, anc, ai in _CAL]
+
+
+# ---------------------------------------------------------------------------------------------------
+
+
+def _implied_available(row: Row, b) -> float | None:
+    """Measured available KV memory in bytes: logged, or implied by the logged pool's block count."""
+    if row.avail_gib is not None:
+        from .vllm_alloc import gib_band
+
+        lo, hi = gib_band(row.avail_gib)
+        return (lo + hi) / 2
+    if row.tokens is not None and b.plan is not None and b.plan.blocks_per_request:
+        p = b.plan
+        blocks = round(row.tokens * p.blocks_per_request / p.max_model_len)
+        return (blocks + 0.5) * p.bytes_per_block
+    return None
+
+
+def _features(b) -> list[float]:
+    from .budget import _model_flags
+    from .config import load_architecture
+
+    arch = load_architecture(b.model)
+    f = _model_flags(b.model, arch)
+    return [1.0, 1.0 / b.tp, b.max_num_batched_tokens / 8192 / b.tp, float(f["gemma4"]), float(f["moe"])]
+
+
+FEATURES = ("const_gib", "per_inv_tp_gib", "per_8k_batched_tokens_per_tp_gib", "gemma4_gib", "moe_gib")
+
+
+def _budget(row: Row, coefficients=None):
+    return budget(row.model, coefficients=coefficients, check_card=False, **row.cfg)
+
+
+def fit_coefficients(rows=None) -> dict:
+    """Least-squares fit of the empirical non-KV terms (GiB) on ``rows`` whose ``fit`` is set and whose
+    available KV memory is known; plus the mean peak overhead over rows with a measured peak.
+    Returns a dict like ``kvmath.budget.COEFFICIENTS`` (plus ``n_fit``, ``n_peak``)."""
+    rows = [r for r in (rows if rows is not None else ROWS) if r.model in ("qwen3.6-27b", "qwen3.6-35b-a3b",
+                                                                              "gemma-4-31b", "gemma-4-26b-a4b")]
+    X, y = [], []
+    for r in rows:
+        if not r.fit:
+            continue
+        b = _budget(r)
+        avail = _implied_available(r, b)
+        if avail is None:
+            continue
+        other = b.requested - avail - b.weights - b.drafter_weights - b.gdn_scratch - b.draft_kv
+        X.append(_features(b))
+        y.append(other / GIB)
+    coef = _lstsq(X, y)
+    out = dict(zip(FEATURES, (round(c, 3) for c in coef)))
+    peaks = []
+    for r in rows:
+        if r.peak_gib is not None and r.outcome == "boots":
+            b = _budget(r)
+            peaks.append(r.peak_gib - b.requested / GIB)
+    out["peak_over_requested_gib"] = round(sum(peaks) / len(peaks), 2) if peaks else COEFFICIENTS[
+        "peak_over_requested_gib"]
+    out["n_fit"], out["n_peak"] = len(y), len(peaks)
+    return out
+
+
+def _lstsq(X, y):
+    """Normal equations in pure Python (5 unknowns), with a tiny ridge for rank-deficient subsets."""
+    n = len(X[0])
+    A = [[sum(x[i] * x[j] for x in X) + (1e-9 if i == j else 0.0) for j in range(n)] for i in range(n)]
+    v = [sum(x[i] * t for x, t in zip(X, y)) for i in range(n)]
+    for c in range(n):  # Gaussian elimination with partial pivoting
+        p = max(range(c, n), key=lambda r: abs(A[r][c]))
+        A[c], A[p], v[c], v[p] = A[p], A[c], v[p], v[c]
+        for r in range(c + 1, n):
+            f = A[r][c] / A[c][c]
+            for k in range(c, n):
+                A[r][k] -= f * A[c][k]
+            v[r] -= f * v[c]
+    sol = [0.0] * n
+    for c in reversed(range(n)):
+        sol[c] = (v[c] - sum(A[c][k] * sol[k] for k in range(c + 1, n))) / A[c][c]
+    return sol
+
+
+def compare(rows=None, coefficients=None) -> list[dict]:
+    """One record per row: predicted beside measured, per-row errors (GiB and %), outcome agreement,
+    and the anchor's prediction. Rows kvmath cannot price carry ``status`` 'excluded' and ``why``."""
+    out = []
+    for r in rows if rows is not None else ROWS:
+        rec = {"id": r.id, "source": r.source, "model": r.model, "used_in_fit": r.fit, "why": r.why,
+               "measured_outcome": r.outcome}
+        if not r.cfg or r.outcome is None:
+            rec["status"] = "excluded"
+            if r.anchor:
+                rec.update(anchor_pred_gb=r.anchor[0], anchor_verdict=r.anchor[1], anchor_pred_head_gb=r.anchor[2],
+                           anchor_verdict_head=r.anchor[3], measured_peak_gib=r.peak_gib)
+            out.append(rec)
+            continue
+        try:
+            b = _budget(r, coefficients)
+        except KvMathError as e:
+            rec.update(status="excluded", why=f"{r.why}; {e}")
+            out.append(rec)
+            continue
+        rec.update(status="priced", card=b.card, tp=b.tp, mem_util=b.mem_util, kv_format=b.kv_format,
+                   max_model_len=b.max_model_len, max_num_seqs=b.max_num_seqs,
+                   predicted_outcome=b.outcome, outcome_agrees=b.outcome == r.outcome,
+                   boots_agrees=(b.outcome == "boots") == (r.outcome == "boots"),
+                   predicted_available_gib=b.available_kv / GIB, predicted_pool_tokens=b.pool_tokens,
+                   predicted_concurrency=b.max_concurrency, predicted_est_len=b.estimated_max_model_len,
+                   predicted_peak_gib=b.peak_bytes / GIB, requested_gib=b.requested / GIB,
+                   non_kv_gib=b.non_kv / GIB)
+        avail = _implied_available(r, b)
+        if avail is not None:
+            rec["measured_available_gib"] = avail / GIB
+            rec["available_source"] = "logged" if r.avail_gib is not None else "implied by the logged pool"
+            rec["available_error_gib"] = (b.available_kv - avail) / GIB
+            rec["available_error_pct"] = 100 * (b.available_kv - avail) / avail
+        if r.tokens is not None:
+            rec["measured_pool_tokens"] = r.tokens
+            rec["pool_tokens_approx"] = r.approx
+            if b.boots:
+                rec["pool_tokens_error_pct"] = 100 * (b.pool_tokens - r.tokens) / r.tokens
+        if r.concurrency is not None:
+            rec["measured_concurrency"] = r.concurrency
+        if r.est_len is not None:
+            rec["measured_est_len"] = r.est_len
+            if b.outcome == "refused":
+                rec["est_len_error_pct"] = 100 * (b.estimated_max_model_len - r.est_len) / r.est_len
+        if r.peak_gib is not None:
+            rec["measured_peak_gib"] = r.peak_gib
+            rec["peak_error_gib"] = b.peak_bytes / GIB - r.peak_gib
+            rec["peak_error_pct"] = 100 * (b.peak_bytes / GIB - r.peak_gib) / r.peak_gib
+        if r.anchor:
+            rec.update(anchor_pred_gb=r.anchor[0], anchor_verdict=r.anchor[1], anchor_pred_head_gb=r.anchor[2],
+                       anchor_verdict_head=r.anchor[3])
+            if r.anchor[0] is not None and r.peak_gib is not None:
+                # the anchor's GB against the measured GiB peak, both in GiB
+                rec["anchor_peak_error_gib"] = r.anchor[0] * GB / GIB - r.peak_gib
+        if r.anchor_inputs:
+            vram = get_card(b.card)["nominal_gb"] if b.card != "custom" else 24
+            a = anchor_prediction(r.model, vram_gb=vram, **r.anchor_inputs)
+            if a:
+                rec["anchor_recomputed_gb"] = a["total_gb"]
+                rec["anchor_recomputed_verdict"] = a["verdict"]
+        out.append(rec)
+    return out
+
+
+def summary(records=None) -> dict:
+    """Counts and error statistics over ``compare()`` records."""
+    recs = records if records is not None else compare()
+    priced = [r for r in recs if r.get("status") == "priced"]
+
+    def stats(key):
+        vals = [abs(r[key]) for r in priced if key in r]
+        if not vals:
+            return {"n": 0}
+        return {"n": len(vals), "mean_abs": sum(vals) / len(vals), "max_abs": max(vals),
+                "rms": math.sqrt(sum(v * v for v in vals) / len(vals))}
+
+    return {
+        "rows": len(recs), "priced": len(priced), "excluded": len(recs) - len(priced),
+        "outcome_agrees": sum(r["outcome_agrees"] for r in priced),
+        "boots_agrees": sum(r["boots_agrees"] for r in priced),
+        "available_gib": stats("available_error_gib"),
+        "available_within_0_5_gib": sum(abs(r["available_error_gib"]) <= 0.5 for r in priced
+                                        if "available_error_gib" in r),
+        "pool_tokens_pct": stats("pool_tokens_error_pct"),
+        "pool_within_5_pct": sum(abs(r["pool_tokens_error_pct"]) <= 5 for r in priced if "pool_tokens_error_pct" in r),
+        "peak_gib": stats("peak_error_gib"),
+        "anchor_peak_gib": stats("anchor_peak_error_gib"),
+        "est_len_pct": stats("est_len_error_pct"),
+    }
+
+
+def held_out(train_ids=None) -> dict:
+    """Fit on some rows, report the available-KV error on the others (GiB). Default split: every
+    other fit row (in ``ROWS`` order) trains."""
+    fit_rows = [r for r in ROWS if r.fit and (r.avail_gib is not None or r.tokens is not None)]
+    if train_ids is None:
+        train_ids = {r.id for r in fit_rows[::2]}
+    train = [r for r in fit_rows if r.id in train_ids]
+    test = [r for r in fit_rows if r.id not in train_ids]
+    coef = fit_coefficients(train)
+    coef = {k: v for k, v in coef.items() if k in COEFFICIENTS}
+    recs = compare(test, coefficients=coef)
+    errs = {r["id"]: r["available_error_gib"] for r in recs if "available_error_gib" in r}
+    return {"train": sorted(train_ids), "test": sorted(errs), "coefficients": coef, "errors_gib": errs,
+            "mean_abs_gib": sum(abs(e) for e in errs.values()) / max(len(errs), 1)}
+
+
+def frame(records=None):
+    """``compare()`` as a pandas DataFrame (pandas imported here)."""
+    import pandas as pd
+
+    return pd.DataFrame(records if records is not None else compare())
+
+
+def table_text(records=None) -> str:
+    """A plain-text table for ``kvmath-fit --calibration``."""
+    recs = records if records is not None else compare()
+    head = (f"{'id':<5} {'model':<16} {'measured':<8} {'kvmath':<8} {'availKV meas':>12} {'pred':>6} {'err':>6} "
+            f"{'pool meas':>10} {'pred':>10} {'err%':>6} {'peak meas':>9} {'pred':>6} {'anchor GB':>9} {'verdict':<7}")
+    lines = ["Calibration: kvmath vs measured vLLM boots (GiB = 2^30 B per card; anchor GB = 1e9 B)", head,
+             "-" * len(head)]
+
+    def f(v, fmt):
+        return format(v, fmt) if isinstance(v, (int, float)) and not isinstance(v, bool) else "-"
+
+    for r in recs:
+        if r.get("status") != "priced":
+            lines.append(f"{r['id']:<5} {r['model']:<16} excluded: {r.get('why', '')}")
+            continue
+        lines.append(
+            f"{r['id']:<5} {r['model']:<16} {str(r['measured_outcome']):<8} {r['predicted_outcome']:<8} "
+            f"{f(r.get('measured_available_gib'), '12.2f')} {f(r.get('predicted_available_gib'), '6.2f')} "
+            f"{f(r.get('available_error_gib'), '+6.2f')} {f(r.get('measured_pool_tokens'), '10,d')} "
+            f"{f(r.get('predicted_pool_tokens') if 'measured_pool_tokens' in r else None, '10,d')} "
+            f"{f(r.get('pool_tokens_error_pct'), '+6.1f')} {f(r.get('measured_peak_gib'), '9.2f')} "
+            f"{f(r.get('predicted_peak_gib') if 'measured_peak_gib' in r else None, '6.2f')} "
+            f"{f(r.get('anchor_pred_gb'), '9.2f')} {r.get('anchor_verdict') or '-':<7}")
+    s = summary(recs)
+    lines += ["", f"outcome agrees: {s['outcome_agrees']}/{s['priced']} (boots vs not: {s['boots_agrees']}/{s['priced']})",
+              f"available KV within 0.5 GiB: {s['available_within_0_5_gib']}/{s['available_gib']['n']}"
+              f" (mean |error| {s['available_gib'].get('mean_abs', 0):.2f} GiB)",
+              f"pool tokens within 5%: {s['pool_within_5_pct']}/{s['pool_tokens_pct']['n']}",
+              f"peak: mean |error| {s['peak_gib'].get('mean_abs', 0):.2f} GiB over {s['peak_gib']['n']} rows; "
+              f"the anchor's GB vs the same peaks: {s['anchor_peak_gib'].get('mean_abs', 0):.2f} GiB",
+              "The anchor's verdict column is its own PASS/TIGHT/FAIL (kv-calc 5b3793b8); it never compares GiB."]
+    return "\n".join(lines)
+
+
+__all__ = ["FEATURES", "ROWS", "Row", "compare", "fit_coefficients", "frame", "held_out", "summary", "table_text"]

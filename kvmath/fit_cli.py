@@ -1,0 +1,413 @@
+"""``kvmath-fit``: does a model fit a card under vLLM, and what does vLLM do with it?
+
+The anchor calculator's (club-3090 ``tools/kv-calc.py``) flags, with vLLM's real verdict:
+
+    kvmath-fit --model qwen3.6-27b --compose dual
+    kvmath-fit --compose long-text --card rtx3090 --json
+    kvmath-fit --model gemma-4-31b --tp 2 --kv-format int8_per_token_head --solve-max-ctx
+    kvmath-fit --config path/to/config.json --weights-gb 16 --max-ctx 32768 --card rtx4090
+    kvmath-fit --calibration
+
+Exit status: 0 when vLLM boots (``--solve-max-ctx``: when some context boots; ``--calibration``: always),
+1 when it refuses to boot or runs out of memory, 2 on bad input (one line on stderr, no traceback).
+
+Fixes against the anchor (each is listed in ``FIXES``): vLLM's verdict (boots / refused / oom)
+instead of PASS/TIGHT/FAIL; card memory in GiB as the engine sees it; a solver that returns the
+largest context that boots; ``--max-ctx 0`` rejected; ``--drafter-gb 0`` removes a drafter;
+``--mtp`` on Gemma adds the assistant drafter; compose presets priced as their compose files set them;
+``--json`` always JSON; KV dtypes checked against the card.
+
+Imports only the standard library and kvmath's core (no numpy, pandas or altair).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+
+from .errors import KvMathError, choices
+
+GIB = 2**30
+ANCHOR_MODELS = ("gemma-4-26b-a4b", "gemma-4-31b", "qwen3.6-27b", "qwen3.6-35b-a3b")
+KV_LAYOUTS = ("auto", "dense_gqa", "hybrid_mamba", "sliding_window", "compressed_sparse")
+INDEXER_BYTES = {"bf16": 2.0, "fp16": 2.0, "fp4": 0.5, "fp8_e4m3": 1.0, "fp8_e5m2": 1.0, "int4": 0.5, "int8": 1.0}
+KV_ALIASES = {"k8v4": "turboquant_k8v4"}
+
+FIXES = [
+    ("verdict", "PASS/TIGHT/FAIL priced demand against mem_util x vram and called boot refusals TIGHT",
+     "vLLM's own three cases: boots (pool sized by the memory left), refused (one max_model_len request does "
+     "not fit; vLLM's estimated maximum model length is printed), out of memory; the anchor's verdict is kept "
+     "in JSON under 'anchor', labelled"),
+    ("units", "--vram in GB (24 for a 24 GiB RTX 3090) and 1e9-byte terms compared with GiB logs",
+     "card memory as PyTorch reports it in GiB (--card rtx3090 = 23.69 GiB; --vram takes GiB, or '25GB')"),
+    ("solver", "--solve-max-ctx returned the model maximum whenever weights fit (TIGHT counted as fit)",
+     "largest max_model_len that boots, exact to the token (vLLM's estimate, checked: L boots, L+1 does not); "
+     "exit 1 and JSON when nothing boots"),
+    ("kv pool", "requested KV capped silently at the room left; concurrency not computed",
+     "the pool vLLM allocates (blocks x bytes per block), its token count and maximum concurrency"),
+    ("zero values", "--max-ctx 0 / --max-num-seqs 0 meant 'unset'", "rejected with a message (exit 2)"),
+    ("drafter", "--drafter-gb 0 could not remove a DFlash drafter; --mtp on Gemma added no drafter",
+     "--drafter-gb 0 removes the drafter; --mtp adds the model's MTP drafter (Qwen built-in: 3 speculative "
+     "tokens; Gemma: the 0.97 GB assistant, 4 tokens)"),
+    ("presets", "compose presets priced with kv-calc overrides (mem 0.95 for dual, seqs 4 for minimal, ...)",
+     "priced as the compose file sets them; the differences are printed as notes"),
+    ("MoE weights", "Gemma 4 26B-A4B weights never divided by TP; Qwen MoE only from 220f51a3",
+     "every checkpoint divided by TP (vLLM shards experts and embeddings)"),
+    ("GDN scratch", "chunk 256 / fp32 h buffer (docs), invisible before c145b908",
+     "FLA h buffer with chunk 64 in bf16 plus v_new, exact, at min(max_num_batched_tokens, max_model_len)"),
+    ("recurrent state", "vector formula (5.5 MB/seq, 27B) added as 'fixed' KV",
+     "vLLM's GDN state pages (matrix per value head, fp32 temporal, padded to the attention page) inside the "
+     "pool, from kvmath.vllm_alloc"),
+    ("json", "--solve-max-ctx --json printed plain text when nothing fitted", "always JSON"),
+    ("kv formats", "q4_0 accepted as a vLLM format; fp8_e4m3 / nvfp4 not checked against the card",
+     "vLLM formats only; a format the card cannot run is refused naming the ones it can"),
+    ("pct", "'pct_of_vram' was a percentage of the budget", "fields name their unit and base"),
+]
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        self.exit(2, f"kvmath-fit: error: {message}\n")
+
+
+def _positive_int(name):
+    def conv(text):
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be a whole number, got {text!r}") from None
+        if v < 1:
+            raise argparse.ArgumentTypeError(f"{name} must be >= 1, got {v}")
+        return v
+    return conv
+
+
+def _nonneg_float(name):
+    def conv(text):
+        try:
+            v = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be a number, got {text!r}") from None
+        if not math.isfinite(v) or v < 0:
+            raise argparse.ArgumentTypeError(f"{name} must be a finite number >= 0, got {text!r}")
+        return v
+    return conv
+
+
+def _mem_util(text):
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--mem-util must be a number in (0, 1], got {text!r}") from None
+    if not (0 < v <= 1):
+        raise argparse.ArgumentTypeError(f"--mem-util must be in (0, 1] (gpu_memory_utilization), got {text}")
+    return v
+
+
+def _vram(text):
+    """'23.69', '23.69GiB' (GiB) or '25.4GB' (1e9 B) -> GiB."""
+    import re
+
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*(GiB|GB|gib|gb)?\s*", text)
+    if not m:
+        raise argparse.ArgumentTypeError(f"--vram must be a memory size in GiB (e.g. 23.69 or 25.4GB), got {text!r}")
+    v = float(m.group(1))
+    if m.group(2) and m.group(2).lower() == "gb":
+        v = v * 1e9 / GIB
+    if v <= 0:
+        raise argparse.ArgumentTypeError(f"--vram must be positive, got {text!r}")
+    return v
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="kvmath-fit",
+                description="Per-card vLLM memory budget and verdict (boots / refused / out of memory), "
+                            "with the anchor calculator's flags.",
+                epilog="GiB = 2^30 B, GB = 1e9 B; figures are per card. Exit: 0 boots, 1 refused or OOM, 2 bad input.")
+    p.add_argument("--model", help=f"model id ({', '.join(ANCHOR_MODELS)}); default: from --compose, else qwen3.6-27b")
+    p.add_argument("--config", help="any config.json (path); needs --weights-gb")
+    p.add_argument("--compose", help="an anchor preset (kvmath/data/presets.json)")
+    p.add_argument("--kv-format", help="vLLM kv_cache_dtype (default: preset, else fp8_e5m2)")
+    p.add_argument("--max-ctx", type=_positive_int("--max-ctx"), help="max_model_len (default: preset, else 180000)")
+    p.add_argument("--max-num-seqs", type=_positive_int("--max-num-seqs"), help="max_num_seqs (default: preset, else 1)")
+    p.add_argument("--sequences", type=_positive_int("--sequences"), help="alias of --max-num-seqs")
+    p.add_argument("--tp", type=_positive_int("--tp"), help="tensor_parallel_size (default: preset, else 1)")
+    p.add_argument("--gpus", type=_positive_int("--gpus"), help="GPUs in the box (informational; >= TP)")
+    p.add_argument("--mem-util", type=_mem_util, help="gpu_memory_utilization (default: preset, else 0.95)")
+    p.add_argument("--vram", type=_vram, help="card memory as PyTorch reports it, GiB ('25.4GB' for 1e9 B)")
+    p.add_argument("--card", help="a known card (rtx3090, rtx4090, rtx5090, a100, h100, ...); default rtx3090")
+    p.add_argument("--mtp", dest="mtp", action="store_true", default=None, help="use the model's MTP drafter")
+    p.add_argument("--no-mtp", dest="mtp", action="store_false", help="no MTP drafter")
+    p.add_argument("--drafter-gb", type=_nonneg_float("--drafter-gb"), help="total drafter weights, GB (1e9 B); 0 removes it")
+    p.add_argument("--dflash-draft-gb", type=_nonneg_float("--dflash-draft-gb"), help="DFlash drafter weights, GB")
+    p.add_argument("--num-speculative-tokens", type=_positive_int("--num-speculative-tokens"),
+                   help="speculative tokens (default: the drafter's)")
+    p.add_argument("--weights-variant", help="checkpoint: default, int4, awq, bf16, gptq, nvfp4, ...")
+    p.add_argument("--weights-gb", type=_nonneg_float("--weights-gb"), help="total checkpoint GB (1e9 B), for --config")
+    p.add_argument("--max-num-batched-tokens", type=_positive_int("--max-num-batched-tokens"),
+                   help="max_num_batched_tokens (default: preset, else vLLM's 2048)")
+    p.add_argument("--vllm-version", help="whose block rules (default 0.24.0)")
+    p.add_argument("--calibration", action="store_true", help="predicted vs measured for every measured boot")
+    p.add_argument("--solve-max-ctx", action="store_true", help="largest max_model_len that boots")
+    p.add_argument("--json", action="store_true", help="JSON output")
+    p.add_argument("--kv-breakdown", action="store_true", help="cache buckets (demand) and vLLM's pool groups")
+    p.add_argument("--kv-layout", choices=KV_LAYOUTS, default="auto", help="label only (auto: from the config)")
+    p.add_argument("--include-draft-kv", action="store_true", help="reserve --draft-kv-gb out of the KV memory")
+    p.add_argument("--draft-kv-gb", type=_nonneg_float("--draft-kv-gb"), default=0.0,
+                   help="drafter KV per card, GB (not divided by TP)")
+    p.add_argument("--compressed-layers", type=int, default=0)
+    p.add_argument("--compression-ratio", type=int, default=128)
+    p.add_argument("--compressed-head-dim", type=int)
+    p.add_argument("--indexer-ratio-layers", type=int, default=0)
+    p.add_argument("--indexer-compress-ratio", type=int, default=4)
+    p.add_argument("--indexer-head-dim", type=int)
+    p.add_argument("--indexer-format", choices=tuple(INDEXER_BYTES), default="fp4")
+    return p
+
+
+def _resolve(args) -> tuple[str, dict, list[str]]:
+    """(model id or config path, budget keyword arguments, notes). Raises KvMathError."""
+    from . import budget as B
+    from .config import known_models
+
+    notes: list[str] = []
+    if args.sequences and args.max_num_seqs and args.sequences != args.max_num_seqs:
+        raise KvMathError("--sequences and --max-num-seqs disagree; pass only one value")
+    if args.config and args.model:
+        raise KvMathError("pass --model or --config, not both")
+    if args.config and args.compose:
+        raise KvMathError("--compose presets belong to --model ids, not to --config files")
+    if args.model and args.model not in known_models():
+        raise KvMathError(f"unknown model {args.model!r}; valid: {choices(known_models())} (or --config PATH)")
+    model = args.config or args.model or (B.model_for_preset(args.compose) if args.compose else "qwen3.6-27b")
+    pr = B.preset(model, args.compose) if args.compose else None
+    vals = {}
+    if pr:
+        vals = dict(pr)
+        for k, v in pr.get("compose", {}).items():
+            notes.append(f"preset {args.compose}: {k} = {v} as the compose file sets it (the anchor priced {pr[k]})")
+            vals[k] = v
+    kv = args.kv_format or vals.get("kv_format") or "fp8_e5m2"
+    kv = KV_ALIASES.get(kv, kv)
+    tp = args.tp or vals.get("tp") or 1
+    if args.gpus is not None and args.gpus < tp:
+        raise KvMathError(f"--gpus {args.gpus} is fewer than --tp {tp}")
+    seqs = args.max_num_seqs or args.sequences or vals.get("max_num_seqs") or 1
+    mem = args.mem_util or vals.get("mem_util") or 0.95
+    kw = dict(kv_format=kv, tp=tp, max_model_len=args.max_ctx or vals.get("max_ctx") or 180000, max_num_seqs=seqs,
+              mem_util=mem, max_num_batched_tokens=args.max_num_batched_tokens or vals.get("max_num_batched_tokens")
+              or 2048)
+    if args.vram is not None and args.card:
+        raise KvMathError("pass --card or --vram, not both")
+    if args.vram is not None:
+        kw.update(card=None, total_gib=args.vram)
+    else:
+        kw["card"] = args.card or "rtx3090"
+        B.card(kw["card"])
+    # drafter
+    from .config import load_architecture
+
+    arch = load_architecture(model)
+    drafters = B.deployments().get(arch.name, {}).get("drafters", {})
+    drafter = vals.get("drafter")
+    mtp = args.mtp if args.mtp is not None else vals.get("mtp", False)
+    if args.mtp is False and drafter in ("mtp_builtin", "assistant_mtp"):
+        drafter = None
+    if mtp and drafter is None:
+        drafter = next((d for d in ("mtp_builtin", "assistant_mtp") if d in drafters), None)
+        if drafter is None and not arch.mtp_num_hidden_layers:
+            raise KvMathError(f"--mtp: no MTP drafter known for {arch.name}; give --drafter-gb and "
+                              "--num-speculative-tokens")
+    if args.dflash_draft_gb:
+        drafter = "dflash" if "dflash" in drafters else drafter
+    dgb = drafters.get(drafter, {}).get("gb", vals.get("drafter_gb") or 0.0) if drafter else 0.0
+    if args.dflash_draft_gb:
+        dgb = args.dflash_draft_gb
+    if args.drafter_gb is not None:
+        dgb = args.drafter_gb
+    n_spec = args.num_speculative_tokens or (drafters.get(drafter, {}).get("num_speculative_tokens", 0) if drafter
+                                             else 0)
+    if mtp and not n_spec and arch.mtp_num_hidden_layers:
+        n_spec = 3
+    kw.update(num_speculative_tokens=n_spec, drafter_gb=dgb)
+    if args.weights_gb is not None:
+        if args.weights_gb <= 0:
+            raise KvMathError("--weights-gb must be positive")
+        kw["weights_gb_total"] = args.weights_gb
+    elif args.config and arch.name not in B.deployments():
+        raise KvMathError(f"{args.config}: kvmath has no checkpoint size for this config; pass --weights-gb")
+    kw["weights_variant"] = args.weights_variant or vals.get("weights") or "default"
+    if args.include_draft_kv:
+        kw["draft_kv_gb"] = args.draft_kv_gb
+        if not args.draft_kv_gb:
+            notes.append("--include-draft-kv without --draft-kv-gb: nothing reserved")
+    elif args.draft_kv_gb:
+        notes.append("--draft-kv-gb is reserved only with --include-draft-kv (as the anchor)")
+    if args.vllm_version:
+        kw["vllm_version"] = args.vllm_version
+    if arch.name == "gemma-4-31b" and kv == "int8_per_token_head":
+        kw["gemma4_pth_page_padding"] = True
+        notes.append("Gemma 4 int8_per_token_head: page padding of vLLM PR #40391 applied (as the club-3090 builds)")
+    for name, v in (("--compressed-layers", args.compressed_layers), ("--indexer-ratio-layers", args.indexer_ratio_layers)):
+        if v < 0:
+            raise KvMathError(f"{name} must be >= 0, got {v}")
+    if args.compressed_layers and not (args.compressed_head_dim and args.compressed_head_dim > 0):
+        raise KvMathError("--compressed-layers requires --compressed-head-dim > 0")
+    if args.indexer_ratio_layers and not (args.indexer_head_dim and args.indexer_head_dim > 0):
+        raise KvMathError("--indexer-ratio-layers requires --indexer-head-dim > 0")
+    if args.compression_ratio <= 0 or args.indexer_compress_ratio <= 0:
+        raise KvMathError("--compression-ratio and --indexer-compress-ratio must be > 0")
+    return model, kw, notes
+
+
+def _layout_label(arch) -> str:
+    if arch.linear_layers() or arch.state_layers():
+        return "hybrid_mamba"
+    if any(layer.layer_type == "sliding_attention" for layer in arch.attention_layers()):
+        return "sliding_window"
+    return "dense_gqa"
+
+
+def _breakdown(args, b, arch) -> dict:
+    from .formats import vllm_format
+
+    L, S, tp = b.max_model_len, b.max_num_seqs, b.tp
+    bpe = float(vllm_format(b.kv_format).k.bytes_per_element)
+    comp = (args.compressed_layers * -(-L // args.compression_ratio) * (args.compressed_head_dim or 0) * bpe * S / tp)
+    idx = (args.indexer_ratio_layers * -(-L // args.indexer_compress_ratio) * (args.indexer_head_dim or 0)
+           * INDEXER_BYTES[args.indexer_format] * S / tp)
+    out = {"layout": args.kv_layout if args.kv_layout != "auto" else _layout_label(arch), "sequences": S,
+           "gpus": args.gpus or tp, "tp": tp, "units": "bytes per card",
+           "attention_kv_growing_bytes": b.growing_kv, "attention_kv_sliding_bytes": b.sliding_kv,
+           "recurrent_state_bytes": b.state_bytes, "compressed_kv_estimate_bytes": round(comp),
+           "indexer_cache_estimate_bytes": round(idx), "draft_kv_bytes": b.draft_kv,
+           "vllm_pool_groups": [{"kind": g.kind, "layers": len(g.layer_names), "block_size": g.spec.block_size,
+                                 "page_bytes": g.spec.page_size_bytes} for g in (b.plan.groups if b.plan else ())]}
+    out["total_cache_bytes"] = (b.growing_kv + b.sliding_kv + b.state_bytes + out["compressed_kv_estimate_bytes"]
+                                + out["indexer_cache_estimate_bytes"] + b.draft_kv)
+    out["notes"] = ["demand for max_num_seqs requests at max_model_len (per-token formula); vLLM's pool is sized "
+                    "by memory, not by this", "compressed/indexer buckets are estimates, reporting only"]
+    return out
+
+
+def _anchor(model, b, kw, args):
+    from .budget import anchor_prediction, card
+
+    vram = card(kw["card"])["nominal_gb"] if kw.get("card") else kw["total_gib"] * GIB / 1e9
+    return anchor_prediction(model, kv_format=b.kv_format, max_ctx=b.max_model_len, max_num_seqs=b.max_num_seqs,
+                             tp=b.tp, mem_util=b.mem_util, vram_gb=vram, mtp=b.num_speculative_tokens > 0,
+                             drafter_gb=kw.get("drafter_gb", 0.0), weights_variant=kw.get("weights_variant", "default"))
+
+
+def render_text(b, largest: int, anchor, notes, breakdown=None, compose=None) -> str:
+    g = lambda n: f"{n / GIB:7.2f} GiB"  # noqa: E731
+    what = f"{b.model}" + (f" / {compose}" if compose else "")
+    head = (f"vLLM budget - {what} on {b.card} ({b.total_bytes / GIB:.2f} GiB as PyTorch sees it), "
+            f"kv={b.kv_format}, max_model_len={b.max_model_len:,}, max_num_seqs={b.max_num_seqs}, TP={b.tp}, "
+            f"gpu_memory_utilization={b.mem_util}, max_num_batched_tokens={b.max_num_batched_tokens:,}")
+    lines = [head, "-" * min(len(head), 100),
+             f"  {'requested memory (ceil(total x util))':<48}{g(b.requested)}"]
+    for label, v in b.terms():
+        if v or label in ("weights", "activation peak"):
+            lines.append(f"  - {label:<46}{g(v)}")
+    lines.append(f"  {'= available for the KV cache':<48}{g(b.available_kv)}")
+    lines.append(f"  {'KV one max_model_len request needs':<48}{g(b.kv_per_request)}")
+    lines.append("")
+    if b.outcome == "boots":
+        lines.append(f"Verdict: BOOTS. KV pool {b.pool_bytes / GIB:.2f} GiB = {b.plan.num_blocks:,} blocks of "
+                     f"{b.plan.block_size} tokens; 'GPU KV cache size: {b.pool_tokens:,} tokens'; maximum concurrency "
+                     f"at {b.max_model_len:,} tokens: {b.max_concurrency:.2f}x")
+        if not b.fits_max_num_seqs:
+            lines.append(f"  note: only {b.max_num_seqs_at_full_context} of max_num_seqs={b.max_num_seqs} requests fit "
+                         "at full context at once; vLLM still boots and queues the rest")
+    elif b.outcome == "refused":
+        lines.append(f"Verdict: REFUSED at start-up. vLLM: {b.refusal}")
+    else:
+        lines.append(f"Verdict: OUT OF MEMORY. {b.refusal}")
+    lines.append(f"Largest max_model_len that boots: {largest:,} tokens" if largest else
+                 "Largest max_model_len that boots: none (the non-KV terms alone exceed the budget)")
+    lines.append(f"Predicted nvidia-smi peak: {b.peak_bytes / GIB:.2f} GiB/card (requested + fitted CUDA-graph overhead)")
+    if anchor:
+        lines.append(f"Anchor (kv-calc 5b3793b8) would say: {anchor['verdict']} at {anchor['total_gb']:.2f} GB "
+                     f"of {anchor['budget_gb']:.2f} GB - {anchor['verdict_meaning']}")
+    if breakdown:
+        lines += ["", "Cache architecture breakdown (demand, per card):",
+                  f"  Layout: {breakdown['layout']}   Scope: {breakdown['gpus']} GPU(s), TP={breakdown['tp']}, "
+                  f"sequences={breakdown['sequences']}"]
+        for key, label in (("attention_kv_growing_bytes", "Attention KV - growing"),
+                           ("attention_kv_sliding_bytes", "Attention KV - sliding"),
+                           ("recurrent_state_bytes", "Recurrent / GDN state"),
+                           ("compressed_kv_estimate_bytes", "Compressed KV estimate"),
+                           ("indexer_cache_estimate_bytes", "Indexer cache estimate"),
+                           ("draft_kv_bytes", "Draft KV (reserved)"), ("total_cache_bytes", "Cache/state subtotal")):
+            if breakdown[key] or key in ("attention_kv_growing_bytes", "total_cache_bytes"):
+                lines.append(f"  {label:<30}{g(breakdown[key])}")
+        for grp in breakdown["vllm_pool_groups"][:8]:
+            lines.append(f"  vLLM group: {grp['kind']} x{grp['layers']} layers, block {grp['block_size']} tokens, "
+                         f"page {grp['page_bytes']:,} B")
+    for n in list(notes) + [n for n in b.notes if not n.startswith("vLLM: 'Padding")]:
+        lines.append(f"Note: {n}")
+    lines.append("Non-KV terms are fitted to measured boots (kvmath-fit --calibration): expect +/-0.5-1 GiB, "
+                 "more across drivers.")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.calibration:
+            from . import calibration
+
+            if args.json:
+                print(json.dumps({"rows": calibration.compare(), "summary": calibration.summary()}, indent=1,
+                                 default=str))
+            else:
+                print(calibration.table_text())
+            return 0
+        from .budget import budget, solve_max_model_len
+        from .config import load_architecture
+
+        model, kw, notes = _resolve(args)
+        b = budget(model, **kw)
+        arch = load_architecture(model)
+        largest = solve_max_model_len(b, upper=max(b.max_model_len, arch.max_position_embeddings or 0))
+        anchor = _anchor(arch.name, b, kw, args)
+        bd = _breakdown(args, b, arch) if args.kv_breakdown else None
+    except KvMathError as e:
+        print(f"kvmath-fit: error: {e}", file=sys.stderr)
+        return 2
+    if args.solve_max_ctx:
+        sb = budget(model, **dict(kw, max_model_len=largest)) if largest else b
+        if args.json:
+            out = sb.to_dict()
+            out.update(solved_max_ctx=largest, largest_max_model_len=largest, anchor=anchor, notes=notes + out["notes"])
+            print(json.dumps(out, indent=1))
+        else:
+            print(f"Max-context solver - {b.model} / {b.kv_format}, seqs={b.max_num_seqs}, TP={b.tp}, "
+                  f"mem_util={b.mem_util}, card {b.card} ({b.total_bytes / GIB:.2f} GiB)")
+            if largest:
+                print(f"Largest max_model_len that boots: {largest:,} tokens "
+                      f"({largest + 1:,} would be refused)" if largest < (arch.max_position_embeddings or 0) else
+                      f"Largest max_model_len that boots: {largest:,} tokens (the model maximum)")
+                print(f"At that length: {sb.available_kv / GIB:.2f} GiB for KV, pool {sb.pool_tokens:,} tokens, "
+                      f"max concurrency {sb.max_concurrency:.2f}x (max_num_seqs at full length: "
+                      f"{sb.max_num_seqs_at_full_context})")
+            else:
+                print("No max_model_len boots: the non-KV terms alone exceed the budget. Raise TP, use a smaller "
+                      "checkpoint, or a bigger card.")
+        return 0 if largest else 1
+    if args.json:
+        out = b.to_dict()
+        out.update(largest_max_model_len=largest, anchor=anchor, notes=notes + out["notes"])
+        if bd:
+            out["cache_breakdown"] = bd
+        print(json.dumps(out, indent=1))
+    else:
+        print(render_text(b, largest, anchor, notes, bd, args.compose))
+    return 0 if b.outcome == "boots" else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

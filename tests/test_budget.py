@@ -1,0 +1,166 @@
+"""kvmath.budget: vLLM's budget arithmetic, verdicts, solvers, cards, presets, the anchor's own rule."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from kvmath.budget import (
+    COEFFICIENTS, GIB, anchor_prediction, budget, card, chapter_frames, gdn_scratch_bytes, preset, preset_budget,
+    presets, rebudget, solve_max_model_len, sweep,
+)
+from kvmath.config import load_architecture
+from kvmath.errors import KvMathError
+
+
+def test_requested_is_ceil_of_total_times_util():
+    """vllm/v1/worker/utils.py request_memory: ceil(total * util); available = requested - non_kv."""
+    b = budget("qwen3.6-27b", card="rtx3090", mem_util=0.92, tp=2, kv_format="fp8_e5m2", max_model_len=262144)
+    total = round(23.69 * GIB)
+    assert b.total_bytes == total and b.requested == math.ceil(total * 0.92)
+    assert b.available_kv == b.requested - b.non_kv
+    assert b.non_kv == b.weights + b.drafter_weights + b.activation + b.overhead + b.model_offset + b.draft_kv
+    assert b.weights == round(17.5e9 / 2)
+
+
+def test_pool_is_plan_blocks():
+    b = budget("qwen3.6-27b", card="rtx3090", mem_util=0.92, tp=2, kv_format="fp8_e5m2", max_model_len=262144,
+               max_num_seqs=2, max_num_batched_tokens=8192, num_speculative_tokens=3)
+    assert b.outcome == "boots"
+    assert b.plan.num_blocks == b.available_kv // b.plan.bytes_per_block
+    assert b.pool_bytes == b.plan.num_blocks * b.plan.bytes_per_block <= b.available_kv
+    assert b.pool_tokens == b.plan.gpu_kv_cache_tokens and b.max_concurrency == b.plan.max_concurrency
+
+
+def test_gdn_scratch_exact():
+    """chunk_delta_h.py: h (1, ceil(T/64), Hv/TP, K, V) bf16 + v_new (T, Hv/TP, V) bf16.
+    27B TP2, 8192 tokens: h = 128 x 24 x 128 x 128 x 2 = 96 MiB (club-3090 #838's 96.00 MiB allocation)."""
+    arch = load_architecture("qwen3.6-27b")
+    h = 128 * 24 * 128 * 128 * 2
+    assert h == 96 * 2**20
+    assert gdn_scratch_bytes(arch, 2, 8192) == h + 8192 * 24 * 128 * 2
+    assert gdn_scratch_bytes(load_architecture("gemma-4-31b"), 2, 8192) == 0
+    b1 = budget("qwen3.6-27b", tp=2, kv_format="fp8_e5m2", max_model_len=1000, max_num_batched_tokens=8192)
+    assert b1.gdn_scratch == gdn_scratch_bytes(arch, 2, 1000)  # min(T_b, max_model_len)
+
+
+def test_three_outcomes():
+    boots = preset_budget("qwen3.6-27b", "dual")
+    assert boots.outcome == "boots" and boots.refusal is None and boots.pool_tokens > 0
+    refused = preset_budget("qwen3.6-27b", "long-text")  # club-3090 #32 / #35: refused on a clean 3090
+    assert refused.outcome == "refused" and "estimated maximum model length" in refused.refusal
+    assert 0 < refused.estimated_max_model_len < 180000 and refused.pool_tokens == 0
+    oom = budget("gemma-4-31b", tp=1, mem_util=0.95, kv_format="bf16", max_model_len=8192, max_num_seqs=256,
+                 max_num_batched_tokens=4096, num_speculative_tokens=4, drafter_gb=0.97)  # F12
+    assert oom.outcome == "oom" and oom.available_kv <= 0
+    weights_only = budget("gemma-4-31b", card="rtx3080", weights_variant="bf16")
+    assert weights_only.outcome == "oom" and "weights alone" in weights_only.refusal
+
+
+def test_concurrency_may_be_below_max_num_seqs():
+    b = preset_budget("qwen3.6-27b", "dual", max_num_seqs=8)
+    assert b.outcome == "boots" and b.max_concurrency < 8 and not b.fits_max_num_seqs
+    assert b.max_num_seqs_at_full_context == int(b.max_concurrency)
+
+
+def test_solver_boots_and_next_token_does_not():
+    b = preset_budget("qwen3.6-27b", "long-text")
+    L = solve_max_model_len(b)
+    assert 0 < L < 180000
+    assert rebudget(b, max_model_len=L).outcome == "boots"
+    assert rebudget(b, max_model_len=L + 1).outcome != "boots"
+    assert L == b.estimated_max_model_len  # vLLM's own estimate is the answer
+
+
+def test_solver_is_not_the_model_maximum():
+    """The anchor's solver returns 262144 for nearly everything; kvmath's does not on a single 3090."""
+    b = budget("qwen3.6-27b", card="rtx3090", mem_util=0.95, kv_format="fp8_e5m2", max_model_len=262144,
+               max_num_batched_tokens=2048)
+    assert solve_max_model_len(b) < 262144
+    heavy = budget("gemma-4-31b", card="rtx3090", weights_variant="bf16", tp=2)
+    assert solve_max_model_len(heavy) == 0
+
+
+def test_cards_and_formats():
+    assert card("3090")["total_gib"] == 23.69 and card("RTX-4090")["compute_capability"] == 89
+    with pytest.raises(KvMathError, match="unknown card"):
+        card("voodoo5")
+    with pytest.raises(KvMathError, match="fp8_e4m3 cannot run on rtx3090"):
+        budget("qwen3.6-27b", card="rtx3090", kv_format="fp8_e4m3")
+    with pytest.raises(KvMathError, match="nvfp4 cannot run on rtx5090"):
+        budget("qwen3.6-27b", card="rtx5090", kv_format="nvfp4")
+    assert budget("qwen3.6-27b", card="b200", kv_format="nvfp4", max_num_batched_tokens=8192).outcome == "boots"
+    assert budget("qwen3.6-27b", card="rtx4090", kv_format="fp8_e4m3", max_model_len=8192).outcome == "boots"
+
+
+def test_presets_data():
+    assert len([n for p in presets().values() for n in p]) == 28  # anchor-kv-calc.md 2.6
+    p = preset("qwen3.6-27b", "dual")
+    assert p["mem_util"] == 0.95 and p["compose"] == {"mem_util": 0.92}
+    with pytest.raises(KvMathError, match="not in gemma-4-31b's compose list"):
+        preset("gemma-4-31b", "dual")
+
+
+@pytest.mark.parametrize("kw,total,verdict", [
+    # anchor-kv-calc.md 1.2 reference outputs at 5b3793b8
+    (dict(model_id="qwen3.6-27b", kv_format="fp8_e5m2", max_ctx=262144, max_num_seqs=2, tp=2, mem_util=0.95,
+          vram_gb=24, mtp=True), 19.9109696, "PASS"),
+    (dict(model_id="qwen3.6-27b", kv_format="fp8_e5m2", max_ctx=180000, max_num_seqs=1, tp=1, mem_util=0.95,
+          vram_gb=24), 22.80, "TIGHT"),
+    (dict(model_id="qwen3.6-27b", kv_format="turboquant_3bit_nc", max_ctx=262144, max_num_seqs=4, tp=2,
+          mem_util=0.82, vram_gb=20, mtp=True), 16.40, "TIGHT"),
+    (dict(model_id="qwen3.6-27b", kv_format="fp8_e5m2", max_ctx=32768, max_num_seqs=2, tp=2, mem_util=0.95,
+          vram_gb=24), 11.68, "PASS"),
+])
+def test_anchor_reproduced(kw, total, verdict):
+    a = anchor_prediction(**kw)
+    assert a["total_gb"] == pytest.approx(total, abs=0.006) and a["verdict"] == verdict
+
+
+def test_anchor_calibration_rows_reproduced():
+    """Our re-implementation of the anchor's rule gives the CSV's pred_5b3793b8 for its own inputs."""
+    from kvmath.calibration import compare
+
+    recs = [r for r in compare() if "anchor_recomputed_gb" in r and r.get("anchor_pred_gb") is not None]
+    assert len(recs) >= 15
+    for r in recs:
+        assert r["anchor_recomputed_gb"] == pytest.approx(r["anchor_pred_gb"], abs=0.01), r["id"]
+        assert r["anchor_recomputed_verdict"] == r["anchor_verdict"], r["id"]
+
+
+def test_sweep_matches_scalar_budget():
+    s = sweep("qwen3.6-27b", contexts=[4096, 65536, 262144], seqs=[1, 4], formats=["fp8_e5m2", "bf16"], tps=[1, 2],
+              mem_util=0.92, max_num_batched_tokens=8192)
+    assert s["boots"].shape == (2, 2, 3, 2)
+    for i, fmt in enumerate(["fp8_e5m2", "bf16"]):
+        for j, tp in enumerate([1, 2]):
+            for k, L in enumerate([4096, 65536, 262144]):
+                b = budget("qwen3.6-27b", tp=tp, kv_format=fmt, mem_util=0.92, max_model_len=L,
+                           max_num_batched_tokens=8192)
+                assert s["needed"][i, j, k, 0] == b.kv_per_request
+                assert bool(s["boots"][i, j, k, 0]) == (b.outcome == "boots")
+
+
+def test_chapter_frames():
+    f = chapter_frames("qwen3.6-35b-a3b")
+    t = f["table"]
+    assert list(t["preset"]) == list(presets()["qwen3.6-35b-a3b"])
+    assert {"outcome", "available KV GiB", "largest max_model_len", "anchor verdict"} <= set(t.columns)
+    assert set(f["curve"]["term"]) >= {"available KV", "KV one request needs"}
+    assert f["refusal_context"] > 0
+
+
+def test_coefficients_documented():
+    assert set(COEFFICIENTS) == {"const_gib", "per_inv_tp_gib", "per_8k_batched_tokens_per_tp_gib", "gemma4_gib",
+                                 "moe_gib", "peak_over_requested_gib"}
+
+
+def test_bad_input():
+    for kw in (dict(tp=0), dict(max_num_seqs=0), dict(mem_util=1.5), dict(mem_util=0), dict(tp=3),
+               dict(kv_format="q4_0"), dict(weights_variant="gguf9"), dict(drafter_gb=-1)):
+        with pytest.raises(KvMathError):
+            budget("qwen3.6-27b", **kw)
+    with pytest.raises(KvMathError, match="weights-gb"):
+        budget({"model_type": "llama", "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+                "hidden_size": 256, "max_position_embeddings": 4096})

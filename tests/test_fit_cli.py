@@ -1,0 +1,144 @@
+"""kvmath-fit: the anchor's flags, vLLM's verdict, exit codes, one-line errors, light imports."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from kvmath.fit_cli import FIXES, main
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_boots_exit_0(capsys):
+    code, out, _ = run(capsys, "--model", "qwen3.6-27b", "--compose", "dual")
+    assert code == 0 and "Verdict: BOOTS" in out and "GPU KV cache size" in out and "Anchor (kv-calc" in out
+    assert "mem_util = 0.92 as the compose file sets it" in out
+
+
+def test_refused_exit_1_with_estimate(capsys):
+    code, out, _ = run(capsys, "--compose", "long-text")
+    assert code == 1 and "REFUSED" in out and "estimated maximum model length is" in out
+
+
+def test_oom_exit_1(capsys):
+    code, out, _ = run(capsys, "--model", "gemma-4-31b", "--compose", "gemma-single", "--kv-format", "bf16")
+    assert code == 1 and "OUT OF MEMORY" in out
+
+
+def test_json_fields(capsys):
+    code, out, _ = run(capsys, "--compose", "dual", "--json", "--kv-breakdown")
+    d = json.loads(out)
+    assert code == 0 and d["outcome"] == "boots" and d["anchor"]["verdict"] in ("PASS", "TIGHT", "FAIL")
+    for k in ("requested_bytes", "available_kv_bytes", "pool_tokens", "max_concurrency", "largest_max_model_len",
+              "estimated_max_model_len", "cache_breakdown", "peak_gib"):
+        assert k in d
+
+
+def test_solver(capsys):
+    code, out, _ = run(capsys, "--compose", "long-text", "--solve-max-ctx", "--json")
+    d = json.loads(out)
+    assert code == 0 and 0 < d["solved_max_ctx"] < 180000 and d["outcome"] == "boots"
+    code, out, _ = run(capsys, "--model", "gemma-4-31b", "--weights-variant", "bf16", "--solve-max-ctx", "--json")
+    assert code == 1 and json.loads(out)["solved_max_ctx"] == 0  # JSON even when nothing boots
+
+
+def test_calibration_mode(capsys):
+    code, out, _ = run(capsys, "--calibration")
+    assert code == 0 and "F01" in out and "outcome agrees" in out
+    code, out, _ = run(capsys, "--calibration", "--json")
+    assert code == 0 and json.loads(out)["summary"]["priced"] > 40
+
+
+def test_card_and_vram(capsys):
+    code, out, _ = run(capsys, "--compose", "dual", "--card", "rtx4090")
+    assert "23.64 GiB" in out
+    code, out, _ = run(capsys, "--compose", "dual", "--vram", "25.437GB", "--json")
+    assert json.loads(out)["total_gib"] == pytest.approx(23.69, abs=0.01)
+
+
+def test_mtp_on_gemma_adds_drafter(capsys):
+    _, out, _ = run(capsys, "--model", "gemma-4-31b", "--tp", "2", "--kv-format", "bf16", "--max-ctx", "32768",
+                    "--mtp", "--json")
+    assert json.loads(out)["drafter_weights_bytes"] == round(0.97e9 / 2)
+    _, out, _ = run(capsys, "--model", "gemma-4-31b", "--compose", "gemma-dual-dflash", "--drafter-gb", "0", "--json")
+    assert json.loads(out)["drafter_weights_bytes"] == 0
+
+
+BAD = [
+    (["--model", "llama-9"], "unknown model"),
+    (["--compose", "nope"], "unknown preset"),
+    (["--model", "gemma-4-31b", "--compose", "dual"], "not in gemma-4-31b's compose list"),
+    (["--kv-format", "q4_0"], "llama.cpp cache type"),
+    (["--kv-format", "fp9"], "unknown vLLM"),
+    (["--kv-format", "fp8_e4m3", "--card", "rtx3090"], "cannot run on rtx3090"),
+    (["--kv-format", "nvfp4", "--card", "rtx5090"], "cannot run on rtx5090"),
+    (["--tp", "3"], "tensor_parallel_size 3"),
+    (["--tp", "0"], "--tp must be >= 1"),
+    (["--tp", "two"], "--tp must be a whole number"),
+    (["--max-ctx", "0"], "--max-ctx must be >= 1"),
+    (["--max-ctx", "-5"], "--max-ctx must be >= 1"),
+    (["--max-num-seqs", "0"], "--max-num-seqs must be >= 1"),
+    (["--sequences", "2", "--max-num-seqs", "3"], "disagree"),
+    (["--mem-util", "1.5"], "--mem-util must be in (0, 1]"),
+    (["--mem-util", "abc"], "--mem-util must be a number"),
+    (["--vram", "-3"], "--vram must be"),
+    (["--vram", "lots"], "--vram must be"),
+    (["--card", "voodoo5"], "unknown card"),
+    (["--card", "rtx3090", "--vram", "20"], "not both"),
+    (["--gpus", "1", "--tp", "2"], "fewer than --tp"),
+    (["--drafter-gb", "-1"], "--drafter-gb must be"),
+    (["--draft-kv-gb", "nan"], "--draft-kv-gb must be"),
+    (["--weights-variant", "gguf"], "--weights-variant gguf is not known"),
+    (["--max-num-batched-tokens", "0"], "must be >= 1"),
+    (["--compressed-layers", "4"], "requires --compressed-head-dim"),
+    (["--indexer-ratio-layers", "2"], "requires --indexer-head-dim"),
+    (["--compression-ratio", "0", "--compressed-layers", "1", "--compressed-head-dim", "64"], "must be > 0"),
+    (["--indexer-format", "fp2"], "invalid choice"),
+    (["--kv-layout", "weird"], "invalid choice"),
+    (["--config", "/nonexistent/config.json"], "no such config.json"),
+    (["--vllm-version", "0.10.0"], "older than the releases"),
+    (["--no-such-flag"], "unrecognized arguments"),
+]
+
+
+@pytest.mark.parametrize("argv,message", BAD, ids=[" ".join(a) for a, _ in BAD])
+def test_bad_input_one_line_exit_2(capsys, argv, message):
+    try:
+        code = main(argv)
+    except SystemExit as e:  # argparse errors
+        code = e.code
+    err = capsys.readouterr().err
+    assert code == 2
+    assert message in err, err
+    assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_config_needs_weights(tmp_path, capsys):
+    cfg = {"model_type": "llama", "num_hidden_layers": 4, "num_attention_heads": 8, "num_key_value_heads": 2,
+           "hidden_size": 512, "max_position_embeddings": 8192, "torch_dtype": "bfloat16"}
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(cfg))
+    code, _, err = run(capsys, "--config", str(p))
+    assert code == 2 and "--weights-gb" in err
+    code, out, _ = run(capsys, "--config", str(p), "--weights-gb", "1", "--max-ctx", "8192", "--kv-format", "bf16",
+                       "--json")
+    assert code == 0 and json.loads(out)["outcome"] == "boots"
+
+
+def test_fixes_listed():
+    assert len(FIXES) >= 10 and all(len(f) == 3 for f in FIXES)
+
+
+def test_cli_imports_no_numpy_pandas():
+    code = ("import sys, kvmath.fit_cli as f; f.main(['--compose','dual','--json']); "
+            "bad=[m for m in ('numpy','pandas','altair') if m in sys.modules]; assert not bad, bad")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr

@@ -1,0 +1,69 @@
+"""Timings of the deployment-fit path (figures only, no assertions).
+
+    python tools/bench_fit.py
+
+1. one prediction from the command line, cold (a fresh interpreter: ``kvmath-fit --compose dual --json``;
+   target <= 0.25 s);
+2. the max-context solver on a refused preset;
+3. ``kvmath.budget.sweep`` over >= 10^6 configurations (contexts x sequences x formats x TP; target <= 1 s).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+
+def cold_cli(runs: int = 5) -> float:
+    cmd = [sys.executable, "-m", "kvmath.fit_cli", "--compose", "dual", "--json"]
+    best = float("inf")
+    for _ in range(runs):
+        t = time.perf_counter()
+        subprocess.run(cmd, check=True, capture_output=True)
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+def interpreter_only(runs: int = 5) -> float:
+    best = float("inf")
+    for _ in range(runs):
+        t = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+def solver() -> tuple[float, int]:
+    from kvmath.budget import preset_budget, solve_max_model_len
+
+    b = preset_budget("qwen3.6-27b", "long-text")
+    t = time.perf_counter()
+    L = solve_max_model_len(b)
+    return time.perf_counter() - t, L
+
+
+def sweep() -> tuple[float, int]:
+    import numpy as np
+
+    from kvmath.budget import sweep as run
+
+    contexts = np.linspace(1024, 262144, 1000).astype(int)
+    seqs = np.arange(1, 51)
+    formats = ["bf16", "fp8_e5m2", "int8_per_token_head", "turboquant_3bit_nc", "turboquant_k8v4"]
+    tps = [1, 2, 4, 8]
+    t = time.perf_counter()
+    out = run("qwen3.6-27b", contexts=contexts, seqs=seqs, formats=formats, tps=tps, card="h100",
+              max_num_batched_tokens=8192)
+    return time.perf_counter() - t, out["boots"].size
+
+
+if __name__ == "__main__":
+    base = interpreter_only()
+    cli = cold_cli()
+    print(f"cold CLI prediction (kvmath-fit --compose dual --json): {cli:.3f} s "
+          f"(bare interpreter start {base:.3f} s; target <= 0.25 s)")
+    s, L = solver()
+    print(f"solver (qwen3.6-27b long-text): {s:.3f} s -> largest max_model_len {L:,}")
+    w, n = sweep()
+    print(f"vectorised sweep: {n:,} configurations in {w:.3f} s (target <= 1 s)")
