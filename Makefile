@@ -2,7 +2,7 @@
 #
 #   make venv    .venv from requirements.lock + kvmath (editable); redone when the lock changes
 #   make assets  vendored JS for offline pages -> book/assets/ (tools/book_assets.py)
-#   make chapters  write the model chapters from the template (book/models.json -> notebooks/generated/)
+#   make chapters  write the model chapters from the template (_toc.yml -> notebooks/generated/)
 #   make book    execute every chapter and build the HTML -> _build/html/
 #   make test    python -m pytest (builds the book once, checks pages in headless Chromium)
 #   make bench   time a full book build and each chapter; one fit prediction, the solver, a 10^6 sweep
@@ -48,8 +48,8 @@ assets: venv
 book: venv assets chapters
 	$(VENV_ENV) KVMATH_BOOK_BUILD=1 $(VENV)/bin/jb build . --all -W -n --keep-going
 
-# The model chapters are written from one template (notebooks/model_chapter.md) for each model in
-# book/models.json, unexecuted; jb build executes them like every other page.
+# The model chapters (every notebooks/generated/<id> entry of _toc.yml) are written from one template,
+# notebooks/model_chapter.md, unexecuted; jb build executes them like every other page.
 chapters: venv
 	$(VENV_ENV) $(VENV)/bin/python -m kvmath.chapter --book
 

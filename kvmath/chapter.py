@@ -1,17 +1,26 @@
-"""Write a model chapter from the template notebook (``notebooks/model_chapter.md``) with papermill.
+"""Model chapters: written from one template notebook (``notebooks/model_chapter.md``) with papermill.
 
-    python -m kvmath.chapter --model qwen3.6-27b --title "Qwen 3.6 27B" --out notebooks/generated/qwen3.6-27b.ipynb
-    python -m kvmath.chapter --book            # every chapter listed in book/models.json
-    python -m kvmath.chapter --model path/to/config.json --execute   # also run it, to check it
+Onboarding a model is two steps (the book's "Adding a model" page walks through them):
+
+    python -m kvmath.chapter --add-model path/to/config.json --id llama-3.1-8b --title "Llama 3.1 8B"
+    # then add `- file: notebooks/generated/llama-3.1-8b` to _toc.yml
+
+``--add-model`` writes ``kvmath/data/models/<id>.json``: the config fields kvmath reads, under their
+HF names, with the source file's SHA-256. Every ``notebooks/generated/<id>`` entry of ``_toc.yml`` is
+a model chapter; ``--book`` (run by ``make book`` and the tests) writes them all. Other commands:
+
+    python -m kvmath.chapter --model qwen3.6-27b --out /tmp/q.ipynb --execute   # one chapter, run it
+    python -m kvmath.chapter --model path/to/config.json                        # any config, no facts needed
 
 papermill injects the parameters after the template's ``parameters`` cell; the first heading becomes
-the title and the injected cell is hidden in the page. By default the chapter is written unexecuted:
-the book build executes it like every other page, so its numbers are always from the current kvmath.
+the title and the injected cell is hidden in the page. Chapters are written unexecuted: the book
+build executes them like every other page, so their numbers always come from the current kvmath.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 from pathlib import Path
@@ -20,7 +29,72 @@ from .errors import KvMathError
 
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATE = ROOT / "notebooks" / "model_chapter.md"
-BOOK_MODELS = ROOT / "book" / "models.json"
+TOC = ROOT / "_toc.yml"
+GENERATED = "notebooks/generated/"
+MODELS_DIR = Path(__file__).parent / "data" / "models"
+
+# The config.json keys kvmath reads (HF names). --add-model copies these and nothing else.
+KEYS = [
+    "model_type", "dtype", "torch_dtype", "num_hidden_layers", "hidden_size", "intermediate_size",
+    "vocab_size", "num_attention_heads", "num_key_value_heads", "head_dim", "max_position_embeddings",
+    "layer_types", "full_attention_interval", "sliding_window", "use_sliding_window", "max_window_layers",
+    # Gemma 4
+    "global_head_dim", "num_global_key_value_heads", "attention_k_eq_v", "num_kv_shared_layers",
+    "use_bidirectional_attention", "hidden_size_per_layer_input",
+    # Gated DeltaNet, Mamba-2, Kimi Delta Attention, MLA
+    "linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim",
+    "linear_conv_kernel_dim", "mamba_ssm_dtype", "mtp_num_hidden_layers", "hybrid_override_pattern",
+    "mamba_num_heads", "mamba_head_dim", "ssm_state_size", "n_groups", "conv_kernel", "expand",
+    "mamba_ssm_cache_dtype", "attention_head_dim", "linear_attn_config", "kv_lora_rank", "q_lora_rank",
+    "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim",
+    # mixture of experts (weights, dispatch)
+    "num_experts", "num_local_experts", "num_experts_per_tok", "top_k_experts", "moe_intermediate_size",
+    "shared_expert_intermediate_size", "enable_moe_block", "tie_word_embeddings",
+]
+
+
+def write_model_facts(config_path: str | Path, model_id: str, *, title: str = "", hf_repo: str = "",
+                      revision: str | None = None, note: str = "", out_dir: Path = MODELS_DIR) -> Path:
+    """Write ``kvmath/data/models/<model_id>.json`` from a config.json and return its path.
+
+    Only the keys in ``KEYS`` are kept (from ``text_config`` for multimodal wrappers), with the source
+    file's SHA-256 so the entry can be re-checked against the published file. The config must load
+    (``kvmath.load_architecture``); raises KvMathError otherwise, before anything is written.
+    """
+    from .config import load_architecture
+
+    config_path = Path(config_path)
+    if not model_id or not all(c.isalnum() or c in "-._" for c in model_id):
+        raise KvMathError(f"model id {model_id!r} must be letters, digits, '-', '.' or '_'")
+    load_architecture(config_path)
+    raw = config_path.read_bytes()
+    full = json.loads(raw)
+    text = full.get("text_config", full)
+    config = {k: text[k] for k in KEYS if k in text}
+    if "dtype" not in config and (full.get("dtype") or full.get("torch_dtype")):
+        config["dtype"] = full.get("dtype") or full.get("torch_dtype")
+    entry = {
+        "id": model_id,
+        "title": title or model_id,
+        "hf_repo": hf_repo or model_id,
+        "revision": revision or "unrecorded",
+        "source": f"{note or config_path.name}; sha256 {hashlib.sha256(raw).hexdigest()}",
+        "wrapper_model_type": full.get("model_type"),
+        "config": config,
+    }
+    load_architecture(config)  # the kept keys alone must give the same layers
+    out_dir.mkdir(parents=True, exist_ok=True)
+    out = Path(out_dir) / f"{model_id}.json"
+    out.write_text(json.dumps(entry, indent=1) + "\n")
+    return out
+
+
+def title_of(model: str) -> str:
+    """A known model's display title (``Qwen 3.6 27B``), else the id or file name itself."""
+    from .config import known_models
+
+    entry = known_models().get(model)
+    return entry.get("title", model) if entry else model
 
 
 def make_chapter(model: str, out: str | Path, *, title: str = "", template: Path = TEMPLATE,
@@ -31,17 +105,18 @@ def make_chapter(model: str, out: str | Path, *, title: str = "", template: Path
     model cannot be loaded (checked first, so the message is the loader's, not a cell traceback).
     """
     import jupytext
+    import nbformat
     import papermill as pm
 
     from .config import load_architecture
 
     arch = load_architecture(model)  # fail early with kvmath's message
     nb = jupytext.read(template)
-    params = {"model": str(model), "title": title or arch.name, **params}
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
+    params = {"model": str(model), "title": title or title_of(str(model)) or arch.name, **params}
     if Path(str(model)).suffix == ".json":
         params["model"] = str(Path(model).resolve())  # the chapter runs from its own folder
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
     nb = pm.execute_notebook(
         nb, None, parameters=params, kernel_name="python3", cwd=str(template.parent), progress_bar=False,
         log_output=False, prepare_only=not execute,
@@ -55,35 +130,62 @@ def make_chapter(model: str, out: str | Path, *, title: str = "", template: Path
             cell.source = f"# {params['title']}"  # the template's own paragraph is about the template
             titled = True
     nb.metadata.pop("papermill", None)
-    import nbformat
-
     nbformat.write(nb, out)
     return out
 
 
-def book_chapters() -> list[dict]:
-    """The model chapters the book builds (``book/models.json``): id, title, output file."""
-    return json.loads(BOOK_MODELS.read_text())["chapters"]
+def book_chapters(toc: Path = TOC) -> list[dict]:
+    """The model chapters of the book: every ``notebooks/generated/<id>`` file in ``_toc.yml``.
+
+    Returns ``[{"model": id, "title": ..., "file": "notebooks/generated/<id>.ipynb"}]`` in TOC order.
+    Raises KvMathError for an entry whose id kvmath has no facts for (run ``--add-model`` first).
+    """
+    import re
+
+    from .config import known_models
+
+    known = known_models()
+    out = []
+    for m in re.finditer(r"file:\s*(" + re.escape(GENERATED) + r"[^\s#]+)", toc.read_text()):
+        file = m.group(1).removesuffix(".ipynb")
+        model_id = file[len(GENERATED):]
+        if model_id not in known:
+            raise KvMathError(
+                f"_toc.yml lists {file} but kvmath has no model {model_id!r}; add it with "
+                f"python -m kvmath.chapter --add-model CONFIG --id {model_id} (known: {', '.join(known)})"
+            )
+        out.append({"model": model_id, "title": title_of(model_id), "file": file + ".ipynb"})
+    return out
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m kvmath.chapter", description=__doc__.split("\n")[0])
-    p.add_argument("--model", help="known model id or config.json path")
+    p.add_argument("--model", help="known model id or config.json path: write its chapter")
     p.add_argument("--title", default="")
     p.add_argument("--out", help="output .ipynb (default notebooks/generated/<id>.ipynb)")
-    p.add_argument("--book", action="store_true", help="write every chapter listed in book/models.json")
+    p.add_argument("--book", action="store_true", help="write every model chapter listed in _toc.yml")
     p.add_argument("--execute", action="store_true", help="run the chapter too (to check it outside the book)")
+    p.add_argument("--add-model", metavar="CONFIG", help="write kvmath/data/models/<id>.json from a config.json")
+    p.add_argument("--id", help="the new model's id (with --add-model)")
+    p.add_argument("--hf-repo", default="", help="its Hugging Face repo (with --add-model)")
+    p.add_argument("--revision", default=None, help="the repo revision the config is from (with --add-model)")
     args = p.parse_args(argv)
     try:
-        if args.book:
+        if args.add_model:
+            if not args.id:
+                p.error("--add-model needs --id")
+            print("wrote", write_model_facts(args.add_model, args.id, title=args.title, hf_repo=args.hf_repo,
+                                             revision=args.revision))
+        elif args.book:
             for ch in book_chapters():
-                path = make_chapter(ch["model"], ROOT / ch["file"], title=ch["title"], **ch.get("parameters", {}))
+                path = make_chapter(ch["model"], ROOT / ch["file"], title=ch["title"], execute=args.execute)
                 print("wrote", path.relative_to(ROOT))
         elif args.model:
-            out = args.out or ROOT / "notebooks" / "generated" / f"{Path(args.model).stem}.ipynb"
+            stem = Path(args.model).parent.name if Path(args.model).name == "config.json" else Path(args.model).stem
+            out = args.out or ROOT / "notebooks" / "generated" / f"{stem}.ipynb"
             print("wrote", make_chapter(args.model, out, title=args.title, execute=args.execute))
         else:
-            p.error("give --model or --book")
+            p.error("give --model, --book or --add-model")
     except KvMathError as e:
         print(f"kvmath.chapter: error: {e}", file=sys.stderr)
         return 2

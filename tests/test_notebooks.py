@@ -105,3 +105,25 @@ def test_quick_reference_headline_numbers():
                  for m in MODELS}
     assert g["qr_lightest_bytes_per_token"] == min(per_token.values())
     assert g["qr_heaviest_bytes_per_token"] == max(per_token.values())
+
+
+def test_add_model_writes_facts_that_load_the_same(tmp_path):
+    from kvmath.chapter import write_model_facts
+
+    src = ROOT.parent / "shared" / "hf-configs" / "mistralai__Mistral-7B-v0.1.json"
+    if not src.exists():  # CI has shared/ beside the checkout; elsewhere use a shipped entry's config
+        src = tmp_path / "config.json"
+        src.write_text(__import__("json").dumps(kvmath.resolve_model("llama-3.1-8b")["config"]))
+    out = write_model_facts(src, "new-model", title="New model", out_dir=tmp_path / "models")
+    entry = __import__("json").loads(out.read_text())
+    assert entry["title"] == "New model" and "sha256" in entry["source"]
+    assert kvmath.load_architecture(entry["config"]).layers == kvmath.load_architecture(src).layers
+
+
+def test_toc_entry_without_facts_is_a_clear_error(tmp_path):
+    from kvmath.chapter import book_chapters
+
+    toc = tmp_path / "_toc.yml"
+    toc.write_text("root: x\nchapters:\n  - file: notebooks/generated/no-such-model\n")
+    with pytest.raises(kvmath.KvMathError, match="--add-model"):
+        book_chapters(toc)
