@@ -44,7 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "or the transformers dtype")
     p.add_argument("--cache-type-k", "-ctk", default=None, help="llama.cpp K cache type")
     p.add_argument("--cache-type-v", "-ctv", default=None, help="llama.cpp V cache type")
-    p.add_argument("--tp", "--tensor-parallel-size", dest="tp", type=int, default=1, help="tensor_parallel_size")
+    p.add_argument("--tp", "--tensor-parallel-size", dest="tp", type=int, default=1,
+                   help="tensor_parallel_size (vLLM; llama.cpp and transformers: 1)")
     p.add_argument("--max-ctx", "--max-model-len", dest="max_ctx", type=int, default=None,
                    help="tokens per sequence (default: max_position_embeddings)")
     p.add_argument("--max-num-seqs", "--sequences", dest="max_num_seqs", type=int, default=1,
@@ -60,8 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "bytes): adds vLLM's block plan and the lines it logs (KV cache size in tokens, "
                         "maximum concurrency, or the refusal with the estimated maximum model length)")
     v.add_argument("--gpu-memory-utilization", type=float, default=None,
-                   help="accepted so launch flags paste; the per-card budget that uses it is not part of "
-                        "this command yet, so it is reported and otherwise unused")
+                   help="accepted (and checked) so launch flags paste; the per-card budget that uses it is "
+                        "the kvmath-fit command's job")
     v.add_argument("--disable-hybrid-kv-cache-manager", action="store_true",
                    help="treat sliding-window layers as full attention (vLLM's switch)")
     v.add_argument("--num-speculative-tokens", type=int, default=None,
@@ -196,6 +197,47 @@ def _engine_block(args, d):
     return None
 
 
+VLLM_BLOCK_SIZES = (1, 8, 16, 32, 64, 128, 256)  # vllm/config/cache.py BlockSize
+_LLAMACPP_ONLY = {"ctx_size": "-c/--ctx-size", "parallel": "-np/--parallel", "cache_type_k": "-ctk/--cache-type-k",
+                  "cache_type_v": "-ctv/--cache-type-v", "n_gpu_layers": "-ngl", "n_cpu_moe": "--n-cpu-moe"}
+_VLLM_ONLY = {"kv_cache_memory_bytes": "--kv-cache-memory-bytes", "gpu_memory_utilization": "--gpu-memory-utilization",
+              "block_size": "--block-size", "max_num_batched_tokens": "--max-num-batched-tokens",
+              "vllm_version": "--vllm-version"}
+
+
+def _flag_problem(args) -> str | None:
+    """Flags that contradict each other or belong to another engine: a one-line reason, or None."""
+    engine = args.engine.lower()
+    is_llama = engine in ("llama.cpp", "llamacpp", "llama-cpp")
+    is_vllm = engine == "vllm"
+    if is_vllm or engine in ("transformers", "hf"):
+        used = [flag for attr, flag in _LLAMACPP_ONLY.items() if getattr(args, attr) is not None]
+        if used:
+            what = "is a llama.cpp flag" if len(used) == 1 else "are llama.cpp flags"
+            return f"{', '.join(used)} {what}; add --engine llama.cpp"
+    if not is_vllm:
+        used = [flag for attr, flag in _VLLM_ONLY.items() if getattr(args, attr) is not None]
+        if args.disable_hybrid_kv_cache_manager:
+            used.append("--disable-hybrid-kv-cache-manager")
+        if used:
+            what = "is a vLLM flag" if len(used) == 1 else "are vLLM flags"
+            return f"{', '.join(used)} {what}, which does not apply to --engine {args.engine}"
+    if is_llama and args.ctx_size is not None and args.max_ctx is not None:
+        return "give either -c/--ctx-size (llama.cpp: total over all sequences) or --max-ctx (per sequence), not both"
+    if is_llama and args.parallel is not None and args.max_num_seqs != 1:
+        return "give either -np/--parallel or --max-num-seqs, not both"
+    for name in ("kv_format", "cache_type_k", "cache_type_v"):
+        value = getattr(args, name)
+        if value is not None and not value.strip():
+            return f"--{name.replace('_', '-')} is empty; name a cache format"
+    if args.block_size is not None and args.block_size not in VLLM_BLOCK_SIZES:
+        return f"--block-size must be one of {', '.join(map(str, VLLM_BLOCK_SIZES))} (vLLM's BlockSize), got {args.block_size}"
+    u = args.gpu_memory_utilization
+    if u is not None and not (0 < u <= 1):
+        return f"--gpu-memory-utilization must be in (0, 1], got {u}"
+    return None
+
+
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     from .derive import derive
@@ -207,6 +249,10 @@ def main(argv=None) -> int:
         extra["block_size"] = args.block_size
     if args.num_speculative_tokens:
         extra["num_speculative_tokens"] = args.num_speculative_tokens
+    problem = _flag_problem(args)
+    if problem:
+        print(f"kvmath: error: {problem}", file=sys.stderr)
+        return 2
     max_ctx, seqs = args.max_ctx, args.max_num_seqs
     if args.parallel is not None:
         seqs = args.parallel
@@ -232,7 +278,7 @@ def main(argv=None) -> int:
             out.update(block[1])
         print(json.dumps(out, indent=1))
     else:
-        print(render_text(d) + ("\n".join(block[0]) if block else ""))
+        print(render_text(d) + ("\n" + "\n".join(block[0]) if block else ""))
     return 0
 
 

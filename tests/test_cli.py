@@ -102,3 +102,17 @@ def test_quantised_v_without_flash_attention_is_refused():
 def test_bad_memory_size(value):
     r = run("--config", "qwen3.6-27b", "--kv-cache-memory-bytes", value)
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("args,match", [
+    (["--engine", "vllm", "-c", "8192"], "llama.cpp flag"),
+    (["--engine", "llama.cpp", "--max-ctx", "1000", "-c", "8192"], "not both"),
+    (["--engine", "llama.cpp", "--kv-cache-memory-bytes", "1GiB"], "vLLM flag"),
+    (["--block-size", "7"], "BlockSize"),
+    (["--gpu-memory-utilization", "1.5"], "(0, 1]"),
+    (["--gpu-memory-utilization", "nan"], "(0, 1]"),
+    (["--kv-format", " "], "empty"),
+])
+def test_contradictory_or_foreign_flags(args, match):
+    r = run("--config", "qwen3.6-27b", *args)
+    assert r.returncode == 2 and match in r.stderr and len(r.stderr.strip().splitlines()) == 1
