@@ -15,10 +15,13 @@ from .engines import ENGINES, Deployment, get_engine, valid_tp
 from .errors import KvMathError
 from .formats import KVFormat, all_formats, llamacpp_format, transformers_format, vllm_format
 from .units import GB, GiB, MiB, fmt_bytes
+from .llamacpp import llamacpp_memory
+from .vllm_alloc import VllmPlan, plan as vllm_plan
 
 __all__ = [
     "Architecture", "AttentionLayer", "GatedDeltaNetLayer", "known_models", "load_architecture",
     "resolve_model", "supported_model_types", "Derivation", "LayerGroup", "derive", "ENGINES",
     "Deployment", "get_engine", "valid_tp", "KvMathError", "KVFormat", "all_formats",
     "llamacpp_format", "transformers_format", "vllm_format", "GB", "GiB", "MiB", "fmt_bytes",
+    "llamacpp_memory", "VllmPlan", "vllm_plan",
 ]
