@@ -120,7 +120,8 @@ def render_text(d) -> str:
         f"{d.arch.name} ({d.arch.model_type}), {d.arch.num_hidden_layers} layers",
         f"  source:  {d.arch.source}",
         f"  engine:  {d.engine_version}",
-        f"  format:  {d.kv_format.name} (K {d.kv_format.k.name}, V {d.kv_format.v.name})",
+        f"  format:  {d.kv_format.name} (K {d.kv_format.k.name}, V {d.kv_format.v.name})"
+        + (f"; vLLM flag: --kv-cache-dtype {d.kv_format.flag}" if d.engine == "vllm" else ""),
         f"  deploy:  TP {dep.tp}, max_ctx {dep.max_ctx:,}, max_num_seqs {dep.max_num_seqs}",
         "",
         "Per layer type (per card):",

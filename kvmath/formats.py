@@ -81,6 +81,13 @@ class KVFormat:
 
     # vLLM TurboQuant rounds each head's K+V slot up to a multiple of this many bytes.
     slot_align: int = 1
+    # The value the engine's own flag takes, when it differs from ``name`` (vLLM: bf16 -> bfloat16).
+    flag_value: str = ""
+
+    @property
+    def flag(self) -> str:
+        """What to pass to the engine's flag (``--kv-cache-dtype`` / ``-ctk``/``-ctv``) for this format."""
+        return self.flag_value or self.name
 
     def token_bytes(self, n_heads: int, k_dim: int, v_dim: int) -> int:
         """Bytes of one token in one layer: ``n_heads`` heads of K (``k_dim``) and V (``v_dim``).
@@ -146,15 +153,16 @@ _TQ_NOTE = (
 )
 
 
-def _vllm(name, k, v, source, aliases=(), note="", cc=None, slot_align=1):
-    return KVFormat(name, "vllm", k, v, source, tuple(aliases), note, cc, slot_align)
+def _vllm(name, k, v, source, aliases=(), note="", cc=None, slot_align=1, flag=""):
+    return KVFormat(name, "vllm", k, v, source, tuple(aliases), note, cc, slot_align, flag)
 
 
 VLLM_FORMATS: dict[str, KVFormat] = {
     f.name: f
     for f in (
-        _vllm("bf16", BF16, BF16, _VLLM_IFACE, ("bfloat16",)),
-        _vllm("fp16", F16, F16, _VLLM_IFACE, ("float16",)),
+        # vllm/config/cache.py CacheDType spells these "bfloat16" and "float16" ("auto" = the model dtype).
+        _vllm("bf16", BF16, BF16, _VLLM_IFACE, ("bfloat16",), flag="bfloat16"),
+        _vllm("fp16", F16, F16, _VLLM_IFACE, ("float16",), flag="float16"),
         _vllm("fp8_e4m3", FP8_E4M3, FP8_E4M3, _VLLM_IFACE, ("fp8",),
               "needs compute capability 8.9 or newer (not sm_86: RTX 3090, A5000)",
               cc=(89, 90, 100, 103, 110, 120, 121)),

@@ -81,3 +81,10 @@ def test_llamacpp_k_and_v_separately():
 def test_every_format_names_a_source():
     for f in all_formats():
         assert f.source and f.k.source and f.v.source
+
+
+def test_vllm_flag_values_are_vllms_spelling():
+    # vllm/config/cache.py CacheDType: "bfloat16", "float16", "fp8_e5m2", ... (no "bf16")
+    assert vllm_format("bf16").flag == "bfloat16"
+    assert vllm_format("fp16").flag == "float16"
+    assert vllm_format("fp8_e5m2").flag == "fp8_e5m2"
