@@ -13,6 +13,11 @@ from dataclasses import dataclass, field
 FULL = "full_attention"
 SLIDING = "sliding_attention"
 LINEAR = "linear_attention"
+MLP = "mlp"
+MOE = "moe"
+"""Layer type names as transformers 5.23 writes them in ``layer_types`` (``NemotronHConfig`` maps its
+``hybrid_override_pattern`` letters M / * / - / E to linear_attention / full_attention / mlp / moe;
+``KimiLinearConfig`` calls MLA layers full_attention and KDA layers linear_attention)."""
 
 
 @dataclass(frozen=True)
@@ -85,7 +90,126 @@ class GatedDeltaNetLayer:
         )
 
 
-LayerSpec = AttentionLayer | GatedDeltaNetLayer
+@dataclass(frozen=True)
+class MLALayer:
+    """A multi-head latent attention layer (DeepSeek-V2/V3, Kimi Linear's full-attention layers).
+
+    Per token the model keeps one compressed latent of ``kv_lora_rank`` elements and one shared
+    RoPE key of ``qk_rope_head_dim`` elements, whatever the number of query heads (DeepSeek-V2
+    paper, section 2.1; ``kv_a_proj_with_mqa`` in transformers models/deepseek_v3). How those
+    ``kv_lora_rank + qk_rope_head_dim`` elements are stored is an engine question
+    (``kvmath.engines``): vLLM and llama.cpp keep them as one 576-wide row of a single KV head,
+    transformers as keys ``[.., kv_lora_rank]`` plus values ``[.., qk_rope_head_dim]``.
+    ``qk_nope_head_dim`` and ``v_head_dim`` are the decompressed per-head widths (not cached).
+    """
+
+    index: int
+    kv_lora_rank: int
+    qk_rope_head_dim: int
+    qk_nope_head_dim: int | None = None
+    v_head_dim: int | None = None
+    layer_type: str = FULL
+
+    @property
+    def latent_dim(self) -> int:
+        """Elements cached per token: ``kv_lora_rank + qk_rope_head_dim`` (576 for DeepSeek-V3)."""
+        return self.kv_lora_rank + self.qk_rope_head_dim
+
+    @property
+    def owns_cache(self) -> bool:
+        return True
+
+    def describe(self) -> str:
+        return f"MLA latent {self.kv_lora_rank} + RoPE key {self.qk_rope_head_dim} (one shared KV head)"
+
+
+@dataclass(frozen=True)
+class Mamba2Layer:
+    """A Mamba-2 (SSD) mixer layer (Nemotron-H ``M`` blocks).
+
+    Per sequence it keeps a causal-conv state over ``conv_dim = num_heads * head_dim + 2 * n_groups *
+    state_size`` channels (x, B and C) and an SSM state of ``num_heads x head_dim x state_size``
+    elements (Dao & Gu, "Transformers are SSMs", ICML 2024; transformers models/nemotron_h
+    ``NemotronHMamba2Mixer``: ``intermediate_size = mamba_num_heads * mamba_head_dim``).
+    """
+
+    index: int
+    num_heads: int
+    head_dim: int
+    state_size: int
+    n_groups: int
+    conv_kernel: int
+    layer_type: str = LINEAR
+
+    @property
+    def intermediate_size(self) -> int:
+        return self.num_heads * self.head_dim
+
+    @property
+    def conv_dim(self) -> int:
+        return self.intermediate_size + 2 * self.n_groups * self.state_size
+
+    @property
+    def owns_cache(self) -> bool:
+        return True
+
+    def describe(self) -> str:
+        return (
+            f"Mamba-2: {self.num_heads} heads x {self.head_dim}, state {self.state_size}, "
+            f"{self.n_groups} groups, conv kernel {self.conv_kernel}"
+        )
+
+
+@dataclass(frozen=True)
+class KDALayer:
+    """A Kimi Delta Attention layer (Kimi Linear's ``kda_layers``).
+
+    Per sequence it keeps short-conv states over the q, k and v projections (``conv_dim = 3 *
+    num_heads * head_dim`` channels; q and k have as many heads as v in Kimi Linear) and one
+    ``head_dim x head_dim`` recurrent matrix per head (transformers models/kimi_linear
+    ``KimiLinearDeltaAttention``; vLLM ``kda_state_shape``).
+    """
+
+    index: int
+    num_heads: int
+    head_dim: int
+    conv_kernel: int
+    layer_type: str = LINEAR
+
+    @property
+    def conv_dim(self) -> int:
+        return 3 * self.num_heads * self.head_dim
+
+    @property
+    def owns_cache(self) -> bool:
+        return True
+
+    def describe(self) -> str:
+        return f"KDA: {self.num_heads} heads x {self.head_dim}, conv kernel {self.conv_kernel}"
+
+
+@dataclass(frozen=True)
+class NoCacheLayer:
+    """A block that keeps nothing between tokens: an MLP or MoE-only layer (Nemotron-H ``-`` / ``E``).
+
+    transformers 5.23 gives it a ``DummyLayer`` (no tensors); vLLM builds no KV spec for it;
+    llama.cpp allocates zero-width K/V rows (``n_head_kv(il) = 0``).
+    """
+
+    index: int
+    layer_type: str = MLP
+
+    @property
+    def owns_cache(self) -> bool:
+        return False
+
+    def describe(self) -> str:
+        return f"{self.layer_type.upper()} block, no cache"
+
+
+LayerSpec = AttentionLayer | GatedDeltaNetLayer | MLALayer | Mamba2Layer | KDALayer | NoCacheLayer
+StateLayer = GatedDeltaNetLayer | Mamba2Layer | KDALayer
+STATE_LAYER_TYPES = (GatedDeltaNetLayer, Mamba2Layer, KDALayer)
 
 
 @dataclass(frozen=True)
@@ -93,7 +217,10 @@ class Architecture:
     """What a model caches, layer by layer, plus the config facts engines need.
 
     ``dtype`` is the model's torch dtype name (``bfloat16``); ``mamba_ssm_dtype`` the config's
-    recurrent-state dtype when it names one (Qwen 3.5 / 3.6: ``float32``), else None.
+    recurrent-state dtype when it names one (Qwen 3.5 / 3.6 ``mamba_ssm_dtype``: ``float32``;
+    Nemotron-H ``mamba_ssm_cache_dtype``), else None. ``mtp_num_hidden_layers`` counts the
+    multi-token-prediction layers the config declares beside the decoder (``mtp_num_hidden_layers``;
+    DeepSeek-V3 / Kimi ``num_nextn_predict_layers``); they are not in ``layers``.
     """
 
     name: str
@@ -122,7 +249,15 @@ class Architecture:
         return [layer for layer in self.layers if isinstance(layer, AttentionLayer)]
 
     def linear_layers(self) -> list[GatedDeltaNetLayer]:
+        """The Gated DeltaNet layers (see ``state_layers`` for every recurrent kind)."""
         return [layer for layer in self.layers if isinstance(layer, GatedDeltaNetLayer)]
+
+    def mla_layers(self) -> list[MLALayer]:
+        return [layer for layer in self.layers if isinstance(layer, MLALayer)]
+
+    def state_layers(self) -> list[StateLayer]:
+        """Layers that keep a fixed-size recurrent state per sequence (GDN, Mamba-2, KDA)."""
+        return [layer for layer in self.layers if isinstance(layer, STATE_LAYER_TYPES)]
 
     def kv_head_counts(self) -> set[int]:
         return {layer.num_kv_heads for layer in self.attention_layers()}

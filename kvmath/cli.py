@@ -129,6 +129,9 @@ def render_text(d) -> str:
     for g in d.groups:
         head = f"  {g.layer_type:<18} x{g.n_layers:<3} {g.description}"
         lines.append(head)
+        if getattr(g, "kind", "") == "none":
+            lines.append("      no cache (MLP / MoE block)")
+            continue
         if not g.owns_cache:
             lines.append("      owns no cache (reads another layer's)")
             continue

@@ -4,6 +4,14 @@ Every field is read under its HF key name. Each model family's rules for turning
 follow transformers 5.23 (``models/<family>/configuration_*.py``), the reference implementation that
 the tests run on the CPU. Anything the loader does not understand is an error that names the model
 type and the fields it would need: kvmath never guesses dense attention.
+
+Families: dense / GQA / MQA attention with every form of sliding window (``llama``, ``mistral``,
+``qwen2``, ``qwen3``, ``gemma2``, ``gpt_oss``), Gemma 4 (per-type heads and widths, KV sharing), Gated
+DeltaNet hybrids (``qwen3_next``, ``qwen3_5_text``, ``qwen3_5_moe_text``), MLA (``deepseek_v3``),
+Kimi Linear (MLA + Kimi Delta Attention, 1-based layer lists) and Nemotron-H (Mamba-2, attention and
+MLP / MoE-only blocks from ``hybrid_override_pattern``). Malformed, truncated or contradictory
+configs raise KvMathError (tests/test_fuzz_config.py fuzzes this); counts are bounded by
+``MAX_LAYERS`` / ``MAX_INT``.
 """
 
 from __future__ import annotations
@@ -13,10 +21,18 @@ import math
 from pathlib import Path
 from typing import Any
 
-from .arch import FULL, LINEAR, SLIDING, Architecture, AttentionLayer, GatedDeltaNetLayer
+from .arch import (
+    FULL, LINEAR, MLP, MOE, SLIDING, Architecture, AttentionLayer, GatedDeltaNetLayer, KDALayer, MLALayer,
+    Mamba2Layer, NoCacheLayer,
+)
 from .errors import KvMathError, choices
 
 DATA_DIR = Path(__file__).parent / "data"
+
+MAX_LAYERS = 65536
+"""Upper bound on a config's layer count (the largest published decoders have a few hundred)."""
+MAX_INT = 2**32
+"""Upper bound on any other count or width read from a config (heads, widths, windows, positions)."""
 
 # model_type -> family handler name; filled by the @_family decorator below.
 _FAMILIES: dict[str, Any] = {}
@@ -78,8 +94,13 @@ def load_architecture(src: str | Path | dict, *, name: str | None = None) -> Arc
         source = "config dict"
     else:
         path = Path(src)
+        if path.is_dir() and (path / "config.json").is_file():  # a model folder, as downloaded
+            name = name or path.name
+            path = path / "config.json"
         if path.suffix == ".gguf":
-            raise KvMathError(f"{path}: GGUF input is not supported yet; pass the model's config.json")
+            from .gguf_input import load_gguf_architecture  # GGUF header -> HF-style config -> this loader
+
+            return load_gguf_architecture(path, name=name)
         if path.is_file():
             try:
                 cfg = json.loads(path.read_text())
@@ -90,7 +111,7 @@ def load_architecture(src: str | Path | dict, *, name: str | None = None) -> Arc
             source = str(path)
             name = name or path.stem
         elif path.suffix == ".json" or path.is_dir():
-            raise KvMathError(f"{path}: no such config.json file")
+            raise KvMathError(f"{path}: no such config.json file (give a config.json, a folder holding one, or a known model id)")
         else:
             entry = resolve_model(str(src))
             cfg = entry["config"]
@@ -106,17 +127,49 @@ def load_architecture(src: str | Path | dict, *, name: str | None = None) -> Arc
         cfg = dict(text)
         # Wrappers carry dtype and model_type at the top level on older exports.
         cfg.setdefault("dtype", outer.get("dtype") or outer.get("torch_dtype"))
+        if cfg.get("model_type") is None and _wrapper(outer.get("model_type")):
+            # transformers builds the wrapper's own text-config class whatever text_config says
+            cfg["model_type"] = _WRAPPERS[outer["model_type"]]
+    elif _wrapper(cfg.get("model_type")):
+        raise KvMathError(
+            f"model_type {cfg['model_type']!r} is a multimodal wrapper and this config has no text_config; "
+            f"the decoder's fields ({_WRAPPERS[cfg['model_type']]}) live there"
+        )
     model_type = cfg.get("model_type")
     if not isinstance(model_type, str) or not model_type:
         raise KvMathError("config has no model_type; it is needed to know the layer layout")
     family = _FAMILIES.get(model_type)
     if family is None:
+        needs = _NEEDED_FIELDS.get(model_type, _NEEDED_DEFAULT)
         raise KvMathError(
             f"model_type {model_type!r} is not supported: kvmath would need its per-layer cache layout "
-            "(layer_types, num_key_value_heads, head_dim, sliding_window, and any state fields); "
-            f"supported: {choices(supported_model_types())}"
+            f"({needs}); supported: {choices(supported_model_types())}"
         )
     return family(_Config(cfg, model_type), name or model_type, source)
+
+
+_WRAPPERS = {"qwen3_5": "qwen3_5_text", "qwen3_5_moe": "qwen3_5_moe_text", "gemma4": "gemma4_text"}
+"""Multimodal wrapper model_type -> the model_type of its text_config (transformers 5.23 sub-configs)."""
+
+
+def _wrapper(model_type) -> bool:
+    return isinstance(model_type, str) and model_type in _WRAPPERS
+
+_NEEDED_DEFAULT = "layer_types, num_key_value_heads, head_dim, sliding_window, and any state fields"
+_MAMBA1 = "a Mamba-1 state per layer: intermediate_size (expand * hidden_size), state_size, conv_kernel"
+_NEEDED_FIELDS = {
+    # known architectures kvmath has no rules for, with the fields their cache depends on
+    "mamba": _MAMBA1,
+    "falcon_mamba": _MAMBA1,
+    "mamba2": "a Mamba-2 state per layer: num_heads, head_dim, state_size, n_groups, conv_kernel, expand",
+    "jamba": (
+        "which layers are attention (attn_layer_period, attn_layer_offset) and their num_key_value_heads, "
+        "and the Mamba-1 state of the others (mamba_expand * hidden_size, mamba_d_state, mamba_d_conv)"
+    ),
+    "rwkv": "an RWKV state per layer (hidden_size, attention_hidden_size, num_hidden_layers); it has no KV cache",
+    "deepseek_v2": "kv_lora_rank and qk_rope_head_dim, checked against how each engine caches DeepSeek-V2",
+    "deepseek_v32": "kv_lora_rank, qk_rope_head_dim and the DSA indexer cache (index_head_dim, index_n_heads)",
+}
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -135,20 +188,21 @@ class _Config:
         value = self.cfg.get(key)
         return default if value is None else value
 
-    def int(self, key, default: int | None = None, *, minimum: int = 1) -> int:
+    def int(self, key, default: int | None = None, *, minimum: int = 1, maximum: int = MAX_INT) -> int:
+        """The integer field ``key`` (an integral float such as ``32.0`` is accepted).
+
+        Raises KvMathError when it is missing without a default, a bool, a string, a non-integral or
+        non-finite float, or outside ``[minimum, maximum]``.
+        """
         value = self.cfg.get(key)
         if value is None:
             if default is None:
                 raise KvMathError(f"{self.model_type} config is missing {key} (a positive integer)")
             return default
-        if isinstance(value, bool) or not isinstance(value, int):
-            if isinstance(value, float) and value.is_integer():
-                value = int(value)
-            else:
-                raise KvMathError(f"config field {key} must be an integer, got {value!r}")
-        if value < minimum:
-            raise KvMathError(f"config field {key} must be >= {minimum}, got {value}")
-        return value
+        return _as_int(value, key, minimum, maximum)
+
+    def layer_count(self, key="num_hidden_layers") -> int:
+        return self.int(key, maximum=MAX_LAYERS)
 
     def bool(self, key, default: bool = False) -> bool:
         value = self.cfg.get(key)
@@ -182,6 +236,19 @@ class _Config:
         return value
 
 
+def _as_int(value, key, minimum=1, maximum=MAX_INT) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+            value = int(value)
+        else:
+            raise KvMathError(f"config field {key} must be an integer, got {value!r}")
+    if value < minimum:
+        raise KvMathError(f"config field {key} must be >= {minimum}, got {value}")
+    if value > maximum:
+        raise KvMathError(f"config field {key} must be <= {maximum}, got {value}")
+    return value
+
+
 _DTYPES = {"bfloat16": "bfloat16", "bf16": "bfloat16", "float16": "float16", "fp16": "float16",
            "half": "float16", "float32": "float32", "fp32": "float32", "float": "float32"}
 
@@ -195,12 +262,28 @@ def _dtype_name(value, key) -> str:
 def _head_dim(c: _Config) -> int:
     if c.has("head_dim"):
         return c.int("head_dim")
+    if not c.has("hidden_size"):
+        raise KvMathError(
+            f"{c.model_type} config has neither head_dim nor hidden_size (head_dim = hidden_size / num_attention_heads)"
+        )
     hidden, heads = c.int("hidden_size"), c.int("num_attention_heads")
     if hidden % heads:
         raise KvMathError(
             f"config has no head_dim and hidden_size {hidden} is not a multiple of num_attention_heads {heads}"
         )
     return hidden // heads
+
+
+def _window(c: _Config) -> int:
+    """``sliding_window`` in tokens, at least 2.
+
+    A window of 1 would keep no past token; transformers 5.23 ``DynamicSlidingWindowLayer`` slices
+    ``[-sliding_window + 1:]``, which for 1 is ``[0:]`` and keeps every token, so no rule fits it.
+    """
+    window = c.int("sliding_window")
+    if window < 2:
+        raise KvMathError(f"config field sliding_window must be >= 2 tokens, got {window}")
+    return window
 
 
 def _kv_heads(c: _Config, heads: int) -> int:
@@ -213,6 +296,8 @@ def _kv_heads(c: _Config, heads: int) -> int:
 
 
 def _arch(c: _Config, name, source, layers, heads, **kw) -> Architecture:
+    if not any(layer.owns_cache for layer in layers):
+        raise KvMathError(f"{c.model_type} config has no layer that keeps a cache (every layer is MLP/MoE-only)")
     return Architecture(
         name=name,
         model_type=c.model_type,
@@ -236,10 +321,11 @@ def _qwen_gdn(c: _Config, name: str, source: str) -> Architecture:
     transformers 5.23 ``Qwen3_5TextConfig`` / ``Qwen3NextConfig``: when ``layer_types`` is absent,
     layer i is full attention iff ``(i + 1) % full_attention_interval == 0``.
     """
-    n = c.int("num_hidden_layers")
+    n = c.layer_count()
     heads = c.int("num_attention_heads")
     kv = _kv_heads(c, heads)
     head_dim = _head_dim(c)
+    _no_window(c)
     types = c.layer_types(n, (FULL, LINEAR))
     if types is None:
         interval = c.int("full_attention_interval", 4)
@@ -275,7 +361,7 @@ def _gemma4(c: _Config, name: str, source: str) -> Architecture:
     layer is always full; the last ``num_kv_shared_layers`` layers read the cache of the last earlier
     layer of the same type (``kv_sharing_modes``).
     """
-    n = c.int("num_hidden_layers")
+    n = c.layer_count()
     heads = c.int("num_attention_heads")
     kv = _kv_heads(c, heads)
     head_dim = _head_dim(c)
@@ -288,7 +374,7 @@ def _gemma4(c: _Config, name: str, source: str) -> Architecture:
         )
     if c.raw("use_bidirectional_attention") == "all":
         raise KvMathError("gemma4 with use_bidirectional_attention 'all' (an encoder) keeps no KV cache to size")
-    window = c.int("sliding_window")
+    window = _window(c)
     types = c.layer_types(n, (FULL, SLIDING))
     if types is None:
         types = [SLIDING if (i + 1) % 6 else FULL for i in range(n)]
@@ -320,34 +406,260 @@ def _gemma4(c: _Config, name: str, source: str) -> Architecture:
 def _dense(c: _Config, name: str, source: str) -> Architecture:
     """Softmax attention on every layer, some layers windowed.
 
-    Window rules, as transformers 5.23 builds ``layer_types``: ``mistral`` windows every layer when
-    ``sliding_window`` is set; ``qwen2`` / ``qwen3`` window layers ``>= max_window_layers`` only when
-    ``use_sliding_window`` is true; ``gemma2`` alternates sliding (even index) and full;
-    ``gpt_oss`` lists ``layer_types``.
+    Window rules, as transformers 5.23 builds ``layer_types`` and the cache (``cache_utils.py
+    get_layer_types_and_kwargs``: without ``layer_types`` a layer is sliding iff its config has a
+    ``sliding_window``):
+
+    - ``mistral``, and ``llama`` given a ``sliding_window``: every layer windowed (vLLM serves both
+      with models/llama.py and a model-level window, ``Attention`` ``cache_config.sliding_window``);
+      with ``use_sliding_window: false`` as well the engines disagree (vLLM's
+      ``get_sliding_window`` drops the window, transformers keeps it), so kvmath stops;
+    - ``qwen2`` / ``qwen3``: layers ``>= max_window_layers`` windowed only when ``use_sliding_window``
+      is true (``Qwen2Config.__post_init__`` clears ``sliding_window`` otherwise);
+    - ``gemma2`` and ``gpt_oss``: ``layer_types``, or without it alternating sliding (even index)
+      and full (``Gemma2Config`` / ``GptOssConfig.__post_init__``).
+
+    Whether an engine applies the window is the engine's rule (llama.cpp's converters drop it for
+    llama, mistral, qwen2 and qwen3: ``kvmath.engines.LlamaCpp``).
     """
-    n = c.int("num_hidden_layers")
+    n = c.layer_count()
     heads = c.int("num_attention_heads")
     kv = _kv_heads(c, heads)
     head_dim = _head_dim(c)
     types = c.layer_types(n, (FULL, SLIDING))
     mt = c.model_type
     if types is None:
-        if mt == "mistral" and c.has("sliding_window"):
+        if mt == "mistral" and "sliding_window" not in c.cfg:
+            raise KvMathError(
+                "mistral config has no sliding_window key; transformers' MistralConfig would default it to 4096 "
+                "tokens: write it out (null for no window)"
+            )
+        if mt in ("qwen2", "qwen3") and c.bool("use_sliding_window"):
+            for key, default in (("sliding_window", 4096), ("max_window_layers", 28)):
+                if key not in c.cfg:
+                    raise KvMathError(
+                        f"{mt} config has use_sliding_window true but no {key} key; transformers would default "
+                        f"it to {default}: write it out"
+                    )
+        if mt in ("llama", "mistral") and c.has("sliding_window"):
+            if c.raw("use_sliding_window") is False:
+                raise KvMathError(
+                    f"{mt} config sets sliding_window {c.raw('sliding_window')!r} and use_sliding_window false: "
+                    "transformers 5.23 would still window every layer's cache, vLLM would not; remove one of them"
+                )
             types = [SLIDING] * n
         elif mt in ("qwen2", "qwen3") and c.bool("use_sliding_window") and c.has("sliding_window"):
-            first = c.int("max_window_layers", n, minimum=0)
+            first = c.int("max_window_layers", n, minimum=0, maximum=MAX_LAYERS)
             types = [SLIDING if i >= first else FULL for i in range(n)]
-        elif mt == "gemma2":
+        elif mt in ("gemma2", "gpt_oss"):
             types = [SLIDING if (i + 1) % 2 else FULL for i in range(n)]
         else:
             types = [FULL] * n
     if mt in ("qwen2", "qwen3") and not c.bool("use_sliding_window"):
         types = [FULL] * n
-    window = c.int("sliding_window") if SLIDING in types else None
+    window = _window(c) if SLIDING in types else None
     layers = [
         AttentionLayer(i, t, kv, head_dim, head_dim, window if t == SLIDING else None) for i, t in enumerate(types)
     ]
     return _arch(c, name, source, layers, heads)
+
+
+def _no_window(c: _Config) -> None:
+    """Families whose attention has no window: a ``sliding_window`` in the config is a contradiction.
+
+    transformers 5.23 ignores it where ``layer_types`` is built (Qwen3-Next, Qwen 3.5, Kimi Linear,
+    Nemotron-H) and windows every cache layer where it is not (DeepSeek-V3); vLLM applies it as the
+    model-level window (``Attention``: ``cache_config.sliding_window``; NemotronH per layer) unless
+    ``use_sliding_window`` is false. kvmath does not pick a side.
+    """
+    if c.has("sliding_window") and c.raw("use_sliding_window") is not False:
+        raise KvMathError(
+            f"{c.model_type} attention has no sliding window, but the config sets sliding_window "
+            f"{c.raw('sliding_window')!r}; engines disagree on what it would do (remove it, or set "
+            "use_sliding_window false)"
+        )
+
+
+def _mla_fields(c: _Config) -> dict:
+    """The MLA widths: ``kv_lora_rank`` and ``qk_rope_head_dim`` are cached; the others are not."""
+    out = {"kv_lora_rank": c.int("kv_lora_rank"), "qk_rope_head_dim": c.int("qk_rope_head_dim")}
+    for key in ("qk_nope_head_dim", "v_head_dim"):
+        out[key] = c.int(key) if c.has(key) else None
+    return out
+
+
+@_family("deepseek_v3")
+def _deepseek_v3(c: _Config, name: str, source: str) -> Architecture:
+    """DeepSeek-V3: MLA on every layer.
+
+    transformers 5.23 ``DeepseekV3Attention`` caches the latent ``kv_nope`` ``[B, 1, T, kv_lora_rank]``
+    as keys and ``k_rot`` ``[B, 1, T, qk_rope_head_dim]`` as values. ``num_nextn_predict_layers``
+    (the MTP head) is recorded but not built by ``DeepseekV3ForCausalLM``.
+    """
+    n = c.layer_count()
+    heads = c.int("num_attention_heads")
+    c.layer_types(n, (FULL,))  # only validated: every DeepSeek-V3 layer is MLA
+    _no_window(c)
+    mla = _mla_fields(c)
+    layers = [MLALayer(i, **mla) for i in range(n)]
+    return _arch(c, name, source, layers, heads,
+                 mtp_num_hidden_layers=c.int("num_nextn_predict_layers", 0, minimum=0, maximum=MAX_LAYERS))
+
+
+def _index_list(value, key: str, n: int) -> list[int]:
+    if not isinstance(value, list) or not value:
+        raise KvMathError(f"linear_attn_config.{key} must be a non-empty list of 1-based layer numbers")
+    out = [_as_int(v, f"linear_attn_config.{key} (1-based layer numbers)", 1, n) for v in value]
+    if len(set(out)) != len(out):
+        raise KvMathError(f"linear_attn_config.{key} lists a layer twice")
+    return out
+
+
+@_family("kimi_linear")
+def _kimi_linear(c: _Config, name: str, source: str) -> Architecture:
+    """Kimi Linear: MLA layers and Kimi Delta Attention (KDA) layers.
+
+    The layer lists in ``linear_attn_config`` (``full_attn_layers``, ``kda_layers``) are 1-BASED:
+    transformers 5.23 ``KimiLinearConfig.__post_init__`` sets ``layer_types[layer - 1]``, vLLM's
+    ``is_kda_layer(i)`` tests ``i + 1``, and llama.cpp's converter ``il + 1 in full_attn_layers``.
+    A top-level ``layer_types`` takes precedence (transformers). Without either kvmath stops: the
+    engines' fallbacks disagree (transformers: full iff ``i and i % 4 == 0``; vLLM: all MLA).
+    KDA widths come from ``linear_attn_config`` ``num_heads``, ``head_dim``, ``short_conv_kernel_size``.
+    """
+    n = c.layer_count()
+    heads = c.int("num_attention_heads")
+    _no_window(c)
+    lac = c.raw("linear_attn_config")
+    if lac is not None and not isinstance(lac, dict):
+        raise KvMathError("config field linear_attn_config must be an object")
+    lac = lac or {}
+    types = c.layer_types(n, (FULL, LINEAR))
+    if "full_attn_layers" in lac or "kda_layers" in lac:
+        full = _index_list(lac.get("full_attn_layers"), "full_attn_layers", n)
+        kda = _index_list(lac.get("kda_layers"), "kda_layers", n)
+        both = sorted(set(full) & set(kda))
+        if both:
+            raise KvMathError(f"linear_attn_config lists layers {choices(both)} as both full attention and KDA")
+        missing = sorted(set(range(1, n + 1)) - set(full) - set(kda))
+        if missing:
+            raise KvMathError(
+                f"linear_attn_config full_attn_layers and kda_layers (1-based) leave layers {choices(missing)} "
+                f"of {n} unassigned"
+            )
+        full_set = set(full)
+        listed = [FULL if i + 1 in full_set else LINEAR for i in range(n)]
+        if types is not None and types != listed:
+            raise KvMathError(
+                "layer_types and linear_attn_config (full_attn_layers / kda_layers, 1-based) disagree; "
+                "transformers follows layer_types, vLLM and llama.cpp the layer lists"
+            )
+        types = listed
+    if types is None:
+        raise KvMathError(
+            "kimi_linear config needs linear_attn_config.full_attn_layers and linear_attn_config.kda_layers "
+            "(1-based layer numbers) or layer_types to know which layers are MLA and which KDA"
+        )
+    layers = []
+    mla = _mla_fields(c) if FULL in types else None
+    if LINEAR in types:
+        kda_c = _Config(lac, "kimi_linear linear_attn_config")
+        kda_heads, kda_dim = kda_c.int("num_heads"), kda_c.int("head_dim")
+        kernel = kda_c.int("short_conv_kernel_size")
+    for i, t in enumerate(types):
+        layers.append(MLALayer(i, **mla) if t == FULL else KDALayer(i, kda_heads, kda_dim, kernel))
+    return _arch(c, name, source, layers, heads,
+                 mtp_num_hidden_layers=c.int("num_nextn_predict_layers", 0, minimum=0, maximum=MAX_LAYERS))
+
+
+_NEMOTRON_PATTERN = {"M": LINEAR, "*": FULL, "-": MLP, "E": MOE}
+
+
+@_family("nemotron_h")
+def _nemotron_h(c: _Config, name: str, source: str) -> Architecture:
+    """Nemotron-H: Mamba-2 (``M``), attention (``*``), MLP (``-``) and MoE (``E``) blocks.
+
+    Layers come from ``layers_block_type`` / ``layer_types`` when given, else from
+    ``hybrid_override_pattern`` (transformers 5.23 ``NemotronHConfig._pattern_to_list``; vLLM
+    ``ALL_DECODER_LAYER_TYPES`` reads the pattern letter by letter). MLP and MoE blocks keep no cache.
+    Mamba-2 widths: ``mamba_num_heads``, ``mamba_head_dim``, ``ssm_state_size``, ``n_groups``,
+    ``conv_kernel``; attention: ``num_key_value_heads`` and ``head_dim`` (the 56B base config calls it
+    ``attention_head_dim``; vLLM falls back to ``hidden_size // num_attention_heads``).
+    ``mamba_ssm_cache_dtype`` is recorded as the recurrent-state dtype.
+    """
+    _no_window(c)
+    allowed = (LINEAR, FULL, MLP, MOE)
+    types = key = None
+    for k in ("layers_block_type", "layer_types"):
+        listed = c.raw(k)
+        if listed is None:
+            continue
+        if not isinstance(listed, list) or not all(isinstance(v, str) for v in listed):
+            raise KvMathError(f"config field {k} must be a list of strings")
+        bad = sorted(set(listed) - set(allowed))
+        if bad:
+            raise KvMathError(f"nemotron_h {k} contains {choices(bad)}; valid layer types: {choices(allowed)}")
+        if types is not None and list(listed) != types:
+            raise KvMathError(f"{key} and {k} disagree")
+        types, key = list(listed), k
+    pattern = c.raw("hybrid_override_pattern")
+    if pattern is not None:
+        if not isinstance(pattern, str) or not pattern:
+            raise KvMathError(
+                "config field hybrid_override_pattern must be a non-empty string, one letter per layer "
+                "(M = Mamba-2, * = attention, - = MLP, E = MoE)"
+            )
+        bad = sorted(set(pattern) - set(_NEMOTRON_PATTERN))
+        if bad:
+            raise KvMathError(
+                f"hybrid_override_pattern contains {choices(repr(b) for b in bad)}; valid letters: "
+                f"{choices(_NEMOTRON_PATTERN)}"
+            )
+        from_pattern = [_NEMOTRON_PATTERN[ch] for ch in pattern]
+        if types is not None and types != from_pattern:
+            raise KvMathError(
+                f"{key} and hybrid_override_pattern disagree; transformers follows {key}, vLLM the pattern"
+            )
+        types, key = from_pattern, "hybrid_override_pattern"
+    if types is None:
+        raise KvMathError(
+            "nemotron_h config needs hybrid_override_pattern (one letter per layer: M = Mamba-2, "
+            "* = attention, - = MLP, E = MoE) or layers_block_type"
+        )
+    if len(types) > MAX_LAYERS:
+        raise KvMathError(f"{key} has {len(types)} layers; kvmath accepts at most {MAX_LAYERS}")
+    if c.has("num_hidden_layers") and c.layer_count() != len(types):
+        raise KvMathError(
+            f"{key} has {len(types)} entries but num_hidden_layers is {c.layer_count()}; they must agree"
+        )
+    heads = c.int("num_attention_heads")
+    if FULL in types:
+        kv = _kv_heads(c, heads)
+        if c.has("head_dim"):
+            head_dim = c.int("head_dim")
+        elif c.has("attention_head_dim"):
+            head_dim = c.int("attention_head_dim")
+        else:
+            head_dim = _head_dim(c)
+    if LINEAR in types:
+        m_heads, m_dim = c.int("mamba_num_heads"), c.int("mamba_head_dim")
+        state, groups = c.int("ssm_state_size"), c.int("n_groups")
+        kernel = c.int("conv_kernel", 4)
+        if m_heads % groups:
+            raise KvMathError(
+                f"mamba_num_heads {m_heads} is not a multiple of n_groups {groups}; Mamba-2 shares B and C "
+                "over whole groups of heads"
+            )
+    layers = []
+    for i, t in enumerate(types):
+        if t == FULL:
+            layers.append(AttentionLayer(i, FULL, kv, head_dim, head_dim))
+        elif t == LINEAR:
+            layers.append(Mamba2Layer(i, m_heads, m_dim, state, groups, kernel))
+        else:
+            layers.append(NoCacheLayer(i, t))
+    ssm = c.raw("mamba_ssm_cache_dtype")
+    return _arch(c, name, source, layers, heads,
+                 mamba_ssm_dtype=_dtype_name(ssm, "mamba_ssm_cache_dtype") if ssm is not None else None)
 
 
 def check_positive(value, what: str) -> int:

@@ -4,18 +4,26 @@
 total, per card (one tensor-parallel rank):
 
 - ``bytes_per_token``: K + V bytes one token adds in a full-attention layer (the growing term);
+  for an MLA layer the latent row(s) the engine stores;
 - ``cells`` / ``streams``: the token slots the engine allocates per layer for the deployment;
-- ``state_bytes_per_seq``: recurrent state of a linear-attention layer, independent of context;
+- ``state_bytes_per_seq``: recurrent state of a linear-attention layer (GDN, Mamba-2, KDA),
+  independent of context;
 - ``bytes``: what the group holds for the whole deployment (all sequences).
+
+Each group has a ``kind``: ``attention``, ``mla``, ``gdn``, ``mamba2``, ``kda`` or ``none`` (MLP / MoE
+blocks that keep nothing).
 
 All byte figures are exact Python integers.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
-from .arch import FULL, LINEAR, SLIDING, Architecture, AttentionLayer, GatedDeltaNetLayer
+from .arch import (
+    FULL, LINEAR, SLIDING, Architecture, AttentionLayer, GatedDeltaNetLayer, KDALayer, MLALayer, Mamba2Layer,
+    NoCacheLayer,
+)
 from .config import load_architecture
 from .engines import Deployment, Engine, StateTensor, get_engine
 from .formats import KVFormat
@@ -37,6 +45,7 @@ class LayerGroup:
     state_bytes_per_seq: int = 0  # per layer, per sequence, per rank
     owns_cache: bool = True
     kv_format: str = ""
+    kind: str = "attention"  # attention, mla, gdn, mamba2, kda or none
 
     @property
     def n_layers(self) -> int:
@@ -125,6 +134,7 @@ class Derivation:
                     "layers": list(g.layers),
                     "n_layers": g.n_layers,
                     "description": g.description,
+                    "kind": g.kind,
                     "owns_cache": g.owns_cache,
                     "kv_format": g.kv_format,
                     "kv_heads_per_rank": g.kv_heads_per_rank,
@@ -176,7 +186,8 @@ def derive(
     ``kv_format`` is the engine's format name (vLLM ``--kv-cache-dtype``; llama.cpp one type for K
     and V; transformers the cache dtype), or ``cache_type_k`` / ``cache_type_v`` for llama.cpp.
     ``max_ctx`` defaults to the model's ``max_position_embeddings``. Other keyword arguments are
-    Deployment fields (``block_size``, ``max_num_batched_tokens``, ``n_ubatch``, ``swa_full``, ...).
+    Deployment fields (``block_size``, ``max_num_batched_tokens``, ``n_ubatch``, ``swa_full``,
+    ``mamba_ssm_cache_dtype``, ``llamacpp_build``, ...).
 
     Raises KvMathError for an unknown model, engine or format, a TP the heads cannot be split over,
     or non-positive counts.
@@ -194,31 +205,63 @@ def derive(
     fmt = eng.cache_format(arch, kv_format, cache_type_k, cache_type_v)
 
     groups: dict[tuple, list] = {}
+    unwindowed: set[int] = set()
     for layer in arch.layers:
+        if isinstance(layer, AttentionLayer) and layer.layer_type == SLIDING and not eng.applies_window(layer, arch):
+            # the engine caches this layer in full (e.g. llama.cpp has no window for Mistral 7B)
+            layer = replace(layer, layer_type=FULL, sliding_window=None)
+            unwindowed.add(layer.index)
         if isinstance(layer, AttentionLayer):
-            key = (layer.layer_type, layer.num_kv_heads, layer.head_dim, layer.v_head_dim,
-                   layer.sliding_window, layer.k_eq_v, layer.owns_cache, eng.layer_format(layer, arch, fmt).name)
-        else:
-            key = (layer.layer_type, layer.num_k_heads, layer.num_v_heads, layer.k_head_dim,
+            key = ("attention", layer.layer_type, layer.num_kv_heads, layer.head_dim, layer.v_head_dim,
+                   layer.sliding_window, layer.k_eq_v, layer.owns_cache, eng.layer_format(layer, arch, fmt).name,
+                   layer.index in unwindowed)
+        elif isinstance(layer, MLALayer):
+            key = ("mla", layer.layer_type, layer.kv_lora_rank, layer.qk_rope_head_dim, layer.qk_nope_head_dim,
+                   layer.v_head_dim)
+        elif isinstance(layer, GatedDeltaNetLayer):
+            key = ("gdn", layer.layer_type, layer.num_k_heads, layer.num_v_heads, layer.k_head_dim,
                    layer.v_head_dim, layer.conv_kernel)
+        elif isinstance(layer, Mamba2Layer):
+            key = ("mamba2", layer.layer_type, layer.num_heads, layer.head_dim, layer.state_size, layer.n_groups,
+                   layer.conv_kernel)
+        elif isinstance(layer, KDALayer):
+            key = ("kda", layer.layer_type, layer.num_heads, layer.head_dim, layer.conv_kernel)
+        elif isinstance(layer, NoCacheLayer):
+            key = ("none", layer.layer_type)
+        else:  # pragma: no cover - every LayerSpec is handled above
+            raise TypeError(f"unknown layer spec {type(layer).__name__}")
         groups.setdefault(key, []).append(layer)
 
     out = []
-    for layers in groups.values():
+    for key, layers in groups.items():
+        kind = key[0]
         first = layers[0]
         idx = tuple(layer.index for layer in layers)
-        if isinstance(first, AttentionLayer):
+        if kind == "attention":
             heads = eng.kv_heads_per_rank(first.num_kv_heads, dep.tp)
             layer_fmt = eng.layer_format(first, arch, fmt)
             v_dim = first.v_head_dim if eng.stores_v(first) else 0
             per_token = layer_fmt.token_bytes(heads, first.head_dim, v_dim)
             cells, streams = eng.attention_cells(first, dep)
             desc = first.describe() + ("" if layer_fmt is fmt else f", stored as {layer_fmt.name}")
+            if first.index in unwindowed:
+                desc += f", window {arch.layers[first.index].sliding_window} not applied by {eng.name}"
             out.append(LayerGroup(first.layer_type, idx, desc, heads, per_token, cells, streams,
-                                  owns_cache=first.owns_cache, kv_format=layer_fmt.name))
+                                  owns_cache=first.owns_cache, kv_format=layer_fmt.name, kind=kind))
+        elif kind == "mla":
+            # One latent "head" per token, replicated on every tensor-parallel rank.
+            layer_fmt = eng.mla_format(first, arch, fmt)
+            k_dim, v_dim = eng.mla_dims(first, arch, dep)
+            per_token = layer_fmt.token_bytes(1, k_dim, v_dim)
+            cells, streams = eng.attention_cells(first, dep)
+            desc = first.describe() + f"; stored as K {k_dim}" + (f" + V {v_dim}" if v_dim else ", no V")
+            out.append(LayerGroup(first.layer_type, idx, desc, 1, per_token, cells, streams,
+                                  kv_format=layer_fmt.name, kind=kind))
+        elif kind == "none":
+            out.append(LayerGroup(first.layer_type, idx, first.describe(), owns_cache=False, kind=kind))
         else:
             state = tuple(eng.state_tensors(first, arch, dep))
             out.append(LayerGroup(first.layer_type, idx, first.describe(), state=state,
                                   state_bytes_per_seq=sum(t.nbytes for t in state),
-                                  streams=eng.state_streams(dep)))
+                                  streams=eng.state_streams(dep), kind=kind))
     return Derivation(arch, eng.name, eng.version, fmt, dep, tuple(out))

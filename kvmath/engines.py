@@ -13,7 +13,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from .arch import FULL, SLIDING, Architecture, AttentionLayer, GatedDeltaNetLayer
+from .arch import (
+    FULL, SLIDING, Architecture, AttentionLayer, GatedDeltaNetLayer, KDALayer, MLALayer, Mamba2Layer,
+)
 from .config import check_positive
 from .errors import KvMathError, choices
 from .formats import (
@@ -41,7 +43,9 @@ class Deployment:
       vllm/engine/arg_utils.py), ``num_speculative_tokens`` (extra conv-state rows for MTP),
       ``mamba_ssm_cache_dtype`` (override of the recurrent-state dtype).
     - llama.cpp: ``n_ubatch`` (default 512), ``swa_full`` (default False, as the CLI),
-      ``kv_unified`` (default False).
+      ``kv_unified`` (default False), ``llamacpp_build`` (which llama.cpp the rules follow where
+      releases differ; see ``LLAMACPP_BUILDS``: ``"current"``, or ``"pre-v-less"`` for builds before
+      PR #19067, whose MLA layers still allocate a V cache).
     """
 
     max_ctx: int
@@ -54,6 +58,7 @@ class Deployment:
     n_ubatch: int = 512
     swa_full: bool = False
     kv_unified: bool = False
+    llamacpp_build: str = "current"
 
     def __post_init__(self):
         for name in ("max_ctx", "max_num_seqs", "tp", "block_size", "max_num_batched_tokens", "n_ubatch"):
@@ -61,6 +66,28 @@ class Deployment:
         if isinstance(self.num_speculative_tokens, bool) or not isinstance(self.num_speculative_tokens, int) \
                 or self.num_speculative_tokens < 0:
             raise KvMathError(f"num_speculative_tokens must be an integer >= 0, got {self.num_speculative_tokens!r}")
+        ssm = self.mamba_ssm_cache_dtype
+        if ssm is not None and (not isinstance(ssm, str) or ssm not in DTYPE_BYTES):
+            raise KvMathError(f"mamba_ssm_cache_dtype must be one of {choices(DTYPE_BYTES)}, got {ssm!r}")
+        build = self.llamacpp_build
+        build = LLAMACPP_BUILD_ALIASES.get(build, build) if isinstance(build, str) else None
+        if build not in LLAMACPP_BUILDS:
+            raise KvMathError(f"unknown llamacpp_build {self.llamacpp_build!r}; valid: {choices(LLAMACPP_BUILDS)}")
+        object.__setattr__(self, "llamacpp_build", build)
+
+
+LLAMACPP_BUILDS = {
+    "current": (
+        "upstream llama.cpp since PR #19067 \"kv-cache : support V-less cache\" (merged 2026-01-24): "
+        "MLA layers (DeepSeek2, Kimi Linear) cache only the K latent, kv_lora_rank + qk_rope_head_dim wide"
+    ),
+    "pre-v-less": (
+        "upstream llama.cpp before PR #19067 (e.g. ec98e2002 as vendored in ollama): MLA layers allocate "
+        "K (kv_lora_rank + qk_rope_head_dim) and V (kv_lora_rank), one KV head"
+    ),
+}
+"""The llama.cpp builds kvmath distinguishes, where their cache sizes differ."""
+LLAMACPP_BUILD_ALIASES = {"ec98e2002": "pre-v-less", "pr19067": "current"}
 
 
 @dataclass(frozen=True)
@@ -106,15 +133,43 @@ class Engine:
         src/models/gemma4-iswa.cpp builds V from Kcur before separate norms)."""
         return True
 
+    def applies_window(self, layer: AttentionLayer, arch: Architecture) -> bool:
+        """Whether the engine keeps a sliding layer's window (else it caches the layer in full)."""
+        return True
+
     def layer_format(self, layer: AttentionLayer, arch: Architecture, fmt: KVFormat) -> KVFormat:
         """The format a given layer is stored in (engines may keep some layers unquantised)."""
         return fmt
 
-    def attention_cells(self, layer: AttentionLayer, dep: Deployment) -> tuple[int, int]:
+    def attention_cells(self, layer: AttentionLayer | MLALayer, dep: Deployment) -> tuple[int, int]:
         """(token slots per stream, streams) of one attention layer's K and V tensors."""
         raise NotImplementedError
 
-    def state_tensors(self, layer: GatedDeltaNetLayer, arch: Architecture, dep: Deployment) -> list[StateTensor]:
+    def mla_format(self, layer: MLALayer, arch: Architecture, fmt: KVFormat) -> KVFormat:
+        """The format an MLA layer is stored in; raises KvMathError if the engine has none for MLA."""
+        return fmt
+
+    def mla_dims(self, layer: MLALayer, arch: Architecture, dep: Deployment) -> tuple[int, int]:
+        """(K elements, V elements) one token adds to an MLA layer, in one KV head on every rank."""
+        raise NotImplementedError
+
+    def state_tensors(self, layer, arch: Architecture, dep: Deployment) -> list[StateTensor]:
+        """The recurrent-state tensors of one GDN, Mamba-2 or KDA layer, per sequence and rank."""
+        if isinstance(layer, GatedDeltaNetLayer):
+            return self.gdn_state(layer, arch, dep)
+        if isinstance(layer, Mamba2Layer):
+            return self.mamba2_state(layer, arch, dep)
+        if isinstance(layer, KDALayer):
+            return self.kda_state(layer, arch, dep)
+        raise KvMathError(f"{self.name}: no state rule for {type(layer).__name__}")
+
+    def gdn_state(self, layer: GatedDeltaNetLayer, arch: Architecture, dep: Deployment) -> list[StateTensor]:
+        raise NotImplementedError
+
+    def mamba2_state(self, layer: Mamba2Layer, arch: Architecture, dep: Deployment) -> list[StateTensor]:
+        raise NotImplementedError
+
+    def kda_state(self, layer: KDALayer, arch: Architecture, dep: Deployment) -> list[StateTensor]:
         raise NotImplementedError
 
     def state_streams(self, dep: Deployment) -> int:
@@ -132,6 +187,20 @@ class VLLM(Engine):
     vllm/model_executor/layers/mamba/mamba_utils.py @02d71083): conv ``(K - 1 + num_spec,
     conv_dim / tp)`` in the model dtype, temporal ``(nv / tp, dv, dk)`` in ``mamba_ssm_dtype``
     (Qwen 3.5 / 3.6 copy the config's ``mamba_ssm_dtype``; Qwen3-Next has no override: model dtype).
+
+    MLA (``MLAAttentionSpec.real_page_size_bytes`` @001cabc1 = ``block_size * num_kv_heads *
+    head_size * dtype size`` with ``num_kv_heads`` 1 on every rank, ``get_num_kv_heads`` "When using
+    MLA during decode it becomes MQA", and ``head_size = kv_lora_rank + qk_rope_head_dim``): 576
+    elements per token and layer for DeepSeek-V3, no V. MLA backends take kv_cache_dtype auto /
+    bfloat16 / float16 / fp8 (FlashMLA ``supported_kv_cache_dtypes``; FlashMLA also forces
+    ``block_size`` 64, which kvmath takes from the Deployment).
+    Mamba-2 (``mamba2_state_shape``): ``n_groups`` padded to a multiple of TP
+    (``extra_groups_for_head_shards``), conv ``(K - 1 + num_spec, (heads * head_dim + 2 * n_groups *
+    d_state) / tp)`` in the model dtype, temporal ``(heads / tp, head_dim, d_state)`` in
+    ``mamba_ssm_cache_dtype``; NemotronH takes it from the config's ``mamba_ssm_cache_dtype``, else
+    float32 (``NemotronHForCausalLMConfig.DEFAULT_MAMBA_SSM_CACHE_DTYPE``, models/config.py).
+    KDA (``kda_state_shape`` / ``kda_state_dtype``): conv ``(K - 1 + num_spec, (nh * hd + 2 * nk * dk)
+    / tp)`` in the model dtype, recurrent ``(nh / tp, hd, hd)`` always float32.
     Block-level rules (page unification, hybrid block alignment, grouping) are not applied here.
     """
 
@@ -159,7 +228,28 @@ class VLLM(Engine):
                     f"tensor_parallel_size {tp} does not divide the linear-attention heads "
                     f"({layer.num_k_heads} K, {layer.num_v_heads} V)"
                 )
+        for layer in arch.state_layers():
+            if isinstance(layer, Mamba2Layer):
+                # mamba_mixer2.py MambaMixer2.__init__ asserts
+                if layer.num_heads % tp:
+                    return f"tensor_parallel_size {tp} does not divide the {layer.num_heads} Mamba-2 heads"
+                if layer.n_groups % tp and layer.n_groups != 1:
+                    return (
+                        f"tensor_parallel_size {tp} does not divide n_groups {layer.n_groups} "
+                        "(vLLM pads groups only when n_groups is 1)"
+                    )
+                if self._mamba2_conv_dim(layer, tp) % tp:
+                    return f"tensor_parallel_size {tp} does not divide the Mamba-2 conv width"
+            elif isinstance(layer, KDALayer):
+                if layer.num_heads % tp or layer.conv_dim % tp:
+                    return f"tensor_parallel_size {tp} does not divide the {layer.num_heads} KDA heads"
         return None
+
+    @staticmethod
+    def _mamba2_conv_dim(layer: Mamba2Layer, tp: int) -> int:
+        # MambaStateShapeCalculator.extra_groups_for_head_shards: 0 if n_groups % tp == 0 else tp - n_groups
+        groups = layer.n_groups + (0 if layer.n_groups % tp == 0 else tp - layer.n_groups)
+        return layer.intermediate_size + 2 * groups * layer.state_size
 
     def kv_heads_per_rank(self, total, tp):
         return max(1, total // tp)
@@ -167,7 +257,7 @@ class VLLM(Engine):
     def layer_format(self, layer, arch, fmt):
         # TurboQuantConfig.get_boundary_skip_layers: models without Mamba/GDN layers keep the first and
         # last min(2, n // 2) layers in the model dtype (kv_cache_dtype "auto").
-        if fmt.name.startswith("turboquant") and not arch.linear_layers():
+        if fmt.name.startswith("turboquant") and not arch.state_layers():
             n = arch.num_hidden_layers
             skip = min(2, n // 2)
             if layer.index < skip or layer.index >= n - skip:
@@ -182,15 +272,51 @@ class VLLM(Engine):
             blocks = math.ceil(L / B)
         return blocks * B, dep.max_num_seqs
 
-    def state_tensors(self, layer, arch, dep):
+    MLA_FORMATS = ("bf16", "fp16", "fp8_e4m3")
+
+    def mla_format(self, layer, arch, fmt):
+        if fmt.name not in self.MLA_FORMATS:
+            raise KvMathError(
+                f"vLLM's MLA backends have no {fmt.name} cache (FlashMLA/Triton MLA supported_kv_cache_dtypes: "
+                f"auto, bfloat16, float16, fp8); MLA formats here: {choices(self.MLA_FORMATS)}"
+            )
+        return fmt
+
+    def mla_dims(self, layer, arch, dep):
+        return layer.latent_dim, 0
+
+    def _ssm_dtype(self, arch: Architecture, dep: Deployment) -> str:
+        """``mamba_ssm_cache_dtype`` as vLLM resolves it for this model (see the class docstring)."""
+        if dep.mamba_ssm_cache_dtype:
+            return dep.mamba_ssm_cache_dtype
+        if arch.model_type in ("qwen3_5_text", "qwen3_5_moe_text") and arch.mamba_ssm_dtype:
+            return arch.mamba_ssm_dtype
+        if arch.model_type == "nemotron_h":
+            return arch.mamba_ssm_dtype or "float32"
+        return arch.dtype
+
+    def gdn_state(self, layer, arch, dep):
         tp = dep.tp
-        conv_dtype = arch.dtype
-        ssm = dep.mamba_ssm_cache_dtype or (
-            arch.mamba_ssm_dtype if arch.model_type in ("qwen3_5_text", "qwen3_5_moe_text") else None
-        ) or conv_dtype
         return [
-            StateTensor("conv", (layer.conv_kernel - 1 + dep.num_speculative_tokens, layer.conv_dim // tp), conv_dtype),
-            StateTensor("temporal", (layer.num_v_heads // tp, layer.v_head_dim, layer.k_head_dim), ssm),
+            StateTensor("conv", (layer.conv_kernel - 1 + dep.num_speculative_tokens, layer.conv_dim // tp), arch.dtype),
+            StateTensor("temporal", (layer.num_v_heads // tp, layer.v_head_dim, layer.k_head_dim),
+                        self._ssm_dtype(arch, dep)),
+        ]
+
+    def mamba2_state(self, layer, arch, dep):
+        tp = dep.tp
+        return [
+            StateTensor("conv", (layer.conv_kernel - 1 + dep.num_speculative_tokens,
+                                 self._mamba2_conv_dim(layer, tp) // tp), arch.dtype),
+            StateTensor("temporal", (layer.num_heads // tp, layer.head_dim, layer.state_size),
+                        self._ssm_dtype(arch, dep)),
+        ]
+
+    def kda_state(self, layer, arch, dep):
+        tp = dep.tp
+        return [
+            StateTensor("conv", (layer.conv_kernel - 1 + dep.num_speculative_tokens, layer.conv_dim // tp), arch.dtype),
+            StateTensor("recurrent", (layer.num_heads // tp, layer.head_dim, layer.head_dim), "float32"),
         ]
 
 
@@ -202,11 +328,25 @@ class LlamaCpp(Engine):
     sequence. Full layers hold ``n_ctx_seq`` cells. SWA layers (src/llama-kv-cache-iswa.cpp) hold
     ``GGML_PAD(min(n_ctx_seq, n_swa * (unified ? n_seq : 1) + n_ubatch), 256)`` cells, or
     ``n_ctx_seq`` with ``--swa-full``. Recurrent layers (src/llama-memory-recurrent.cpp): one f32 cell
-    per sequence with r = ``(K - 1) * conv_dim`` and s = ``dk * nv * dv`` elements.
+    per sequence with r = ``(K - 1) * conv_dim`` and s = ``dk * nv * dv`` elements (GDN).
+
+    Other layer kinds (src/llama-hparams.cpp ``n_embd_r`` / ``n_embd_s``, src/llama-kv-cache.cpp):
+    Mamba-2 r = ``(d_conv - 1) * (d_inner + 2 * n_group * d_state)``, s = ``d_state * d_inner`` with
+    ``d_inner = mamba_num_heads * mamba_head_dim`` (convert_hf_to_gguf.py NemotronH); Kimi KDA
+    r = ``3 * (d_conv - 1) * n_head * kda_head_dim`` and s = ``kda_head_dim**2 * n_head``, where
+    ``n_head`` is the model's ``num_attention_heads`` (the converter asserts it equals the KDA
+    ``num_heads``). MLA layers are converted to one KV head of ``kv_lora_rank + qk_rope_head_dim``
+    (576); since PR #19067 (2026-01-24) no V is allocated for them (``has_v = !is_mla``), before it
+    V was ``kv_lora_rank`` wide: ``Deployment.llamacpp_build`` names which. The same rules read in
+    llama.cpp 0c1e570 (vendored in llama-cpp-python 0.3.36): src/llama-kv-cache.cpp ``has_v = !is_mla``,
+    src/llama-hparams.cpp ``n_embd_r`` / ``n_embd_s``. Sliding windows of llama / mistral / qwen2 /
+    qwen3 configs are not applied (``NO_WINDOW_MODEL_TYPES``).
     """
 
     name = "llama.cpp"
-    version = "llama.cpp ec98e2002 (llama-kv-cache.cpp, llama-kv-cache-iswa.cpp, llama-memory-recurrent.cpp)"
+    version = ("llama.cpp ec98e2002 (llama-kv-cache.cpp, llama-kv-cache-iswa.cpp, llama-memory-recurrent.cpp); "
+               "MLA, Mamba-2 and KDA rules from upstream 0c1e570 (PR #19067 V-less MLA unless llamacpp_build says "
+               "otherwise)")
     formats = LLAMACPP_CACHE_TYPES
 
     def cache_format(self, arch, kv_format=None, cache_type_k=None, cache_type_v=None):
@@ -214,6 +354,15 @@ class LlamaCpp(Engine):
             raise KvMathError("give either --kv-format or --cache-type-k/--cache-type-v, not both")
         k = cache_type_k or kv_format or "f16"
         return llamacpp_format(k, cache_type_v or kv_format or ("f16" if cache_type_k else k))
+
+    # The GGUF converters of these families write no sliding window (conversion/llama.py LlamaModel,
+    # which MistralForCausalLM maps to; conversion/qwen.py Qwen2Model / Qwen3Model) and their
+    # load_arch_hparams read none (src/models/llama.cpp), so every layer is a full KV layer: llama.cpp
+    # never implemented Mistral 7B's window (ggml-org/llama.cpp issues #3371, #3377).
+    NO_WINDOW_MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3")
+
+    def applies_window(self, layer, arch):
+        return arch.model_type not in self.NO_WINDOW_MODEL_TYPES
 
     @staticmethod
     def n_ctx_seq(dep: Deployment) -> tuple[int, int]:
@@ -231,10 +380,38 @@ class LlamaCpp(Engine):
             cells = -(-min(cells, layer.sliding_window * n_seq_per_stream + dep.n_ubatch) // 256) * 256
         return cells, streams
 
-    def state_tensors(self, layer, arch, dep):
+    def mla_dims(self, layer, arch, dep):
+        if dep.llamacpp_build == "pre-v-less":
+            if arch.model_type != "deepseek_v3":
+                raise KvMathError(
+                    f"kvmath has the pre-PR-#19067 llama.cpp MLA layout (K {layer.latent_dim} + V "
+                    f"{layer.kv_lora_rank}) for DeepSeek-V3 only, not for {arch.model_type}; use llamacpp_build 'current'"
+                )
+            return layer.latent_dim, layer.kv_lora_rank
+        return layer.latent_dim, 0
+
+    def gdn_state(self, layer, arch, dep):
         return [
             StateTensor("r", ((layer.conv_kernel - 1) * layer.conv_dim,), "float32"),
             StateTensor("s", (layer.k_head_dim * layer.num_v_heads * layer.v_head_dim,), "float32"),
+        ]
+
+    def mamba2_state(self, layer, arch, dep):
+        return [
+            StateTensor("r", ((layer.conv_kernel - 1) * layer.conv_dim,), "float32"),
+            StateTensor("s", (layer.state_size * layer.intermediate_size,), "float32"),
+        ]
+
+    def kda_state(self, layer, arch, dep):
+        n_head = arch.num_attention_heads
+        if n_head != layer.num_heads:
+            raise KvMathError(
+                f"llama.cpp sizes KDA state by n_head (num_attention_heads {n_head}), but the KDA layers have "
+                f"{layer.num_heads} heads; its converter rejects such a model (llama-hparams.cpp n_embd_r)"
+            )
+        return [
+            StateTensor("r", (3 * (layer.conv_kernel - 1) * n_head * layer.head_dim,), "float32"),
+            StateTensor("s", (layer.head_dim * layer.head_dim * n_head,), "float32"),
         ]
 
 
@@ -245,6 +422,15 @@ class Transformers(Engine):
     ``sliding_window - 1`` (src/transformers/cache_utils.py). Linear-attention layers keep a conv
     state ``[B, conv_dim, K]`` in the model dtype (K columns, not K - 1) and a recurrent state
     ``[B, nv, dk, dv]`` in float32 (models/qwen3_next, torch reference kernels).
+
+    MLA layers (models/deepseek_v3 and models/kimi_linear ``past_key_values.update(kv_nope, k_rot)``)
+    cache the latent as keys ``[B, 1, T, kv_lora_rank]`` and the RoPE key as values
+    ``[B, 1, T, qk_rope_head_dim]``: 1,152 bytes per token and layer in bf16 for DeepSeek-V3.
+    Mamba-2 layers (models/nemotron_h): conv ``[B, heads * head_dim + 2 * n_groups * d_state, K]`` in
+    the model dtype and SSM state ``[B, heads, head_dim, d_state]`` in float32 (the config's
+    ``mamba_ssm_cache_dtype`` is not applied by the torch path). KDA layers (models/kimi_linear): one
+    conv state ``[B, 3 * heads * head_dim, K]`` in the model dtype and recurrent ``[B, heads, head_dim,
+    head_dim]`` in float32. MLP/MoE-only blocks get a ``DummyLayer`` holding nothing.
     """
 
     name = "transformers"
@@ -261,10 +447,25 @@ class Transformers(Engine):
             return min(dep.max_ctx, layer.sliding_window - 1), dep.max_num_seqs
         return dep.max_ctx, dep.max_num_seqs
 
-    def state_tensors(self, layer, arch, dep):
+    def mla_dims(self, layer, arch, dep):
+        return layer.kv_lora_rank, layer.qk_rope_head_dim
+
+    def gdn_state(self, layer, arch, dep):
         return [
             StateTensor("conv_states", (layer.conv_dim, layer.conv_kernel), arch.dtype),
             StateTensor("recurrent_states", (layer.num_v_heads, layer.k_head_dim, layer.v_head_dim), "float32"),
+        ]
+
+    def mamba2_state(self, layer, arch, dep):
+        return [
+            StateTensor("conv_states", (layer.conv_dim, layer.conv_kernel), arch.dtype),
+            StateTensor("recurrent_states", (layer.num_heads, layer.head_dim, layer.state_size), "float32"),
+        ]
+
+    def kda_state(self, layer, arch, dep):
+        return [
+            StateTensor("conv_states", (layer.conv_dim, layer.conv_kernel), arch.dtype),
+            StateTensor("recurrent_states", (layer.num_heads, layer.head_dim, layer.head_dim), "float32"),
         ]
 
 

@@ -104,3 +104,184 @@ def test_unknown_model_and_bad_files(tmp_path):
 
 def test_hf_repo_names_resolve():
     assert kvmath.load_architecture("Qwen/Qwen3.6-27B").name == "qwen3.6-27b"
+
+
+# Layer kinds per config, from the key-fields table of shared/hf-configs/SOURCES.md.
+SHARED_LAYOUTS = {
+    "Qwen__Qwen2.5-7B-Instruct.json": {"full_attention": 28},
+    "Qwen__Qwen2.5-7B.json": {"full_attention": 28},
+    "Qwen__Qwen3-32B.json": {"full_attention": 64},
+    "Qwen__Qwen3-Next-80B-A3B-Instruct.json": {"linear_attention": 36, "full_attention": 12},
+    "Qwen__Qwen3.5-27B.json": {"linear_attention": 48, "full_attention": 16},
+    "Qwen__Qwen3.5-35B-A3B.json": {"linear_attention": 30, "full_attention": 10},
+    "Qwen__Qwen3.6-27B.json": {"linear_attention": 48, "full_attention": 16},
+    "Qwen__Qwen3.6-35B-A3B.json": {"linear_attention": 30, "full_attention": 10},
+    "deepseek-ai__DeepSeek-V3.json": {"full_attention": 61},
+    "google__gemma-2-9b.json": {"sliding_attention": 21, "full_attention": 21},
+    "google__gemma-4-26B-A4B.json": {"sliding_attention": 25, "full_attention": 5},
+    "google__gemma-4-31B-it.json": {"sliding_attention": 50, "full_attention": 10},
+    "meta-llama__Llama-3.1-70B-Instruct.json": {"full_attention": 80},
+    "meta-llama__Llama-3.1-70B.json": {"full_attention": 80},
+    "meta-llama__Llama-3.1-8B-Instruct.json": {"full_attention": 32},
+    "meta-llama__Llama-3.1-8B.json": {"full_attention": 32},
+    "mistralai__Mistral-7B-v0.1.json": {"sliding_attention": 32},
+    "moonshotai__Kimi-Linear-48B-A3B-Instruct.json": {"linear_attention": 20, "full_attention": 7},
+    "nvidia__NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.json": {"linear_attention": 23, "full_attention": 6, "moe": 23},
+    "nvidia__Nemotron-H-56B-Base-8K.json": {"linear_attention": 54, "full_attention": 10, "mlp": 54},
+    "openai__gpt-oss-120b.json": {"sliding_attention": 18, "full_attention": 18},
+    "openai__gpt-oss-20b.json": {"sliding_attention": 12, "full_attention": 12},
+}
+
+
+@needs_shared
+@pytest.mark.parametrize("name", sorted(SHARED_LAYOUTS))
+def test_every_shared_config_loads_with_its_layer_kinds(name):
+    a = kvmath.load_architecture(SHARED / name)
+    assert a.layer_type_counts() == SHARED_LAYOUTS[name]
+
+
+@needs_shared
+def test_no_shared_config_is_left_out():
+    assert {p.name for p in SHARED.glob("*.json")} <= set(SHARED_LAYOUTS)
+
+
+@needs_shared
+def test_mla_and_state_layer_fields():
+    d = kvmath.load_architecture(SHARED / "deepseek-ai__DeepSeek-V3.json")
+    assert {(l.kv_lora_rank, l.qk_rope_head_dim, l.qk_nope_head_dim, l.v_head_dim) for l in d.layers} == {
+        (512, 64, 128, 128)}
+    assert d.mtp_num_hidden_layers == 1  # num_nextn_predict_layers
+    k = kvmath.load_architecture(SHARED / "moonshotai__Kimi-Linear-48B-A3B-Instruct.json")
+    # linear_attn_config lists are 1-based: full_attn_layers [4, 8, ..., 24, 27] -> 0-based 3, 7, ..., 23, 26
+    assert [l.index for l in k.mla_layers()] == [3, 7, 11, 15, 19, 23, 26]
+    assert {(l.num_heads, l.head_dim, l.conv_kernel, l.conv_dim) for l in k.state_layers()} == {(32, 128, 4, 12288)}
+    n = kvmath.load_architecture(SHARED / "nvidia__NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.json")
+    pattern = "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME"
+    assert "".join({"linear_attention": "M", "full_attention": "*", "moe": "E"}[l.layer_type]
+                   for l in n.layers) == pattern
+    (m,) = {(l.num_heads, l.head_dim, l.state_size, l.n_groups, l.conv_kernel, l.conv_dim) for l in n.state_layers()}
+    assert m == (64, 64, 128, 8, 4, 64 * 64 + 2 * 8 * 128)
+    assert n.mamba_ssm_dtype == "float32" and {l.num_kv_heads for l in n.attention_layers()} == {2}
+    big = kvmath.load_architecture(SHARED / "nvidia__Nemotron-H-56B-Base-8K.json")
+    assert {(l.num_kv_heads, l.head_dim) for l in big.attention_layers()} == {(8, 128)}  # attention_head_dim
+    assert big.mamba_ssm_dtype is None
+
+
+@pytest.mark.parametrize("model_type,needs", [
+    ("falcon_mamba", "state_size, conv_kernel"),
+    ("jamba", "attn_layer_period"),
+    ("rwkv", "no KV cache"),
+    ("mamba2", "n_groups"),
+    ("some_new_model", "layer_types, num_key_value_heads, head_dim"),
+])
+def test_unknown_architectures_fail_naming_type_and_fields(model_type, needs):
+    cfg = {"model_type": model_type, "num_hidden_layers": 4, "num_attention_heads": 8, "hidden_size": 512}
+    with pytest.raises(kvmath.KvMathError, match=f"model_type '{model_type}' is not supported") as e:
+        kvmath.load_architecture(cfg)
+    assert needs in str(e.value) and "supported: deepseek_v3" in str(e.value)
+
+
+KIMI_MIN = {"model_type": "kimi_linear", "num_hidden_layers": 4, "num_attention_heads": 8, "kv_lora_rank": 64,
+            "qk_rope_head_dim": 16, "linear_attn_config": {"full_attn_layers": [4], "kda_layers": [1, 2, 3],
+                                                           "num_heads": 8, "head_dim": 32, "short_conv_kernel_size": 4}}
+NEMO_MIN = {"model_type": "nemotron_h", "hybrid_override_pattern": "M-*E", "num_attention_heads": 8,
+            "num_key_value_heads": 2, "head_dim": 64, "mamba_num_heads": 8, "mamba_head_dim": 32,
+            "ssm_state_size": 16, "n_groups": 2, "conv_kernel": 4}
+
+
+def with_(base, **changes):
+    cfg = json.loads(json.dumps(base))
+    for k, v in changes.items():
+        if k.startswith("lac_"):
+            cfg["linear_attn_config"][k[4:]] = v
+        elif v is None:
+            cfg.pop(k, None)
+        else:
+            cfg[k] = v
+    return cfg
+
+
+def test_minimal_hybrids_load():
+    k = kvmath.load_architecture(KIMI_MIN)
+    assert [type(l).__name__ for l in k.layers] == ["KDALayer"] * 3 + ["MLALayer"]
+    n = kvmath.load_architecture(NEMO_MIN)
+    assert [type(l).__name__ for l in n.layers] == ["Mamba2Layer", "NoCacheLayer", "AttentionLayer", "NoCacheLayer"]
+    # layers_block_type (transformers 5.x name) agrees with the pattern: accepted
+    same = with_(NEMO_MIN, layers_block_type=["linear_attention", "mlp", "full_attention", "moe"])
+    assert kvmath.load_architecture(same).layers == n.layers
+
+
+@pytest.mark.parametrize("bad,match", [
+    (with_(KIMI_MIN, lac_full_attn_layers=[4, 5]), "must be <= 4"),
+    (with_(KIMI_MIN, lac_full_attn_layers=[0]), "must be >= 1"),
+    (with_(KIMI_MIN, lac_full_attn_layers=[3]), "both full attention and KDA"),
+    (with_(KIMI_MIN, lac_full_attn_layers=[2, 2]), "twice"),
+    (with_(KIMI_MIN, lac_kda_layers=[1, 2]), "leave layers 3 of 4 unassigned"),
+    (with_(KIMI_MIN, linear_attn_config={"num_heads": 8}), "needs linear_attn_config.full_attn_layers"),
+    (with_(KIMI_MIN, linear_attn_config=[1]), "linear_attn_config must be an object"),
+    (with_(KIMI_MIN, layer_types=["full_attention"] * 4), "disagree"),
+    (with_(KIMI_MIN, lac_head_dim=None), "missing head_dim"),
+    (with_(KIMI_MIN, kv_lora_rank=None), "missing kv_lora_rank"),
+    (with_(NEMO_MIN, hybrid_override_pattern="M-*X"), "valid letters"),
+    (with_(NEMO_MIN, hybrid_override_pattern=""), "non-empty string"),
+    (with_(NEMO_MIN, hybrid_override_pattern=None), "needs hybrid_override_pattern"),
+    (with_(NEMO_MIN, num_hidden_layers=5), "has 4 entries but num_hidden_layers is 5"),
+    (with_(NEMO_MIN, layers_block_type=["linear_attention"] * 4), "disagree"),
+    (with_(NEMO_MIN, hybrid_override_pattern="--EE"), "no layer that keeps a cache"),
+    (with_(NEMO_MIN, n_groups=3), "not a multiple of n_groups"),
+    (with_(NEMO_MIN, mamba_num_heads=None), "missing mamba_num_heads"),
+    ({"model_type": "deepseek_v3", "num_hidden_layers": 2, "num_attention_heads": 8, "kv_lora_rank": 512},
+     "missing qk_rope_head_dim"),
+    ({"model_type": "deepseek_v3", "num_hidden_layers": 2, "num_attention_heads": 8, "kv_lora_rank": 512,
+      "qk_rope_head_dim": 64, "layer_types": ["full_attention", "sliding_attention"]}, "valid layer types"),
+    ({"model_type": "llama", "num_hidden_layers": 10**9, "num_attention_heads": 8, "hidden_size": 512},
+     "must be <= 65536"),
+    ({"model_type": "llama", "num_hidden_layers": float("nan"), "num_attention_heads": 8, "hidden_size": 512},
+     "must be an integer"),
+])
+def test_bad_hybrid_configs_raise_clear_errors(bad, match):
+    with pytest.raises(kvmath.KvMathError, match=match):
+        kvmath.load_architecture(bad)
+
+
+LLAMA_MIN = {"model_type": "llama", "num_hidden_layers": 4, "num_attention_heads": 8, "num_key_value_heads": 2,
+             "hidden_size": 512}
+
+
+@pytest.mark.parametrize("bad,match", [
+    # a window of 1 keeps no past token; transformers' [-W + 1:] slice then keeps all of them
+    (dict(LLAMA_MIN, model_type="mistral", sliding_window=1), "sliding_window must be >= 2"),
+    # MistralConfig defaults a missing window to 4096: kvmath wants it written out
+    (dict(LLAMA_MIN, model_type="mistral"), "no sliding_window key"),
+    (dict(LLAMA_MIN, model_type="qwen2", use_sliding_window=True, sliding_window=64), "no max_window_layers key"),
+    # transformers keeps the window in the cache, vLLM drops it
+    (dict(LLAMA_MIN, sliding_window=64, use_sliding_window=False), "engines|vLLM would not"),
+    # architectures without a window, given one
+    (with_(KIMI_MIN, sliding_window=64), "has no sliding window"),
+    (with_(NEMO_MIN, sliding_window=64), "has no sliding window"),
+    ({"model_type": "deepseek_v3", "num_hidden_layers": 2, "num_attention_heads": 8, "kv_lora_rank": 512,
+      "qk_rope_head_dim": 64, "sliding_window": 4096}, "has no sliding window"),
+    # multimodal wrapper without its text part
+    ({"model_type": "qwen3_5", "num_hidden_layers": 4}, "multimodal wrapper"),
+    ({"model_type": [], "text_config": {"model_type": None}}, "no model_type"),
+])
+def test_window_and_wrapper_contradictions(bad, match):
+    with pytest.raises(kvmath.KvMathError, match=match):
+        kvmath.load_architecture(bad)
+
+
+def test_window_rules_follow_transformers():
+    # llama given a window is windowed on every layer, like mistral (cache_utils get_layer_types_and_kwargs;
+    # vLLM models/llama.py with the model-level window); a null window is no window
+    a = kvmath.load_architecture(dict(LLAMA_MIN, sliding_window=64))
+    assert {(l.layer_type, l.sliding_window) for l in a.layers} == {("sliding_attention", 64)}
+    assert kvmath.load_architecture(dict(LLAMA_MIN, model_type="mistral", sliding_window=None)).layer_type_counts() == {
+        "full_attention": 4}
+    # Qwen 2 with the window on: layers >= max_window_layers
+    q = kvmath.load_architecture(dict(LLAMA_MIN, model_type="qwen2", use_sliding_window=True, sliding_window=64,
+                                      max_window_layers=2))
+    assert [l.layer_type for l in q.layers] == ["full_attention"] * 2 + ["sliding_attention"] * 2
+    # a wrapper's text_config without model_type is the wrapper's text model
+    cfg = json.loads(json.dumps(kvmath.resolve_model("qwen3.6-27b")["config"]))
+    wrapped = {"model_type": "qwen3_5", "text_config": {k: v for k, v in cfg.items() if k != "model_type"}}
+    assert kvmath.load_architecture(wrapped).layers == kvmath.load_architecture(cfg).layers

@@ -5,6 +5,7 @@ vLLM mamba_utils.py, transformers modular_qwen3_next.py and llama.cpp llama-hpar
 says so; kvmath's own arithmetic is never reused.
 """
 
+import json
 import math
 from pathlib import Path
 
@@ -147,3 +148,192 @@ def test_deployment_rejects_impossible_numbers():
             kvmath.derive("gemma-4-31b", **{"max_ctx": 1024, **kw})
     with pytest.raises(kvmath.KvMathError, match="unknown engine"):
         kvmath.derive("gemma-4-31b", engine="sglang", max_ctx=1024)
+
+
+# ---------------------------------------------------------------------------------------------------
+# MLA, Mamba-2, KDA and MoE-only blocks: every figure below is derived here from the engine source
+# named in the comment (vLLM vllm-project/vllm @001cabc1 kv_cache_interface.py and @02d71083
+# mamba_utils.py; llama.cpp src/llama-hparams.cpp n_embd_r / n_embd_s, PR #19067; transformers 5.23
+# models/deepseek_v3, models/kimi_linear, models/nemotron_h), never from kvmath's arithmetic.
+
+needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason="shared/hf-configs is not beside this checkout")
+DSV3 = SHARED / "deepseek-ai__DeepSeek-V3.json"
+KIMI = SHARED / "moonshotai__Kimi-Linear-48B-A3B-Instruct.json"
+NANO = SHARED / "nvidia__NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.json"
+NEMO56 = SHARED / "nvidia__Nemotron-H-56B-Base-8K.json"
+
+
+def state(d, kind):
+    (g,) = [g for g in d.groups if g.kind == kind]
+    return g, {t.name: (t.shape, t.dtype) for t in g.state}
+
+
+@needs_shared
+def test_vllm_deepseek_v3_mla_latent_576_per_token_replicated_on_every_rank():
+    # MLAAttentionSpec.real_page_size_bytes = block_size * num_kv_heads(1) * head_size * dtype size,
+    # head_size = kv_lora_rank + qk_rope_head_dim = 512 + 64 = 576; bf16: 1152 B per token and layer.
+    for tp in (1, 8):
+        d = kvmath.derive(DSV3, engine="vllm", tp=tp, max_ctx=163840)
+        (g,) = d.groups
+        assert (g.kind, g.n_layers, g.kv_heads_per_rank) == ("mla", 61, 1)
+        assert g.bytes_per_token == 576 * 2
+        assert d.bytes_per_token == 61 * 1152 == 70272
+        assert g.cells == math.ceil(163840 / 16) * 16
+    fp8 = kvmath.derive(DSV3, engine="vllm", kv_format="fp8_e4m3", max_ctx=4096)
+    assert fp8.bytes_per_token == 61 * 576
+
+
+@needs_shared
+@pytest.mark.parametrize("fmt", ["fp8_e5m2", "int8_per_token_head", "nvfp4", "turboquant_k8v4"])
+def test_vllm_mla_rejects_formats_its_mla_backends_lack(fmt):
+    with pytest.raises(kvmath.KvMathError, match="MLA"):
+        kvmath.derive(DSV3, engine="vllm", kv_format=fmt, max_ctx=4096)
+
+
+@needs_shared
+def test_llamacpp_deepseek_v3_v_less_since_pr_19067_and_k_plus_v_before():
+    # PR #19067 (2026-01-24): has_v = !is_mla, K = n_embd_head_k (576) x n_head_kv (1), f16.
+    d = kvmath.derive(DSV3, engine="llama.cpp", max_ctx=4096)
+    assert d.bytes_per_token == 61 * 576 * 2
+    # before it (ec98e2002): K 576 + V 512 (n_embd_head_v = kv_lora_rank), one KV head
+    old = kvmath.derive(DSV3, engine="llama.cpp", max_ctx=4096, llamacpp_build="ec98e2002")
+    assert old.deployment.llamacpp_build == "pre-v-less"
+    assert old.bytes_per_token == 61 * (576 + 512) * 2
+    # q8_0: a 576-element row is 18 blocks of 34 bytes (ggml type_traits)
+    q8 = kvmath.derive(DSV3, engine="llama.cpp", kv_format="q8_0", max_ctx=4096)
+    assert q8.bytes_per_token == 61 * 18 * 34
+    with pytest.raises(kvmath.KvMathError, match="unknown llamacpp_build"):
+        kvmath.derive(DSV3, engine="llama.cpp", max_ctx=4096, llamacpp_build="b1")
+
+
+@needs_shared
+def test_transformers_deepseek_v3_latent_keys_and_rope_values():
+    # DeepseekV3Attention: keys kv_nope [B, 1, T, 512], values k_rot [B, 1, T, 64], bf16
+    d = kvmath.derive(DSV3, engine="transformers", max_ctx=100, max_num_seqs=3)
+    (g,) = d.groups
+    assert g.bytes_per_token == (512 + 64) * 2
+    assert d.total_bytes == 61 * 3 * 100 * 1152
+
+
+@needs_shared
+def test_kimi_linear_per_engine():
+    # 7 MLA layers (1-based 4, 8, ..., 24, 27) and 20 KDA layers (32 heads x 128, short conv 4).
+    v = kvmath.derive(KIMI, engine="vllm", max_ctx=4096)
+    mla = [g for g in v.groups if g.kind == "mla"][0]
+    assert mla.layers == (3, 7, 11, 15, 19, 23, 26)
+    assert v.bytes_per_token == 7 * 576 * 2
+    # kda_state_shape: conv (K-1, nh*hd + 2*nk*dk) = (3, 12288) in bf16; kda_state_dtype: recurrent fp32
+    g, shapes = state(v, "kda")
+    assert g.n_layers == 20
+    assert shapes == {"conv": ((3, 12288), "bfloat16"), "recurrent": ((32, 128, 128), "float32")}
+    assert v.state_bytes_per_seq == 20 * (3 * 12288 * 2 + 32 * 128 * 128 * 4) == 43_417_600
+    _, shapes = state(kvmath.derive(KIMI, engine="vllm", max_ctx=4096, tp=2, num_speculative_tokens=2), "kda")
+    assert shapes == {"conv": ((3 + 2, 6144), "bfloat16"), "recurrent": ((16, 128, 128), "float32")}
+    # --mamba-ssm-cache-dtype does not reach KDA (kda_state_dtype returns float32 unconditionally)
+    _, shapes = state(kvmath.derive(KIMI, engine="vllm", max_ctx=4096, mamba_ssm_cache_dtype="bfloat16"), "kda")
+    assert shapes["recurrent"][1] == "float32"
+    # llama.cpp n_embd_r = 3 * (d_conv - 1) * n_head * kda_head_dim, n_embd_s = kda_head_dim^2 * n_head, f32
+    c = kvmath.derive(KIMI, engine="llama.cpp", max_ctx=4096)
+    _, shapes = state(c, "kda")
+    assert shapes == {"r": ((3 * 3 * 32 * 128,), "float32"), "s": ((128 * 128 * 32,), "float32")}
+    assert c.state_bytes_per_seq == 20 * 4 * (36864 + 524288) == 44_892_160
+    assert c.bytes_per_token == 7 * 576 * 2  # V-less MLA
+    with pytest.raises(kvmath.KvMathError, match="DeepSeek-V3 only"):
+        kvmath.derive(KIMI, engine="llama.cpp", max_ctx=4096, llamacpp_build="pre-v-less")
+    # transformers: conv_states [B, 3*32*128, 4] bf16, recurrent_states [B, 32, 128, 128] fp32
+    t = kvmath.derive(KIMI, engine="transformers", max_ctx=4096)
+    _, shapes = state(t, "kda")
+    assert shapes == {"conv_states": ((12288, 4), "bfloat16"), "recurrent_states": ((32, 128, 128), "float32")}
+    assert t.state_bytes_per_seq == 20 * (12288 * 4 * 2 + 32 * 128 * 128 * 4) == 43_909_120
+
+
+@needs_shared
+def test_nemotron_nano_mamba2_per_engine():
+    # 23 M (Mamba-2: 64 heads x 64, d_state 128, 8 groups, conv 4), 6 * (2 KV heads x 128), 23 E (no cache)
+    v = kvmath.derive(NANO, engine="vllm", max_ctx=8192)
+    assert [g.n_layers for g in v.groups if g.kind == "none"] == [23]
+    assert v.bytes_per_token == 6 * 2 * 128 * 2 * 2 == 6144
+    # mamba2_state_shape: conv (K-1, 64*64 + 2*8*128 = 6144) bf16; temporal (64, 64, 128) in the config's
+    # mamba_ssm_cache_dtype float32 (NemotronHForCausalLMConfig)
+    g, shapes = state(v, "mamba2")
+    assert g.n_layers == 23
+    assert shapes == {"conv": ((3, 6144), "bfloat16"), "temporal": ((64, 64, 128), "float32")}
+    assert v.state_bytes_per_seq == 23 * (3 * 6144 * 2 + 64 * 64 * 128 * 4) == 49_082_368
+    _, shapes = state(kvmath.derive(NANO, engine="vllm", max_ctx=8192, tp=4), "mamba2")
+    assert shapes == {"conv": ((3, 6144 // 4), "bfloat16"), "temporal": ((16, 64, 128), "float32")}
+    # MambaMixer2: n_groups % tp == 0 or n_groups == 1
+    with pytest.raises(kvmath.KvMathError, match="n_groups 8"):
+        kvmath.derive(NANO, engine="vllm", max_ctx=8192, tp=16)
+    # llama.cpp: r = (d_conv-1)*(d_inner + 2*n_group*d_state), s = d_state*d_inner, f32
+    c = kvmath.derive(NANO, engine="llama.cpp", max_ctx=8192)
+    _, shapes = state(c, "mamba2")
+    assert shapes == {"r": ((3 * 6144,), "float32"), "s": ((128 * 4096,), "float32")}
+    assert c.state_bytes_per_seq == 23 * 4 * (18432 + 524288) == 49_930_240
+    # transformers: conv_states [B, 6144, 4] bf16, recurrent_states [B, 64, 64, 128] fp32
+    t = kvmath.derive(NANO, engine="transformers", max_ctx=8192)
+    _, shapes = state(t, "mamba2")
+    assert shapes == {"conv_states": ((6144, 4), "bfloat16"), "recurrent_states": ((64, 64, 128), "float32")}
+
+
+@needs_shared
+def test_nemotron_56b_vllm_defaults_ssm_state_to_float32_without_a_config_dtype():
+    # no mamba_ssm_cache_dtype in the 56B config: DEFAULT_MAMBA_SSM_CACHE_DTYPE = "float32"
+    v = kvmath.derive(NEMO56, engine="vllm", max_ctx=8192)
+    g, shapes = state(v, "mamba2")
+    conv_dim = 256 * 64 + 2 * 8 * 256  # 20480
+    assert shapes == {"conv": ((3, conv_dim), "bfloat16"), "temporal": ((256, 64, 256), "float32")}
+    assert v.state_bytes_per_seq == 54 * (3 * conv_dim * 2 + 256 * 64 * 256 * 4)
+    half = kvmath.derive(NEMO56, engine="vllm", max_ctx=8192, mamba_ssm_cache_dtype="bfloat16")
+    assert state(half, "mamba2")[1]["temporal"][1] == "bfloat16"
+    # 10 attention layers x 8 KV heads x attention_head_dim 128, K and V, bf16; 54 MLP blocks hold nothing
+    assert v.bytes_per_token == 10 * 8 * 128 * 2 * 2
+    assert sum(g.n_layers for g in v.groups if g.kind == "none") == 54
+
+
+def test_vllm_mamba2_pads_a_single_group_to_tp():
+    # extra_groups_for_head_shards(1, 4) = 3: conv_dim = 8*64 + 2*4*16 = 640, split over 4 ranks
+    cfg = {"model_type": "nemotron_h", "hybrid_override_pattern": "M*", "num_attention_heads": 8,
+           "num_key_value_heads": 4, "head_dim": 64, "mamba_num_heads": 8, "mamba_head_dim": 64,
+           "ssm_state_size": 16, "n_groups": 1, "conv_kernel": 4, "dtype": "bfloat16"}
+    _, shapes = state(kvmath.derive(cfg, engine="vllm", tp=4, max_ctx=64), "mamba2")
+    assert shapes["conv"][0] == (3, (8 * 64 + 2 * 4 * 16) // 4)
+    _, shapes = state(kvmath.derive(cfg, engine="vllm", tp=1, max_ctx=64), "mamba2")
+    assert shapes["conv"][0] == (3, 8 * 64 + 2 * 1 * 16)
+
+
+@needs_shared
+def test_sliding_window_forms():
+    # Mistral: window on every layer; vLLM SlidingWindowSpec (ceil(min(W-1+T_b, L)/B) + 1) blocks
+    m = kvmath.derive(SHARED / "mistralai__Mistral-7B-v0.1.json", engine="vllm", max_ctx=32768)
+    (g,) = m.groups
+    assert (g.layer_type, g.n_layers) == ("sliding_attention", 32)
+    assert g.cells == (math.ceil((4096 - 1 + 2048) / 16) + 1) * 16
+    # gpt-oss: layer_types alternate, sliding first; without layer_types GptOssConfig builds the same
+    cfg = json.loads((SHARED / "openai__gpt-oss-20b.json").read_text())
+    a = kvmath.load_architecture(cfg)
+    assert [l.index for l in a.layers_of("sliding_attention")] == list(range(0, 24, 2))
+    del cfg["layer_types"]
+    assert kvmath.load_architecture(cfg).layers == a.layers
+    # Gemma 2: no layer_types; Gemma2Config: even index sliding
+    g2 = kvmath.load_architecture(SHARED / "google__gemma-2-9b.json")
+    assert [l.index for l in g2.layers_of("sliding_attention")] == list(range(0, 42, 2))
+    # Qwen 2.5 / Qwen 3: use_sliding_window false, so sliding_window 131072 is ignored
+    for f in ("Qwen__Qwen2.5-7B.json", "Qwen__Qwen3-32B.json"):
+        assert kvmath.load_architecture(SHARED / f).layer_type_counts().keys() == {"full_attention"}
+
+
+@needs_shared
+def test_llamacpp_runs_mistral_7b_without_its_window():
+    # conversion/llama.py (MistralForCausalLM -> LlamaModel) writes no sliding_window and
+    # src/models/llama.cpp reads none: llama.cpp caches every layer in full (issues #3371, #3377),
+    # while vLLM and transformers keep the 4096-token window.
+    f = SHARED / "mistralai__Mistral-7B-v0.1.json"
+    c = kvmath.derive(f, engine="llama.cpp", max_ctx=32768)
+    (g,) = c.groups
+    assert (g.layer_type, g.cells, g.n_layers) == ("full_attention", 32768, 32)
+    assert c.bytes_per_token == 32 * 8 * 128 * 2 * 2 and "not applied by llama.cpp" in g.description
+    (t,) = kvmath.derive(f, engine="transformers", max_ctx=32768).groups
+    assert (t.layer_type, t.cells) == ("sliding_attention", 4095)
+    # gpt-oss keeps its window in llama.cpp (conversion/gpt_oss.py writes sliding_window): iSWA sizing
+    o = kvmath.derive(SHARED / "openai__gpt-oss-20b.json", engine="llama.cpp", max_ctx=32768)
+    assert group(o, "sliding_attention").cells == 768  # GGML_PAD(128 + 512, 256)

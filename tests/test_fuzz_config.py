@@ -1,0 +1,438 @@
+"""The config loader under fuzzing: malformed, truncated and contradictory configs.
+
+Every example starts from a config that loads (one minimal config per family, the shipped model
+facts, and every config in shared/hf-configs when it is beside the checkout) and applies a few
+random mutations: keys deleted, values replaced by wrong types (strings, bools, lists, objects for
+integers), negative, zero, huge, NaN and infinite numbers, ``layer_types`` truncated, extended or
+given unknown strings, ``text_config`` / ``linear_attn_config`` replaced by garbage, layer patterns
+with unknown letters. The properties:
+
+- loading raises ``KvMathError`` with a message, or returns an Architecture - never another
+  exception;
+- a loaded Architecture has exactly the layers the config declares, and every layer's widths are
+  values the config holds (or the documented defaults);
+- ``derive`` on every engine either raises ``KvMathError`` or gives non-negative integers whose
+  groups cover every layer once, a positive total, and JSON-clean ``to_dict()``; the transformers
+  total equals an independent per-layer sum written here from transformers' cache layouts.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import os
+import tempfile
+import warnings
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import kvmath
+from kvmath.arch import (
+    FULL, SLIDING, AttentionLayer, GatedDeltaNetLayer, KDALayer, MLALayer, Mamba2Layer, NoCacheLayer,
+)
+from kvmath.formats import DTYPE_BYTES
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "hf-configs"
+
+# One small config per family, so the fuzzer covers every loader without shared/.
+MINIMAL = {
+    "llama": {"model_type": "llama", "num_hidden_layers": 4, "num_attention_heads": 8, "num_key_value_heads": 2,
+              "hidden_size": 512, "max_position_embeddings": 4096, "torch_dtype": "bfloat16"},
+    "mistral": {"model_type": "mistral", "num_hidden_layers": 3, "num_attention_heads": 8, "num_key_value_heads": 8,
+                "hidden_size": 256, "sliding_window": 64, "max_position_embeddings": 1024},
+    "qwen2": {"model_type": "qwen2", "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2,
+              "hidden_size": 256, "sliding_window": 32, "use_sliding_window": True, "max_window_layers": 2},
+    "gemma2": {"model_type": "gemma2", "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2,
+               "head_dim": 64, "sliding_window": 32, "torch_dtype": "float32"},
+    "gpt_oss": {"model_type": "gpt_oss", "num_hidden_layers": 4, "num_attention_heads": 8, "num_key_value_heads": 2,
+                "head_dim": 64, "sliding_window": 16,
+                "layer_types": ["sliding_attention", "full_attention"] * 2},
+    "gemma4": {"model_type": "gemma4", "text_config": {
+        "model_type": "gemma4_text", "num_hidden_layers": 8, "num_attention_heads": 8, "num_key_value_heads": 4,
+        "head_dim": 32, "global_head_dim": 64, "attention_k_eq_v": True, "num_global_key_value_heads": 2,
+        "sliding_window": 16, "num_kv_shared_layers": 2, "dtype": "bfloat16"}},
+    "qwen3_5": {"model_type": "qwen3_5", "text_config": {
+        "model_type": "qwen3_5_text", "num_hidden_layers": 8, "num_attention_heads": 8, "num_key_value_heads": 2,
+        "head_dim": 64, "linear_num_key_heads": 2, "linear_num_value_heads": 4, "linear_key_head_dim": 32,
+        "linear_value_head_dim": 32, "linear_conv_kernel_dim": 4, "full_attention_interval": 4,
+        "mamba_ssm_dtype": "float32", "dtype": "bfloat16"}},
+    "deepseek_v3": {"model_type": "deepseek_v3", "num_hidden_layers": 3, "num_attention_heads": 8,
+                    "kv_lora_rank": 64, "qk_rope_head_dim": 16, "qk_nope_head_dim": 32, "v_head_dim": 32,
+                    "num_nextn_predict_layers": 1, "torch_dtype": "bfloat16"},
+    "kimi_linear": {"model_type": "kimi_linear", "num_hidden_layers": 4, "num_attention_heads": 8,
+                    "kv_lora_rank": 64, "qk_rope_head_dim": 16, "dtype": "bfloat16",
+                    "linear_attn_config": {"full_attn_layers": [4], "kda_layers": [1, 2, 3], "num_heads": 8,
+                                           "head_dim": 32, "short_conv_kernel_size": 4}},
+    "nemotron_h": {"model_type": "nemotron_h", "hybrid_override_pattern": "M-M*E", "num_attention_heads": 8,
+                   "num_key_value_heads": 2, "head_dim": 64, "mamba_num_heads": 8, "mamba_head_dim": 32,
+                   "ssm_state_size": 16, "n_groups": 2, "conv_kernel": 4, "mamba_ssm_cache_dtype": "float32"},
+}
+
+
+def _seeds() -> dict[str, dict]:
+    seeds = {f"min:{k}": v for k, v in MINIMAL.items()}
+    for model_id, entry in kvmath.known_models().items():
+        seeds[f"shipped:{model_id}"] = entry["config"]
+    if SHARED.is_dir():
+        for p in sorted(SHARED.glob("*.json")):
+            seeds[f"shared:{p.stem}"] = json.loads(p.read_text())
+    return seeds
+
+
+SEEDS = _seeds()
+for _name, _cfg in SEEDS.items():  # every seed must load, or the fuzzer starts from nothing
+    kvmath.load_architecture(copy.deepcopy(_cfg))
+
+# Keys the loaders read; mutations target these as well as whatever keys a config has.
+READ_KEYS = (
+    "model_type", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim", "hidden_size",
+    "attention_head_dim", "sliding_window", "use_sliding_window", "max_window_layers", "layer_types",
+    "layers_block_type", "full_attention_interval", "global_head_dim", "num_global_key_value_heads",
+    "attention_k_eq_v", "num_kv_shared_layers", "linear_num_key_heads", "linear_num_value_heads",
+    "linear_key_head_dim", "linear_value_head_dim", "linear_conv_kernel_dim", "mamba_ssm_dtype",
+    "mtp_num_hidden_layers", "kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim",
+    "num_nextn_predict_layers", "linear_attn_config", "full_attn_layers", "kda_layers", "num_heads",
+    "short_conv_kernel_size", "hybrid_override_pattern", "mamba_num_heads", "mamba_head_dim", "ssm_state_size",
+    "n_groups", "conv_kernel", "mamba_ssm_cache_dtype", "dtype", "torch_dtype", "max_position_embeddings",
+    "text_config", "use_bidirectional_attention",
+)
+LAYER_WORDS = ["full_attention", "sliding_attention", "linear_attention", "mlp", "moe", "chunked_attention",
+               "attention", "mamba", "", "FULL_ATTENTION"]
+NUMBERS = st.one_of(
+    st.sampled_from([0, -1, 1, 2, 3, 4, 7, 16, 64, 2**31, 2**32, 2**32 + 1, 2**64, 10**30, -(2**63)]),
+    st.integers(min_value=-(10**6), max_value=10**6),
+    st.sampled_from([float("nan"), float("inf"), float("-inf"), 1.5, 32.0, -4.0, 0.0, 1e300, 2.0**70]),
+    st.floats(allow_nan=True, allow_infinity=True),
+)
+SCALARS = st.one_of(
+    st.none(), st.booleans(), NUMBERS,
+    st.sampled_from(["32", "", "abc", "bfloat16", "torch.float16", "fp8", "M*-E", "MMX", "all"] + LAYER_WORDS),
+    st.text(max_size=6),
+)
+JUNK = st.one_of(
+    SCALARS,
+    st.lists(st.one_of(st.sampled_from(LAYER_WORDS), st.integers(-2, 40), st.none(), st.booleans()), max_size=10),
+    st.dictionaries(st.sampled_from(READ_KEYS + ("x", "")), SCALARS, max_size=4),
+)
+
+
+def _dicts(cfg: dict) -> list[dict]:
+    """The config's mutable objects: the top level and nested text_config / linear_attn_config."""
+    out = [cfg]
+    for d in list(out):
+        for key in ("text_config", "linear_attn_config"):
+            if isinstance(d.get(key), dict):
+                out.append(d[key])
+                if isinstance(d[key].get("linear_attn_config"), dict):
+                    out.append(d[key]["linear_attn_config"])
+    return out
+
+
+def mutate(cfg: dict, data) -> None:
+    target = data.draw(st.sampled_from(_dicts(cfg)), label="object")
+    read = sorted(k for k in target if k in READ_KEYS)
+    key = data.draw(st.one_of(st.sampled_from(read or list(READ_KEYS)), st.sampled_from(sorted(target) + list(READ_KEYS))),
+                    label="key")
+    op = data.draw(st.sampled_from(["delete", "set", "set", "edge", "edge", "scale", "list"]), label="op")
+    value = target.get(key)
+    if op == "delete":
+        target.pop(key, None)
+    elif op == "set":
+        target[key] = data.draw(JUNK, label="value")
+    elif op == "edge":  # the boundary values a loader most easily gets wrong
+        target[key] = data.draw(st.sampled_from([0, 1, 2, -1, 1.0, 0.0, True, False, "1", None, [], {}]), label="edge")
+    elif op == "scale":
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            factor = data.draw(st.sampled_from([-1, 0, 2, 3, 10**12, 0.5, 1.5, float("inf")]), label="factor")
+            target[key] = value * factor
+        elif isinstance(value, str) and value:
+            # truncate, extend or corrupt a pattern string
+            cut = data.draw(st.integers(0, len(value)), label="cut")
+            target[key] = data.draw(st.sampled_from([value[:cut], value + value[-1], value[:cut] + "X"]))
+        else:
+            target[key] = data.draw(NUMBERS, label="value")
+    else:  # list surgery: truncate, extend, replace one entry
+        if not isinstance(value, list):
+            value = ["full_attention", "sliding_attention", "linear_attention"] * 3
+        value = list(value)
+        how = data.draw(st.sampled_from(["truncate", "extend", "replace"]), label="how")
+        if how == "truncate":
+            value = value[: data.draw(st.integers(0, max(0, len(value) - 1)), label="len")]
+        elif how == "extend":
+            value = value + data.draw(st.lists(st.sampled_from(LAYER_WORDS + [3, None]), min_size=1, max_size=4))
+        elif value:
+            i = data.draw(st.integers(0, len(value) - 1), label="i")
+            value[i] = data.draw(st.one_of(st.sampled_from(LAYER_WORDS), st.integers(-1, 99), st.none()))
+        target[key] = value
+
+
+# ---------------------------------------------------------------------------------------------------
+# the properties
+
+CTX, SEQS = 300, 2
+
+
+def _num(x):
+    """An integral config number as an int, else None (mirrors what a loader may accept)."""
+    if isinstance(x, bool):
+        return None
+    if isinstance(x, int):
+        return x
+    if isinstance(x, float) and math.isfinite(x) and x.is_integer():
+        return int(x)
+    return None
+
+
+def _text(cfg: dict) -> dict:
+    return cfg["text_config"] if isinstance(cfg.get("text_config"), dict) else cfg
+
+
+def declared_layer_count(t: dict) -> int:
+    if t.get("model_type") == "nemotron_h":
+        for key in ("layers_block_type", "layer_types", "hybrid_override_pattern"):
+            if t.get(key) is not None:
+                return len(t[key])
+    return _num(t.get("num_hidden_layers"))
+
+
+def check_layers_match_fields(arch, cfg: dict) -> None:
+    t = _text(cfg)
+    assert arch.num_hidden_layers == declared_layer_count(t)
+    assert [layer.index for layer in arch.layers] == list(range(arch.num_hidden_layers))
+    assert any(layer.owns_cache for layer in arch.layers)
+    val = lambda *keys: {_num(t.get(k)) for k in keys} - {None}  # noqa: E731
+    heads = _num(t.get("num_attention_heads"))
+    hidden = _num(t.get("hidden_size"))
+    lac = t.get("linear_attn_config") if isinstance(t.get("linear_attn_config"), dict) else {}
+    for layer in arch.layers:
+        if isinstance(layer, AttentionLayer):
+            assert layer.num_kv_heads in val("num_key_value_heads", "num_global_key_value_heads") | {heads}
+            widths = val("head_dim", "global_head_dim", "attention_head_dim") | {512}
+            if hidden and heads:
+                widths.add(hidden // heads)
+            assert layer.head_dim in widths and layer.v_head_dim == layer.head_dim
+            if layer.layer_type == SLIDING:
+                assert layer.sliding_window == _num(t.get("sliding_window")) >= 2
+            if layer.kv_source is not None:
+                assert layer.kv_source < layer.index and arch.layers[layer.kv_source].owns_cache
+        elif isinstance(layer, MLALayer):
+            assert (layer.kv_lora_rank, layer.qk_rope_head_dim) == (
+                _num(t.get("kv_lora_rank")), _num(t.get("qk_rope_head_dim")))
+        elif isinstance(layer, GatedDeltaNetLayer):
+            assert (layer.num_k_heads, layer.num_v_heads, layer.k_head_dim, layer.v_head_dim) == tuple(
+                _num(t.get(k)) for k in ("linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim",
+                                         "linear_value_head_dim"))
+            assert layer.conv_kernel == (_num(t.get("linear_conv_kernel_dim")) or 4)
+            assert layer.num_v_heads % layer.num_k_heads == 0
+        elif isinstance(layer, Mamba2Layer):
+            assert (layer.num_heads, layer.head_dim, layer.state_size, layer.n_groups) == tuple(
+                _num(t.get(k)) for k in ("mamba_num_heads", "mamba_head_dim", "ssm_state_size", "n_groups"))
+            assert layer.conv_kernel == (_num(t.get("conv_kernel")) or 4)
+        elif isinstance(layer, KDALayer):
+            assert (layer.num_heads, layer.head_dim, layer.conv_kernel) == tuple(
+                _num(lac.get(k)) for k in ("num_heads", "head_dim", "short_conv_kernel_size"))
+        else:
+            assert isinstance(layer, NoCacheLayer) and not layer.owns_cache
+
+
+def transformers_oracle(arch) -> int:
+    """Bytes of transformers' DynamicCache after CTX tokens for SEQS sequences, layer by layer.
+
+    Written from cache_utils.py (DynamicLayer keeps every token, DynamicSlidingWindowLayer the last
+    W - 1), models/deepseek_v3 (latent keys + RoPE values), the linear-attention layers (conv state
+    with K columns in the model dtype, float32 recurrent state) and DummyLayer (nothing).
+    """
+    dt = DTYPE_BYTES[arch.dtype]
+    total = 0
+    for layer in arch.layers:
+        if isinstance(layer, AttentionLayer):
+            if layer.kv_source is None:
+                cells = min(CTX, layer.sliding_window - 1) if layer.layer_type == SLIDING else CTX
+                total += SEQS * cells * layer.num_kv_heads * (layer.head_dim + layer.v_head_dim) * dt
+        elif isinstance(layer, MLALayer):
+            total += SEQS * CTX * (layer.kv_lora_rank + layer.qk_rope_head_dim) * dt
+        elif isinstance(layer, GatedDeltaNetLayer):
+            conv = 2 * layer.num_k_heads * layer.k_head_dim + layer.num_v_heads * layer.v_head_dim
+            total += SEQS * (conv * layer.conv_kernel * dt + layer.num_v_heads * layer.k_head_dim * layer.v_head_dim * 4)
+        elif isinstance(layer, Mamba2Layer):
+            conv = layer.num_heads * layer.head_dim + 2 * layer.n_groups * layer.state_size
+            total += SEQS * (conv * layer.conv_kernel * dt + layer.num_heads * layer.head_dim * layer.state_size * 4)
+        elif isinstance(layer, KDALayer):
+            conv = 3 * layer.num_heads * layer.head_dim
+            total += SEQS * (conv * layer.conv_kernel * dt + layer.num_heads * layer.head_dim ** 2 * 4)
+    return total
+
+
+def _is_count(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and x >= 0
+
+
+def check_derivation(d, arch) -> None:
+    covered = sorted(i for g in d.groups for i in g.layers)
+    assert covered == list(range(arch.num_hidden_layers))
+    for g in d.groups:
+        for x in (g.bytes, g.bytes_per_token, g.cells, g.streams, g.state_bytes_per_seq, g.kv_heads_per_rank):
+            assert _is_count(x), (g, x)
+        assert g.state_bytes_per_seq == sum(t.nbytes for t in g.state)
+        if g.owns_cache and g.kind in ("attention", "mla"):
+            assert g.bytes_per_token > 0 and g.cells > 0 and g.streams > 0
+        if g.kind == "none":
+            assert g.bytes == 0
+    for x in (d.bytes_per_token, d.growing_bytes, d.sliding_bytes, d.state_bytes, d.state_bytes_per_seq):
+        assert _is_count(x)
+    assert _is_count(d.total_bytes) and d.total_bytes > 0
+    assert d.total_bytes == sum(g.bytes for g in d.groups)
+    json.dumps(d.to_dict(), allow_nan=False)
+
+
+def check(cfg) -> None:
+    try:
+        arch = kvmath.load_architecture(cfg)
+    except kvmath.KvMathError as e:
+        assert str(e).strip()
+        return
+    check_layers_match_fields(arch, cfg)
+    for engine in ("vllm", "llama.cpp", "transformers"):
+        try:
+            d = kvmath.derive(arch, engine=engine, max_ctx=CTX, max_num_seqs=SEQS)
+        except kvmath.KvMathError as e:
+            assert str(e).strip() and engine != "transformers", e
+            continue
+        check_derivation(d, arch)
+        if engine == "transformers":
+            assert d.total_bytes == transformers_oracle(arch)
+    if arch.max_position_embeddings:  # the default context is the config's own
+        try:
+            d = kvmath.derive(arch, engine="vllm")
+        except kvmath.KvMathError:
+            return
+        assert d.deployment.max_ctx == arch.max_position_embeddings
+        check_derivation(d, arch)
+
+
+FUZZ = settings(max_examples=int(os.environ.get("KVMATH_FUZZ_EXAMPLES", "1000")), deadline=None, database=None,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+@pytest.mark.parametrize("seed", sorted(SEEDS))
+def test_every_seed_derives_consistently(seed):
+    check(copy.deepcopy(SEEDS[seed]))
+
+
+@FUZZ
+@given(data=st.data())
+def test_mutated_configs_fail_cleanly_or_derive_consistently(data):
+    cfg = copy.deepcopy(SEEDS[data.draw(st.sampled_from(sorted(SEEDS)), label="seed")])
+    for _ in range(data.draw(st.integers(1, 4), label="mutations")):
+        mutate(cfg, data)
+    check(cfg)
+
+
+@settings(max_examples=500, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+@given(model_type=st.sampled_from(kvmath.supported_model_types() + ["falcon_mamba", "jamba", "rwkv", ""]),
+       fields=st.dictionaries(st.sampled_from(READ_KEYS), JUNK, max_size=12))
+def test_configs_made_of_random_fields(model_type, fields):
+    check({**fields, "model_type": model_type})
+    check_against_transformers({**fields, "model_type": model_type})
+
+
+@settings(max_examples=150, deadline=None, database=None)
+@given(seed=st.sampled_from(sorted(SEEDS)), cut=st.floats(0, 1, exclude_max=True))
+def test_truncated_json_files(seed, cut):
+    text = json.dumps(SEEDS[seed], indent=2)
+    text = text[: int(len(text) * cut)]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "config.json"
+        path.write_text(text)
+        with pytest.raises(kvmath.KvMathError, match="not valid JSON|must be a JSON object"):
+            kvmath.load_architecture(path)
+
+
+@pytest.mark.parametrize("top", [[], "llama", 3, None, True, [{"model_type": "llama"}]])
+def test_top_level_that_is_not_an_object(top, tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(top))
+    with pytest.raises(kvmath.KvMathError, match="must be a JSON object"):
+        kvmath.load_architecture(path)
+
+
+def test_nan_and_infinity_tokens_in_the_file(tmp_path):
+    # Python's json accepts the bare NaN / Infinity tokens (Nemotron-H 56B's time_step_limit has one)
+    base = dict(MINIMAL["llama"])
+    for bad in ("NaN", "Infinity", "-Infinity", "1e400"):
+        path = tmp_path / "config.json"
+        path.write_text(json.dumps(base).replace('"num_key_value_heads": 2', f'"num_key_value_heads": {bad}'))
+        with pytest.raises(kvmath.KvMathError, match="num_key_value_heads must be an integer"):
+            kvmath.load_architecture(path)
+
+
+# ---------------------------------------------------------------------------------------------------
+# differential: kvmath's layer kinds against the cache layout transformers 5.23 builds from the same
+# (mutated) config, through its own config classes and cache_utils.get_layer_types_and_kwargs
+
+def transformers_cache_layout(cfg: dict):
+    """[(layer type, window)] as transformers' DynamicCache would build it, or None if it rejects cfg."""
+    import transformers
+    from transformers import AutoConfig
+    from transformers.cache_utils import get_layer_types_and_kwargs
+
+    transformers.logging.set_verbosity_error()
+    text = copy.deepcopy(_text(cfg))
+    model_type = text.pop("model_type", None)
+    for key in ("auto_map", "quantization_config", "architectures"):
+        text.pop(key, None)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            config = AutoConfig.for_model(model_type, **text)
+            types, kwargs = get_layer_types_and_kwargs(config)
+    except Exception:  # transformers rejects it: nothing to compare
+        return None
+    return [(t, kw.get("sliding_window")) for t, kw in zip(types, kwargs)]
+
+
+def kvmath_cache_layout(arch) -> list:
+    out = []
+    for layer in arch.layers:
+        if not layer.owns_cache:
+            out.append(("dummy", None))
+        elif isinstance(layer, AttentionLayer):
+            out.append((layer.layer_type, layer.sliding_window))
+        elif isinstance(layer, MLALayer):
+            out.append((FULL, None))
+        else:
+            out.append(("linear_attention", None))
+    return out
+
+
+def check_against_transformers(cfg) -> None:
+    try:
+        arch = kvmath.load_architecture(cfg)
+    except kvmath.KvMathError:
+        return
+    theirs = transformers_cache_layout(cfg)
+    if theirs is not None:
+        assert kvmath_cache_layout(arch) == theirs
+
+
+@pytest.mark.parametrize("seed", sorted(SEEDS))
+def test_seed_layouts_equal_transformers(seed):
+    pytest.importorskip("transformers")
+    cfg = copy.deepcopy(SEEDS[seed])
+    assert transformers_cache_layout(cfg) is not None
+    check_against_transformers(cfg)
+
+
+@settings(max_examples=int(os.environ.get("KVMATH_FUZZ_EXAMPLES", "1000")), deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(data=st.data())
+def test_mutated_layouts_equal_transformers(data):
+    pytest.importorskip("transformers")
+    cfg = copy.deepcopy(SEEDS[data.draw(st.sampled_from(sorted(SEEDS)), label="seed")])
+    for _ in range(data.draw(st.integers(1, 3), label="mutations")):
+        mutate(cfg, data)
+    check_against_transformers(cfg)
