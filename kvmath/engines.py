@@ -201,7 +201,9 @@ class VLLM(Engine):
     float32 (``NemotronHForCausalLMConfig.DEFAULT_MAMBA_SSM_CACHE_DTYPE``, models/config.py).
     KDA (``kda_state_shape`` / ``kda_state_dtype``): conv ``(K - 1 + num_spec, (nh * hd + 2 * nk * dk)
     / tp)`` in the model dtype, recurrent ``(nh / tp, hd, hd)`` always float32.
-    Block-level rules (page unification, hybrid block alignment, grouping) are not applied here.
+    These are the bytes the cache holds. vLLM's block-level rules (page unification, the hybrid
+    attention/GDN block alignment, grouping, the start-up check) are in ``kvmath.vllm_alloc.plan``,
+    which gives what vLLM allocates and logs; ``kvmath --kv-cache-memory-bytes`` prints both.
     """
 
     name = "vllm"
@@ -344,9 +346,9 @@ class LlamaCpp(Engine):
     """
 
     name = "llama.cpp"
-    version = ("llama.cpp ec98e2002 (llama-kv-cache.cpp, llama-kv-cache-iswa.cpp, llama-memory-recurrent.cpp); "
-               "MLA, Mamba-2 and KDA rules from upstream 0c1e570 (PR #19067 V-less MLA unless llamacpp_build says "
-               "otherwise)")
+    version = ("llama.cpp 0c1e570 (llama-kv-cache.cpp, llama-kv-cache-iswa.cpp, llama-memory-recurrent.cpp; "
+               "the build tests/fixtures/llamacpp ran; plain and iSWA rules as in ec98e2002; V-less MLA since "
+               "PR #19067 unless llamacpp_build says otherwise). kvmath.llamacpp_memory gives its log lines")
     formats = LLAMACPP_CACHE_TYPES
 
     def cache_format(self, arch, kv_format=None, cache_type_k=None, cache_type_v=None):
