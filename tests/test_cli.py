@@ -29,7 +29,7 @@ def test_text_names_units_and_engine():
     r = run("--config", "gemma-4-26b-a4b", "--engine", "llama.cpp", "-ctk", "q8_0", "-ctv", "q4_0",
             "--max-ctx", "262144")
     assert r.returncode == 0, r.stderr
-    assert "llama.cpp ec98e2002" in r.stdout
+    assert "llama.cpp 0c1e570" in r.stdout
     assert "GiB" in r.stdout and "per token" in r.stdout
     assert "sliding_attention" in r.stdout and "full_attention" in r.stdout
 
