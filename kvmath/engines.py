@@ -11,6 +11,7 @@ Byte counts come from the cache format (``kvmath.formats``). Rules follow the en
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, replace
 
 from .arch import (
@@ -103,13 +104,16 @@ class StateTensor:
         return math.prod(self.shape) * DTYPE_BYTES[self.dtype]
 
 
-class Engine:
+class Engine(ABC):
+    """The rules of one engine. Subclasses answer every abstract method for each layer kind."""
+
     name = ""
     version = ""
     formats: tuple[str, ...] = ()
 
+    @abstractmethod
     def cache_format(self, arch: Architecture, kv_format=None, cache_type_k=None, cache_type_v=None) -> KVFormat:
-        raise NotImplementedError
+        ...
 
     def tp_problem(self, arch: Architecture, tp: int) -> str | None:
         """Why this engine cannot split ``arch`` over ``tp`` ranks, or None if it can."""
@@ -141,17 +145,19 @@ class Engine:
         """The format a given layer is stored in (engines may keep some layers unquantised)."""
         return fmt
 
+    @abstractmethod
     def attention_cells(self, layer: AttentionLayer | MLALayer, dep: Deployment) -> tuple[int, int]:
         """(token slots per stream, streams) of one attention layer's K and V tensors."""
-        raise NotImplementedError
+        ...
 
     def mla_format(self, layer: MLALayer, arch: Architecture, fmt: KVFormat) -> KVFormat:
         """The format an MLA layer is stored in; raises KvMathError if the engine has none for MLA."""
         return fmt
 
+    @abstractmethod
     def mla_dims(self, layer: MLALayer, arch: Architecture, dep: Deployment) -> tuple[int, int]:
         """(K elements, V elements) one token adds to an MLA layer, in one KV head on every rank."""
-        raise NotImplementedError
+        ...
 
     def state_tensors(self, layer, arch: Architecture, dep: Deployment) -> list[StateTensor]:
         """The recurrent-state tensors of one GDN, Mamba-2 or KDA layer, per sequence and rank."""
@@ -163,14 +169,17 @@ class Engine:
             return self.kda_state(layer, arch, dep)
         raise KvMathError(f"{self.name}: no state rule for {type(layer).__name__}")
 
+    @abstractmethod
     def gdn_state(self, layer: GatedDeltaNetLayer, arch: Architecture, dep: Deployment) -> list[StateTensor]:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def mamba2_state(self, layer: Mamba2Layer, arch: Architecture, dep: Deployment) -> list[StateTensor]:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def kda_state(self, layer: KDALayer, arch: Architecture, dep: Deployment) -> list[StateTensor]:
-        raise NotImplementedError
+        ...
 
     def state_streams(self, dep: Deployment) -> int:
         return dep.max_num_seqs
