@@ -193,13 +193,21 @@ def derive(
     or non-positive counts.
     """
     arch = model if isinstance(model, Architecture) else load_architecture(model)
-    eng = get_engine(engine) if isinstance(engine, str) else engine
+    eng = engine if isinstance(engine, Engine) else get_engine(engine)
     if max_ctx is None:
         if not arch.max_position_embeddings:
             from .errors import KvMathError
 
             raise KvMathError(f"{arch.name}: config has no max_position_embeddings; pass max_ctx")
         max_ctx = arch.max_position_embeddings
+    from dataclasses import fields
+
+    unknown = sorted(set(deployment) - {f.name for f in fields(Deployment)})
+    if unknown:
+        from .errors import KvMathError, choices
+
+        raise KvMathError(f"unknown deployment setting(s) {choices(unknown)}; valid: "
+                          f"{choices(f.name for f in fields(Deployment))}")
     dep = Deployment(max_ctx=max_ctx, max_num_seqs=max_num_seqs, tp=tp, **deployment)
     eng.check_tp(arch, dep.tp)
     fmt = eng.cache_format(arch, kv_format, cache_type_k, cache_type_v)

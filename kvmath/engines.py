@@ -67,6 +67,9 @@ class Deployment:
         if isinstance(self.num_speculative_tokens, bool) or not isinstance(self.num_speculative_tokens, int) \
                 or self.num_speculative_tokens < 0:
             raise KvMathError(f"num_speculative_tokens must be an integer >= 0, got {self.num_speculative_tokens!r}")
+        for name in ("swa_full", "kv_unified"):
+            if not isinstance(getattr(self, name), bool):
+                raise KvMathError(f"{name} must be True or False, got {getattr(self, name)!r}")
         ssm = self.mamba_ssm_cache_dtype
         if ssm is not None and (not isinstance(ssm, str) or ssm not in DTYPE_BYTES):
             raise KvMathError(f"mamba_ssm_cache_dtype must be one of {choices(DTYPE_BYTES)}, got {ssm!r}")
@@ -486,6 +489,8 @@ _ENGINE_ALIASES = {"llamacpp": "llama.cpp", "llama-cpp": "llama.cpp", "hf": "tra
 
 def get_engine(name: str) -> Engine:
     """The engine rules by name (``vllm``, ``llama.cpp``, ``transformers``). Raises KvMathError."""
+    if not isinstance(name, str):
+        raise KvMathError(f"engine must be a name, got {name!r}; valid: {choices(ENGINES)}")
     key = _ENGINE_ALIASES.get(name.lower(), name.lower())
     if key not in ENGINES:
         raise KvMathError(f"unknown engine {name!r}; valid: {choices(ENGINES)}")

@@ -219,6 +219,8 @@ def llamacpp_type(name: str) -> ElementFormat:
 
     Raises KvMathError naming the valid values.
     """
+    if not isinstance(name, str):
+        raise KvMathError(f"llama.cpp cache type must be a name, got {name!r}; valid: {choices(LLAMACPP_CACHE_TYPES)}")
     key = name.lower()
     if key in TURBO_TYPES:
         return TURBO_TYPES[key]
@@ -254,7 +256,7 @@ def vllm_format(name: str) -> KVFormat:
     ``q4_0`` and the other GGML types are llama.cpp cache types; vLLM has no such kv_cache_dtype
     (``CacheDType`` in vllm/config/cache.py), so they are rejected here with that explanation.
     """
-    if name.lower() in LLAMACPP_CACHE_TYPES and name.lower() not in ("bf16",):
+    if isinstance(name, str) and name.lower() in LLAMACPP_CACHE_TYPES and name.lower() not in ("bf16",):
         raise KvMathError(
             f"{name} is a llama.cpp cache type, not a vLLM --kv-cache-dtype (use --engine llama.cpp); "
             f"vLLM formats: {choices(VLLM_FORMATS)}"
@@ -268,6 +270,8 @@ def transformers_format(name: str) -> KVFormat:
 
 
 def _lookup(table: dict[str, KVFormat], name: str, what: str) -> KVFormat:
+    if not isinstance(name, str):
+        raise KvMathError(f"{what} must be a name, got {name!r}; valid: {choices(table)}")
     key = name.lower()
     for fmt in table.values():
         if key == fmt.name or key in fmt.aliases:

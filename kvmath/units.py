@@ -25,6 +25,10 @@ def fmt_bytes(n: int | float, unit: str = "GiB", digits: int = 2) -> str:
 
     if unit not in UNITS:
         raise KvMathError(f"unknown unit {unit!r}; valid units: {choices(UNITS)}")
+    import math
+
+    if not isinstance(n, (int, float)) or isinstance(n, bool) or not math.isfinite(n):
+        raise KvMathError(f"a byte count must be a finite number, got {n!r}")
     if unit == "B":
         return f"{int(n):,} B"
     return f"{n / UNITS[unit]:,.{digits}f} {unit}"

@@ -337,3 +337,19 @@ def test_llamacpp_runs_mistral_7b_without_its_window():
     # gpt-oss keeps its window in llama.cpp (conversion/gpt_oss.py writes sliding_window): iSWA sizing
     o = kvmath.derive(SHARED / "openai__gpt-oss-20b.json", engine="llama.cpp", max_ctx=32768)
     assert group(o, "sliding_attention").cells == 768  # GGML_PAD(128 + 512, 256)
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    ({"engine": None}, "engine must be a name"),
+    ({"kv_format": 5}, "must be a name"),
+    ({"swa_full": "no", "engine": "llama.cpp"}, "True or False"),
+    ({"max_ctx_len": 4096}, "unknown deployment setting"),
+])
+def test_api_bad_arguments_are_kvmath_errors(kwargs, match):
+    with pytest.raises(kvmath.KvMathError, match=match):
+        kvmath.derive("gemma-4-31b", **{"max_ctx": 1024, **kwargs})
+
+
+def test_fmt_bytes_refuses_nan():
+    with pytest.raises(kvmath.KvMathError, match="finite"):
+        kvmath.fmt_bytes(float("nan"))
