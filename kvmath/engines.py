@@ -56,6 +56,7 @@ class Deployment:
     max_num_batched_tokens: int = 2048
     num_speculative_tokens: int = 0
     mamba_ssm_cache_dtype: str | None = None
+    mamba_cache_dtype: str | None = None
     n_ubatch: int = 512
     swa_full: bool = False
     kv_unified: bool = False
@@ -70,9 +71,10 @@ class Deployment:
         for name in ("swa_full", "kv_unified"):
             if not isinstance(getattr(self, name), bool):
                 raise KvMathError(f"{name} must be True or False, got {getattr(self, name)!r}")
-        ssm = self.mamba_ssm_cache_dtype
-        if ssm is not None and (not isinstance(ssm, str) or ssm not in DTYPE_BYTES):
-            raise KvMathError(f"mamba_ssm_cache_dtype must be one of {choices(DTYPE_BYTES)}, got {ssm!r}")
+        for name in ("mamba_ssm_cache_dtype", "mamba_cache_dtype"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, str) or value not in DTYPE_BYTES):
+                raise KvMathError(f"{name} must be one of {choices(DTYPE_BYTES)}, got {value!r}")
         build = self.llamacpp_build
         build = LLAMACPP_BUILD_ALIASES.get(build, build) if isinstance(build, str) else None
         if build not in LLAMACPP_BUILDS:
@@ -299,20 +301,27 @@ class VLLM(Engine):
     def mla_dims(self, layer, arch, dep):
         return layer.latent_dim, 0
 
+    @staticmethod
+    def _conv_dtype(arch: Architecture, dep: Deployment) -> str:
+        """``mamba_cache_dtype`` as vLLM resolves it: "auto" is the model dtype (MambaStateDtypeCalculator)."""
+        return dep.mamba_cache_dtype or arch.dtype
+
     def _ssm_dtype(self, arch: Architecture, dep: Deployment) -> str:
-        """``mamba_ssm_cache_dtype`` as vLLM resolves it for this model (see the class docstring)."""
+        """``mamba_ssm_cache_dtype`` as vLLM resolves it for this model (see the class docstring);
+        "auto" follows the conv-state dtype."""
         if dep.mamba_ssm_cache_dtype:
             return dep.mamba_ssm_cache_dtype
         if arch.model_type in ("qwen3_5_text", "qwen3_5_moe_text") and arch.mamba_ssm_dtype:
             return arch.mamba_ssm_dtype
         if arch.model_type == "nemotron_h":
             return arch.mamba_ssm_dtype or "float32"
-        return arch.dtype
+        return self._conv_dtype(arch, dep)
 
     def gdn_state(self, layer, arch, dep):
         tp = dep.tp
         return [
-            StateTensor("conv", (layer.conv_kernel - 1 + dep.num_speculative_tokens, layer.conv_dim // tp), arch.dtype),
+            StateTensor("conv", (layer.conv_kernel - 1 + dep.num_speculative_tokens, layer.conv_dim // tp),
+                        self._conv_dtype(arch, dep)),
             StateTensor("temporal", (layer.num_v_heads // tp, layer.v_head_dim, layer.k_head_dim),
                         self._ssm_dtype(arch, dep)),
         ]

@@ -60,6 +60,7 @@ from .arch import FULL, SLIDING, Architecture, GatedDeltaNetLayer
 from .config import check_positive, load_architecture
 from .errors import KvMathError, choices
 from .formats import DTYPE_BYTES, KVFormat, vllm_format
+from .engines import Deployment, get_engine
 
 GIB = 2**30
 DEFAULT_VLLM_VERSION = "0.24.0"
@@ -509,14 +510,14 @@ def _gdn_state(layer: GatedDeltaNetLayer, arch: Architecture, s: VllmSettings) -
             f"tensor_parallel_size {tp} does not divide the GDN conv channels ({layer.conv_dim}) and value "
             f"heads ({layer.num_v_heads}); vLLM's divide() would fail"
         )
-    conv = (layer.conv_kernel - 1 + s.num_speculative_tokens, layer.conv_dim // tp)
-    temporal = (layer.num_v_heads // tp, layer.v_head_dim, layer.k_head_dim)
-    conv_dtype = arch.dtype if s.mamba_cache_dtype == "auto" else _dtype(s.mamba_cache_dtype)
-    ssm = s.mamba_ssm_cache_dtype
-    if ssm == "auto" and arch.model_type in ("qwen3_5_text", "qwen3_5_moe_text") and arch.mamba_ssm_dtype:
-        ssm = arch.mamba_ssm_dtype
-    ssm_dtype = conv_dtype if ssm == "auto" else _dtype(ssm)
-    return (conv, temporal), (conv_dtype, ssm_dtype)
+    # The shapes and dtypes are kvmath.engines.VLLM's rule; only the settings are mapped here.
+    dep = Deployment(
+        max_ctx=1, tp=tp, num_speculative_tokens=s.num_speculative_tokens,
+        mamba_cache_dtype=None if s.mamba_cache_dtype == "auto" else _dtype(s.mamba_cache_dtype),
+        mamba_ssm_cache_dtype=None if s.mamba_ssm_cache_dtype == "auto" else _dtype(s.mamba_ssm_cache_dtype),
+    )
+    conv, temporal = get_engine("vllm").gdn_state(layer, arch, dep)
+    return (conv.shape, temporal.shape), (conv.dtype, temporal.dtype)
 
 
 def _dtype(name: str) -> str:
@@ -528,7 +529,7 @@ def _dtype(name: str) -> str:
 
 
 def _heads(total: int, tp: int) -> int:
-    return max(1, total // tp)  # vllm/config/model.py get_num_kv_heads
+    return get_engine("vllm").kv_heads_per_rank(total, tp)  # vllm/config/model.py get_num_kv_heads
 
 
 def _drafter_layers(arch: Architecture, s: VllmSettings) -> int:
