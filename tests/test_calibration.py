@@ -85,9 +85,9 @@ def test_held_out_rows():
 
 def test_chapter_executes(tmp_path):
     """notebooks/calibration.md runs top to bottom and glues the summary figures."""
-    pm = pytest.importorskip("papermill")
-    jupytext = pytest.importorskip("jupytext")
+    import jupytext
     import nbformat
+    import papermill as pm
 
     from kvmath.book import read_glue
 

@@ -421,7 +421,6 @@ def check_against_transformers(cfg) -> None:
 
 @pytest.mark.parametrize("seed", sorted(SEEDS))
 def test_seed_layouts_equal_transformers(seed):
-    pytest.importorskip("transformers")
     cfg = copy.deepcopy(SEEDS[seed])
     assert transformers_cache_layout(cfg) is not None
     check_against_transformers(cfg)
@@ -431,7 +430,6 @@ def test_seed_layouts_equal_transformers(seed):
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(data=st.data())
 def test_mutated_layouts_equal_transformers(data):
-    pytest.importorskip("transformers")
     cfg = copy.deepcopy(SEEDS[data.draw(st.sampled_from(sorted(SEEDS)), label="seed")])
     for _ in range(data.draw(st.integers(1, 3), label="mutations")):
         mutate(cfg, data)
