@@ -21,7 +21,8 @@ Terms, per card (one tensor-parallel rank), exact integers in bytes:
 - weights: checkpoint size (``kvmath/data/deployments.json``, GB = 1e9 B) / TP. Every weight of
   these models is sharded by vLLM's parallel linear layers and ``VocabParallelEmbedding``; what
   does not shard (norms, the small router and gate weights) is below the GB rounding of the
-  checkpoint sizes and is not modelled separately.
+  checkpoint sizes and is not modelled separately. Where the boot logs contradict a profile size
+  (``FITTED_CHECKPOINTS``: the Gemma 4 31B AWQ checkpoint), a fitted correction in GB is added.
 - drafter weights: the drafter checkpoint / TP (MTP assistant, DFlash); built-in MTP heads are in
   the checkpoint.
 - activation peak: the FLA chunked gated-delta-rule buffers of GDN models, exactly
@@ -61,15 +62,26 @@ FLA_CHUNK = 64  # chunk_delta_h.py: chunk_size=64 (the caller never passes anoth
 COEFFICIENTS = {
     # Fitted by kvmath.calibration.fit_coefficients() on the club-3090 boot logs (see
     # notebooks/calibration.md); GiB per card. tests/test_calibration.py refits and compares.
-    "const_gib": -0.028,
-    "per_inv_tp_gib": 0.805,
-    "per_8k_batched_tokens_per_tp_gib": 4.91,
-    "gemma4_gib": 1.841,
-    "moe_gib": -0.94,
+    "const_gib": 1.411,
+    "per_inv_tp_gib": 1.801,
+    "per_8k_batched_tokens_per_tp_gib": 0.249,
+    "gemma4_gib": 0.861,
+    "moe_gib": -0.548,
     # nvidia-smi peak minus vLLM's requested memory (CUDA graphs captured after the KV cache is
     # allocated, NCCL and CUDA context outside the profile): mean over the measured peaks.
-    "peak_over_requested_gib": 0.57,
+    "peak_over_requested_gib": 0.63,
+    # the Gemma 4 31B AWQ checkpoint: GB beyond the profile's 17.0 GB (see FITTED_CHECKPOINTS)
+    "weights_extra_gb[gemma-4-31b/awq]": 2.813,
 }
+# The error band of the fitted non-KV terms: the largest leave-one-out error of available KV memory
+# (GiB per card) over the calibration rows that fully specify their boot (kvmath.calibration.leave_one_out;
+# tests/test_calibration.py recomputes it). A verdict whose margin is inside it may go either way.
+CALIBRATION_ERROR_GIB = 0.36
+
+# Checkpoints whose size in deployments.json (the anchor's profile figure, GB) the boot logs contradict:
+# the fit adds a correction in GB (total, sharded by TP like the weights). Key: "model/variant".
+FITTED_CHECKPOINTS = ("gemma-4-31b/awq",)
+assert all(f"weights_extra_gb[{k}]" in COEFFICIENTS for k in FITTED_CHECKPOINTS)
 
 OUTCOMES = ("boots", "refused", "oom")
 OUTCOME_TEXT = {
@@ -252,6 +264,18 @@ class Budget:
         return self.outcome == "boots"
 
     @property
+    def margin_bytes(self) -> int:
+        """How far the verdict is from flipping, bytes per card: available KV - what one max_model_len
+        request needs (boots when >= 0); for an out-of-memory verdict, the available KV itself (<= 0)."""
+        return self.available_kv if self.outcome == "oom" else self.available_kv - self.kv_per_request
+
+    @property
+    def marginal(self) -> bool:
+        """True when the margin is inside the calibration error band (``CALIBRATION_ERROR_GIB``): the
+        fitted terms cannot tell which way this boot goes."""
+        return abs(self.margin_bytes) < CALIBRATION_ERROR_GIB * GIB
+
+    @property
     def demand_bytes(self) -> int:
         return self.kv_per_request * self.max_num_seqs
 
@@ -291,6 +315,8 @@ class Budget:
             "non_kv_bytes": self.non_kv, "available_kv_bytes": self.available_kv,
             "available_kv_gib": self.available_kv / GIB,
             "outcome": self.outcome, "outcome_text": OUTCOME_TEXT[self.outcome], "refusal": self.refusal,
+            "margin_bytes": self.margin_bytes, "margin_gib": self.margin_bytes / GIB, "marginal": self.marginal,
+            "calibration_error_gib": CALIBRATION_ERROR_GIB,
             "pool_bytes": self.pool_bytes, "pool_tokens": self.pool_tokens,
             "max_concurrency": self.max_concurrency, "fits_max_num_seqs": self.fits_max_num_seqs,
             "max_num_seqs_at_full_context": self.max_num_seqs_at_full_context,
@@ -317,6 +343,9 @@ JSON_FIELDS = {
     "non_kv_bytes": "sum of the non-KV terms",
     "available_kv_bytes / _gib": "vLLM's 'Available KV cache memory' = requested - non_kv",
     "outcome": "boots | refused (start-up check failed) | oom (no memory left for the cache)",
+    "margin_bytes / margin_gib": "available_kv - kv_per_request (boots when >= 0); for oom, available_kv",
+    "marginal / calibration_error_gib": "true when |margin| < the calibration error band (largest leave-one-out "
+                                        "error of available KV, GiB): the boot may go either way",
     "pool_bytes": "KV pool vLLM allocates: num_blocks * bytes_per_block",
     "pool_tokens": "vLLM's 'GPU KV cache size: N tokens' (its version's formula)",
     "max_concurrency": "vLLM's 'Maximum concurrency for max_model_len tokens per request'",
@@ -407,15 +436,17 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
     for name, v in (("drafter_gb", drafter_gb), ("draft_kv_gb", draft_kv_gb)):
         if not isinstance(v, (int, float)) or v < 0 or math.isnan(v):
             raise KvMathError(f"{name} must be >= 0, got {v!r}")
+    extra_gb = 0.0
     if weights_gb_total is None:
         variant, wgb = weights_gb(arch.name if arch.name in deployments() else str(model), weights_variant)
+        extra_gb = coeffs.get(f"weights_extra_gb[{arch.name}/{variant}]", 0.0)
     else:
         if not isinstance(weights_gb_total, (int, float)) or weights_gb_total <= 0:
             raise KvMathError(f"weights GB must be positive, got {weights_gb_total!r}")
         variant, wgb = "custom", weights_gb_total
     total = round(total_gib * GIB)
     requested = math.ceil(total * mem_util)  # vllm/v1/worker/utils.py request_memory
-    weights = round(wgb * GB / tp)
+    weights = round((wgb + extra_gb) * GB / tp)
     drafter = round(drafter_gb * GB / tp)
     draft_kv = round(draft_kv_gb * GB)
     scratch, act, over, off = _non_kv(arch, flags, tp, max_num_batched_tokens, L, coeffs)
@@ -441,6 +472,9 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
     else:
         outcome, refusal = "boots", None
     pool = p.num_blocks * p.bytes_per_block if p.boots and available > 0 else 0
+    if extra_gb:
+        notes.append(f"weights: the {variant} checkpoint's {wgb:g} GB plus a fitted {extra_gb:+.2f} GB "
+                     "(the boot logs show more loaded than the profile size; kvmath.calibration)")
     if flags["gemma4"] or flags["moe"]:
         notes.append("non-KV terms use fitted Gemma 4 / MoE offsets (kvmath.calibration)")
     if arch.name not in deployments():
@@ -678,8 +712,8 @@ def preset_budget(model_id: str, name: str, *, card: str = "rtx3090", use_compos
 def chapter_frames(model_id: str, card: str = "rtx3090", contexts=None) -> dict:
     """Frames for a model chapter's budget section (pandas imported here).
 
-    Returns ``{"table": one row per preset (GiB per card, outcome, pool tokens, concurrency, largest
-    context, anchor verdict), "curve": budget vs context for the first preset (long form: context,
+    Returns ``{"table": one row per preset (GiB per card, outcome, its margin and whether it is inside
+    the calibration error band, pool tokens, concurrency, largest context, anchor verdict), "curve": budget vs context for the first preset (long form: context,
     term, GiB, plus the refusal line), "refusal_context": largest max_model_len that boots for that
     preset, "preset": its name, "card": card}``.
     """
@@ -702,7 +736,8 @@ def chapter_frames(model_id: str, card: str = "rtx3090", contexts=None) -> dict:
             "preset": name, "kv_format": b.kv_format, "TP": b.tp, "max_model_len": b.max_model_len,
             "max_num_seqs": b.max_num_seqs, "mem_util": b.mem_util,
             "weights GiB": b.weights / GIB, "non-KV GiB": b.non_kv / GIB,
-            "available KV GiB": b.available_kv / GIB, "outcome": b.outcome, "pool tokens": b.pool_tokens,
+            "available KV GiB": b.available_kv / GIB, "outcome": b.outcome,
+            "margin GiB": b.margin_bytes / GIB, "marginal": b.marginal, "pool tokens": b.pool_tokens,
             "max concurrency": round(b.max_concurrency, 2),
             "largest max_model_len": solve_max_model_len(b, upper=262144),
             "anchor verdict": anchor["verdict"] if anchor else None,
@@ -729,7 +764,7 @@ def chapter_frames(model_id: str, card: str = "rtx3090", contexts=None) -> dict:
 
 
 __all__ = [
-    "ANCHOR_VERDICTS", "Budget", "COEFFICIENTS", "JSON_FIELDS", "OUTCOMES", "anchor_prediction", "budget",
-    "card", "cards", "chapter_frames", "gdn_scratch_bytes", "model_for_preset", "preset", "preset_budget",
+    "ANCHOR_VERDICTS", "Budget", "CALIBRATION_ERROR_GIB", "COEFFICIENTS", "FITTED_CHECKPOINTS", "JSON_FIELDS",
+    "OUTCOMES", "anchor_prediction", "budget", "card", "cards", "chapter_frames", "gdn_scratch_bytes", "model_for_preset", "preset", "preset_budget",
     "presets", "rebudget", "solve_max_model_len", "solve_max_num_seqs", "sweep", "weights_gb",
 ]

@@ -26,7 +26,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from .budget import COEFFICIENTS, GB, GIB, anchor_prediction, budget, card as get_card, gdn_scratch_bytes
+from .budget import (COEFFICIENTS, FITTED_CHECKPOINTS, GB, GIB, anchor_prediction, budget, card as get_card,
+                     gdn_scratch_bytes)
 from .errors import KvMathError
 
 BF = "BENCHMARKS.md@4a29ab57"
@@ -40,7 +41,8 @@ class Row:
     ``concurrency``, ``est_len`` (logged estimated maximum model length), ``peak_gib`` (nvidia-smi).
     ``fit``: used to fit the empirical coefficients. ``anchor``: the anchor's recorded prediction
     (``pred_5b3793b8`` GB and verdict) from the calibration CSV, when the row is one of its rows.
-    ``why``: why a row is excluded or what is assumed."""
+    ``why``: why a row is excluded or what is assumed. ``scope``: ``specified`` when every input is
+    known and every term is modelled, else the reason the row cannot test kvmath (``SCOPES``)."""
 
     id: str
     source: str
@@ -57,12 +59,22 @@ class Row:
     anchor: tuple | None = None
     why: str = ""
     anchor_inputs: dict = field(default_factory=dict)
+    scope: str = "specified"
 
 
 def _c(card="rtx3090", tp=2, util=0.92, kv="bf16", L=262144, seqs=1, tb=8192, n=0, w="default", dgb=0.0, **kw):
     return dict(card=card, tp=tp, mem_util=util, kv_format=kv, max_model_len=L, max_num_seqs=seqs,
                 max_num_batched_tokens=tb, num_speculative_tokens=n, weights_variant=w, drafter_gb=dgb, **kw)
 
+
+SCOPES = {
+    "specified": "every input of the boot is known and every memory term is modelled",
+    "rig_outlier": "a card and software whose KV memory the logs put >= 1 GiB away from every other boot of "
+                   "the same inputs (see outliers())",
+    "unmodelled": "a term kvmath does not model (a DFlash drafter's own KV layers)",
+    "projected": "an input is a projection, not a measurement (checkpoint or card size)",
+    "unknown": "the booted settings are not stated",
+}
 
 Q27, Q35, G31, G26 = "qwen3.6-27b", "qwen3.6-35b-a3b", "gemma-4-31b", "gemma-4-26b-a4b"
 PTH = dict(gemma4_pth_page_padding=True)
@@ -79,10 +91,12 @@ ROWS: list[Row] = [
         "boots", None, 447199, False, 1.72),
     Row("F07", f"{BF}:451", G31, _c(util=0.95, L=131072, seqs=4, tb=4096, n=4, dgb=0.97), "boots", None, 196527),
     Row("F08", f"{BF}:457", G31, _c(L=32768, seqs=4, tb=4096, n=7, dgb=2.9), "boots", None, 42848, False, 1.31,
-        fit=False, why="DFlash drafter: its own KV layers share the pool and are not modelled (use --draft-kv-gb)"),
+        fit=False, why="DFlash drafter: its own KV layers share the pool and are not modelled (use --draft-kv-gb)",
+        scope="unmodelled"),
     Row("F09", f"{BF}:458", G31, _c(util=0.95, kv="int8_per_token_head", seqs=1, tb=4096, n=7, dgb=2.9, **PTH),
         "boots", None, 168178, False, 0.64, fit=False,
-        why="DFlash drafter KV not modelled; logged concurrency 0.64 < 1 counts the drafter's layers"),
+        why="DFlash drafter KV not modelled; logged concurrency 0.64 < 1 counts the drafter's layers",
+        scope="unmodelled"),
     Row("F10", f"{BF}:460", G31, _c(util=0.85, L=65536, seqs=4, tb=6144, n=4, w="awq", dgb=0.97), "boots", None,
         89228, False, 1.36),
     Row("F11a", f"{BF}:461", G31, _c(util=0.85, L=195000, seqs=1, tb=6144, n=8, w="awq", dgb=0.97), "refused", 7.25,
@@ -94,13 +108,16 @@ ROWS: list[Row] = [
     Row("F15", f"{BF}:168", Q27, _c(kv="fp8_e5m2", seqs=2, n=3), "boots", None, 622000, True, 2.37),
     Row("F17", "club-3090 #838", Q27, _c(card="rtx5090", kv="fp8_e4m3", seqs=2, n=3, w="nvfp4",
                                           enable_prefix_caching=False), "boots", None, 968145, fit=False,
-        why="booted, then a runtime OOM (96 MiB in chunk_gated_delta_rule_fwd_h); nvfp4 weight size is a projection"),
+        why="booted, then a runtime OOM (96 MiB in chunk_gated_delta_rule_fwd_h); nvfp4 weight size is a projection",
+        scope="projected"),
     Row("F19", "club-3090 #32", Q27, _c(tp=1, util=0.93, kv="turboquant_3bit_nc", L=180000, tb=4128, n=3),
         "refused", 2.19),
     Row("I32", "club-3090 #32 (reference rig)", Q27, _c(tp=1, util=0.93, kv="turboquant_3bit_nc", L=180000, tb=4128, n=3),
         "boots", 4.11, None, False, 1.34, fit=False,
-        why="same compose as F19/I35 on the maintainer's 3090: 1.9 GiB more KV memory (driver/rig); not fitted"),
-    Row("I35", "club-3090 #35", Q27, _c(tp=1, util=0.93, kv="turboquant_3bit_nc", L=180000, tb=4128, n=3),
+        why="same compose as F19/I35 on the maintainer's 3090 on 2026-05-02: 1.9 GiB more KV memory than "
+            "GuiPerPT's 3090 the same day (F19) and the maintainer's own rerun on 2026-05-29 (I35)",
+        scope="rig_outlier"),
+    Row("I35", "club-3090 #35 (the maintainer's rerun, 2026-05-29)", Q27, _c(tp=1, util=0.93, kv="turboquant_3bit_nc", L=180000, tb=4128, n=3),
         "refused", 2.17, est_len=111456),
     Row("I41", "club-3090 #41", Q27, _c(tp=1, util=0.93, kv="turboquant_3bit_nc", L=130000, tb=4128, n=3),
         "refused", 2.4, est_len=127968),
@@ -109,10 +126,10 @@ ROWS: list[Row] = [
     Row("F21b", f"{BF}:117", Q27, _c(card="rtx4090", tp=1, kv="turboquant_3bit_nc", L=180000, tb=4128, n=3),
         "refused", fit=False, why="'180K at 0.92 did not fit on 4090'"),
     Row("F23", "club-3090 #47", Q27, _c(card="rtx3080-20g", util=0.82, kv="fp8_e5m2", seqs=4, tb=4128, n=3), "boots",
-        fit=False, why="card memory of a modified 20 GB 3080 assumed"),
+        fit=False, why="card memory of a modified 20 GB 3080 assumed", scope="projected"),
     Row("F24", f"{BF}:520", Q35, _c(kv="fp8_e5m2"), "boots", None, 2050000, True, 7.81, peak_gib=22.1),
     Row("F26", f"{BF}:523", Q35, _c(card="rtx5090", kv="fp8_e4m3", w="nvfp4"), "boots", 16.58, 3292687, fit=False,
-        why="nvfp4 checkpoint size is the anchor's projection (24 GB)"),
+        why="nvfp4 checkpoint size is the anchor's projection (24 GB)", scope="projected"),
     Row("F27", f"{BF}:519", Q35, _c(kv="fp8_e5m2", L=16384, tb=4096), "boots", peak_gib=21.94, fit=False),
     Row("F28", f"{BF}:528", Q35, _c(kv="fp8_e5m2", L=16384, tb=4096, n=3), "boots", peak_gib=22.72, fit=False),
     Row("F29", f"{BF}:535", G26, _c(L=32768, seqs=256, tb=4096, w="awq"), "boots", peak_gib=23.45, fit=False),
@@ -124,7 +141,7 @@ ROWS: list[Row] = [
                                       w="awq", dgb=0.97), "boots", peak_gib=23.6, fit=False),
     Row("F33", "club-3090 95e47fed", G26, _c(tp=1, util=0.94, kv="int8_per_token_head", L=16384, seqs=256, tb=4096,
                                                n=4, w="awq", dgb=0.97), "boots", None, 17490, fit=False,
-        why="mem_util and KV dtype not stated: F32's assumed"),
+        why="mem_util and KV dtype not stated: F32's assumed", scope="unknown"),
     Row("F34", "calibration/gemma-4-12b.yml", "gemma-4-12b", {}, None, fit=False,
         why="gemma-4-12b is not a kvmath model (no config in kvmath/data/models)"),
     Row("F35", f"{BF}:572", Q35, _c(kv="fp8_e4m3", seqs=4, weights_gb_total=23.52), "boots", None, 1795289, False,
@@ -185,8 +202,20 @@ _CAL = [
 _CAL_WHY = {"C19": "gemma-4-12b is not a kvmath model; its 'peak' is the assumed budget",
             "C17": "booted with TQ3, no MTP, mem 0.95 (the anchor priced fp8_e5m2, seqs 4, mem 0.90)",
             "C14": "2x RTX 4090; booted at 180K, seqs 1"}
+_CAL_WHY.update({
+    "C15": "the maintainer's 3090, 2026-04-30: the rig and week of I32 (1.9 GiB more KV memory than later boots)",
+    "C16": "the maintainer's 3090, 2026-05-04: the rig and week of I32 (1.9 GiB more KV memory than later boots)",
+    "C08": "logged 10.82 GiB, 466,892 tokens, 1.78x (matched-config boot): 1.1 GiB less non-KV memory than five "
+           "other boots of the same Gemma inputs (F03-F07) imply",
+})
+_CAL_SCOPE = {"C15": "rig_outlier", "C16": "rig_outlier", "C08": "rig_outlier", "C17": "specified"}
+# logged figures the CSV's notes give for a calibration row: (available GiB, pool tokens, concurrency)
+_CAL_LOGGED = {"C08": (10.82, 466892, 1.78)}
 ROWS += [Row(i, "club3090-calibration-rows.csv", m, cfg, "boots" if m != "gemma-4-12b" else None,
-             peak_gib=peak, fit=False, anchor=anc, anchor_inputs=ai, why=_CAL_WHY.get(i, ""))
+             *(_CAL_LOGGED[i][:2] if i in _CAL_LOGGED else (None, None)), False,
+             _CAL_LOGGED[i][2] if i in _CAL_LOGGED else None,
+             peak_gib=peak, fit=False, anchor=anc, anchor_inputs=ai, why=_CAL_WHY.get(i, ""),
+             scope=_CAL_SCOPE.get(i, "specified"))
          for i, m, cfg, peak, anc, ai in _CAL]
 
 
@@ -208,43 +237,90 @@ def _implied_available(row: Row, b) -> float | None:
 
 
 def _features(b) -> list[float]:
+    """One row of the design matrix: the non-KV GiB per card as a sum of fitted terms."""
     from .budget import _model_flags
     from .config import load_architecture
 
     arch = load_architecture(b.model)
     f = _model_flags(b.model, arch)
-    return [1.0, 1.0 / b.tp, b.max_num_batched_tokens / 8192 / b.tp, float(f["gemma4"]), float(f["moe"])]
+    row = [1.0, 1.0 / b.tp, b.max_num_batched_tokens / 8192 / b.tp, float(f["gemma4"]), float(f["moe"])]
+    # a checkpoint-size correction: GB total, so GB/GiB / TP GiB per card for each GB
+    row += [GB / GIB / b.tp if f"{b.model}/{b.weights_variant}" == k and not b.settings.get("weights_gb_total")
+            else 0.0 for k in FITTED_CHECKPOINTS]
+    return row
 
 
-FEATURES = ("const_gib", "per_inv_tp_gib", "per_8k_batched_tokens_per_tp_gib", "gemma4_gib", "moe_gib")
+FEATURES = ("const_gib", "per_inv_tp_gib", "per_8k_batched_tokens_per_tp_gib", "gemma4_gib", "moe_gib") + tuple(
+    f"weights_extra_gb[{k}]" for k in FITTED_CHECKPOINTS)
+_NO_CORRECTION = {f"weights_extra_gb[{k}]": 0.0 for k in FITTED_CHECKPOINTS}
 
 
 def _budget(row: Row, coefficients=None):
     return budget(row.model, coefficients=coefficients, check_card=False, **row.cfg)
 
 
+def _implied_other(row: Row) -> float | None:
+    """The non-KV memory (GiB per card) a row's log implies beyond the exact terms: requested - available -
+    weights (profile size, no correction) - drafter - GDN scratch - reserved draft KV. None without a log."""
+    b = _budget(row, _NO_CORRECTION)
+    avail = _implied_available(row, b)
+    if avail is None:
+        return None
+    return (b.requested - avail - b.weights - b.drafter_weights - b.gdn_scratch - b.draft_kv) / GIB
+
+
+def _non_kv_key(row: Row) -> tuple:
+    """The inputs the non-KV memory depends on (not mem_util, context, sequences or KV format)."""
+    c = row.cfg
+    return (row.model, c["card"], c["tp"], c["max_num_batched_tokens"], c["weights_variant"], c["drafter_gb"],
+            c.get("weights_gb_total"), bool(c["num_speculative_tokens"]))
+
+
+def outliers(rows=None, threshold_gib: float = 1.0) -> list[dict]:
+    """Rows whose implied non-KV memory differs by ``threshold_gib`` or more from the median of the other
+    rows with the same non-KV inputs (``_non_kv_key``): the same deployment measured twice with
+    gigabytes between the logs. Rows outside ``specified`` / ``rig_outlier`` scope are left out.
+    Returns one dict per row that has siblings: id, implied GiB, siblings' median, difference, flagged."""
+    rows = [r for r in (rows if rows is not None else ROWS)
+            if r.cfg and r.outcome and r.scope in ("specified", "rig_outlier")]
+    rows = list({r.id.rstrip("ab"): r for r in rows}.values())  # F11a/F11b are one boot: keep one
+    implied = {r.id: _implied_other(r) for r in rows}
+    out = []
+    for r in rows:
+        if implied[r.id] is None:
+            continue
+        sib = sorted(implied[o.id] for o in rows
+                     if o.id != r.id and implied[o.id] is not None and _non_kv_key(o) == _non_kv_key(r))
+        if not sib:
+            continue
+        med = sib[len(sib) // 2] if len(sib) % 2 else (sib[len(sib) // 2 - 1] + sib[len(sib) // 2]) / 2
+        d = implied[r.id] - med
+        out.append({"id": r.id, "implied_non_kv_gib": implied[r.id], "siblings": len(sib), "siblings_median_gib": med,
+                    "difference_gib": d, "flagged": abs(d) >= threshold_gib})
+    return out
+
+
 def fit_coefficients(rows=None) -> dict:
-    """Least-squares fit of the empirical non-KV terms (GiB) on ``rows`` whose ``fit`` is set and whose
-    available KV memory is known; plus the mean peak overhead over rows with a measured peak.
+    """Least-squares fit of the empirical non-KV terms (GiB per card, and GB for checkpoint corrections)
+    on ``rows`` whose ``fit`` is set, whose scope is ``specified`` and whose available KV memory is
+    known; plus the mean peak overhead over rows with a measured peak.
     Returns a dict like ``kvmath.budget.COEFFICIENTS`` (plus ``n_fit``, ``n_peak``)."""
     rows = [r for r in (rows if rows is not None else ROWS) if r.model in ("qwen3.6-27b", "qwen3.6-35b-a3b",
                                                                               "gemma-4-31b", "gemma-4-26b-a4b")]
     X, y = [], []
     for r in rows:
-        if not r.fit:
+        if not r.fit or r.scope != "specified":
             continue
-        b = _budget(r)
-        avail = _implied_available(r, b)
-        if avail is None:
+        other = _implied_other(r)
+        if other is None:
             continue
-        other = b.requested - avail - b.weights - b.drafter_weights - b.gdn_scratch - b.draft_kv
-        X.append(_features(b))
-        y.append(other / GIB)
+        X.append(_features(_budget(r, _NO_CORRECTION)))
+        y.append(other)
     coef = _lstsq(X, y)
     out = dict(zip(FEATURES, (round(c, 3) for c in coef)))
     peaks = []
     for r in rows:
-        if r.peak_gib is not None and r.outcome == "boots":
+        if r.peak_gib is not None and r.outcome == "boots" and r.scope == "specified":
             b = _budget(r)
             peaks.append(r.peak_gib - b.requested / GIB)
     out["peak_over_requested_gib"] = round(sum(peaks) / len(peaks), 2) if peaks else COEFFICIENTS[
@@ -277,8 +353,8 @@ def compare(rows=None, coefficients=None) -> list[dict]:
     and the anchor's prediction. Rows kvmath cannot price carry ``status`` 'excluded' and ``why``."""
     out = []
     for r in rows if rows is not None else ROWS:
-        rec = {"id": r.id, "source": r.source, "model": r.model, "used_in_fit": r.fit, "why": r.why,
-               "measured_outcome": r.outcome}
+        rec = {"id": r.id, "source": r.source, "model": r.model, "used_in_fit": r.fit and r.scope == "specified",
+               "why": r.why, "measured_outcome": r.outcome, "scope": r.scope}
         if not r.cfg or r.outcome is None:
             rec["status"] = "excluded"
             if r.anchor:
@@ -299,7 +375,8 @@ def compare(rows=None, coefficients=None) -> list[dict]:
                    predicted_available_gib=b.available_kv / GIB, predicted_pool_tokens=b.pool_tokens,
                    predicted_concurrency=b.max_concurrency, predicted_est_len=b.estimated_max_model_len,
                    predicted_peak_gib=b.peak_bytes / GIB, requested_gib=b.requested / GIB,
-                   non_kv_gib=b.non_kv / GIB)
+                   non_kv_gib=b.non_kv / GIB, needed_gib=b.kv_per_request / GIB, margin_gib=b.margin_bytes / GIB,
+                   predicted_marginal=b.marginal)
         avail = _implied_available(r, b)
         if avail is not None:
             rec["measured_available_gib"] = avail / GIB
@@ -338,36 +415,50 @@ def compare(rows=None, coefficients=None) -> list[dict]:
 
 
 def summary(records=None) -> dict:
-    """Counts and error statistics over ``compare()`` records."""
+    """Counts and error statistics over ``compare()`` records: over every priced row, and (key
+    ``specified``) over the rows whose scope is ``specified``, the ones that can test kvmath (the
+    others are counted per scope in ``scopes``)."""
     recs = records if records is not None else compare()
     priced = [r for r in recs if r.get("status") == "priced"]
 
-    def stats(key):
-        vals = [abs(r[key]) for r in priced if key in r]
+    def stats(rows, key):
+        vals = [abs(r[key]) for r in rows if key in r]
         if not vals:
             return {"n": 0}
         return {"n": len(vals), "mean_abs": sum(vals) / len(vals), "max_abs": max(vals),
                 "rms": math.sqrt(sum(v * v for v in vals) / len(vals))}
 
-    return {
-        "rows": len(recs), "priced": len(priced), "excluded": len(recs) - len(priced),
-        "outcome_agrees": sum(r["outcome_agrees"] for r in priced),
-        "boots_agrees": sum(r["boots_agrees"] for r in priced),
-        "available_gib": stats("available_error_gib"),
-        "available_within_0_5_gib": sum(abs(r["available_error_gib"]) <= 0.5 for r in priced
-                                        if "available_error_gib" in r),
-        "pool_tokens_pct": stats("pool_tokens_error_pct"),
-        "pool_within_5_pct": sum(abs(r["pool_tokens_error_pct"]) <= 5 for r in priced if "pool_tokens_error_pct" in r),
-        "peak_gib": stats("peak_error_gib"),
-        "anchor_peak_gib": stats("anchor_peak_error_gib"),
-        "est_len_pct": stats("est_len_error_pct"),
-    }
+    def goals(rows):
+        return {
+            "priced": len(rows),
+            "outcome_agrees": sum(r["outcome_agrees"] for r in rows),
+            "boots_agrees": sum(r["boots_agrees"] for r in rows),
+            "outcome_misses": sorted(r["id"] for r in rows if not r["outcome_agrees"]),
+            "outcome_misses_marginal": sorted(r["id"] for r in rows if not r["outcome_agrees"]
+                                              and r["predicted_marginal"]),
+            "available_gib": stats(rows, "available_error_gib"),
+            "available_within_0_5_gib": sum(abs(r["available_error_gib"]) <= 0.5 for r in rows
+                                            if "available_error_gib" in r),
+            "available_misses": sorted(r["id"] for r in rows if abs(r.get("available_error_gib", 0)) > 0.5),
+            "pool_tokens_pct": stats(rows, "pool_tokens_error_pct"),
+            "pool_within_5_pct": sum(abs(r["pool_tokens_error_pct"]) <= 5 for r in rows
+                                     if "pool_tokens_error_pct" in r),
+            "pool_misses": sorted(r["id"] for r in rows if abs(r.get("pool_tokens_error_pct", 0)) > 5),
+            "peak_gib": stats(rows, "peak_error_gib"),
+            "est_len_pct": stats(rows, "est_len_error_pct"),
+        }
+
+    out = {"rows": len(recs), "excluded": len(recs) - len(priced), **goals(priced),
+           "anchor_peak_gib": stats(priced, "anchor_peak_error_gib")}
+    out["specified"] = goals([r for r in priced if r.get("scope") == "specified"])
+    out["scopes"] = {k: sorted(r["id"] for r in priced if r.get("scope") == k) for k in SCOPES}
+    return out
 
 
 def held_out(train_ids=None) -> dict:
     """Fit on some rows, report the available-KV error on the others (GiB). Default split: every
     other fit row (in ``ROWS`` order) trains."""
-    fit_rows = [r for r in ROWS if r.fit and (r.avail_gib is not None or r.tokens is not None)]
+    fit_rows = [r for r in ROWS if r.fit and r.scope == "specified" and (r.avail_gib is not None or r.tokens is not None)]
     if train_ids is None:
         train_ids = {r.id for r in fit_rows[::2]}
     train = [r for r in fit_rows if r.id in train_ids]
@@ -380,11 +471,29 @@ def held_out(train_ids=None) -> dict:
             "mean_abs_gib": sum(abs(e) for e in errs.values()) / max(len(errs), 1)}
 
 
+def leave_one_out() -> dict:
+    """Refit without each fit row in turn and predict it: {id: available-KV error in GiB}. The honest
+    error of a row kvmath has not seen."""
+    fit_rows = [r for r in ROWS if r.fit and r.scope == "specified" and (r.avail_gib is not None or r.tokens is not None)]
+    out = {}
+    for r in fit_rows:
+        coef = fit_coefficients([o for o in fit_rows if o.id != r.id])
+        coef = {k: v for k, v in coef.items() if k in COEFFICIENTS}
+        rec = compare([r], coefficients=coef)[0]
+        if "available_error_gib" in rec:
+            out[r.id] = rec["available_error_gib"]
+    return out
+
+
 def frame(records=None):
     """``compare()`` as a pandas DataFrame (pandas imported here)."""
     import pandas as pd
 
     return pd.DataFrame(records if records is not None else compare())
+
+
+def _misses(ids) -> str:
+    return "(" + " ".join(ids) + ")" if ids else ""
 
 
 def table_text(records=None) -> str:
@@ -411,14 +520,23 @@ def table_text(records=None) -> str:
             f"{f(r.get('predicted_peak_gib') if 'measured_peak_gib' in r else None, '6.2f')} "
             f"{f(r.get('anchor_pred_gb'), '9.2f')} {r.get('anchor_verdict') or '-':<7}")
     s = summary(recs)
-    lines += ["", f"outcome agrees: {s['outcome_agrees']}/{s['priced']} (boots vs not: {s['boots_agrees']}/{s['priced']})",
-              f"available KV within 0.5 GiB: {s['available_within_0_5_gib']}/{s['available_gib']['n']}"
-              f" (mean |error| {s['available_gib'].get('mean_abs', 0):.2f} GiB)",
-              f"pool tokens within 5%: {s['pool_within_5_pct']}/{s['pool_tokens_pct']['n']}",
+    sp = s["specified"]
+    lines += ["", "Goal                          specified rows        all priced rows",
+              f"outcome agrees                {sp['outcome_agrees']:>3}/{sp['priced']:<3} {_misses(sp['outcome_misses']):<9} "
+              f"{s['outcome_agrees']:>3}/{s['priced']:<3} {_misses(s['outcome_misses'])}",
+              f"available KV within 0.5 GiB   {sp['available_within_0_5_gib']:>3}/{sp['available_gib']['n']:<3} "
+              f"{_misses(sp['available_misses']):<9} {s['available_within_0_5_gib']:>3}/{s['available_gib']['n']:<3} "
+              f"{_misses(s['available_misses'])}",
+              f"pool tokens within 5%         {sp['pool_within_5_pct']:>3}/{sp['pool_tokens_pct']['n']:<3} "
+              f"{_misses(sp['pool_misses']):<9} {s['pool_within_5_pct']:>3}/{s['pool_tokens_pct']['n']:<3} "
+              f"{_misses(s['pool_misses'])}",
+              "Rows outside 'specified': " + "; ".join(f"{k} {', '.join(v)}" for k, v in s["scopes"].items()
+                                                       if v and k != "specified"),
               f"peak: mean |error| {s['peak_gib'].get('mean_abs', 0):.2f} GiB over {s['peak_gib']['n']} rows; "
               f"the anchor's GB vs the same peaks: {s['anchor_peak_gib'].get('mean_abs', 0):.2f} GiB",
               "The anchor's verdict column is its own PASS/TIGHT/FAIL (kv-calc 5b3793b8); it never compares GiB."]
     return "\n".join(lines)
 
 
-__all__ = ["FEATURES", "ROWS", "Row", "compare", "fit_coefficients", "frame", "held_out", "summary", "table_text"]
+__all__ = ["FEATURES", "ROWS", "Row", "SCOPES", "compare", "fit_coefficients", "frame", "held_out", "leave_one_out",
+           "outliers", "summary", "table_text"]

@@ -302,6 +302,8 @@ def _anchor(model, b, kw, args):
 
 
 def render_text(b, largest: int, anchor, notes, breakdown=None, compose=None) -> str:
+    from .budget import CALIBRATION_ERROR_GIB
+
     g = lambda n: f"{n / GIB:7.2f} GiB"  # noqa: E731
     what = f"{b.model}" + (f" / {compose}" if compose else "")
     head = (f"vLLM budget - {what} on {b.card} ({b.total_bytes / GIB:.2f} GiB as PyTorch sees it), "
@@ -326,6 +328,9 @@ def render_text(b, largest: int, anchor, notes, breakdown=None, compose=None) ->
         lines.append(f"Verdict: REFUSED at start-up. vLLM: {b.refusal}")
     else:
         lines.append(f"Verdict: OUT OF MEMORY. {b.refusal}")
+    if b.marginal:
+        lines.append(f"  marginal: {b.margin_bytes / GIB:+.2f} GiB from the other verdict, inside kvmath's calibration "
+                     f"error of +/-{CALIBRATION_ERROR_GIB} GiB: a real boot may go either way")
     lines.append(f"Largest max_model_len that boots: {largest:,} tokens" if largest else
                  "Largest max_model_len that boots: none (the non-KV terms alone exceed the budget)")
     lines.append(f"Predicted nvidia-smi peak: {b.peak_bytes / GIB:.2f} GiB/card (requested + fitted CUDA-graph overhead)")
@@ -349,8 +354,8 @@ def render_text(b, largest: int, anchor, notes, breakdown=None, compose=None) ->
                          f"page {grp['page_bytes']:,} B")
     for n in list(notes) + [n for n in b.notes if not n.startswith("vLLM: 'Padding")]:
         lines.append(f"Note: {n}")
-    lines.append("Non-KV terms are fitted to measured boots (kvmath-fit --calibration): expect +/-0.5-1 GiB, "
-                 "more across drivers.")
+    lines.append(f"Non-KV terms are fitted to measured boots (kvmath-fit --calibration): +/-{CALIBRATION_ERROR_GIB} GiB "
+                 "on boots not used in the fit; the same deployment has logged up to 1.9 GiB apart on two cards.")
     return "\n".join(lines)
 
 

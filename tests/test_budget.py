@@ -7,7 +7,7 @@ import math
 import pytest
 
 from kvmath.budget import (
-    COEFFICIENTS, GIB, anchor_prediction, budget, card, chapter_frames, gdn_scratch_bytes, preset, preset_budget,
+    CALIBRATION_ERROR_GIB, COEFFICIENTS, GIB, anchor_prediction, budget, card, chapter_frames, gdn_scratch_bytes, preset, preset_budget,
     presets, rebudget, solve_max_model_len, sweep,
 )
 from kvmath.config import load_architecture
@@ -51,9 +51,12 @@ def test_three_outcomes():
     refused = preset_budget("qwen3.6-27b", "long-text")  # club-3090 #32 / #35: refused on a clean 3090
     assert refused.outcome == "refused" and "estimated maximum model length" in refused.refusal
     assert 0 < refused.estimated_max_model_len < 180000 and refused.pool_tokens == 0
-    oom = budget("gemma-4-31b", tp=1, mem_util=0.95, kv_format="bf16", max_model_len=8192, max_num_seqs=256,
-                 max_num_batched_tokens=4096, num_speculative_tokens=4, drafter_gb=0.97)  # F12
+    # F12's deployment (one 3090 at 0.95 logged "No available memory for the cache blocks") at 0.85: the
+    # weights (16.8 GiB) and drafter leave less than the fitted non-KV terms, by more than the error band
+    oom = budget("gemma-4-31b", tp=1, mem_util=0.85, kv_format="bf16", max_model_len=8192, max_num_seqs=256,
+                 max_num_batched_tokens=4096, num_speculative_tokens=4, drafter_gb=0.97)
     assert oom.outcome == "oom" and oom.available_kv <= 0
+    assert oom.margin_bytes < -CALIBRATION_ERROR_GIB * GIB and not oom.marginal
     weights_only = budget("gemma-4-31b", card="rtx3080", weights_variant="bf16")
     assert weights_only.outcome == "oom" and "weights alone" in weights_only.refusal
 
@@ -153,7 +156,7 @@ def test_chapter_frames():
 
 def test_coefficients_documented():
     assert set(COEFFICIENTS) == {"const_gib", "per_inv_tp_gib", "per_8k_batched_tokens_per_tp_gib", "gemma4_gib",
-                                 "moe_gib", "peak_over_requested_gib"}
+                                 "moe_gib", "peak_over_requested_gib", "weights_extra_gb[gemma-4-31b/awq]"}
 
 
 def test_bad_input():

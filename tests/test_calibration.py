@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from kvmath.budget import COEFFICIENTS
-from kvmath.calibration import ROWS, compare, fit_coefficients, held_out, summary
+from kvmath.budget import CALIBRATION_ERROR_GIB, COEFFICIENTS
+from kvmath.calibration import ROWS, compare, fit_coefficients, held_out, leave_one_out, outliers, summary
 
 SHARED = [Path(os.environ.get("KVMATH_SHARED", "/nonexistent")), Path(__file__).resolve().parents[2] / "shared",
           Path("/work/shared")]
@@ -53,34 +53,69 @@ def test_fit_reproduces_shipped_coefficients():
         assert fit[k] == pytest.approx(v, abs=0.01), k
 
 
-def test_goals_and_known_misses():
-    """What the calibration achieves (the chapter shows every row). Outcomes: all boot/refuse/OOM
-    cases right except the rows of the maintainer's 3090 whose KV memory is 1.9 GiB above three other
-    boots of the same compose (I32, C15, C16) and the Gemma 26B single-card row (F32)."""
-    recs = compare()
-    wrong = sorted(r["id"] for r in recs if r.get("status") == "priced" and not r["outcome_agrees"])
-    assert wrong == ["C15", "C16", "F32", "I32"]
-    fitted = [r for r in recs if r.get("used_in_fit") and "available_error_gib" in r]
-    assert all(abs(r["available_error_gib"]) < 0.6 for r in fitted)
-    s = summary(recs)
-    assert s["available_within_0_5_gib"] >= 14
+def test_goals_on_the_rows_that_specify_their_boot():
+    """The issue's goals, on the rows whose inputs are all known and whose terms are all modelled:
+    available KV memory within 0.5 GiB and pool tokens within 5 % on every such row; the start-up
+    outcome right on all but three, each explained in the chapter: F11b booted exactly at vLLM's own
+    estimated maximum (kvmath is 0.06 GiB short, a marginal verdict), F12 logged out-of-memory where
+    kvmath says refused (neither boots), F32 (one Gemma 26B card) booted where kvmath refuses."""
+    s = summary()
+    sp = s["specified"]
+    assert sp["available_gib"]["n"] >= 15 and sp["available_within_0_5_gib"] == sp["available_gib"]["n"]
+    assert sp["pool_tokens_pct"]["n"] >= 10 and sp["pool_within_5_pct"] == sp["pool_tokens_pct"]["n"]
+    assert sp["outcome_misses"] == ["F11b", "F12", "F32"] and sp["outcome_misses_marginal"] == ["F11b"]
+    assert sp["boots_agrees"] == sp["priced"] - 2  # F12 does not boot either way
     assert s["peak_gib"]["mean_abs"] < s["anchor_peak_gib"]["mean_abs"]  # GiB vs GiB, the anchor never did this
 
 
-def test_pool_tokens_within_5pct_where_modelled():
-    """Pool tokens within 5% on the fitted rows except the two Gemma 31B AWQ rows (F10, F11b), whose
-    non-KV memory is ~0.6 GiB above the fit (the 17.0 GB AWQ size is the registry's figure)."""
-    recs = [r for r in compare() if "pool_tokens_error_pct" in r and r["used_in_fit"]]
-    misses = sorted(r["id"] for r in recs if abs(r["pool_tokens_error_pct"]) > 5)
-    assert misses == ["F10", "F11b"] and len(recs) >= 12
+def test_rows_outside_the_goals_are_named_with_their_reason():
+    s = summary()
+    assert s["scopes"]["unmodelled"] == ["F08", "F09"]  # DFlash drafter KV
+    assert s["scopes"]["projected"] == ["F17", "F23", "F26"]
+    assert s["scopes"]["unknown"] == ["F33"]
+    assert s["scopes"]["rig_outlier"] == ["C08", "C15", "C16", "I32"]
+    for r in ROWS:
+        if r.scope != "specified":
+            assert r.why, r.id
+
+
+def test_outlier_rule_flags_exactly_the_rig_outliers_that_have_logs():
+    """The rule (1 GiB from the median of the other boots with the same non-KV inputs) is computed from
+    the logs, not chosen: it flags I32 (#32, 4.11 GiB where F19 logged 2.19 and the maintainer's own
+    rerun I35 2.17) and C08 (10.82 GiB: 1.1 GiB less non-KV memory than five boots of the same Gemma
+    inputs, F03-F07, imply).
+    C15 and C16 have no log; they are the rig and week of I32."""
+    flagged = sorted(o["id"] for o in outliers() if o["flagged"])
+    assert flagged == ["C08", "I32"]
+    with_logs = {r.id for r in ROWS if r.scope == "rig_outlier" and (r.avail_gib or r.tokens)}
+    assert set(flagged) == with_logs
+    # every other boot agrees with its siblings to within 0.25 GiB
+    assert all(abs(o["difference_gib"]) < 0.25 for o in outliers() if not o["flagged"])
+
+
+def test_calibration_error_band_is_the_leave_one_out_error():
+    loo = leave_one_out()
+    assert len(loo) == fit_coefficients()["n_fit"]
+    assert CALIBRATION_ERROR_GIB == pytest.approx(max(abs(e) for e in loo.values()), abs=0.006)
+
+
+def test_awq_correction_is_what_the_awq_boots_need():
+    """Without the fitted checkpoint correction the two Gemma 31B AWQ boots (F10, F11b) sit ~1.3 GiB per
+    card above the fit; with it, within 0.15 GiB. The correction is positive GB (more loaded than the
+    profile's 17.0 GB)."""
+    key = "weights_extra_gb[gemma-4-31b/awq]"
+    assert 2.0 < COEFFICIENTS[key] < 3.5
+    off = {r["id"]: r["available_error_gib"] for r in compare(coefficients={key: 0.0}) if r["id"] in ("F10", "F11b")}
+    on = {r["id"]: r["available_error_gib"] for r in compare() if r["id"] in ("F10", "F11b")}
+    assert all(e > 1.0 for e in off.values()) and all(abs(e) < 0.15 for e in on.values())
 
 
 def test_held_out_rows():
     """Fit on every other row, report the error on the rows not used (GiB of available KV memory)."""
     h = held_out()
     assert set(h["train"]).isdisjoint(h["test"]) and len(h["test"]) >= 6
-    assert h["mean_abs_gib"] < 0.6
-    assert all(abs(e) < 1.0 for e in h["errors_gib"].values())
+    assert h["mean_abs_gib"] < 0.3
+    assert all(abs(e) < 0.5 for e in h["errors_gib"].values())
 
 
 def test_chapter_executes(tmp_path):
@@ -100,3 +135,6 @@ def test_chapter_executes(tmp_path):
     s = summary()
     assert g["cal_outcome_agrees_count__raw"] == s["outcome_agrees"]
     assert g["cal_available_ok_count__raw"] == s["available_within_0_5_gib"]
+    assert g["cal_spec_available_ok_count__raw"] == s["specified"]["available_within_0_5_gib"]
+    assert g["cal_spec_outcome_agrees_count__raw"] == s["specified"]["outcome_agrees"]
+    assert g["cal_error_band_gib__raw"] == CALIBRATION_ERROR_GIB

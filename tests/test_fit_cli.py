@@ -29,7 +29,8 @@ def test_refused_exit_1_with_estimate(capsys):
 
 
 def test_oom_exit_1(capsys):
-    code, out, _ = run(capsys, "--model", "gemma-4-31b", "--compose", "gemma-single", "--kv-format", "bf16")
+    code, out, _ = run(capsys, "--model", "gemma-4-31b", "--compose", "gemma-single", "--kv-format", "bf16",
+                       "--mem-util", "0.85")
     assert code == 1 and "OUT OF MEMORY" in out
 
 

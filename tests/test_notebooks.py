@@ -51,6 +51,17 @@ def test_model_chapter_glue_equals_kvmath(model):
     facts = report.deployment_facts(model)
     assert g["weights_gb"] == facts["weights_gb"][facts["default_weights"]]
     assert g["doc_bytes_per_token"] == report.source_doc()["per_token_tp1"][model]["bf16"]
+    # the budget section: every published figure is the package's
+    from kvmath import budget
+
+    assert g["budget_error_gib"] == budget.CALIBRATION_ERROR_GIB
+    if budget.presets().get(model):
+        frames = budget.chapter_frames(model)
+        t = frames["table"]
+        assert g["budget_largest_ctx"] == frames["refusal_context"]
+        assert g["budget_boots"] == int((t["outcome"] == "boots").sum())
+        assert g["budget_marginal"] == int(t["marginal"].sum())
+        assert g["budget_presets"] == len(t)
 
 
 def test_model_chapter_follows_its_parameters():
