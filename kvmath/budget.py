@@ -81,7 +81,10 @@ CALIBRATION_ERROR_GIB = 0.36
 # Checkpoints whose size in deployments.json (the anchor's profile figure, GB) the boot logs contradict:
 # the fit adds a correction in GB (total, sharded by TP like the weights). Key: "model/variant".
 FITTED_CHECKPOINTS = ("gemma-4-31b/awq",)
-assert all(f"weights_extra_gb[{k}]" in COEFFICIENTS for k in FITTED_CHECKPOINTS)
+for _k in FITTED_CHECKPOINTS:  # a contributor adding a checkpoint must also ship its fitted value
+    if f"weights_extra_gb[{_k}]" not in COEFFICIENTS:
+        raise KvMathError(f"FITTED_CHECKPOINTS lists {_k} but COEFFICIENTS has no weights_extra_gb[{_k}]: "
+                          "run kvmath.calibration.fit_coefficients() and copy its value")
 
 OUTCOMES = ("boots", "refused", "oom")
 OUTCOME_TEXT = {

@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from .budget import (COEFFICIENTS, FITTED_CHECKPOINTS, GB, GIB, anchor_prediction, budget, card as get_card,
+from .budget import (CALIBRATION_ERROR_GIB, COEFFICIENTS, FITTED_CHECKPOINTS, GB, GIB, anchor_prediction, budget, card as get_card,
                      gdn_scratch_bytes)
 from .errors import KvMathError
 
@@ -500,7 +500,7 @@ def table_text(records=None) -> str:
     """A plain-text table for ``kvmath-fit --calibration``."""
     recs = records if records is not None else compare()
     head = (f"{'id':<5} {'model':<16} {'measured':<8} {'kvmath':<8} {'availKV meas':>12} {'pred':>6} {'err':>6} "
-            f"{'pool meas':>10} {'pred':>10} {'err%':>6} {'peak meas':>9} {'pred':>6} {'anchor GB':>9} {'verdict':<7}")
+            f"{'pool meas':>10} {'pred':>10} {'err%':>6} {'peak meas':>9} {'pred':>6} {'anchor GB':>9} {'verdict':<7} scope")
     lines = ["Calibration: kvmath vs measured vLLM boots (GiB = 2^30 B per card; anchor GB = 1e9 B)", head,
              "-" * len(head)]
 
@@ -518,18 +518,24 @@ def table_text(records=None) -> str:
             f"{f(r.get('predicted_pool_tokens') if 'measured_pool_tokens' in r else None, '10,d')} "
             f"{f(r.get('pool_tokens_error_pct'), '+6.1f')} {f(r.get('measured_peak_gib'), '9.2f')} "
             f"{f(r.get('predicted_peak_gib') if 'measured_peak_gib' in r else None, '6.2f')} "
-            f"{f(r.get('anchor_pred_gb'), '9.2f')} {r.get('anchor_verdict') or '-':<7}")
+            f"{f(r.get('anchor_pred_gb'), '9.2f')} {r.get('anchor_verdict') or '-':<7} {r['scope']}")
     s = summary(recs)
     sp = s["specified"]
-    lines += ["", "Goal                          specified rows        all priced rows",
-              f"outcome agrees                {sp['outcome_agrees']:>3}/{sp['priced']:<3} {_misses(sp['outcome_misses']):<9} "
-              f"{s['outcome_agrees']:>3}/{s['priced']:<3} {_misses(s['outcome_misses'])}",
-              f"available KV within 0.5 GiB   {sp['available_within_0_5_gib']:>3}/{sp['available_gib']['n']:<3} "
-              f"{_misses(sp['available_misses']):<9} {s['available_within_0_5_gib']:>3}/{s['available_gib']['n']:<3} "
-              f"{_misses(s['available_misses'])}",
-              f"pool tokens within 5%         {sp['pool_within_5_pct']:>3}/{sp['pool_tokens_pct']['n']:<3} "
-              f"{_misses(sp['pool_misses']):<9} {s['pool_within_5_pct']:>3}/{s['pool_tokens_pct']['n']:<3} "
-              f"{_misses(s['pool_misses'])}",
+
+    def cell(n, d, ids):
+        return f"{n}/{d} {_misses(ids)}"
+
+    lines += ["", f"{'goal':<30}{'specified rows':<26}all priced rows",
+              f"{'outcome agrees':<30}{cell(sp['outcome_agrees'], sp['priced'], sp['outcome_misses']):<26}"
+              f"{cell(s['outcome_agrees'], s['priced'], s['outcome_misses'])}",
+              f"{'available KV within 0.5 GiB':<30}"
+              f"{cell(sp['available_within_0_5_gib'], sp['available_gib']['n'], sp['available_misses']):<26}"
+              f"{cell(s['available_within_0_5_gib'], s['available_gib']['n'], s['available_misses'])}",
+              f"{'pool tokens within 5%':<30}"
+              f"{cell(sp['pool_within_5_pct'], sp['pool_tokens_pct']['n'], sp['pool_misses']):<26}"
+              f"{cell(s['pool_within_5_pct'], s['pool_tokens_pct']['n'], s['pool_misses'])}",
+              f"marginal verdicts (margin inside +/-{CALIBRATION_ERROR_GIB} GiB) among the misses: "
+              f"{' '.join(sp['outcome_misses_marginal']) or 'none'}",
               "Rows outside 'specified': " + "; ".join(f"{k} {', '.join(v)}" for k, v in s["scopes"].items()
                                                        if v and k != "specified"),
               f"peak: mean |error| {s['peak_gib'].get('mean_abs', 0):.2f} GiB over {s['peak_gib']['n']} rows; "
