@@ -716,7 +716,8 @@ def chapter_frames(model_id: str, card: str = "rtx3090", contexts=None) -> dict:
     """Frames for a model chapter's budget section (pandas imported here).
 
     Returns ``{"table": one row per preset (GiB per card, outcome, its margin and whether it is inside
-    the calibration error band, pool tokens, concurrency, largest context, anchor verdict), "curve": budget vs context for the first preset (long form: context,
+    the calibration error band, pool tokens, concurrency, largest context, anchor verdict),
+    "curve": budget vs context for the first preset (long form: context,
     term, GiB, plus the refusal line), "refusal_context": largest max_model_len that boots for that
     preset, "preset": its name, "card": card}``.
     """
@@ -768,6 +769,7 @@ def chapter_frames(model_id: str, card: str = "rtx3090", contexts=None) -> dict:
 
 __all__ = [
     "ANCHOR_VERDICTS", "Budget", "CALIBRATION_ERROR_GIB", "COEFFICIENTS", "FITTED_CHECKPOINTS", "JSON_FIELDS",
-    "OUTCOMES", "anchor_prediction", "budget", "card", "cards", "chapter_frames", "gdn_scratch_bytes", "model_for_preset", "preset", "preset_budget",
+    "OUTCOMES", "anchor_prediction", "budget", "card", "cards", "chapter_frames", "gdn_scratch_bytes",
+    "model_for_preset", "preset", "preset_budget",
     "presets", "rebudget", "solve_max_model_len", "solve_max_num_seqs", "sweep", "weights_gb",
 ]

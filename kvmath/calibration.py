@@ -26,8 +26,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from .budget import (CALIBRATION_ERROR_GIB, COEFFICIENTS, FITTED_CHECKPOINTS, GB, GIB, anchor_prediction, budget, card as get_card,
-                     gdn_scratch_bytes)
+from .budget import (CALIBRATION_ERROR_GIB, COEFFICIENTS, FITTED_CHECKPOINTS, GB, GIB, anchor_prediction, budget,
+                     card as get_card, gdn_scratch_bytes)
 from .errors import KvMathError
 
 BF = "BENCHMARKS.md@4a29ab57"
@@ -69,8 +69,9 @@ def _c(card="rtx3090", tp=2, util=0.92, kv="bf16", L=262144, seqs=1, tb=8192, n=
 
 SCOPES = {
     "specified": "every input of the boot is known and every memory term is modelled",
-    "rig_outlier": "a card and software whose KV memory the logs put >= 1 GiB away from every other boot of "
-                   "the same inputs (see outliers())",
+    "outlier": "a boot whose log implies non-KV memory >= 1 GiB from the median of the other boots of the "
+               "same inputs (outliers()), or a boot from the same card and week as one; the cause (card state, "
+               "software build, an unrecorded flag) is not in the data",
     "unmodelled": "a term kvmath does not model (a DFlash drafter's own KV layers)",
     "projected": "an input is a projection, not a measurement (checkpoint or card size)",
     "unknown": "the booted settings are not stated",
@@ -116,8 +117,9 @@ ROWS: list[Row] = [
         "boots", 4.11, None, False, 1.34, fit=False,
         why="same compose as F19/I35 on the maintainer's 3090 on 2026-05-02: 1.9 GiB more KV memory than "
             "GuiPerPT's 3090 the same day (F19) and the maintainer's own rerun on 2026-05-29 (I35)",
-        scope="rig_outlier"),
-    Row("I35", "club-3090 #35 (the maintainer's rerun, 2026-05-29)", Q27, _c(tp=1, util=0.93, kv="turboquant_3bit_nc", L=180000, tb=4128, n=3),
+        scope="outlier"),
+    Row("I35", "club-3090 #35 (the maintainer's rerun, 2026-05-29)", Q27,
+        _c(tp=1, util=0.93, kv="turboquant_3bit_nc", L=180000, tb=4128, n=3),
         "refused", 2.17, est_len=111456),
     Row("I41", "club-3090 #41", Q27, _c(tp=1, util=0.93, kv="turboquant_3bit_nc", L=130000, tb=4128, n=3),
         "refused", 2.4, est_len=127968),
@@ -203,12 +205,14 @@ _CAL_WHY = {"C19": "gemma-4-12b is not a kvmath model; its 'peak' is the assumed
             "C17": "booted with TQ3, no MTP, mem 0.95 (the anchor priced fp8_e5m2, seqs 4, mem 0.90)",
             "C14": "2x RTX 4090; booted at 180K, seqs 1"}
 _CAL_WHY.update({
-    "C15": "the maintainer's 3090, 2026-04-30: the rig and week of I32 (1.9 GiB more KV memory than later boots)",
-    "C16": "the maintainer's 3090, 2026-05-04: the rig and week of I32 (1.9 GiB more KV memory than later boots)",
+    "C15": "the maintainer's 3090, 2026-04-30: the card and week of I32 (1.9 GiB more KV memory than later boots "
+           "of the same compose)",
+    "C16": "the maintainer's 3090, 2026-05-04: the card and week of I32 (1.9 GiB more KV memory than later boots "
+           "of the same compose)",
     "C08": "logged 10.82 GiB, 466,892 tokens, 1.78x (matched-config boot): 1.1 GiB less non-KV memory than five "
            "other boots of the same Gemma inputs (F03-F07) imply",
 })
-_CAL_SCOPE = {"C15": "rig_outlier", "C16": "rig_outlier", "C08": "rig_outlier", "C17": "specified"}
+_CAL_SCOPE = {"C15": "outlier", "C16": "outlier", "C08": "outlier", "C17": "specified"}
 # logged figures the CSV's notes give for a calibration row: (available GiB, pool tokens, concurrency)
 _CAL_LOGGED = {"C08": (10.82, 466892, 1.78)}
 ROWS += [Row(i, "club3090-calibration-rows.csv", m, cfg, "boots" if m != "gemma-4-12b" else None,
@@ -279,10 +283,10 @@ def _non_kv_key(row: Row) -> tuple:
 def outliers(rows=None, threshold_gib: float = 1.0) -> list[dict]:
     """Rows whose implied non-KV memory differs by ``threshold_gib`` or more from the median of the other
     rows with the same non-KV inputs (``_non_kv_key``): the same deployment measured twice with
-    gigabytes between the logs. Rows outside ``specified`` / ``rig_outlier`` scope are left out.
+    gigabytes between the logs. Rows outside ``specified`` / ``outlier`` scope are left out.
     Returns one dict per row that has siblings: id, implied GiB, siblings' median, difference, flagged."""
     rows = [r for r in (rows if rows is not None else ROWS)
-            if r.cfg and r.outcome and r.scope in ("specified", "rig_outlier")]
+            if r.cfg and r.outcome and r.scope in ("specified", "outlier")]
     rows = list({r.id.rstrip("ab"): r for r in rows}.values())  # F11a/F11b are one boot: keep one
     implied = {r.id: _implied_other(r) for r in rows}
     out = []
@@ -455,10 +459,14 @@ def summary(records=None) -> dict:
     return out
 
 
+def _fit_rows() -> list[Row]:
+    return [r for r in ROWS if r.fit and r.scope == "specified" and (r.avail_gib is not None or r.tokens is not None)]
+
+
 def held_out(train_ids=None) -> dict:
     """Fit on some rows, report the available-KV error on the others (GiB). Default split: every
     other fit row (in ``ROWS`` order) trains."""
-    fit_rows = [r for r in ROWS if r.fit and r.scope == "specified" and (r.avail_gib is not None or r.tokens is not None)]
+    fit_rows = _fit_rows()
     if train_ids is None:
         train_ids = {r.id for r in fit_rows[::2]}
     train = [r for r in fit_rows if r.id in train_ids]
@@ -474,7 +482,7 @@ def held_out(train_ids=None) -> dict:
 def leave_one_out() -> dict:
     """Refit without each fit row in turn and predict it: {id: available-KV error in GiB}. The honest
     error of a row kvmath has not seen."""
-    fit_rows = [r for r in ROWS if r.fit and r.scope == "specified" and (r.avail_gib is not None or r.tokens is not None)]
+    fit_rows = _fit_rows()
     out = {}
     for r in fit_rows:
         coef = fit_coefficients([o for o in fit_rows if o.id != r.id])
