@@ -69,14 +69,16 @@ COEFFICIENTS = {
     "moe_gib": -0.548,
     # nvidia-smi peak minus vLLM's requested memory (CUDA graphs captured after the KV cache is
     # allocated, NCCL and CUDA context outside the profile): mean over the measured peaks.
-    "peak_over_requested_gib": 0.63,
+    "peak_over_requested_gib": 0.37,
     # the Gemma 4 31B AWQ checkpoint: GB beyond the profile's 17.0 GB (see FITTED_CHECKPOINTS)
     "weights_extra_gb[gemma-4-31b/awq]": 2.813,
 }
-# The error band of the fitted non-KV terms: the largest leave-one-out error of available KV memory
-# (GiB per card) over the calibration rows that fully specify their boot (kvmath.calibration.leave_one_out;
-# tests/test_calibration.py recomputes it). A verdict whose margin is inside it may go either way.
-CALIBRATION_ERROR_GIB = 0.36
+# The error band of the fitted non-KV terms, GiB per card: the largest error of available KV memory
+# when a whole deployment is left out of the fit and predicted, over deployments whose checkpoint
+# the rest of the fit still covers (kvmath.calibration.error_band_gib; tests/test_calibration.py
+# recomputes it). A checkpoint the fit has not seen can be off by more (the chapter shows 1.4 GiB).
+# A verdict whose margin is inside the band may go either way.
+CALIBRATION_ERROR_GIB = 0.57
 
 # Checkpoints whose size in deployments.json (the anchor's profile figure, GB) the boot logs contradict:
 # the fit adds a correction in GB (total, sharded by TP like the weights). Key: "model/variant".
@@ -268,14 +270,14 @@ class Budget:
 
     @property
     def margin_bytes(self) -> int:
-        """How far the verdict is from flipping, bytes per card: available KV - what one max_model_len
-        request needs (boots when >= 0); for an out-of-memory verdict, the available KV itself (<= 0)."""
-        return self.available_kv if self.outcome == "oom" else self.available_kv - self.kv_per_request
+        """How far the deployment is from the line between booting and not, bytes per card: available
+        KV - what one max_model_len request needs. >= 0 boots; < 0 is refused or out of memory."""
+        return self.available_kv - self.kv_per_request
 
     @property
     def marginal(self) -> bool:
-        """True when the margin is inside the calibration error band (``CALIBRATION_ERROR_GIB``): the
-        fitted terms cannot tell which way this boot goes."""
+        """True when ``margin_bytes`` is inside the calibration error band (``CALIBRATION_ERROR_GIB``):
+        the fitted terms cannot tell whether this deployment boots."""
         return abs(self.margin_bytes) < CALIBRATION_ERROR_GIB * GIB
 
     @property
@@ -346,9 +348,10 @@ JSON_FIELDS = {
     "non_kv_bytes": "sum of the non-KV terms",
     "available_kv_bytes / _gib": "vLLM's 'Available KV cache memory' = requested - non_kv",
     "outcome": "boots | refused (start-up check failed) | oom (no memory left for the cache)",
-    "margin_bytes / margin_gib": "available_kv - kv_per_request (boots when >= 0); for oom, available_kv",
-    "marginal / calibration_error_gib": "true when |margin| < the calibration error band (largest leave-one-out "
-                                        "error of available KV, GiB): the boot may go either way",
+    "margin_bytes / margin_gib": "available_kv - kv_per_request: >= 0 boots, < 0 refused or out of memory",
+    "marginal / calibration_error_gib": "true when |margin| < the calibration error band (largest error of "
+                                        "available KV on a deployment left out of the fit, GiB): it may or may "
+                                        "not boot",
     "pool_bytes": "KV pool vLLM allocates: num_blocks * bytes_per_block",
     "pool_tokens": "vLLM's 'GPU KV cache size: N tokens' (its version's formula)",
     "max_concurrency": "vLLM's 'Maximum concurrency for max_model_len tokens per request'",
@@ -360,6 +363,8 @@ JSON_FIELDS = {
     "peak_bytes / peak_gib": "predicted nvidia-smi peak: requested + fitted post-profile overhead",
     "anchor": "the anchor calculator's own prediction and PASS/TIGHT/FAIL (kv-calc 5b3793b8 rule)",
     "largest_max_model_len": "largest max_model_len that boots (solver), tokens",
+    "largest_max_model_len_with_headroom": "largest max_model_len that still boots with calibration_error_gib "
+                                           "less KV memory, tokens",
 }
 
 
@@ -385,6 +390,25 @@ def _non_kv(arch, flags, tp, batched, max_model_len, coeffs) -> tuple[int, int, 
     return scratch, act, over, off
 
 
+def _derived_max_model_len(model, arch) -> int | None:
+    """vLLM's derived maximum length (vllm/config/model.py ``_get_and_verify_max_len``): the config's
+    max_position_embeddings; with a YaRN-type rope scaling, original_max_position_embeddings x factor
+    (llama3 / longrope / su scalings are already in max_position_embeddings)."""
+    cfg = _raw_config(model)
+    rs = cfg.get("rope_scaling") or {}
+    kind = rs.get("rope_type") or rs.get("type")
+    if kind and kind not in ("su", "longrope", "llama3", "default", "mrope") and "factor" in rs:
+        base = rs.get("original_max_position_embeddings") or arch.max_position_embeddings
+        if base:
+            return int(base * rs["factor"])
+    return arch.max_position_embeddings
+
+
+def _finite(v) -> bool:
+    """A real, finite number that is not a bool."""
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
 def _check_format_card(fmt_name: str, cc: int | None, card_label: str) -> None:
     from .formats import VLLM_FORMATS, vllm_format
 
@@ -402,7 +426,8 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
            tp: int = 1, kv_format: str = "auto", max_model_len: int | None = None, max_num_seqs: int = 1,
            max_num_batched_tokens: int = 2048, num_speculative_tokens: int = 0, weights_variant: str = "default",
            weights_gb_total: float | None = None, drafter_gb: float = 0.0, draft_kv_gb: float = 0.0,
-           coefficients: dict | None = None, check_card: bool = True, **vllm_settings) -> Budget:
+           coefficients: dict | None = None, check_card: bool = True, allow_long_max_model_len: bool = False,
+           **vllm_settings) -> Budget:
     """The per-card budget of ``model`` on vLLM and its verdict.
 
     ``model``: a known model id, a config.json path or dict. ``card``: a card id (``kvmath/data/cards.json``)
@@ -411,6 +436,8 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
     ``drafter_gb``: drafter checkpoint GB (total; / TP per card). ``draft_kv_gb``: KV reserved per card
     for a drafter with its own cache (GB). Other keyword arguments go to ``vllm_alloc.plan``
     (``vllm_version``, ``enable_prefix_caching``, ``gemma4_pth_page_padding``, ...).
+    ``allow_long_max_model_len``: accept a max_model_len above the model's derived maximum, as vLLM
+    does with VLLM_ALLOW_LONG_MAX_MODEL_LEN=1.
 
     Raises KvMathError on bad input.
     """
@@ -418,38 +445,56 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
 
     arch = load_architecture(model)
     flags = _model_flags(model, arch)
+    if coefficients is not None and not isinstance(coefficients, dict):
+        raise KvMathError(f"coefficients must be a dict like kvmath.budget.COEFFICIENTS, got {coefficients!r}")
+    for k, v in (coefficients or {}).items():
+        if k not in COEFFICIENTS:
+            raise KvMathError(f"unknown coefficient {k!r}; valid: {choices(sorted(COEFFICIENTS))}")
+        if not _finite(v):
+            raise KvMathError(f"coefficient {k} must be a finite number, got {v!r}")
     coeffs = dict(COEFFICIENTS, **(coefficients or {}))
     for name, v in (("tp", tp), ("max_num_seqs", max_num_seqs), ("max_num_batched_tokens", max_num_batched_tokens)):
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise KvMathError(f"{name} must be a positive integer, got {v!r}")
-    if not (isinstance(mem_util, (int, float)) and 0 < mem_util <= 1):
+    if not (_finite(mem_util) and 0 < mem_util <= 1):
         raise KvMathError(f"mem_util (gpu_memory_utilization) must be in (0, 1], got {mem_util!r}")
     if card is not None and total_gib is None:
         c = globals()["card"](card) if isinstance(card, str) else card
         total_gib, card_id, cc = c["total_gib"], c["id"], c["compute_capability"]
     else:
         card_id, cc = "custom", None
-        if not (isinstance(total_gib, (int, float)) and total_gib > 0):
-            raise KvMathError(f"card memory must be a positive number of GiB, got {total_gib!r}")
+        if not (_finite(total_gib) and 0 < total_gib <= 2**20):
+            raise KvMathError(f"card memory must be a positive number of GiB (at most 2^20), got {total_gib!r}")
     L = max_model_len or arch.max_position_embeddings
     if not L:
         raise KvMathError(f"{arch.name}: config has no max_position_embeddings; pass max_model_len")
+    if isinstance(L, bool) or not isinstance(L, int) or L < 1:
+        raise KvMathError(f"max_model_len must be a positive integer, got {L!r}")
+    derived = _derived_max_model_len(model, arch)
+    if derived and L > derived and not allow_long_max_model_len:
+        raise KvMathError(
+            f"max_model_len {L:,} is greater than {arch.name}'s derived maximum {derived:,} (max_position_embeddings, "
+            "rope scaling applied); vLLM refuses it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 "
+            "(Python: allow_long_max_model_len=True)")
     if check_card:
         _check_format_card(kv_format if kv_format != "auto" else "bf16", cc, card_id)
     for name, v in (("drafter_gb", drafter_gb), ("draft_kv_gb", draft_kv_gb)):
-        if not isinstance(v, (int, float)) or v < 0 or math.isnan(v):
-            raise KvMathError(f"{name} must be >= 0, got {v!r}")
+        if not _finite(v) or v < 0:
+            raise KvMathError(f"{name} must be a finite number of GB >= 0, got {v!r}")
     extra_gb = 0.0
     if weights_gb_total is None:
         variant, wgb = weights_gb(arch.name if arch.name in deployments() else str(model), weights_variant)
         extra_gb = coeffs.get(f"weights_extra_gb[{arch.name}/{variant}]", 0.0)
     else:
-        if not isinstance(weights_gb_total, (int, float)) or weights_gb_total <= 0:
-            raise KvMathError(f"weights GB must be positive, got {weights_gb_total!r}")
+        if not _finite(weights_gb_total) or weights_gb_total <= 0:
+            raise KvMathError(f"weights GB must be a finite positive number, got {weights_gb_total!r}")
         variant, wgb = "custom", weights_gb_total
     total = round(total_gib * GIB)
     requested = math.ceil(total * mem_util)  # vllm/v1/worker/utils.py request_memory
     weights = round((wgb + extra_gb) * GB / tp)
+    if weights <= 0:
+        raise KvMathError(f"weights come out at {wgb + extra_gb:g} GB with weights_extra_gb {extra_gb:+g}: the "
+                          "correction must leave a positive checkpoint size")
     drafter = round(drafter_gb * GB / tp)
     draft_kv = round(draft_kv_gb * GB)
     scratch, act, over, off = _non_kv(arch, flags, tp, max_num_batched_tokens, L, coeffs)
@@ -475,6 +520,14 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
     else:
         outcome, refusal = "boots", None
     pool = p.num_blocks * p.bytes_per_block if p.boots and available > 0 else 0
+    if weights_gb_total is not None and weights_variant not in (None, "default"):
+        try:
+            fitted = coeffs.get(f"weights_extra_gb[{arch.name}/{weights_gb(arch.name, weights_variant)[0]}]", 0.0)
+        except KvMathError:
+            fitted = 0.0
+        if fitted:
+            notes.append(f"weights: the given {weights_gb_total:g} GB replaces the {weights_variant} profile size and "
+                         f"its fitted correction ({fitted:+.2f} GB); give the size vLLM loads")
     if extra_gb:
         notes.append(f"weights: the {variant} checkpoint's {wgb:g} GB plus a fitted {extra_gb:+.2f} GB "
                      "(the boot logs show more loaded than the profile size; kvmath.calibration)")
@@ -499,7 +552,8 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
                       max_model_len=L, max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
                       num_speculative_tokens=num_speculative_tokens, weights_variant=weights_variant,
                       weights_gb_total=weights_gb_total, drafter_gb=drafter_gb, draft_kv_gb=draft_kv_gb,
-                      coefficients=coefficients, check_card=check_card, **vllm_settings),
+                      coefficients=coefficients, check_card=check_card,
+                      allow_long_max_model_len=allow_long_max_model_len, **vllm_settings),
     )
 
 
@@ -543,6 +597,17 @@ def solve_max_model_len(b: Budget, upper: int | None = None) -> int:
         else:
             hi = mid - 1
     return lo
+
+
+def solve_max_model_len_with_headroom(b: Budget, headroom_gib: float | None = None, upper: int | None = None) -> int:
+    """Largest max_model_len (tokens) whose KV need stays ``headroom_gib`` (default: the calibration
+    error band, ``CALIBRATION_ERROR_GIB``) below the available KV memory: the length that still
+    boots if the fitted non-KV terms are off by that much. 0 if none."""
+    h = CALIBRATION_ERROR_GIB if headroom_gib is None else headroom_gib
+    if isinstance(h, bool) or not isinstance(h, (int, float)) or not 0 <= h < float("inf"):
+        raise KvMathError(f"headroom must be a finite number of GiB >= 0, got {headroom_gib!r}")
+    reserved = b.settings.get("draft_kv_gb", 0.0) + h * GIB / GB
+    return solve_max_model_len(rebudget(b, draft_kv_gb=reserved), upper=upper)
 
 
 def solve_max_num_seqs(b: Budget) -> int:
@@ -771,5 +836,5 @@ __all__ = [
     "ANCHOR_VERDICTS", "Budget", "CALIBRATION_ERROR_GIB", "COEFFICIENTS", "FITTED_CHECKPOINTS", "JSON_FIELDS",
     "OUTCOMES", "anchor_prediction", "budget", "card", "cards", "chapter_frames", "gdn_scratch_bytes",
     "model_for_preset", "preset", "preset_budget",
-    "presets", "rebudget", "solve_max_model_len", "solve_max_num_seqs", "sweep", "weights_gb",
+    "presets", "rebudget", "solve_max_model_len", "solve_max_model_len_with_headroom", "solve_max_num_seqs", "sweep", "weights_gb",
 ]

@@ -24,7 +24,7 @@ non-KV memory of the rows whose available KV is known, and the mean peak overhea
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .budget import (CALIBRATION_ERROR_GIB, COEFFICIENTS, FITTED_CHECKPOINTS, GB, GIB, anchor_prediction, budget,
                      card as get_card, gdn_scratch_bytes)
@@ -42,7 +42,9 @@ class Row:
     ``fit``: used to fit the empirical coefficients. ``anchor``: the anchor's recorded prediction
     (``pred_5b3793b8`` GB and verdict) from the calibration CSV, when the row is one of its rows.
     ``why``: why a row is excluded or what is assumed. ``scope``: ``specified`` when every input is
-    known and every term is modelled, else the reason the row cannot test kvmath (``SCOPES``)."""
+    known and every term is modelled, else the reason the row cannot test kvmath (``SCOPES``).
+    ``same_boot``: the id of another row recording the same boot (the anchor's calibration table
+    repeats boot-facts rows); such a row is shown but not counted twice."""
 
     id: str
     source: str
@@ -60,6 +62,7 @@ class Row:
     why: str = ""
     anchor_inputs: dict = field(default_factory=dict)
     scope: str = "specified"
+    same_boot: str | None = None
 
 
 def _c(card="rtx3090", tp=2, util=0.92, kv="bf16", L=262144, seqs=1, tb=8192, n=0, w="default", dgb=0.0, **kw):
@@ -186,7 +189,7 @@ _CAL = [
      dict(kv_format="fp16", max_ctx=262144, max_num_seqs=2, tp=4, mem_util=0.95, drafter_gb=1.75)),
     ("C14", Q27, _c(card="rtx4090", util=0.95, L=180000, n=5, dgb=1.75), 21.8, (22.8, "TIGHT", 22.8, "TIGHT"),
      dict(kv_format="fp16", max_ctx=180000, max_num_seqs=2, tp=2, mem_util=0.95, drafter_gb=1.75)),
-    ("C15", Q27, _c(tp=1, util=0.93, kv="turboquant_3bit_nc", L=180000, tb=4128, n=3), 22.3,
+    ("C15", Q27, _c(tp=1, util=0.985, kv="turboquant_3bit_nc", L=218000, tb=4128, n=3), 22.3,
      (22.32, "TIGHT", 22.32, "TIGHT"), dict(kv_format="turboquant_3bit_nc", max_ctx=180000, max_num_seqs=1, tp=1,
                                            mem_util=0.93, mtp=True)),
     ("C16", Q27, _c(tp=1, util=0.95, kv="turboquant_3bit_nc", L=180000, tb=4128, n=3), 21.7,
@@ -205,14 +208,19 @@ _CAL_WHY = {"C19": "gemma-4-12b is not a kvmath model; its 'peak' is the assumed
             "C17": "booted with TQ3, no MTP, mem 0.95 (the anchor priced fp8_e5m2, seqs 4, mem 0.90)",
             "C14": "2x RTX 4090; booted at 180K, seqs 1"}
 _CAL_WHY.update({
-    "C15": "the maintainer's 3090, 2026-04-30: the card and week of I32 (1.9 GiB more KV memory than later boots "
-           "of the same compose)",
-    "C16": "the maintainer's 3090, 2026-05-04: the card and week of I32 (1.9 GiB more KV memory than later boots "
-           "of the same compose)",
+    "C15": "measured 2026-04-30, when long-text.yml was 218000 / 0.985 (anchor-kv-calc.md section 3; the anchor "
+           "prices the later 180000 / 0.93)",
     "C08": "logged 10.82 GiB, 466,892 tokens, 1.78x (matched-config boot): 1.1 GiB less non-KV memory than five "
            "other boots of the same Gemma inputs (F03-F07) imply",
+    "C17": "max_num_batched_tokens not stated for the measured boot (4128, the single-card TQ3 composes' value, "
+           "assumed)",
+    "C05": "DFlash drafter (n=7): its KV layers are not modelled",
+    "C11": "DFlash drafter (n=5): its KV layers are not modelled",
+    "C13": "DFlash drafter (n=5): its KV layers are not modelled",
+    "C14": "2x RTX 4090; booted at 180K, seqs 1; DFlash drafter (n=5): its KV layers are not modelled",
 })
-_CAL_SCOPE = {"C15": "outlier", "C16": "outlier", "C08": "outlier", "C17": "specified"}
+_CAL_SCOPE = {"C08": "outlier", "C17": "unknown", "C05": "unmodelled", "C11": "unmodelled", "C13": "unmodelled",
+              "C14": "unmodelled"}
 # logged figures the CSV's notes give for a calibration row: (available GiB, pool tokens, concurrency)
 _CAL_LOGGED = {"C08": (10.82, 466892, 1.78)}
 ROWS += [Row(i, "club3090-calibration-rows.csv", m, cfg, "boots" if m != "gemma-4-12b" else None,
@@ -221,6 +229,15 @@ ROWS += [Row(i, "club3090-calibration-rows.csv", m, cfg, "boots" if m != "gemma-
              peak_gib=peak, fit=False, anchor=anc, anchor_inputs=ai, why=_CAL_WHY.get(i, ""),
              scope=_CAL_SCOPE.get(i, "specified"))
          for i, m, cfg, peak, anc, ai in _CAL]
+
+# nvidia-smi peaks of the boot-facts rows (``peak_vram_per_card``, GiB-valued per the CSV's README; "~"
+# readings taken as given; F26 is card 0 of two: 30,961 MiB)
+_FACT_PEAKS = {"F01": 21.4, "F03": 21.5, "F04": 22.2, "F05": 22.1, "F06": 22.1, "F07": 22.2, "F08": 22.3,
+               "F09": 22.0, "F10": 19.8, "F11b": 19.8, "F13": 21.7, "F15": 21.5, "F21a": 23.7, "F26": 30961 / 1024}
+# calibration-table rows that record a boot-facts row's boot (same model, configuration and peak)
+_SAME_BOOT = {"C01": "F29", "C02": "F30", "C03": "F04", "C04": "F05", "C05": "F08", "C06": "F10", "C18": "F27",
+              "C20": "F35", "C21": "F24"}
+ROWS = [replace(r, peak_gib=_FACT_PEAKS.get(r.id, r.peak_gib), same_boot=_SAME_BOOT.get(r.id)) for r in ROWS]
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -358,7 +375,7 @@ def compare(rows=None, coefficients=None) -> list[dict]:
     out = []
     for r in rows if rows is not None else ROWS:
         rec = {"id": r.id, "source": r.source, "model": r.model, "used_in_fit": r.fit and r.scope == "specified",
-               "why": r.why, "measured_outcome": r.outcome, "scope": r.scope}
+               "why": r.why, "measured_outcome": r.outcome, "scope": r.scope, "same_boot": r.same_boot}
         if not r.cfg or r.outcome is None:
             rec["status"] = "excluded"
             if r.anchor:
@@ -419,9 +436,11 @@ def compare(rows=None, coefficients=None) -> list[dict]:
 
 
 def summary(records=None) -> dict:
-    """Counts and error statistics over ``compare()`` records: over every priced row, and (key
-    ``specified``) over the rows whose scope is ``specified``, the ones that can test kvmath (the
-    others are counted per scope in ``scopes``)."""
+    """Counts and error statistics over ``compare()`` records: over every priced boot (rows marked
+    ``same_boot`` are not counted twice), and (key ``specified``) over the boots whose scope is
+    ``specified``, the ones that can test kvmath (the others are listed per scope in ``scopes``).
+    ``anchor_peak_gib`` and ``peak_gib_on_anchor_rows``: the anchor's and kvmath's peak errors on the
+    same rows (the anchor's calibration table)."""
     recs = records if records is not None else compare()
     priced = [r for r in recs if r.get("status") == "priced"]
 
@@ -452,10 +471,13 @@ def summary(records=None) -> dict:
             "est_len_pct": stats(rows, "est_len_error_pct"),
         }
 
-    out = {"rows": len(recs), "excluded": len(recs) - len(priced), **goals(priced),
-           "anchor_peak_gib": stats(priced, "anchor_peak_error_gib")}
-    out["specified"] = goals([r for r in priced if r.get("scope") == "specified"])
-    out["scopes"] = {k: sorted(r["id"] for r in priced if r.get("scope") == k) for k in SCOPES}
+    boots = [r for r in priced if not r.get("same_boot")]  # each boot once
+    anchor_rows = [r for r in priced if "anchor_peak_error_gib" in r]
+    out = {"rows": len(recs), "excluded": len(recs) - len(priced), "duplicates": len(priced) - len(boots),
+           **goals(boots), "anchor_peak_gib": stats(anchor_rows, "anchor_peak_error_gib"),
+           "peak_gib_on_anchor_rows": stats(anchor_rows, "peak_error_gib")}
+    out["specified"] = goals([r for r in boots if r.get("scope") == "specified"])
+    out["scopes"] = {k: sorted(r["id"] for r in boots if r.get("scope") == k) for k in SCOPES}
     return out
 
 
@@ -477,6 +499,39 @@ def held_out(train_ids=None) -> dict:
     errs = {r["id"]: r["available_error_gib"] for r in recs if "available_error_gib" in r}
     return {"train": sorted(train_ids), "test": sorted(errs), "coefficients": coef, "errors_gib": errs,
             "mean_abs_gib": sum(abs(e) for e in errs.values()) / max(len(errs), 1)}
+
+
+def _checkpoint(r: Row) -> tuple:
+    return (r.model, r.cfg["weights_variant"], r.cfg.get("weights_gb_total"))
+
+
+def leave_one_group_out() -> list[dict]:
+    """Refit without each *deployment* (the fit rows sharing their non-KV inputs, ``_non_kv_key``)
+    and predict its rows: the error to expect on a deployment the fit has not seen. ``covered`` says
+    whether the rest of the fit still has a boot of the same checkpoint (model and weights); when it
+    has not, the left-out rows were the only carriers of a term (a checkpoint correction, the Gemma
+    offset of that checkpoint) and the error is what an uncalibrated checkpoint can be off by.
+    Returns one dict per deployment: deployment, ids, errors_gib (available KV), covered."""
+    fit_rows = _fit_rows()
+    keys = list(dict.fromkeys(_non_kv_key(r) for r in fit_rows))
+    out = []
+    for k in keys:
+        group = [r for r in fit_rows if _non_kv_key(r) == k]
+        train = [r for r in fit_rows if _non_kv_key(r) != k]
+        coef = {c: v for c, v in fit_coefficients(train).items() if c in COEFFICIENTS}
+        errs = {rec["id"]: rec["available_error_gib"] for rec in compare(group, coefficients=coef)
+                if "available_error_gib" in rec}
+        covered = any(_checkpoint(t) == _checkpoint(group[0]) for t in train)
+        weights = k[6] and f"{k[6]} GB" or k[4]
+        out.append({"deployment": f"{k[0]} ({weights}) TP={k[2]} batched={k[3]}", "ids": [r.id for r in group],
+                    "errors_gib": errs, "covered": covered})
+    return out
+
+
+def error_band_gib() -> float:
+    """The largest leave-one-deployment-out error of available KV memory (GiB) over deployments whose
+    checkpoint the rest of the fit covers: ``kvmath.budget.CALIBRATION_ERROR_GIB`` (rounded up)."""
+    return max(abs(e) for g in leave_one_group_out() if g["covered"] for e in g["errors_gib"].values())
 
 
 def leave_one_out() -> dict:
@@ -519,6 +574,10 @@ def table_text(records=None) -> str:
         if r.get("status") != "priced":
             lines.append(f"{r['id']:<5} {r['model']:<16} excluded: {r.get('why', '')}")
             continue
+        if r.get("same_boot"):
+            lines.append(f"{r['id']:<5} {r['model']:<16} the boot of {r['same_boot']} (anchor: "
+                         f"{f(r.get('anchor_pred_gb'), '.2f')} GB {r.get('anchor_verdict') or '-'}); counted once")
+            continue
         lines.append(
             f"{r['id']:<5} {r['model']:<16} {str(r['measured_outcome']):<8} {r['predicted_outcome']:<8} "
             f"{f(r.get('measured_available_gib'), '12.2f')} {f(r.get('predicted_available_gib'), '6.2f')} "
@@ -546,11 +605,12 @@ def table_text(records=None) -> str:
               f"{' '.join(sp['outcome_misses_marginal']) or 'none'}",
               "Rows outside 'specified': " + "; ".join(f"{k} {', '.join(v)}" for k, v in s["scopes"].items()
                                                        if v and k != "specified"),
-              f"peak: mean |error| {s['peak_gib'].get('mean_abs', 0):.2f} GiB over {s['peak_gib']['n']} rows; "
-              f"the anchor's GB vs the same peaks: {s['anchor_peak_gib'].get('mean_abs', 0):.2f} GiB",
+              f"peak: mean |error| {s['peak_gib'].get('mean_abs', 0):.2f} GiB over {s['peak_gib']['n']} boots; on the "
+              f"anchor's {s['anchor_peak_gib']['n']} rows kvmath {s['peak_gib_on_anchor_rows'].get('mean_abs', 0):.2f} GiB, "
+              f"the anchor's GB (as GiB) {s['anchor_peak_gib'].get('mean_abs', 0):.2f} GiB",
               "The anchor's verdict column is its own PASS/TIGHT/FAIL (kv-calc 5b3793b8); it never compares GiB."]
     return "\n".join(lines)
 
 
-__all__ = ["FEATURES", "ROWS", "Row", "SCOPES", "compare", "fit_coefficients", "frame", "held_out", "leave_one_out",
-           "outliers", "summary", "table_text"]
+__all__ = ["FEATURES", "ROWS", "Row", "SCOPES", "compare", "fit_coefficients", "frame", "held_out",
+           "error_band_gib", "leave_one_group_out", "leave_one_out", "outliers", "summary", "table_text"]

@@ -138,8 +138,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mem-util", type=_mem_util, help="gpu_memory_utilization (default: preset, else 0.95)")
     p.add_argument("--vram", type=_vram, help="card memory as PyTorch reports it, GiB ('25.4GB' for 1e9 B)")
     p.add_argument("--card", help="a known card (rtx3090, rtx4090, rtx5090, a100, h100, ...); default rtx3090")
-    p.add_argument("--mtp", dest="mtp", action="store_true", default=None, help="use the model's MTP drafter")
-    p.add_argument("--no-mtp", dest="mtp", action="store_false", help="no MTP drafter")
+    mtp = p.add_mutually_exclusive_group()
+    mtp.add_argument("--mtp", dest="mtp", action="store_true", default=None, help="use the model's MTP drafter")
+    mtp.add_argument("--no-mtp", dest="mtp", action="store_false", help="no MTP drafter")
     p.add_argument("--drafter-gb", type=_nonneg_float("--drafter-gb"), help="total drafter weights, GB (1e9 B); 0 removes it")
     p.add_argument("--dflash-draft-gb", type=_nonneg_float("--dflash-draft-gb"), help="DFlash drafter weights, GB")
     p.add_argument("--num-speculative-tokens", type=_positive_int("--num-speculative-tokens"),
@@ -173,6 +174,10 @@ def _resolve(args) -> tuple[str, dict, list[str]]:
     from .config import known_models
 
     notes: list[str] = []
+    for flag in ("model", "config", "compose", "card", "kv_format", "weights_variant"):
+        v = getattr(args, flag, None)
+        if v is not None and not str(v).strip():
+            raise KvMathError(f"--{flag.replace('_', '-')} is empty; give a value or leave the flag out")
     if args.sequences and args.max_num_seqs and args.sequences != args.max_num_seqs:
         raise KvMathError("--sequences and --max-num-seqs disagree; pass only one value")
     if args.config and args.model:
@@ -301,7 +306,7 @@ def _anchor(model, b, kw, args):
                              drafter_gb=kw.get("drafter_gb", 0.0), weights_variant=kw.get("weights_variant", "default"))
 
 
-def render_text(b, largest: int, anchor, notes, breakdown=None, compose=None) -> str:
+def render_text(b, largest: int, anchor, notes, breakdown=None, compose=None, safe: int | None = None) -> str:
     from .budget import CALIBRATION_ERROR_GIB
 
     g = lambda n: f"{n / GIB:7.2f} GiB"  # noqa: E731
@@ -329,10 +334,14 @@ def render_text(b, largest: int, anchor, notes, breakdown=None, compose=None) ->
     else:
         lines.append(f"Verdict: OUT OF MEMORY. {b.refusal}")
     if b.marginal:
-        lines.append(f"  marginal: {b.margin_bytes / GIB:+.2f} GiB from the other verdict, inside kvmath's calibration "
-                     f"error of +/-{CALIBRATION_ERROR_GIB} GiB: a real boot may go either way")
+        lines.append(f"  marginal: {abs(b.margin_bytes) / GIB:.2f} GiB {'above' if b.margin_bytes >= 0 else 'below'} "
+                     f"what one max_model_len request needs, inside kvmath's calibration error of "
+                     f"+/-{CALIBRATION_ERROR_GIB} GiB: it may or may not boot")
     lines.append(f"Largest max_model_len that boots: {largest:,} tokens" if largest else
                  "Largest max_model_len that boots: none (the non-KV terms alone exceed the budget)")
+    if largest and safe is not None and safe != largest:
+        lines.append(f"  with {CALIBRATION_ERROR_GIB} GiB of headroom for kvmath's calibration error: "
+                     + (f"{safe:,} tokens" if safe else "none"))
     lines.append(f"Predicted nvidia-smi peak: {b.peak_bytes / GIB:.2f} GiB/card (requested + fitted CUDA-graph overhead)")
     if anchor:
         lines.append(f"Anchor (kv-calc 5b3793b8) would say: {anchor['verdict']} at {anchor['total_gb']:.2f} GB "
@@ -355,7 +364,8 @@ def render_text(b, largest: int, anchor, notes, breakdown=None, compose=None) ->
     for n in list(notes) + [n for n in b.notes if not n.startswith("vLLM: 'Padding")]:
         lines.append(f"Note: {n}")
     lines.append(f"Non-KV terms are fitted to measured boots (kvmath-fit --calibration): +/-{CALIBRATION_ERROR_GIB} GiB "
-                 "on boots not used in the fit; the same deployment has logged up to 1.9 GiB apart on two cards.")
+                 "on a deployment left out of the fit, more for a checkpoint it has not seen; the same deployment "
+                 "has logged up to 1.9 GiB apart.")
     return "\n".join(lines)
 
 
@@ -371,13 +381,15 @@ def main(argv=None) -> int:
             else:
                 print(calibration.table_text())
             return 0
-        from .budget import budget, solve_max_model_len
+        from .budget import CALIBRATION_ERROR_GIB, budget, solve_max_model_len, solve_max_model_len_with_headroom
         from .config import load_architecture
 
         model, kw, notes = _resolve(args)
         b = budget(model, **kw)
         arch = load_architecture(model)
-        largest = solve_max_model_len(b, upper=max(b.max_model_len, arch.max_position_embeddings or 0))
+        top = max(b.max_model_len, arch.max_position_embeddings or 0)
+        largest = solve_max_model_len(b, upper=top)
+        safe = solve_max_model_len_with_headroom(b, upper=top)
         anchor = _anchor(arch.name, b, kw, args)
         bd = _breakdown(args, b, arch) if args.kv_breakdown else None
     except KvMathError as e:
@@ -387,7 +399,8 @@ def main(argv=None) -> int:
         sb = budget(model, **dict(kw, max_model_len=largest)) if largest else b
         if args.json:
             out = sb.to_dict()
-            out.update(solved_max_ctx=largest, largest_max_model_len=largest, anchor=anchor, notes=notes + out["notes"])
+            out.update(solved_max_ctx=largest, largest_max_model_len=largest, largest_max_model_len_with_headroom=safe,
+                       anchor=anchor, notes=notes + out["notes"])
             print(json.dumps(out, indent=1))
         else:
             print(f"Max-context solver - {b.model} / {b.kv_format}, seqs={b.max_num_seqs}, TP={b.tp}, "
@@ -399,18 +412,23 @@ def main(argv=None) -> int:
                 print(f"At that length: {sb.available_kv / GIB:.2f} GiB for KV, pool {sb.pool_tokens:,} tokens, "
                       f"max concurrency {sb.max_concurrency:.2f}x (max_num_seqs at full length: "
                       f"{sb.max_num_seqs_at_full_context})")
+                if sb.marginal:
+                    print(f"With {CALIBRATION_ERROR_GIB} GiB of headroom for kvmath's calibration error: "
+                          + (f"{safe:,} tokens" if safe else "none") + " (the answer above sits on the edge: "
+                          f"{sb.margin_bytes / GIB:.2f} GiB of margin)")
             else:
                 print("No max_model_len boots: the non-KV terms alone exceed the budget. Raise TP, use a smaller "
                       "checkpoint, or a bigger card.")
         return 0 if largest else 1
     if args.json:
         out = b.to_dict()
-        out.update(largest_max_model_len=largest, anchor=anchor, notes=notes + out["notes"])
+        out.update(largest_max_model_len=largest, largest_max_model_len_with_headroom=safe, anchor=anchor,
+                   notes=notes + out["notes"])
         if bd:
             out["cache_breakdown"] = bd
         print(json.dumps(out, indent=1))
     else:
-        print(render_text(b, largest, anchor, notes, bd, args.compose))
+        print(render_text(b, largest, anchor, notes, bd, args.compose, safe))
     return 0 if b.outcome == "boots" else 1
 
 

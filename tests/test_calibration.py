@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from kvmath.budget import CALIBRATION_ERROR_GIB, COEFFICIENTS
-from kvmath.calibration import ROWS, compare, fit_coefficients, held_out, leave_one_out, outliers, summary
+from kvmath.calibration import (ROWS, compare, error_band_gib, fit_coefficients, held_out, leave_one_group_out,
+                                leave_one_out, outliers, summary)
 
 SHARED = [Path(os.environ.get("KVMATH_SHARED", "/nonexistent")), Path(__file__).resolve().parents[2] / "shared",
           Path("/work/shared")]
@@ -54,29 +55,66 @@ def test_fit_reproduces_shipped_coefficients():
 
 
 def test_goals_on_the_rows_that_specify_their_boot():
-    """The issue's goals, on the rows whose inputs are all known and whose terms are all modelled:
-    available KV memory within 0.5 GiB and pool tokens within 5 % on every such row; the start-up
-    outcome right on all but three, each explained in the chapter: F11b booted exactly at vLLM's own
-    estimated maximum (kvmath is 0.06 GiB short, a marginal verdict), F12 logged out-of-memory where
-    kvmath says refused (neither boots), F32 (one Gemma 26B card) booted where kvmath refuses."""
+    """The issue's goals, on the boots whose inputs are all known and whose terms are all modelled:
+    available KV memory within 0.5 GiB and pool tokens within 5 % on every such boot; the start-up
+    outcome right on all but four, each explained in the chapter: C16 and F11b sit inside the error
+    band (marginal verdicts; F11b booted exactly at vLLM's own estimated maximum), F12 logged
+    out-of-memory where kvmath says refused (neither boots), F32 (one Gemma 26B card) booted where
+    kvmath refuses."""
     s = summary()
     sp = s["specified"]
     assert sp["available_gib"]["n"] >= 15 and sp["available_within_0_5_gib"] == sp["available_gib"]["n"]
     assert sp["pool_tokens_pct"]["n"] >= 10 and sp["pool_within_5_pct"] == sp["pool_tokens_pct"]["n"]
-    assert sp["outcome_misses"] == ["F11b", "F12", "F32"] and sp["outcome_misses_marginal"] == ["F11b"]
-    assert sp["boots_agrees"] == sp["priced"] - 2  # F12 does not boot either way
-    assert s["peak_gib"]["mean_abs"] < s["anchor_peak_gib"]["mean_abs"]  # GiB vs GiB, the anchor never did this
+    assert sp["outcome_misses"] == ["C16", "F11b", "F12", "F32"]
+    assert sp["outcome_misses_marginal"] == ["C16", "F11b"]
+    assert sp["boots_agrees"] == sp["priced"] - 3  # F12 does not boot either way
+    # the anchor's peaks against kvmath's, on the same rows and in the same unit
+    assert s["peak_gib_on_anchor_rows"]["n"] == s["anchor_peak_gib"]["n"] >= 15
+    assert s["peak_gib_on_anchor_rows"]["mean_abs"] < s["anchor_peak_gib"]["mean_abs"]
+
+
+def test_c15_is_priced_as_booted_on_its_day():
+    """anchor-kv-calc.md section 3: long-text.yml was 218000 / 0.985 on 2026-04-30, the row's date (the
+    anchor prices the later 180000 / 0.93). At that configuration kvmath says it boots, on the edge."""
+    r = next(r for r in compare() if r["id"] == "C15")
+    assert (r["max_model_len"], r["mem_util"]) == (218000, 0.985)
+    assert r["outcome_agrees"] and r["predicted_marginal"]
 
 
 def test_rows_outside_the_goals_are_named_with_their_reason():
     s = summary()
-    assert s["scopes"]["unmodelled"] == ["F08", "F09"]  # DFlash drafter KV
+    assert s["scopes"]["unmodelled"] == ["C11", "C13", "C14", "F08", "F09"]  # DFlash drafter KV
     assert s["scopes"]["projected"] == ["F17", "F23", "F26"]
-    assert s["scopes"]["unknown"] == ["F33"]
-    assert s["scopes"]["outlier"] == ["C08", "C15", "C16", "I32"]
+    assert s["scopes"]["unknown"] == ["C17", "F33"]
+    assert s["scopes"]["outlier"] == ["C08", "I32"]
     for r in ROWS:
         if r.scope != "specified":
             assert r.why, r.id
+        if r.fit:
+            assert r.scope == "specified", r.id
+
+
+def test_each_boot_is_counted_once():
+    """The anchor's calibration table repeats nine boot-facts rows: same configuration, same peak."""
+    by_id = {r.id: r for r in ROWS}
+    dups = [r for r in ROWS if r.same_boot]
+    assert len(dups) == 9
+    for r in dups:
+        twin = by_id[r.same_boot]
+        assert r.cfg == twin.cfg and r.peak_gib == twin.peak_gib and r.model == twin.model, r.id
+    s = summary()
+    assert s["duplicates"] == 9 and s["priced"] == len([r for r in compare() if r.get("status") == "priced"]) - 9
+
+
+def test_boot_fact_peaks_match_csv():
+    facts = {r["id"]: r for r in _csv("club3090-boot-facts.csv")}
+    for r in ROWS:
+        f = facts.get(r.id.rstrip("ab"))
+        if f and r.peak_gib is not None and r.id != "F26":
+            text = f["peak_vram_per_card"].replace("~", "").replace(",", "")
+            value = float(text.split()[0])
+            assert r.peak_gib == pytest.approx(value / 1024 if "MiB" in text else value, abs=0.005), r.id
+    assert {r.id for r in ROWS if r.peak_gib is not None and r.id.startswith("F")} >= {"F01", "F03", "F13", "F15"}
 
 
 def test_outlier_rule_flags_exactly_the_outlier_rows_that_have_logs():
@@ -93,10 +131,16 @@ def test_outlier_rule_flags_exactly_the_outlier_rows_that_have_logs():
     assert all(abs(o["difference_gib"]) < 0.25 for o in outliers() if not o["flagged"])
 
 
-def test_calibration_error_band_is_the_leave_one_out_error():
-    loo = leave_one_out()
-    assert len(loo) == fit_coefficients()["n_fit"]
-    assert CALIBRATION_ERROR_GIB == pytest.approx(max(abs(e) for e in loo.values()), abs=0.006)
+def test_calibration_error_band_is_the_leave_one_deployment_out_error():
+    """CALIBRATION_ERROR_GIB is the largest error on a deployment left out of the fit whose checkpoint
+    the rest still covers; the uncovered ones (each the only boot of its checkpoint) miss by more."""
+    groups = leave_one_group_out()
+    assert CALIBRATION_ERROR_GIB == pytest.approx(error_band_gib(), abs=0.006)
+    covered = [abs(e) for g in groups if g["covered"] for e in g["errors_gib"].values()]
+    uncovered = [abs(e) for g in groups if not g["covered"] for e in g["errors_gib"].values()]
+    assert len(covered) >= 6 and max(uncovered) > CALIBRATION_ERROR_GIB
+    assert sorted(i for g in groups for i in g["ids"]) == sorted(leave_one_out())  # every fit row once
+    assert max(abs(e) for e in leave_one_out().values()) <= CALIBRATION_ERROR_GIB  # rows are easier
 
 
 def test_awq_correction_is_what_the_awq_boots_need():
