@@ -8,7 +8,7 @@ import pytest
 
 from kvmath.budget import (
     CALIBRATION_ERROR_GIB, COEFFICIENTS, GIB, anchor_prediction, budget, card, chapter_frames, gdn_scratch_bytes, preset, preset_budget,
-    presets, rebudget, solve_max_model_len, sweep,
+    presets, rebudget, solve_max_model_len, solve_max_model_len_with_headroom, sweep,
 )
 from kvmath.config import load_architecture
 from kvmath.errors import KvMathError
@@ -167,3 +167,40 @@ def test_bad_input():
     with pytest.raises(KvMathError, match="weights-gb"):
         budget({"model_type": "llama", "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
                 "hidden_size": 256, "max_position_embeddings": 4096})
+
+
+def test_budget_rejects_bad_numbers_and_coefficients():
+    q, g = "qwen3.6-27b", "gemma-4-31b"
+    bad = [(q, dict(coefficients={"const_gb": 1.0})), (q, dict(coefficients={"const_gib": float("nan")})),
+           (q, dict(coefficients={"const_gib": "1"})), (q, dict(coefficients=[1])),
+           (q, dict(weights_gb_total=float("inf"))), (q, dict(weights_gb_total=True)), (q, dict(mem_util=True)),
+           (q, dict(card=None, total_gib=float("inf"))), (q, dict(drafter_gb=float("inf"))),
+           (q, dict(max_model_len=300000)),
+           (g, dict(weights_variant="awq", coefficients={"weights_extra_gb[gemma-4-31b/awq]": -100.0}))]
+    for model, kw in bad:
+        with pytest.raises(KvMathError):
+            budget(model, tp=2, **kw)
+
+
+def test_long_max_model_len_needs_the_vllm_override():
+    """vLLM (config/model.py _get_and_verify_max_len) refuses max_model_len above the derived maximum
+    unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1; llama 3.1's llama3 rope scaling is already in its 131,072."""
+    with pytest.raises(KvMathError, match="131,072"):
+        budget("llama-3.1-8b", max_model_len=131073, weights_gb_total=16)
+    b = budget("llama-3.1-8b", max_model_len=262144, weights_gb_total=16, allow_long_max_model_len=True)
+    assert b.max_model_len == 262144
+    assert rebudget(b, max_model_len=200000).max_model_len == 200000  # the override carries over
+
+
+def test_headroom_solver():
+    """The headroom answer boots with at least the band to spare; one token more does not."""
+    b = preset_budget("qwen3.6-27b", "long-text")
+    safe = solve_max_model_len_with_headroom(b)
+    edge = solve_max_model_len(b)
+    assert 0 < safe < edge
+    band = CALIBRATION_ERROR_GIB * GIB
+    assert rebudget(b, max_model_len=safe).margin_bytes >= band
+    assert rebudget(b, max_model_len=safe + 1).margin_bytes < band
+    assert solve_max_model_len_with_headroom(b, headroom_gib=0) == edge
+    with pytest.raises(KvMathError):
+        solve_max_model_len_with_headroom(b, headroom_gib=float("nan"))

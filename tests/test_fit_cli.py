@@ -107,6 +107,11 @@ BAD = [
     (["--config", "/nonexistent/config.json"], "no such config.json"),
     (["--vllm-version", "0.10.0"], "older than the releases"),
     (["--no-such-flag"], "unrecognized arguments"),
+    (["--mtp", "--no-mtp"], "not allowed with argument --mtp"),
+    (["--model", ""], "--model is empty"),
+    (["--compose", " "], "--compose is empty"),
+    (["--max-ctx", "99999999999999999999"], "derived maximum 262,144"),
+    (["--model", "gemma-4-31b", "--max-ctx", "300000"], "VLLM_ALLOW_LONG_MAX_MODEL_LEN"),
 ]
 
 
@@ -143,3 +148,34 @@ def test_cli_imports_no_numpy_pandas():
             "bad=[m for m in ('numpy','pandas','altair') if m in sys.modules]; assert not bad, bad")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+
+
+def test_marginal_verdict_and_headroom(capsys):
+    """club-3090 F11 booted Gemma 4 31B AWQ at max_model_len 118,304, vLLM's own estimate from the same
+    log: a deployment on the edge. kvmath says so instead of giving a confident verdict, and the
+    largest context it offers with headroom for its own error is shorter than the edge."""
+    argv = ["--model", "gemma-4-31b", "--tp", "2", "--mem-util", "0.85", "--max-ctx", "118304", "--max-num-seqs",
+            "1", "--max-num-batched-tokens", "6144", "--weights-variant", "awq", "--drafter-gb", "0.97", "--mtp",
+            "--kv-format", "bf16"]
+    code, out, _ = run(capsys, *argv)
+    assert "marginal:" in out and "it may or may not boot" in out
+    code, out, _ = run(capsys, *argv, "--json")
+    d = json.loads(out)
+    assert d["marginal"] and abs(d["margin_gib"]) < d["calibration_error_gib"]
+    assert d["margin_bytes"] == d["available_kv_bytes"] - d["kv_per_request_bytes"]
+    assert 0 < d["largest_max_model_len_with_headroom"] < d["largest_max_model_len"]
+
+
+def test_oom_margin_is_to_booting(capsys):
+    """Out of memory: the margin is still available KV minus one request's need (far below zero), so
+    the verdict is not called marginal just because the available memory is near zero."""
+    code, out, _ = run(capsys, "--model", "gemma-4-31b", "--compose", "gemma-single", "--kv-format", "bf16",
+                       "--mem-util", "0.918", "--json")
+    d = json.loads(out)
+    assert code == 1 and d["outcome"] == "oom" and d["available_kv_bytes"] <= 0
+    assert d["margin_bytes"] < -d["calibration_error_gib"] * 2**30 and not d["marginal"]
+
+
+def test_solver_prints_headroom_when_on_the_edge(capsys):
+    code, out, _ = run(capsys, "--compose", "long-text", "--solve-max-ctx")
+    assert code == 0 and "headroom for kvmath's calibration error" in out
