@@ -79,6 +79,8 @@ COEFFICIENTS = {
 # recomputes it). A checkpoint the fit has not seen can be off by more (the chapter shows 1.4 GiB).
 # A verdict whose margin is inside the band may go either way.
 CALIBRATION_ERROR_GIB = 0.57
+# ... and the largest error on a left-out deployment whose checkpoint had no other boot in the fit.
+UNCOVERED_ERROR_GIB = 1.4
 
 # Checkpoints whose size in deployments.json (the anchor's profile figure, GB) the boot logs contradict:
 # the fit adds a correction in GB (total, sharded by TP like the weights). Key: "model/variant".
@@ -92,6 +94,8 @@ OUTCOMES = ("boots", "refused", "oom")
 OUTCOME_TEXT = {
     "boots": "boots",
     "refused": "refused at start-up (one max_model_len request does not fit the KV memory)",
+    "refused_config": "refused at start-up by a configuration check, before any memory is sized",
+    "oom_startup": "out of memory at start-up: gpu_memory_utilization asks for more than the card has free",
     "oom": "out of memory (nothing left for the KV cache)",
 }
 
@@ -257,6 +261,7 @@ class Budget:
     state_bytes: int = 0
     peak_bytes: int = 0
     refusal: str | None = None
+    refusal_kind: str | None = None
     notes: tuple[str, ...] = ()
     settings: dict = field(default_factory=dict, compare=False)
 
@@ -270,15 +275,16 @@ class Budget:
 
     @property
     def margin_bytes(self) -> int:
-        """How far the deployment is from the line between booting and not, bytes per card: available
-        KV - what one max_model_len request needs. >= 0 boots; < 0 is refused or out of memory."""
-        return self.available_kv - self.kv_per_request
+        """How far the deployment is from the memory line, bytes per card: available KV - what one
+        max_model_len request needs. >= 0 passes vLLM's memory check; < 0 is refused or out of memory.
+        0 when a configuration check refused it first (``refusal_kind`` "config": no memory was sized)."""
+        return 0 if self.refusal_kind in ("config", "startup") else self.available_kv - self.kv_per_request
 
     @property
     def marginal(self) -> bool:
         """True when ``margin_bytes`` is inside the calibration error band (``CALIBRATION_ERROR_GIB``):
-        the fitted terms cannot tell whether this deployment boots."""
-        return abs(self.margin_bytes) < CALIBRATION_ERROR_GIB * GIB
+        the fitted terms cannot tell whether this deployment boots. Never for a configuration refusal."""
+        return self.refusal_kind not in ("config", "startup") and abs(self.margin_bytes) < CALIBRATION_ERROR_GIB * GIB
 
     @property
     def demand_bytes(self) -> int:
@@ -296,7 +302,7 @@ class Budget:
     def terms(self) -> list[tuple[str, int]]:
         """(label, bytes) rows of the non-KV side, then the KV side, as the text output prints them."""
         return [
-            ("weights", self.weights),
+            (f"weights ({self.weights_variant})", self.weights),
             ("drafter weights", self.drafter_weights),
             ("activation peak", self.activation),
             ("CUDA graphs + workspace + non-torch", self.overhead),
@@ -319,7 +325,9 @@ class Budget:
             "model_offset_bytes": self.model_offset, "draft_kv_bytes": self.draft_kv,
             "non_kv_bytes": self.non_kv, "available_kv_bytes": self.available_kv,
             "available_kv_gib": self.available_kv / GIB,
-            "outcome": self.outcome, "outcome_text": OUTCOME_TEXT[self.outcome], "refusal": self.refusal,
+            "outcome": self.outcome, "outcome_text": OUTCOME_TEXT[
+                {"config": "refused_config", "startup": "oom_startup"}.get(self.refusal_kind, self.outcome)],
+            "refusal": self.refusal, "refusal_kind": self.refusal_kind,
             "margin_bytes": self.margin_bytes, "margin_gib": self.margin_bytes / GIB, "marginal": self.marginal,
             "calibration_error_gib": CALIBRATION_ERROR_GIB,
             "pool_bytes": self.pool_bytes, "pool_tokens": self.pool_tokens,
@@ -348,7 +356,10 @@ JSON_FIELDS = {
     "non_kv_bytes": "sum of the non-KV terms",
     "available_kv_bytes / _gib": "vLLM's 'Available KV cache memory' = requested - non_kv",
     "outcome": "boots | refused (start-up check failed) | oom (no memory left for the cache)",
-    "margin_bytes / margin_gib": "available_kv - kv_per_request: >= 0 boots, < 0 refused or out of memory",
+    "margin_bytes / margin_gib": "available_kv - kv_per_request: >= 0 passes vLLM's memory check, < 0 refused "
+                                 "or out of memory; 0 when a configuration check refused first",
+    "refusal_kind": "memory (the KV check), config (a configuration check, before memory), startup (less free "
+                    "memory than gpu_memory_utilization asks for), or null",
     "marginal / calibration_error_gib": "true when |margin| < the calibration error band (largest error of "
                                         "available KV on a deployment left out of the fit, GiB): it may or may "
                                         "not boot",
@@ -409,17 +420,39 @@ def _finite(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
-def _check_format_card(fmt_name: str, cc: int | None, card_label: str) -> None:
+ATTENTION_BACKENDS = ("FLASH_ATTN", "FLASHINFER", "TRITON_ATTN")
+# Memory left outside vLLM's budget below which a boot is flagged: club-3090 F32 booted at 0.94 of a
+# 3090 (1.42 GiB outside) and ran out of memory capturing CUDA graphs at 0.96 (0.95 GiB outside).
+HEADROOM_OUTSIDE_BUDGET_GIB = 1.0
+DFLASH_NOTE = ("DFlash drafter: its own attention layers share the KV pool and are not modelled, so the pool, "
+               "concurrency and largest context are upper bounds (club-3090 F08 logged 42,848 tokens where the "
+               "target alone gives about twice that); reserve them with --include-draft-kv --draft-kv-gb")
+
+
+def _check_format_card(fmt_name: str, cc: int | None, card_label: str, backend: str | None = None,
+                       gemma4: bool = False) -> str | None:
+    """Raise KvMathError when vLLM cannot run the KV format on the card; return a note when it runs
+    only on one backend. fp8_e4m3 below sm_89: Triton's fp8e4nv type needs sm_89 (vllm issue #26431)
+    and FlashAttention has no fp8 KV there; FlashInfer converts in software (vllm PR #24577), but
+    vLLM routes Gemma 4 (512-wide heads) to Triton whatever the request."""
     from .formats import VLLM_FORMATS, vllm_format
 
     if cc is None:
-        return
+        return None
     fmt = vllm_format(fmt_name)
     if fmt.compute_capabilities and cc not in fmt.compute_capabilities:
+        if fmt.name == "fp8_e4m3" and cc >= 80 and backend == "FLASHINFER" and not gemma4:
+            return (f"fp8_e4m3 on sm_{cc} runs only on the FlashInfer backend (software fp8 conversion, vllm PR "
+                    "#24577); Triton and FlashAttention refuse it (vllm issue #26431)")
         ok = [n for n, f in VLLM_FORMATS.items() if not f.compute_capabilities or cc in f.compute_capabilities]
+        hint = ""
+        if fmt.name == "fp8_e4m3" and cc >= 80:
+            hint = ("; vLLM runs it here only with --attention-backend FLASHINFER" if not gemma4 else
+                    "; Gemma 4 is routed to the Triton backend, which cannot run it")
         raise KvMathError(
-            f"--kv-format {fmt.name} cannot run on {card_label} (sm_{cc}): {fmt.note}; "
+            f"--kv-format {fmt.name} cannot run on {card_label} (sm_{cc}): {fmt.note}{hint}; "
             f"formats this card runs: {choices(ok)}")
+    return None
 
 
 def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = None, mem_util: float = 0.92,
@@ -427,7 +460,7 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
            max_num_batched_tokens: int = 2048, num_speculative_tokens: int = 0, weights_variant: str = "default",
            weights_gb_total: float | None = None, drafter_gb: float = 0.0, draft_kv_gb: float = 0.0,
            coefficients: dict | None = None, check_card: bool = True, allow_long_max_model_len: bool = False,
-           **vllm_settings) -> Budget:
+           attention_backend: str | None = None, dflash: bool = False, **vllm_settings) -> Budget:
     """The per-card budget of ``model`` on vLLM and its verdict.
 
     ``model``: a known model id, a config.json path or dict. ``card``: a card id (``kvmath/data/cards.json``)
@@ -437,7 +470,13 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
     for a drafter with its own cache (GB). Other keyword arguments go to ``vllm_alloc.plan``
     (``vllm_version``, ``enable_prefix_caching``, ``gemma4_pth_page_padding``, ...).
     ``allow_long_max_model_len``: accept a max_model_len above the model's derived maximum, as vLLM
-    does with VLLM_ALLOW_LONG_MAX_MODEL_LEN=1.
+    does with VLLM_ALLOW_LONG_MAX_MODEL_LEN=1. ``attention_backend`` (vLLM's ``--attention-backend``:
+    FLASH_ATTN, FLASHINFER, TRITON_ATTN; None = vLLM's choice) only decides whether the KV format runs
+    on the card (fp8_e4m3 below sm_89 needs FLASHINFER); it does not change the sizes.
+    ``dflash``: the drafter is a DFlash model (``drafter_gb`` its weights): the target's MTP layers are
+    not used (``drafter_kv_layers`` 0) and the drafter's own KV layers, which share the pool, are not
+    modelled (their shapes are in the drafter's config): the pool and concurrency are upper bounds,
+    and a note says so. ``draft_kv_gb`` reserves them by hand.
 
     Raises KvMathError on bad input.
     """
@@ -476,8 +515,12 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
             f"max_model_len {L:,} is greater than {arch.name}'s derived maximum {derived:,} (max_position_embeddings, "
             "rope scaling applied); vLLM refuses it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 "
             "(Python: allow_long_max_model_len=True)")
+    if attention_backend is not None and attention_backend not in ATTENTION_BACKENDS:
+        raise KvMathError(f"unknown attention backend {attention_backend!r}; valid: {choices(ATTENTION_BACKENDS)}")
+    backend_note = None
     if check_card:
-        _check_format_card(kv_format if kv_format != "auto" else "bf16", cc, card_id)
+        backend_note = _check_format_card(kv_format if kv_format != "auto" else "bf16", cc, card_id,
+                                          attention_backend, flags["gemma4"])
     for name, v in (("drafter_gb", drafter_gb), ("draft_kv_gb", draft_kv_gb)):
         if not _finite(v) or v < 0:
             raise KvMathError(f"{name} must be a finite number of GB >= 0, got {v!r}")
@@ -489,6 +532,9 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
         if not _finite(weights_gb_total) or weights_gb_total <= 0:
             raise KvMathError(f"weights GB must be a finite positive number, got {weights_gb_total!r}")
         variant, wgb = "custom", weights_gb_total
+    if max_num_batched_tokens < max_num_seqs:
+        raise KvMathError(f"max_num_batched_tokens ({max_num_batched_tokens}) must be greater than or equal to "
+                          f"max_num_seqs ({max_num_seqs}) (vLLM SchedulerConfig)")
     total = round(total_gib * GIB)
     requested = math.ceil(total * mem_util)  # vllm/v1/worker/utils.py request_memory
     weights = round((wgb + extra_gb) * GB / tp)
@@ -500,6 +546,8 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
     scratch, act, over, off = _non_kv(arch, flags, tp, max_num_batched_tokens, L, coeffs)
     non_kv = weights + drafter + scratch + act + over + off + draft_kv
     available = requested - non_kv
+    if dflash:
+        vllm_settings.setdefault("drafter_kv_layers", 0)
     settings = dict(max_model_len=L, kv_cache_dtype=kv_format, tensor_parallel_size=tp, max_num_seqs=max_num_seqs,
                     max_num_batched_tokens=max_num_batched_tokens, num_speculative_tokens=num_speculative_tokens,
                     **vllm_settings)
@@ -509,25 +557,47 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
 
     d = derive(arch, engine="vllm", kv_format=kv_format, tp=tp, max_ctx=L, max_num_seqs=max_num_seqs,
                max_num_batched_tokens=max_num_batched_tokens)
-    if weights >= requested:
+    refusal_kind = None
+    if requested >= total:
+        # gpu_worker.py init: the CUDA context already holds memory, so free < requested
+        outcome, refusal, refusal_kind = "oom", (
+            f"Free memory on device is less than desired GPU memory utilization ({mem_util}, "
+            f"{requested / GIB:.2f} GiB): the CUDA context alone takes some of the {total / GIB:.2f} GiB"), "startup"
+    elif not p.boots and not p.needed_bytes and p.refusal:
+        # vLLM's configuration checks (VllmConfig validation) run before any memory is touched
+        outcome, refusal, refusal_kind = "refused", p.refusal, "config"
+    elif weights >= requested:
         outcome = "oom"
         refusal = (f"weights alone ({weights / GIB:.2f} GiB/card) exceed the requested "
                    f"{requested / GIB:.2f} GiB (gpu_memory_utilization {mem_util} of {total_gib} GiB)")
     elif available <= 0:
         outcome, refusal = "oom", "No available memory for the cache blocks (vLLM: available KV memory <= 0)"
     elif not p.boots:
-        outcome, refusal = "refused", p.refusal
+        outcome, refusal, refusal_kind = "refused", p.refusal, "memory"
     else:
         outcome, refusal = "boots", None
     pool = p.num_blocks * p.bytes_per_block if p.boots and available > 0 else 0
-    if weights_gb_total is not None and weights_variant not in (None, "default"):
+    if weights_gb_total is not None and weights_variant not in (None, "default") and arch.name in deployments():
         try:
-            fitted = coeffs.get(f"weights_extra_gb[{arch.name}/{weights_gb(arch.name, weights_variant)[0]}]", 0.0)
+            vkey, vgb = weights_gb(arch.name, weights_variant)
         except KvMathError:
-            fitted = 0.0
-        if fitted:
-            notes.append(f"weights: the given {weights_gb_total:g} GB replaces the {weights_variant} profile size and "
-                         f"its fitted correction ({fitted:+.2f} GB); give the size vLLM loads")
+            vkey, vgb = weights_variant, None
+        fitted = coeffs.get(f"weights_extra_gb[{arch.name}/{vkey}]", 0.0)
+        if vgb is not None:
+            notes.append(f"weights: the given {weights_gb_total:g} GB replaces the {vkey} checkpoint's {vgb:g} GB"
+                         + (f" and its fitted correction ({fitted:+.2f} GB)" if fitted else "")
+                         + "; give the size vLLM loads")
+    if weights_gb_total is None and variant in deployments().get(arch.name, {}).get("projected_weights", ()):
+        notes.append(f"weights: the {variant} size ({wgb:g} GB) is a projection (the anchor's), not a measured "
+                     "checkpoint; boots priced on it missed by about 0.9 GiB per card (Calibration chapter)")
+    if backend_note:
+        notes.append(backend_note)
+    if outcome == "boots" and total - requested < HEADROOM_OUTSIDE_BUDGET_GIB * GIB:
+        notes.append(f"only {(total - requested) / GIB:.2f} GiB of the card is outside gpu_memory_utilization: the "
+                     "CUDA context, NCCL and CUDA-graph capture live there (club-3090 F32 ran out of memory capturing "
+                     "CUDA graphs at 0.96 on a 3090)")
+    if dflash:
+        notes.append(DFLASH_NOTE + (f" ({draft_kv_gb:g} GB reserved by hand)" if draft_kv_gb else ""))
     if extra_gb:
         notes.append(f"weights: the {variant} checkpoint's {wgb:g} GB plus a fitted {extra_gb:+.2f} GB "
                      "(the boot logs show more loaded than the profile size; kvmath.calibration)")
@@ -535,6 +605,16 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
         notes.append("non-KV terms use fitted Gemma 4 / MoE offsets (kvmath.calibration)")
     if arch.name not in deployments():
         notes.append("model outside the calibration set: the fitted non-KV terms are an extrapolation")
+    else:
+        from .calibration import coverage
+
+        cov = coverage()
+        if (arch.name, variant) not in cov["checkpoints"]:
+            notes.append(f"no calibration boot of the {arch.name} {variant} checkpoint: expect errors beyond "
+                         f"+/-{CALIBRATION_ERROR_GIB} GiB (up to {UNCOVERED_ERROR_GIB} GiB seen when a checkpoint "
+                         "is left out of the fit)")
+        if card_id not in cov["cards"]:
+            notes.append(f"no calibration boot on {card_id}: every fitted boot ran on {', '.join(sorted(cov['cards']))}")
     return Budget(
         model=arch.name, card=card_id, total_bytes=total, mem_util=mem_util, tp=tp, kv_format=p.kv_format,
         max_model_len=L, max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
@@ -547,13 +627,15 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
         kv_per_request=p.needed_bytes, growing_kv=d.growing_bytes, sliding_kv=d.sliding_bytes,
         state_bytes=d.state_bytes,
         peak_bytes=requested + round(coeffs["peak_over_requested_gib"] * GIB), refusal=refusal,
+        refusal_kind=refusal_kind,
         notes=tuple(notes),
         settings=dict(_model=model, card=card, total_gib=total_gib, mem_util=mem_util, tp=tp, kv_format=kv_format,
                       max_model_len=L, max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
                       num_speculative_tokens=num_speculative_tokens, weights_variant=weights_variant,
                       weights_gb_total=weights_gb_total, drafter_gb=drafter_gb, draft_kv_gb=draft_kv_gb,
                       coefficients=coefficients, check_card=check_card,
-                      allow_long_max_model_len=allow_long_max_model_len, **vllm_settings),
+                      allow_long_max_model_len=allow_long_max_model_len, attention_backend=attention_backend,
+                      dflash=dflash, **vllm_settings),
     )
 
 
@@ -773,6 +855,8 @@ def preset_budget(model_id: str, name: str, *, card: str = "rtx3090", use_compos
               weights_variant=vals["weights"], drafter_gb=vals.get("drafter_gb") or 0.0)
     if model_id == "gemma-4-31b" and vals["kv_format"] == "int8_per_token_head":
         kw["gemma4_pth_page_padding"] = True
+    if drafter == "dflash":
+        kw["dflash"] = True
     kw.update(changes)
     return budget(model_id, **kw)
 
@@ -781,12 +865,15 @@ def chapter_frames(model_id: str, card: str = "rtx3090", contexts=None) -> dict:
     """Frames for a model chapter's budget section (pandas imported here).
 
     Returns ``{"table": one row per preset (GiB per card, outcome, its margin and whether it is inside
-    the calibration error band, pool tokens, concurrency, largest context, anchor verdict),
+    the calibration error band, pool tokens, concurrency, largest context, anchor verdict, and the
+    measured outcome of the anchor's calibration boots of that preset, at their booted configuration),
     "curve": budget vs context for the first preset (long form: context,
     term, GiB, plus the refusal line), "refusal_context": largest max_model_len that boots for that
     preset, "preset": its name, "card": card}``.
     """
     import pandas as pd
+
+    from .calibration import measured_for_preset
 
     rows = []
     names = list(presets().get(model_id, {}))
@@ -805,11 +892,18 @@ def chapter_frames(model_id: str, card: str = "rtx3090", contexts=None) -> dict:
             "preset": name, "kv_format": b.kv_format, "TP": b.tp, "max_model_len": b.max_model_len,
             "max_num_seqs": b.max_num_seqs, "mem_util": b.mem_util,
             "weights GiB": b.weights / GIB, "non-KV GiB": b.non_kv / GIB,
-            "available KV GiB": b.available_kv / GIB, "outcome": b.outcome,
+            "available KV GiB": b.available_kv / GIB,
+            "outcome": b.outcome + (" (config)" if b.refusal_kind == "config" else ""),
             "margin GiB": b.margin_bytes / GIB, "marginal": b.marginal, "pool tokens": b.pool_tokens,
             "max concurrency": round(b.max_concurrency, 2),
             "largest max_model_len": solve_max_model_len(b, upper=262144),
             "anchor verdict": anchor["verdict"] if anchor else None,
+            "measured (club-3090)": ", ".join(f"{m.outcome} ({m.id})"
+                                              for m in measured_for_preset(model_id, name, card)) or None,
+            "caveat": "; ".join(c for c, on in (
+                ("DFlash drafter KV not modelled: pool and concurrency are upper bounds", b.settings.get("dflash")),
+                ("no calibration boot of this checkpoint", any(n.startswith("no calibration boot of") for n in b.notes)),
+            ) if on) or None,
         })
     table = pd.DataFrame(rows)
     curve = pd.DataFrame()
@@ -833,7 +927,7 @@ def chapter_frames(model_id: str, card: str = "rtx3090", contexts=None) -> dict:
 
 
 __all__ = [
-    "ANCHOR_VERDICTS", "Budget", "CALIBRATION_ERROR_GIB", "COEFFICIENTS", "FITTED_CHECKPOINTS", "JSON_FIELDS",
+    "ANCHOR_VERDICTS", "ATTENTION_BACKENDS", "Budget", "CALIBRATION_ERROR_GIB", "UNCOVERED_ERROR_GIB", "COEFFICIENTS", "FITTED_CHECKPOINTS", "JSON_FIELDS",
     "OUTCOMES", "anchor_prediction", "budget", "card", "cards", "chapter_frames", "gdn_scratch_bytes",
     "model_for_preset", "preset", "preset_budget",
     "presets", "rebudget", "solve_max_model_len", "solve_max_model_len_with_headroom", "solve_max_num_seqs", "sweep", "weights_gb",

@@ -24,6 +24,8 @@ non-KV memory of the rows whose available KV is known, and the mean peak overhea
 from __future__ import annotations
 
 import math
+import re
+from functools import lru_cache
 from dataclasses import dataclass, field, replace
 
 from .budget import (CALIBRATION_ERROR_GIB, COEFFICIENTS, FITTED_CHECKPOINTS, GB, GIB, anchor_prediction, budget,
@@ -44,7 +46,8 @@ class Row:
     ``why``: why a row is excluded or what is assumed. ``scope``: ``specified`` when every input is
     known and every term is modelled, else the reason the row cannot test kvmath (``SCOPES``).
     ``same_boot``: the id of another row recording the same boot (the anchor's calibration table
-    repeats boot-facts rows); such a row is shown but not counted twice."""
+    repeats boot-facts rows); such a row is shown but not counted twice. ``compose``: the anchor's
+    preset name of a calibration-table row (``kvcalc_compose``)."""
 
     id: str
     source: str
@@ -63,6 +66,7 @@ class Row:
     anchor_inputs: dict = field(default_factory=dict)
     scope: str = "specified"
     same_boot: str | None = None
+    compose: str | None = None
 
 
 def _c(card="rtx3090", tp=2, util=0.92, kv="bf16", L=262144, seqs=1, tb=8192, n=0, w="default", dgb=0.0, **kw):
@@ -73,8 +77,8 @@ def _c(card="rtx3090", tp=2, util=0.92, kv="bf16", L=262144, seqs=1, tb=8192, n=
 SCOPES = {
     "specified": "every input of the boot is known and every memory term is modelled",
     "outlier": "a boot whose log implies non-KV memory >= 1 GiB from the median of the other boots of the "
-               "same inputs (outliers()), or a boot from the same card and week as one; the cause (card state, "
-               "software build, an unrecorded flag) is not in the data",
+               "same inputs (outliers()); the cause (card state, software build, an unrecorded flag) is not in "
+               "the data",
     "unmodelled": "a term kvmath does not model (a DFlash drafter's own KV layers)",
     "projected": "an input is a projection, not a measurement (checkpoint or card size)",
     "unknown": "the booted settings are not stated",
@@ -237,7 +241,24 @@ _FACT_PEAKS = {"F01": 21.4, "F03": 21.5, "F04": 22.2, "F05": 22.1, "F06": 22.1, 
 # calibration-table rows that record a boot-facts row's boot (same model, configuration and peak)
 _SAME_BOOT = {"C01": "F29", "C02": "F30", "C03": "F04", "C04": "F05", "C05": "F08", "C06": "F10", "C18": "F27",
               "C20": "F35", "C21": "F24"}
-ROWS = [replace(r, peak_gib=_FACT_PEAKS.get(r.id, r.peak_gib), same_boot=_SAME_BOOT.get(r.id)) for r in ROWS]
+# the anchor's compose (preset) name of each calibration-table row (kvcalc_compose)
+_COMPOSE = {"C01": "gemma-a4b-awq", "C02": "gemma-a4b-awq-mtp", "C03": "gemma-dual-int8", "C04": "gemma-dual-int8-262k",
+            "C05": "gemma-dual-dflash", "C06": "gemma-dual-awq", "C07": "gemma-dual", "C08": "gemma-dual-int8",
+            "C09": "dual", "C10": "dual-turbo", "C11": "dual-dflash", "C12": "dual4", "C13": "dual4-dflash",
+            "C14": "dual-dflash-noviz", "C15": "long-text", "C16": "bounded-thinking", "C17": "minimal",
+            "C18": "qwen-a3b-preview", "C19": "gemma-dual", "C20": "dual", "C21": "qwen-35b-a3b-dual",
+            # boot facts that name their compose (the config column / the issue)
+            "F12": "gemma-single", "F15": "dual", "F19": "long-text", "I32": "long-text", "I35": "long-text",
+            "I41": "long-vision", "F28": "qwen-a3b-preview-mtp"}
+ROWS = [replace(r, peak_gib=_FACT_PEAKS.get(r.id, r.peak_gib), same_boot=_SAME_BOOT.get(r.id),
+                compose=_COMPOSE.get(r.id)) for r in ROWS]
+
+
+def measured_for_preset(model: str, compose: str, card: str | None = None) -> list[Row]:
+    """The recorded boots of the anchor's preset ``compose`` for ``model`` (on ``card`` when given). Their
+    configuration is the one booted, which may differ from the preset's (see each row's ``cfg``)."""
+    return [r for r in ROWS if r.compose == compose and r.model == model and r.outcome
+            and (card is None or r.cfg.get("card") == card)]
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -501,6 +522,18 @@ def held_out(train_ids=None) -> dict:
             "mean_abs_gib": sum(abs(e) for e in errs.values()) / max(len(errs), 1)}
 
 
+@lru_cache(maxsize=None)
+def coverage() -> dict:
+    """What the fit has seen: ``checkpoints`` {(model, deployments.json weights key)} and ``cards`` of the
+    rows it is fitted on. Cheap (no budgets): ``kvmath.budget.budget`` uses it for its notes."""
+    from .budget import weights_gb
+
+    rows = _fit_rows()
+    return {"checkpoints": {(r.model, weights_gb(r.model, r.cfg["weights_variant"])[0]) for r in rows
+                            if not r.cfg.get("weights_gb_total")},
+            "cards": {r.cfg["card"] for r in rows}}
+
+
 def _checkpoint(r: Row) -> tuple:
     return (r.model, r.cfg["weights_variant"], r.cfg.get("weights_gb_total"))
 
@@ -528,10 +561,11 @@ def leave_one_group_out() -> list[dict]:
     return out
 
 
-def error_band_gib() -> float:
+def error_band_gib(covered: bool = True) -> float:
     """The largest leave-one-deployment-out error of available KV memory (GiB) over deployments whose
-    checkpoint the rest of the fit covers: ``kvmath.budget.CALIBRATION_ERROR_GIB`` (rounded up)."""
-    return max(abs(e) for g in leave_one_group_out() if g["covered"] for e in g["errors_gib"].values())
+    checkpoint the rest of the fit covers (``kvmath.budget.CALIBRATION_ERROR_GIB``), or with
+    ``covered=False`` over those it does not (``kvmath.budget.UNCOVERED_ERROR_GIB``)."""
+    return max(abs(e) for g in leave_one_group_out() if g["covered"] == covered for e in g["errors_gib"].values())
 
 
 def leave_one_out() -> dict:
@@ -568,7 +602,14 @@ def table_text(records=None) -> str:
              "-" * len(head)]
 
     def f(v, fmt):
-        return format(v, fmt) if isinstance(v, (int, float)) and not isinstance(v, bool) else "-"
+        """``v`` in ``fmt``, or a right-aligned "-" of the same width; no negative zero."""
+        m = re.match(r"[+]?(\d*),?(?:\.(\d+))?", fmt)
+        width, prec = int(m.group(1) or 0), m.group(2)
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or (isinstance(v, float) and math.isnan(v)):
+            return "-".rjust(width)
+        if isinstance(v, float) and prec is not None:
+            v = round(v, int(prec)) + 0.0  # -0.004 -> 0.0, not "-0.00"
+        return format(v, fmt)
 
     for r in recs:
         if r.get("status") != "priced":
@@ -582,7 +623,7 @@ def table_text(records=None) -> str:
             f"{r['id']:<5} {r['model']:<16} {str(r['measured_outcome']):<8} {r['predicted_outcome']:<8} "
             f"{f(r.get('measured_available_gib'), '12.2f')} {f(r.get('predicted_available_gib'), '6.2f')} "
             f"{f(r.get('available_error_gib'), '+6.2f')} {f(r.get('measured_pool_tokens'), '10,d')} "
-            f"{f(r.get('predicted_pool_tokens') if 'measured_pool_tokens' in r else None, '10,d')} "
+            f"{f(r.get('predicted_pool_tokens') if 'measured_pool_tokens' in r and r['predicted_outcome'] == 'boots' else None, '10,d')} "
             f"{f(r.get('pool_tokens_error_pct'), '+6.1f')} {f(r.get('measured_peak_gib'), '9.2f')} "
             f"{f(r.get('predicted_peak_gib') if 'measured_peak_gib' in r else None, '6.2f')} "
             f"{f(r.get('anchor_pred_gb'), '9.2f')} {r.get('anchor_verdict') or '-':<7} {r['scope']}")
@@ -613,4 +654,4 @@ def table_text(records=None) -> str:
 
 
 __all__ = ["FEATURES", "ROWS", "Row", "SCOPES", "compare", "fit_coefficients", "frame", "held_out",
-           "error_band_gib", "leave_one_group_out", "leave_one_out", "outliers", "summary", "table_text"]
+           "coverage", "error_band_gib", "measured_for_preset", "leave_one_group_out", "leave_one_out", "outliers", "summary", "table_text"]

@@ -130,7 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", help="any config.json (path); needs --weights-gb")
     p.add_argument("--compose", help="an anchor preset (kvmath/data/presets.json)")
     p.add_argument("--kv-format", help="vLLM kv_cache_dtype (default: preset, else fp8_e5m2)")
-    p.add_argument("--max-ctx", type=_positive_int("--max-ctx"), help="max_model_len (default: preset, else 180000)")
+    p.add_argument("--max-ctx", type=_positive_int("--max-ctx"), help="max_model_len (default: preset, else 180000 or the model maximum if smaller)")
     p.add_argument("--max-num-seqs", type=_positive_int("--max-num-seqs"), help="max_num_seqs (default: preset, else 1)")
     p.add_argument("--sequences", type=_positive_int("--sequences"), help="alias of --max-num-seqs")
     p.add_argument("--tp", type=_positive_int("--tp"), help="tensor_parallel_size (default: preset, else 1)")
@@ -150,6 +150,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-num-batched-tokens", type=_positive_int("--max-num-batched-tokens"),
                    help="max_num_batched_tokens (default: preset, else vLLM's 2048)")
     p.add_argument("--vllm-version", help="whose block rules (default 0.24.0)")
+    p.add_argument("--attention-backend", help="vLLM attention backend (FLASH_ATTN, FLASHINFER, TRITON_ATTN); "
+                   "decides only whether the KV format runs on the card")
     p.add_argument("--calibration", action="store_true", help="predicted vs measured for every measured boot")
     p.add_argument("--solve-max-ctx", action="store_true", help="largest max_model_len that boots")
     p.add_argument("--json", action="store_true", help="JSON output")
@@ -215,6 +217,8 @@ def _resolve(args) -> tuple[str, dict, list[str]]:
     from .config import load_architecture
 
     arch = load_architecture(model)
+    if not (args.max_ctx or vals.get("max_ctx")) and arch.max_position_embeddings:
+        kw["max_model_len"] = min(180000, arch.max_position_embeddings)  # the anchor's default, within the model
     drafters = B.deployments().get(arch.name, {}).get("drafters", {})
     drafter = vals.get("drafter")
     mtp = args.mtp if args.mtp is not None else vals.get("mtp", False)
@@ -237,6 +241,8 @@ def _resolve(args) -> tuple[str, dict, list[str]]:
     if mtp and not n_spec and arch.mtp_num_hidden_layers:
         n_spec = 3
     kw.update(num_speculative_tokens=n_spec, drafter_gb=dgb)
+    if drafter == "dflash":
+        kw["dflash"] = True
     if args.weights_gb is not None:
         if args.weights_gb <= 0:
             raise KvMathError("--weights-gb must be positive")
@@ -252,6 +258,8 @@ def _resolve(args) -> tuple[str, dict, list[str]]:
         notes.append("--draft-kv-gb is reserved only with --include-draft-kv (as the anchor)")
     if args.vllm_version:
         kw["vllm_version"] = args.vllm_version
+    if args.attention_backend:
+        kw["attention_backend"] = args.attention_backend.upper()
     if arch.name == "gemma-4-31b" and kv == "int8_per_token_head":
         kw["gemma4_pth_page_padding"] = True
         notes.append("Gemma 4 int8_per_token_head: page padding of vLLM PR #40391 applied (as the club-3090 builds)")
@@ -306,7 +314,14 @@ def _anchor(model, b, kw, args):
                              drafter_gb=kw.get("drafter_gb", 0.0), weights_variant=kw.get("weights_variant", "default"))
 
 
-def render_text(b, largest: int, anchor, notes, breakdown=None, compose=None, safe: int | None = None) -> str:
+def _none_reason(b) -> str:
+    if b.refusal_kind == "config":
+        return f"vLLM refuses this configuration at any length: {b.refusal.rstrip('.')}"
+    return "the non-KV terms alone exceed the budget"
+
+
+def render_text(b, largest: int, anchor, notes, breakdown=None, compose=None, safe: int | None = None,
+                model_max: int | None = None) -> str:
     from .budget import CALIBRATION_ERROR_GIB
 
     g = lambda n: f"{n / GIB:7.2f} GiB"  # noqa: E731
@@ -317,10 +332,11 @@ def render_text(b, largest: int, anchor, notes, breakdown=None, compose=None, sa
     lines = [head, "-" * min(len(head), 100),
              f"  {'requested memory (ceil(total x util))':<48}{g(b.requested)}"]
     for label, v in b.terms():
-        if v or label in ("weights", "activation peak"):
+        if v or label.startswith("weights") or label == "activation peak":
             lines.append(f"  - {label:<46}{g(v)}")
     lines.append(f"  {'= available for the KV cache':<48}{g(b.available_kv)}")
-    lines.append(f"  {'KV one max_model_len request needs':<48}{g(b.kv_per_request)}")
+    lines.append(f"  {'KV one max_model_len request needs':<48}{g(b.kv_per_request)}" if b.refusal_kind != "config"
+                 else f"  {'KV one max_model_len request needs':<48}   n/a (refused before memory is sized)")
     lines.append("")
     if b.outcome == "boots":
         lines.append(f"Verdict: BOOTS. KV pool {b.pool_bytes / GIB:.2f} GiB = {b.plan.num_blocks:,} blocks of "
@@ -329,6 +345,8 @@ def render_text(b, largest: int, anchor, notes, breakdown=None, compose=None, sa
         if not b.fits_max_num_seqs:
             lines.append(f"  note: only {b.max_num_seqs_at_full_context} of max_num_seqs={b.max_num_seqs} requests fit "
                          "at full context at once; vLLM still boots and queues the rest")
+    elif b.outcome == "refused" and b.refusal_kind == "config":
+        lines.append(f"Verdict: REFUSED at start-up by a configuration check (not memory). vLLM: {b.refusal}")
     elif b.outcome == "refused":
         lines.append(f"Verdict: REFUSED at start-up. vLLM: {b.refusal}")
     else:
@@ -337,8 +355,9 @@ def render_text(b, largest: int, anchor, notes, breakdown=None, compose=None, sa
         lines.append(f"  marginal: {abs(b.margin_bytes) / GIB:.2f} GiB {'above' if b.margin_bytes >= 0 else 'below'} "
                      f"what one max_model_len request needs, inside kvmath's calibration error of "
                      f"+/-{CALIBRATION_ERROR_GIB} GiB: it may or may not boot")
-    lines.append(f"Largest max_model_len that boots: {largest:,} tokens" if largest else
-                 "Largest max_model_len that boots: none (the non-KV terms alone exceed the budget)")
+    lines.append(f"Largest max_model_len that boots: {largest:,} tokens"
+                 + (" (the model maximum)" if largest and largest == model_max else "") if largest else
+                 "Largest max_model_len that boots: none (" + _none_reason(b) + ")")
     if largest and safe is not None and safe != largest:
         lines.append(f"  with {CALIBRATION_ERROR_GIB} GiB of headroom for kvmath's calibration error: "
                      + (f"{safe:,} tokens" if safe else "none"))
@@ -410,12 +429,15 @@ def main(argv=None) -> int:
                       f"({largest + 1:,} would be refused)" if largest < (arch.max_position_embeddings or 0) else
                       f"Largest max_model_len that boots: {largest:,} tokens (the model maximum)")
                 print(f"At that length: {sb.available_kv / GIB:.2f} GiB for KV, pool {sb.pool_tokens:,} tokens, "
-                      f"max concurrency {sb.max_concurrency:.2f}x (max_num_seqs at full length: "
-                      f"{sb.max_num_seqs_at_full_context})")
+                      f"max concurrency {sb.max_concurrency:.2f}x: {sb.max_num_seqs_at_full_context} of "
+                      f"max_num_seqs={sb.max_num_seqs} requests fit at full length at once (the length is for one "
+                      "request; vLLM queues the rest)")
                 if sb.marginal:
                     print(f"With {CALIBRATION_ERROR_GIB} GiB of headroom for kvmath's calibration error: "
                           + (f"{safe:,} tokens" if safe else "none") + " (the answer above sits on the edge: "
                           f"{sb.margin_bytes / GIB:.2f} GiB of margin)")
+            elif b.refusal_kind == "config":
+                print(f"No max_model_len boots: {_none_reason(b)}.")
             else:
                 print("No max_model_len boots: the non-KV terms alone exceed the budget. Raise TP, use a smaller "
                       "checkpoint, or a bigger card.")
@@ -428,7 +450,7 @@ def main(argv=None) -> int:
             out["cache_breakdown"] = bd
         print(json.dumps(out, indent=1))
     else:
-        print(render_text(b, largest, anchor, notes, bd, args.compose, safe))
+        print(render_text(b, largest, anchor, notes, bd, args.compose, safe, arch.max_position_embeddings))
     return 0 if b.outcome == "boots" else 1
 
 

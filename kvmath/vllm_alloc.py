@@ -684,7 +684,9 @@ def _layout(arch: Architecture, s: VllmSettings) -> VllmLayout:
                 # modelled per token so the page keeps scaling with the block size.
                 padded_tb = -(-(tb // h) // sliding_pth_pad) * sliding_pth_pad * h
                 if padded_tb != tb:
-                    notes.append(f"PR #40391 padding: full-attention {tb // h} -> {padded_tb // h} B per head per token")
+                    note = f"PR #40391 padding: full-attention {tb // h} -> {padded_tb // h} B per head per token"
+                    if note not in notes:
+                        notes.append(note)
                     tb = padded_tb
             spec = KVSpec(
                 "sliding_window" if sliding else "full_attention", block_size, h, layer.head_dim,
@@ -699,7 +701,7 @@ def _layout(arch: Architecture, s: VllmSettings) -> VllmLayout:
         for j in range(n_draft):
             layers.append((f"mtp.layers.{arch.num_hidden_layers + j}", full_spec))
         notes.append(f"drafter adds {n_draft} full-attention layer(s) with the target's spec")
-    if s.num_speculative_tokens and not n_draft and not arch.mtp_num_hidden_layers:
+    if s.num_speculative_tokens and not n_draft and not arch.mtp_num_hidden_layers and s.drafter_kv_layers is None:
         notes.append("speculative tokens without drafter KV layers (Gemma 4 assistant shares the target's KV)")
     return VllmLayout(tuple(layers), block_size, mamba_block_size, mode, attn_1tok, mamba_state, mamba_page,
                    L, fmt, tuple(notes), refusal)

@@ -204,3 +204,47 @@ def test_headroom_solver():
     assert solve_max_model_len_with_headroom(b, headroom_gib=0) == edge
     with pytest.raises(KvMathError):
         solve_max_model_len_with_headroom(b, headroom_gib=float("nan"))
+
+
+def test_configuration_refusal_is_not_a_memory_verdict():
+    """Qwen 3.6 35B-A3B fp8 on one card: the hybrid alignment sets a 2096-token block, and vLLM's
+    VllmConfig.validate_block_size refuses it with max_num_batched_tokens 2048 before sizing memory."""
+    b = budget("qwen3.6-35b-a3b", max_model_len=131072, kv_format="fp8_e5m2", mem_util=0.95)
+    assert b.outcome == "refused" and b.refusal_kind == "config" and "block_size (2096)" in b.refusal
+    assert b.margin_bytes == 0 and not b.marginal and b.to_dict()["outcome_text"].startswith("refused at start-up by a")
+    assert solve_max_model_len(b) == 0
+    ok = rebudget(b, max_num_batched_tokens=2096)
+    assert ok.refusal_kind != "config"
+
+
+def test_startup_oom_when_utilization_leaves_nothing_for_the_context():
+    b = preset_budget("qwen3.6-27b", "dual", mem_util=1.0)
+    assert b.outcome == "oom" and b.refusal_kind == "startup" and not b.marginal
+    tight = preset_budget("qwen3.6-27b", "dual", mem_util=0.97)
+    assert tight.outcome == "boots" and any("outside gpu_memory_utilization" in n for n in tight.notes)
+
+
+def test_notes_say_what_the_calibration_has_not_seen():
+    b = budget("gemma-4-26b-a4b", tp=2, max_model_len=32768, weights_variant="awq")
+    assert any("no calibration boot of the gemma-4-26b-a4b awq checkpoint" in n for n in b.notes)
+    b = budget("qwen3.6-27b", card="rtx4090", max_model_len=32768, max_num_batched_tokens=4128)
+    assert any("no calibration boot on rtx4090" in n for n in b.notes)
+    b = budget("qwen3.6-27b", tp=2, max_model_len=32768, max_num_batched_tokens=4128)
+    assert not any(n.startswith("no calibration boot") for n in b.notes)
+    b = budget("qwen3.6-35b-a3b", tp=2, card="rtx5090", kv_format="fp8_e4m3", weights_variant="nvfp4",
+               max_num_batched_tokens=4192)
+    assert any("is a projection" in n for n in b.notes)
+
+
+def test_fp8_e4m3_on_ampere_needs_flashinfer():
+    """vllm issue #26431 (Triton: fp8e4nv needs sm_89) and PR #24577 (FlashInfer converts in software);
+    club-3090 F35 booted Qwen 35B-A3B with fp8_e4m3 on 3090s. Gemma 4 is routed to Triton."""
+    with pytest.raises(KvMathError, match="FLASHINFER"):
+        budget("qwen3.6-35b-a3b", tp=2, kv_format="fp8_e4m3", max_num_batched_tokens=8192)
+    b = budget("qwen3.6-35b-a3b", tp=2, kv_format="fp8_e4m3", max_num_batched_tokens=8192,
+               attention_backend="FLASHINFER")
+    assert any("FlashInfer" in n for n in b.notes)
+    with pytest.raises(KvMathError, match="Triton"):
+        budget("gemma-4-31b", tp=2, kv_format="fp8_e4m3", attention_backend="FLASHINFER")
+    with pytest.raises(KvMathError, match="unknown attention backend"):
+        budget("qwen3.6-27b", tp=2, attention_backend="XFORMERS")

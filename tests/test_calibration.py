@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from kvmath.budget import CALIBRATION_ERROR_GIB, COEFFICIENTS
+from kvmath.budget import CALIBRATION_ERROR_GIB, COEFFICIENTS, UNCOVERED_ERROR_GIB
 from kvmath.calibration import (ROWS, compare, error_band_gib, fit_coefficients, held_out, leave_one_group_out,
-                                leave_one_out, outliers, summary)
+                                leave_one_out, measured_for_preset, outliers, summary)
 
 SHARED = [Path(os.environ.get("KVMATH_SHARED", "/nonexistent")), Path(__file__).resolve().parents[2] / "shared",
           Path("/work/shared")]
@@ -136,6 +136,7 @@ def test_calibration_error_band_is_the_leave_one_deployment_out_error():
     the rest still covers; the uncovered ones (each the only boot of its checkpoint) miss by more."""
     groups = leave_one_group_out()
     assert CALIBRATION_ERROR_GIB == pytest.approx(error_band_gib(), abs=0.006)
+    assert UNCOVERED_ERROR_GIB == pytest.approx(error_band_gib(covered=False), abs=0.05)
     covered = [abs(e) for g in groups if g["covered"] for e in g["errors_gib"].values()]
     uncovered = [abs(e) for g in groups if not g["covered"] for e in g["errors_gib"].values()]
     assert len(covered) >= 6 and max(uncovered) > CALIBRATION_ERROR_GIB
@@ -182,3 +183,15 @@ def test_chapter_executes(tmp_path):
     assert g["cal_spec_available_ok_count__raw"] == s["specified"]["available_within_0_5_gib"]
     assert g["cal_spec_outcome_agrees_count__raw"] == s["specified"]["outcome_agrees"]
     assert g["cal_error_band_gib__raw"] == CALIBRATION_ERROR_GIB
+
+
+def test_presets_show_their_measured_boots():
+    """The model chapters' budget tables set club-3090's own boots of a preset beside kvmath's verdict
+    (long-text: three refusals and two boots of the maintainer's card; bounded-thinking: C16's boot)."""
+    from kvmath.budget import chapter_frames
+
+    t = chapter_frames("qwen3.6-27b")["table"].set_index("preset")
+    assert t.loc["long-text", "measured (club-3090)"] == "refused (F19), boots (I32), refused (I35), boots (C15)"
+    assert t.loc["bounded-thinking", "measured (club-3090)"] == "boots (C16)"
+    assert "DFlash" in t.loc["dual-dflash", "caveat"]
+    assert measured_for_preset("qwen3.6-27b", "dual-dflash-noviz", "rtx3090") == []  # C14 ran on 4090s
