@@ -121,12 +121,10 @@ def test_outlier_rule_flags_exactly_the_outlier_rows_that_have_logs():
     """The rule (1 GiB from the median of the other boots with the same non-KV inputs) is computed from
     the logs, not chosen: it flags I32 (#32, 4.11 GiB where F19 logged 2.19 and the maintainer's own
     rerun I35 2.17) and C08 (10.82 GiB: 1.1 GiB less non-KV memory than five boots of the same Gemma
-    inputs, F03-F07, imply).
-    C15 and C16 have no log; they are the card and week of I32."""
+    inputs, F03-F07, imply). Exactly the rows in the "outlier" scope."""
     flagged = sorted(o["id"] for o in outliers() if o["flagged"])
     assert flagged == ["C08", "I32"]
-    with_logs = {r.id for r in ROWS if r.scope == "outlier" and (r.avail_gib or r.tokens)}
-    assert set(flagged) == with_logs
+    assert set(flagged) == {r.id for r in ROWS if r.scope == "outlier"}
     # every other boot agrees with its siblings to within 0.25 GiB
     assert all(abs(o["difference_gib"]) < 0.25 for o in outliers() if not o["flagged"])
 
