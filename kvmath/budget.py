@@ -277,14 +277,16 @@ class Budget:
     def margin_bytes(self) -> int:
         """How far the deployment is from the memory line, bytes per card: available KV - what one
         max_model_len request needs. >= 0 passes vLLM's memory check; < 0 is refused or out of memory.
-        0 when a configuration check refused it first (``refusal_kind`` "config": no memory was sized)."""
+        0 when vLLM stops before sizing memory (``refusal_kind`` "config" or "startup")."""
         return 0 if self.refusal_kind in ("config", "startup") else self.available_kv - self.kv_per_request
 
     @property
     def marginal(self) -> bool:
         """True when ``margin_bytes`` is inside the calibration error band (``CALIBRATION_ERROR_GIB``):
-        the fitted terms cannot tell whether this deployment boots. Never for a configuration refusal."""
-        return self.refusal_kind not in ("config", "startup") and abs(self.margin_bytes) < CALIBRATION_ERROR_GIB * GIB
+        the fitted terms cannot tell whether this deployment boots. Never when vLLM stops before sizing
+        memory."""
+        return (self.refusal_kind not in ("config", "startup")
+                and abs(self.margin_bytes) < CALIBRATION_ERROR_GIB * GIB)
 
     @property
     def demand_bytes(self) -> int:
@@ -558,14 +560,14 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
     d = derive(arch, engine="vllm", kv_format=kv_format, tp=tp, max_ctx=L, max_num_seqs=max_num_seqs,
                max_num_batched_tokens=max_num_batched_tokens)
     refusal_kind = None
-    if requested >= total:
+    if not p.boots and not p.needed_bytes and p.refusal:
+        # vLLM's configuration checks (VllmConfig validation) run before any memory is touched
+        outcome, refusal, refusal_kind = "refused", p.refusal, "config"
+    elif requested >= total:
         # gpu_worker.py init: the CUDA context already holds memory, so free < requested
         outcome, refusal, refusal_kind = "oom", (
             f"Free memory on device is less than desired GPU memory utilization ({mem_util}, "
             f"{requested / GIB:.2f} GiB): the CUDA context alone takes some of the {total / GIB:.2f} GiB"), "startup"
-    elif not p.boots and not p.needed_bytes and p.refusal:
-        # vLLM's configuration checks (VllmConfig validation) run before any memory is touched
-        outcome, refusal, refusal_kind = "refused", p.refusal, "config"
     elif weights >= requested:
         outcome = "oom"
         refusal = (f"weights alone ({weights / GIB:.2f} GiB/card) exceed the requested "
@@ -614,7 +616,8 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
                          f"+/-{CALIBRATION_ERROR_GIB} GiB (up to {UNCOVERED_ERROR_GIB} GiB seen when a checkpoint "
                          "is left out of the fit)")
         if card_id not in cov["cards"]:
-            notes.append(f"no calibration boot on {card_id}: every fitted boot ran on {', '.join(sorted(cov['cards']))}")
+            notes.append(f"no calibration boot on {card_id}: every fitted boot ran on "
+                         f"{', '.join(sorted(cov['cards']))}")
     return Budget(
         model=arch.name, card=card_id, total_bytes=total, mem_util=mem_util, tp=tp, kv_format=p.kv_format,
         max_model_len=L, max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,

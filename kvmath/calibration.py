@@ -17,16 +17,24 @@ predicted beside measured:
 Units: GiB = 2**30 B everywhere here (vLLM logs GiB; the CSVs' "GB" peaks are GiB-valued); the
 anchor's columns are its own 1e9-byte GB.
 
+Each row has a ``scope`` (``SCOPES``): only ``specified`` boots (every input known, every term
+modelled) test kvmath and enter the fit; the others are shown with the reason. Rows of the anchor's
+table that repeat a boot-facts boot carry ``same_boot`` and are counted once (``summary``).
+
 ``fit_coefficients(rows)`` fits ``kvmath.budget.COEFFICIENTS`` by least squares on the implied
-non-KV memory of the rows whose available KV is known, and the mean peak overhead.
+non-KV memory of the specified boots whose available KV is known (including a size correction for
+each checkpoint in ``kvmath.budget.FITTED_CHECKPOINTS``), and the mean peak overhead.
+``leave_one_group_out()`` / ``error_band_gib()`` give the out-of-sample error that becomes
+``kvmath.budget.CALIBRATION_ERROR_GIB``; ``outliers()`` finds boots whose logs disagree with their
+siblings'.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from functools import lru_cache
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 
 from .budget import (CALIBRATION_ERROR_GIB, COEFFICIENTS, FITTED_CHECKPOINTS, GB, GIB, anchor_prediction, budget,
                      card as get_card, gdn_scratch_bytes)
@@ -216,8 +224,8 @@ _CAL_WHY.update({
            "prices the later 180000 / 0.93)",
     "C08": "logged 10.82 GiB, 466,892 tokens, 1.78x (matched-config boot): 1.1 GiB less non-KV memory than five "
            "other boots of the same Gemma inputs (F03-F07) imply",
-    "C17": "max_num_batched_tokens not stated for the measured boot (4128, the single-card TQ3 composes' value, "
-           "assumed)",
+    "C17": "booted with TQ3, no MTP, mem 0.95 (the anchor priced fp8_e5m2, seqs 4, mem 0.90); "
+           "max_num_batched_tokens not stated (4128, the single-card TQ3 composes' value, assumed)",
     "C05": "DFlash drafter (n=7): its KV layers are not modelled",
     "C11": "DFlash drafter (n=5): its KV layers are not modelled",
     "C13": "DFlash drafter (n=5): its KV layers are not modelled",
@@ -242,8 +250,8 @@ _FACT_PEAKS = {"F01": 21.4, "F03": 21.5, "F04": 22.2, "F05": 22.1, "F06": 22.1, 
 _SAME_BOOT = {"C01": "F29", "C02": "F30", "C03": "F04", "C04": "F05", "C05": "F08", "C06": "F10", "C18": "F27",
               "C20": "F35", "C21": "F24"}
 # the anchor's compose (preset) name of each calibration-table row (kvcalc_compose)
-_COMPOSE = {"C01": "gemma-a4b-awq", "C02": "gemma-a4b-awq-mtp", "C03": "gemma-dual-int8", "C04": "gemma-dual-int8-262k",
-            "C05": "gemma-dual-dflash", "C06": "gemma-dual-awq", "C07": "gemma-dual", "C08": "gemma-dual-int8",
+_COMPOSE = {"C01": "gemma-a4b-awq", "C02": "gemma-a4b-awq-mtp", "C03": "gemma-dual-int8",
+            "C04": "gemma-dual-int8-262k", "C05": "gemma-dual-dflash", "C06": "gemma-dual-awq", "C07": "gemma-dual", "C08": "gemma-dual-int8",
             "C09": "dual", "C10": "dual-turbo", "C11": "dual-dflash", "C12": "dual4", "C13": "dual4-dflash",
             "C14": "dual-dflash-noviz", "C15": "long-text", "C16": "bounded-thinking", "C17": "minimal",
             "C18": "qwen-a3b-preview", "C19": "gemma-dual", "C20": "dual", "C21": "qwen-35b-a3b-dual",

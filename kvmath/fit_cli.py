@@ -130,7 +130,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", help="any config.json (path); needs --weights-gb")
     p.add_argument("--compose", help="an anchor preset (kvmath/data/presets.json)")
     p.add_argument("--kv-format", help="vLLM kv_cache_dtype (default: preset, else fp8_e5m2)")
-    p.add_argument("--max-ctx", type=_positive_int("--max-ctx"), help="max_model_len (default: preset, else 180000 or the model maximum if smaller)")
+    p.add_argument("--max-ctx", type=_positive_int("--max-ctx"),
+                   help="max_model_len (default: preset, else 180000 or the model maximum if smaller)")
     p.add_argument("--max-num-seqs", type=_positive_int("--max-num-seqs"), help="max_num_seqs (default: preset, else 1)")
     p.add_argument("--sequences", type=_positive_int("--sequences"), help="alias of --max-num-seqs")
     p.add_argument("--tp", type=_positive_int("--tp"), help="tensor_parallel_size (default: preset, else 1)")
@@ -317,6 +318,8 @@ def _anchor(model, b, kw, args):
 def _none_reason(b) -> str:
     if b.refusal_kind == "config":
         return f"vLLM refuses this configuration at any length: {b.refusal.rstrip('.')}"
+    if b.refusal_kind == "startup":
+        return "gpu_memory_utilization asks for more than the card has free; lower --mem-util"
     return "the non-KV terms alone exceed the budget"
 
 
@@ -436,7 +439,7 @@ def main(argv=None) -> int:
                     print(f"With {CALIBRATION_ERROR_GIB} GiB of headroom for kvmath's calibration error: "
                           + (f"{safe:,} tokens" if safe else "none") + " (the answer above sits on the edge: "
                           f"{sb.margin_bytes / GIB:.2f} GiB of margin)")
-            elif b.refusal_kind == "config":
+            elif b.refusal_kind in ("config", "startup"):
                 print(f"No max_model_len boots: {_none_reason(b)}.")
             else:
                 print("No max_model_len boots: the non-KV terms alone exceed the budget. Raise TP, use a smaller "
