@@ -69,7 +69,7 @@ COEFFICIENTS = {
     "moe_gib": -0.548,
     # nvidia-smi peak minus vLLM's requested memory (CUDA graphs captured after the KV cache is
     # allocated, NCCL and CUDA context outside the profile): mean over the measured peaks.
-    "peak_over_requested_gib": 0.37,
+    "peak_over_requested_gib": 0.33,
     # the Gemma 4 31B AWQ checkpoint: GB beyond the profile's 17.0 GB (see FITTED_CHECKPOINTS)
     "weights_extra_gb[gemma-4-31b/awq]": 2.813,
 }
@@ -591,7 +591,8 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
                          + "; give the size vLLM loads")
     if weights_gb_total is None and variant in deployments().get(arch.name, {}).get("projected_weights", ()):
         notes.append(f"weights: the {variant} size ({wgb:g} GB) is a projection (the anchor's), not a measured "
-                     "checkpoint; boots priced on it missed by about 0.9 GiB per card (Calibration chapter)")
+                     "checkpoint; the two boots priced on one missed their logged KV memory by 0.8-0.9 GiB per card "
+                     "(F17, F26 in the Calibration chapter)")
     if backend_note:
         notes.append(backend_note)
     if outcome == "boots" and total - requested < HEADROOM_OUTSIDE_BUDGET_GIB * GIB:

@@ -350,11 +350,13 @@ def outliers(rows=None, threshold_gib: float = 1.0) -> list[dict]:
     return out
 
 
-def fit_coefficients(rows=None) -> dict:
+def fit_coefficients(rows=None, corrections: bool = True) -> dict:
     """Least-squares fit of the empirical non-KV terms (GiB per card, and GB for checkpoint corrections)
     on ``rows`` whose ``fit`` is set, whose scope is ``specified`` and whose available KV memory is
-    known; plus the mean peak overhead over rows with a measured peak.
-    Returns a dict like ``kvmath.budget.COEFFICIENTS`` (plus ``n_fit``, ``n_peak``)."""
+    known; plus the mean peak overhead over the boots with a measured peak (each boot once).
+    ``corrections=False`` fits without the checkpoint corrections (they come out 0), to show what
+    the other terms do without them. Returns a dict like ``kvmath.budget.COEFFICIENTS`` (plus
+    ``n_fit``, ``n_peak``)."""
     rows = [r for r in (rows if rows is not None else ROWS) if r.model in ("qwen3.6-27b", "qwen3.6-35b-a3b",
                                                                               "gemma-4-31b", "gemma-4-26b-a4b")]
     X, y = [], []
@@ -366,11 +368,12 @@ def fit_coefficients(rows=None) -> dict:
             continue
         X.append(_features(_budget(r, _NO_CORRECTION)))
         y.append(other)
-    coef = _lstsq(X, y)
+    n = len(FEATURES) - (0 if corrections else len(FITTED_CHECKPOINTS))
+    coef = _lstsq([x[:n] for x in X], y) + [0.0] * (len(FEATURES) - n)
     out = dict(zip(FEATURES, (round(c, 3) for c in coef)))
     peaks = []
     for r in rows:
-        if r.peak_gib is not None and r.outcome == "boots" and r.scope == "specified":
+        if r.peak_gib is not None and r.outcome == "boots" and r.scope == "specified" and not r.same_boot:
             b = _budget(r)
             peaks.append(r.peak_gib - b.requested / GIB)
     out["peak_over_requested_gib"] = round(sum(peaks) / len(peaks), 2) if peaks else COEFFICIENTS[
@@ -546,7 +549,7 @@ def _checkpoint(r: Row) -> tuple:
     return (r.model, r.cfg["weights_variant"], r.cfg.get("weights_gb_total"))
 
 
-def leave_one_group_out() -> list[dict]:
+def leave_one_group_out(corrections: bool = True) -> list[dict]:
     """Refit without each *deployment* (the fit rows sharing their non-KV inputs, ``_non_kv_key``)
     and predict its rows: the error to expect on a deployment the fit has not seen. ``covered`` says
     whether the rest of the fit still has a boot of the same checkpoint (model and weights); when it
@@ -559,7 +562,7 @@ def leave_one_group_out() -> list[dict]:
     for k in keys:
         group = [r for r in fit_rows if _non_kv_key(r) == k]
         train = [r for r in fit_rows if _non_kv_key(r) != k]
-        coef = {c: v for c, v in fit_coefficients(train).items() if c in COEFFICIENTS}
+        coef = {c: v for c, v in fit_coefficients(train, corrections).items() if c in COEFFICIENTS}
         errs = {rec["id"]: rec["available_error_gib"] for rec in compare(group, coefficients=coef)
                 if "available_error_gib" in rec}
         covered = any(_checkpoint(t) == _checkpoint(group[0]) for t in train)

@@ -193,3 +193,9 @@ def test_presets_show_their_measured_boots():
     assert t.loc["bounded-thinking", "measured (club-3090)"] == "boots (C16)"
     assert "DFlash" in t.loc["dual-dflash", "caveat"]
     assert measured_for_preset("qwen3.6-27b", "dual-dflash-noviz", "rtx3090") == []  # C14 ran on 4090s
+
+
+def test_projected_weights_note_matches_the_projected_boots():
+    """kvmath.budget's note on projected nvfp4 sizes quotes F17's and F26's errors: keep it true."""
+    recs = {r["id"]: r for r in compare()}
+    assert all(0.8 <= -recs[i]["available_error_gib"] <= 0.9 for i in ("F17", "F26"))
