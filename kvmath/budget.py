@@ -341,7 +341,8 @@ class Budget:
             "state_bytes": self.state_bytes, "peak_bytes": self.peak_bytes, "peak_gib": self.peak_bytes / GIB,
             "block_size": p.block_size if p else None, "num_blocks": p.num_blocks if p else 0,
             "bytes_per_block": p.bytes_per_block if p else 0, "vllm_version": p.vllm_version if p else None,
-            "vllm_log": list(p.log_lines) if p else [], "notes": list(self.notes),
+            "vllm_log": ([f"ERROR {self.refusal}"] if self.refusal_kind == "startup" else list(p.log_lines) if p
+                         else []), "notes": list(self.notes),
         }
 
 
@@ -563,11 +564,14 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
     if not p.boots and not p.needed_bytes and p.refusal:
         # vLLM's configuration checks (VllmConfig validation) run before any memory is touched
         outcome, refusal, refusal_kind = "refused", p.refusal, "config"
-    elif requested >= total:
-        # gpu_worker.py init: the CUDA context already holds memory, so free < requested
+    elif requested + round(coeffs["peak_over_requested_gib"] * GIB) > total:
+        # gpu_worker.py init needs free memory >= requested, and the CUDA context, NCCL and the CUDA graphs
+        # captured after the KV cache live outside it (the fitted peak overhead)
         outcome, refusal, refusal_kind = "oom", (
-            f"Free memory on device is less than desired GPU memory utilization ({mem_util}, "
-            f"{requested / GIB:.2f} GiB): the CUDA context alone takes some of the {total / GIB:.2f} GiB"), "startup"
+            f"gpu_memory_utilization {mem_util} asks for {requested / GIB:.2f} GiB of the card's {total / GIB:.2f} GiB, "
+            f"leaving less than the {coeffs['peak_over_requested_gib']:.2f} GiB the CUDA context and CUDA-graph capture "
+            "take outside it (vLLM: free memory below the requested memory, or out of memory capturing CUDA graphs)"), \
+            "startup"
     elif weights >= requested:
         outcome = "oom"
         refusal = (f"weights alone ({weights / GIB:.2f} GiB/card) exceed the requested "
@@ -597,8 +601,8 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
         notes.append(backend_note)
     if outcome == "boots" and total - requested < HEADROOM_OUTSIDE_BUDGET_GIB * GIB:
         notes.append(f"only {(total - requested) / GIB:.2f} GiB of the card is outside gpu_memory_utilization: the "
-                     "CUDA context, NCCL and CUDA-graph capture live there (club-3090 F32 ran out of memory capturing "
-                     "CUDA graphs at 0.96 on a 3090)")
+                     "CUDA context, NCCL and CUDA-graph capture live there (club-3090's single-3090 Gemma 26B compose, "
+                     "F32, booted at 0.94 and ran out of memory capturing CUDA graphs at 0.96)")
     if dflash:
         notes.append(DFLASH_NOTE + (f" ({draft_kv_gb:g} GB reserved by hand)" if draft_kv_gb else ""))
     if extra_gb:
@@ -612,13 +616,14 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
         from .calibration import coverage
 
         cov = coverage()
-        if (arch.name, variant) not in cov["checkpoints"]:
-            notes.append(f"no calibration boot of the {arch.name} {variant} checkpoint: expect errors beyond "
+        projected = weights_gb_total is None and variant in deployments()[arch.name].get("projected_weights", ())
+        if (arch.name, variant) not in cov["checkpoints"] and not projected:
+            notes.append(f"the fit has no boot of the {arch.name} {variant} checkpoint: expect errors beyond "
                          f"+/-{CALIBRATION_ERROR_GIB} GiB (up to {UNCOVERED_ERROR_GIB} GiB seen when a checkpoint "
                          "is left out of the fit)")
         if card_id not in cov["cards"]:
-            notes.append(f"no calibration boot on {card_id}: every fitted boot ran on "
-                         f"{', '.join(sorted(cov['cards']))}")
+            notes.append(f"the fit has no boot on {'a custom card' if card_id == 'custom' else card_id}: every "
+                         f"fitted boot ran on {', '.join(sorted(cov['cards']))}")
     return Budget(
         model=arch.name, card=card_id, total_bytes=total, mem_util=mem_util, tp=tp, kv_format=p.kv_format,
         max_model_len=L, max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
@@ -627,7 +632,7 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
         model_offset=off, draft_kv=draft_kv, non_kv=non_kv, available_kv=available, outcome=outcome, plan=p,
         pool_bytes=pool, pool_tokens=p.gpu_kv_cache_tokens if outcome == "boots" else 0,
         max_concurrency=p.max_concurrency if outcome == "boots" else 0.0,
-        estimated_max_model_len=p.estimated_max_model_len if available > 0 else 0,
+        estimated_max_model_len=p.estimated_max_model_len if available > 0 and refusal_kind != "startup" else 0,
         kv_per_request=p.needed_bytes, growing_kv=d.growing_bytes, sliding_kv=d.sliding_bytes,
         state_bytes=d.state_bytes,
         peak_bytes=requested + round(coeffs["peak_over_requested_gib"] * GIB), refusal=refusal,
@@ -906,7 +911,7 @@ def chapter_frames(model_id: str, card: str = "rtx3090", contexts=None) -> dict:
                                               for m in measured_for_preset(model_id, name, card)) or None,
             "caveat": "; ".join(c for c, on in (
                 ("DFlash drafter KV not modelled: pool and concurrency are upper bounds", b.settings.get("dflash")),
-                ("no calibration boot of this checkpoint", any(n.startswith("no calibration boot of") for n in b.notes)),
+                ("the fit has no boot of this checkpoint", any(n.startswith("the fit has no boot of") for n in b.notes)),
             ) if on) or None,
         })
     table = pd.DataFrame(rows)

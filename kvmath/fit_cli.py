@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import sys
 
 from .errors import KvMathError, choices
@@ -225,18 +226,24 @@ def _resolve(args) -> tuple[str, dict, list[str]]:
     mtp = args.mtp if args.mtp is not None else vals.get("mtp", False)
     if args.mtp is False and drafter in ("mtp_builtin", "assistant_mtp"):
         drafter = None
+    if args.mtp is True and drafter == "dflash":
+        notes.append(f"--mtp replaces preset {args.compose}'s DFlash drafter")
+        drafter = None
     if mtp and drafter is None:
         drafter = next((d for d in ("mtp_builtin", "assistant_mtp") if d in drafters), None)
         if drafter is None and not arch.mtp_num_hidden_layers:
             raise KvMathError(f"--mtp: no MTP drafter known for {arch.name}; give --drafter-gb and "
                               "--num-speculative-tokens")
     if args.dflash_draft_gb:
-        drafter = "dflash" if "dflash" in drafters else drafter
+        drafter = "dflash"
     dgb = drafters.get(drafter, {}).get("gb", vals.get("drafter_gb") or 0.0) if drafter else 0.0
     if args.dflash_draft_gb:
         dgb = args.dflash_draft_gb
     if args.drafter_gb is not None:
         dgb = args.drafter_gb
+        if dgb == 0 and drafter:  # the anchor's "--drafter-gb 0 removes a drafter", done right
+            notes.append(f"--drafter-gb 0: no drafter (the {drafter} drafter is removed with its speculative tokens)")
+            drafter = None
     n_spec = args.num_speculative_tokens or (drafters.get(drafter, {}).get("num_speculative_tokens", 0) if drafter
                                              else 0)
     if mtp and not n_spec and arch.mtp_num_hidden_layers:
@@ -350,6 +357,9 @@ def render_text(b, largest: int, anchor, notes, breakdown=None, compose=None, sa
                          "at full context at once; vLLM still boots and queues the rest")
     elif b.outcome == "refused" and b.refusal_kind == "config":
         lines.append(f"Verdict: REFUSED at start-up by a configuration check (not memory). vLLM: {b.refusal}")
+        m = re.search(r"block_size \((\d+)\) must be <= max_num_batched_tokens", b.refusal)
+        if m:
+            lines.append(f"  hint: --max-num-batched-tokens {m.group(1)} or more (the hybrid block size)")
     elif b.outcome == "refused":
         lines.append(f"Verdict: REFUSED at start-up. vLLM: {b.refusal}")
     else:
@@ -407,7 +417,12 @@ def main(argv=None) -> int:
         from .config import load_architecture
 
         model, kw, notes = _resolve(args)
-        b = budget(model, **kw)
+        try:
+            b = budget(model, **kw)
+        except KvMathError as e:
+            if args.compose and not args.kv_format and "cannot run on" in str(e):
+                raise KvMathError(f"preset {args.compose} sets {e}; choose one with --kv-format") from None
+            raise
         arch = load_architecture(model)
         top = max(b.max_model_len, arch.max_position_embeddings or 0)
         largest = solve_max_model_len(b, upper=top)
@@ -431,10 +446,12 @@ def main(argv=None) -> int:
                 print(f"Largest max_model_len that boots: {largest:,} tokens "
                       f"({largest + 1:,} would be refused)" if largest < (arch.max_position_embeddings or 0) else
                       f"Largest max_model_len that boots: {largest:,} tokens (the model maximum)")
+                fit = sb.max_num_seqs_at_full_context
                 print(f"At that length: {sb.available_kv / GIB:.2f} GiB for KV, pool {sb.pool_tokens:,} tokens, "
-                      f"max concurrency {sb.max_concurrency:.2f}x: {sb.max_num_seqs_at_full_context} of "
-                      f"max_num_seqs={sb.max_num_seqs} requests fit at full length at once (the length is for one "
-                      "request; vLLM queues the rest)")
+                      f"max concurrency {sb.max_concurrency:.2f}x: "
+                      + (f"all {sb.max_num_seqs} of max_num_seqs fit at full length at once" if fit >= sb.max_num_seqs
+                         else f"{fit} of max_num_seqs={sb.max_num_seqs} requests fit at full length at once (the "
+                              "length is for one request; vLLM queues the rest)"))
                 if sb.marginal:
                     print(f"With {CALIBRATION_ERROR_GIB} GiB of headroom for kvmath's calibration error: "
                           + (f"{safe:,} tokens" if safe else "none") + " (the answer above sits on the edge: "
@@ -442,8 +459,10 @@ def main(argv=None) -> int:
             elif b.refusal_kind in ("config", "startup"):
                 print(f"No max_model_len boots: {_none_reason(b)}.")
             else:
-                print("No max_model_len boots: the non-KV terms alone exceed the budget. Raise TP, use a smaller "
-                      "checkpoint, or a bigger card.")
+                print("No max_model_len boots: the non-KV terms alone exceed the budget. Raise --mem-util or TP, use "
+                      "a smaller checkpoint, or a bigger card.")
+            for n in list(notes) + [n for n in sb.notes if not n.startswith("vLLM: 'Padding")]:
+                print(f"Note: {n}")
         return 0 if largest else 1
     if args.json:
         out = b.to_dict()

@@ -56,7 +56,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, replace
 
-from .arch import FULL, SLIDING, Architecture, GatedDeltaNetLayer
+from .arch import FULL, SLIDING, Architecture, AttentionLayer, GatedDeltaNetLayer
 from .config import check_positive, load_architecture
 from .errors import KvMathError, choices
 from .formats import DTYPE_BYTES, KVFormat, vllm_format
@@ -570,6 +570,13 @@ def layer_specs(model, **settings) -> VllmLayout:
 def _layout(arch: Architecture, s: VllmSettings) -> VllmLayout:
     from .engines import get_engine
 
+    other = sorted({type(layer).__name__ for layer in arch.layers
+                    if layer.owns_cache and not isinstance(layer, (GatedDeltaNetLayer, AttentionLayer))})
+    if other:
+        raise KvMathError(
+            f"{arch.name}: kvmath plans vLLM's blocks for attention and Gated DeltaNet layers; this model also has "
+            f"{', '.join(other)} layers, whose block plan is not implemented yet. `kvmath --config ... --engine vllm` "
+            "gives their exact bytes per token and per sequence")
     version = parse_version(s.vllm_version)
     notes: list[str] = []
     if version > (0, 26):

@@ -179,3 +179,38 @@ def test_oom_margin_is_to_booting(capsys):
 def test_solver_prints_headroom_when_on_the_edge(capsys):
     code, out, _ = run(capsys, "--compose", "long-text", "--solve-max-ctx")
     assert code == 0 and "headroom for kvmath's calibration error" in out
+
+
+def test_models_without_a_vllm_block_plan_are_a_clear_error(capsys):
+    """MLA (DeepSeek-V3), Mamba-2 (Nemotron-H) and KDA (Kimi Linear) layers: one line, exit 2."""
+    import os
+    from pathlib import Path
+
+    root = Path(os.environ.get("KVMATH_SHARED", Path(__file__).resolve().parents[2] / "shared")) / "hf-configs"
+    for name in ("deepseek-ai__DeepSeek-V3.json", "nvidia__Nemotron-H-56B-Base-8K.json",
+                 "moonshotai__Kimi-Linear-48B-A3B-Instruct.json"):
+        if not (root / name).is_file():
+            pytest.skip("shared/hf-configs not beside the checkout")
+        code, _, err = run(capsys, "--config", str(root / name), "--weights-gb", "40", "--tp", "4", "--card", "h100",
+                           "--max-ctx", "4096")
+        assert code == 2 and "block plan is not implemented yet" in err and err.count("\n") == 1
+
+
+def test_drafter_flags(capsys):
+    code, out, _ = run(capsys, "--model", "gemma-4-31b", "--compose", "gemma-dual-dflash", "--drafter-gb", "0", "--json")
+    d = json.loads(out)
+    assert d["num_speculative_tokens"] == 0 and d["drafter_weights_bytes"] == 0
+    assert not any("DFlash" in n for n in d["notes"])
+    code, out, _ = run(capsys, "--model", "gemma-4-26b-a4b", "--dflash-draft-gb", "2", "--json")
+    assert any(n.startswith("DFlash drafter") for n in json.loads(out)["notes"])
+    code, out, _ = run(capsys, "--compose", "dual-dflash", "--mtp", "--json")
+    d = json.loads(out)
+    assert any("--mtp replaces" in n for n in d["notes"]) and not any(n.startswith("DFlash") for n in d["notes"])
+    code, out, _ = run(capsys, "--model", "gemma-4-31b", "--compose", "gemma-dual-dflash", "--solve-max-ctx")
+    assert "Note: DFlash drafter" in out
+
+
+def test_preset_kv_format_the_card_cannot_run_names_the_preset(capsys):
+    code = main(["--model", "gemma-4-31b", "--compose", "gemma-single"])
+    err = capsys.readouterr().err
+    assert code == 2 and "preset gemma-single sets --kv-format fp8_e4m3" in err
