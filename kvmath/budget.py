@@ -95,7 +95,8 @@ OUTCOME_TEXT = {
     "boots": "boots",
     "refused": "refused at start-up (one max_model_len request does not fit the KV memory)",
     "refused_config": "refused at start-up by a configuration check, before any memory is sized",
-    "oom_startup": "out of memory at start-up: gpu_memory_utilization asks for more than the card has free",
+    "oom_startup": "out of memory at start-up: gpu_memory_utilization leaves too little of the card for the CUDA "
+                   "context and CUDA graphs",
     "oom": "out of memory (nothing left for the KV cache)",
 }
 
@@ -361,8 +362,8 @@ JSON_FIELDS = {
     "outcome": "boots | refused (start-up check failed) | oom (no memory left for the cache)",
     "margin_bytes / margin_gib": "available_kv - kv_per_request: >= 0 passes vLLM's memory check, < 0 refused "
                                  "or out of memory; 0 when a configuration check refused first",
-    "refusal_kind": "memory (the KV check), config (a configuration check, before memory), startup (less free "
-                    "memory than gpu_memory_utilization asks for), or null",
+    "refusal_kind": "memory (the KV check), config (a configuration check, before memory), startup "
+                    "(gpu_memory_utilization leaves less than the fitted peak overhead outside the budget), or null",
     "marginal / calibration_error_gib": "true when |margin| < the calibration error band (largest error of "
                                         "available KV on a deployment left out of the fit, GiB): it may or may "
                                         "not boot",

@@ -326,7 +326,7 @@ def _none_reason(b) -> str:
     if b.refusal_kind == "config":
         return f"vLLM refuses this configuration at any length: {b.refusal.rstrip('.')}"
     if b.refusal_kind == "startup":
-        return "gpu_memory_utilization asks for more than the card has free; lower --mem-util"
+        return "gpu_memory_utilization leaves too little of the card outside the budget; lower --mem-util"
     return "the non-KV terms alone exceed the budget"
 
 
