@@ -51,7 +51,7 @@ book: venv assets chapters
 # The model chapters (every notebooks/generated/<id> entry of _toc.yml) are written from one template,
 # notebooks/model_chapter.md, unexecuted; jb build executes them like every other page.
 chapters: venv
-	$(VENV_ENV) $(VENV)/bin/python -m kvmath.chapter --book
+	$(VENV_ENV) $(VENV)/bin/python -m kvmath.book.model_chapter --book
 
 # Debian's chromium for the page tests (tests/test_pages.py); installed only if missing.
 browser:

@@ -28,81 +28,6 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"kvmath: error: {message} (see kvmath --help)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(
-        prog="kvmath",
-        description="Exact KV-cache and recurrent-state bytes per card, derived from a model's config.json.",
-        epilog="Units: B = bytes; MiB/GiB are binary (2^20, 2^30), GB is decimal (1e9). "
-               "Figures are per card (tensor-parallel rank).",
-    )
-    p.add_argument("--config", "--model", dest="config", required=True, metavar="PATH_OR_MODEL_ID",
-                   help="a config.json path or a known model id (qwen3.6-27b, qwen3.6-35b-a3b, gemma-4-31b, "
-                        "gemma-4-26b-a4b, or their HF repo names)")
-    p.add_argument("--engine", default="vllm", help="vllm (default), llama.cpp or transformers")
-    p.add_argument("--kv-format", "--kv-cache-dtype", dest="kv_format", default=None,
-                   help="cache format: vLLM kv_cache_dtype (default: the model dtype), llama.cpp type for K and V, "
-                        "or the transformers dtype")
-    p.add_argument("--cache-type-k", "-ctk", default=None, help="llama.cpp K cache type")
-    p.add_argument("--cache-type-v", "-ctv", default=None, help="llama.cpp V cache type")
-    p.add_argument("--tp", "--tensor-parallel-size", dest="tp", type=int, default=1,
-                   help="tensor_parallel_size (vLLM; llama.cpp and transformers: 1)")
-    p.add_argument("--max-ctx", "--max-model-len", dest="max_ctx", type=int, default=None,
-                   help="tokens per sequence (default: max_position_embeddings)")
-    p.add_argument("--max-num-seqs", "--sequences", dest="max_num_seqs", type=int, default=1,
-                   help="concurrent sequences (default 1)")
-    p.add_argument("--json", action="store_true", help="print the derivation as JSON (all figures in bytes)")
-
-    v = p.add_argument_group("vLLM flags (vllm serve names)")
-    v.add_argument("--max-num-batched-tokens", type=int, default=None,
-                   help="max_num_batched_tokens (default 2048); sizes the sliding-window term")
-    v.add_argument("--block-size", type=int, default=None, help="block size in tokens (default 16)")
-    v.add_argument("--kv-cache-memory-bytes", type=_bytes_arg, default=None, metavar="BYTES",
-                   help="the memory left for KV per card, as the boot log reports it ('11.10GiB', '8GB' or "
-                        "bytes): adds vLLM's block plan and the lines it logs (KV cache size in tokens, "
-                        "maximum concurrency, or the refusal with the estimated maximum model length)")
-    v.add_argument("--gpu-memory-utilization", type=float, default=None,
-                   help="accepted (and checked) so launch flags paste; the per-card budget that uses it is "
-                        "the kvmath-fit command's job")
-    v.add_argument("--disable-hybrid-kv-cache-manager", action="store_true",
-                   help="treat sliding-window layers as full attention (vLLM's switch)")
-    v.add_argument("--num-speculative-tokens", type=int, default=None,
-                   help="speculative tokens (MTP); adds the drafter's attention layer and conv-state rows")
-    v.add_argument("--no-enable-prefix-caching", dest="enable_prefix_caching", action="store_false",
-                   default=True, help="prefix caching off (Mamba/GDN states: mamba_cache_mode 'none')")
-    v.add_argument("--enable-prefix-caching", dest="enable_prefix_caching", action="store_true")
-    v.add_argument("--vllm-version", default=None, help="whose block rules to apply (default: kvmath's)")
-
-    g = p.add_argument_group("llama.cpp flags (llama-server names)")
-    g.add_argument("-c", "--ctx-size", dest="ctx_size", type=int, default=None,
-                   help="total context over all sequences (-c); per sequence = ctx_size / parallel")
-    g.add_argument("-np", "--parallel", dest="parallel", type=int, default=None, help="sequences (slots)")
-    g.add_argument("-b", "--batch-size", dest="batch_size", type=int, default=2048)
-    g.add_argument("-ub", "--ubatch-size", dest="ubatch_size", type=int, default=512)
-    g.add_argument("--swa-full", action="store_true", help="full-size SWA cache")
-    g.add_argument("-fa", "--flash-attn", dest="flash_attn", choices=("on", "off", "auto"), default="auto")
-    g.add_argument("--kv-unified", action="store_true", help="one cache stream shared by all sequences")
-    g.add_argument("-ngl", "--n-gpu-layers", dest="n_gpu_layers", type=int, default=None,
-                   help="accepted so launch flags paste; the cache is sized for all layers")
-    g.add_argument("--n-cpu-moe", type=int, default=None,
-                   help="accepted so launch flags paste; expert weights in RAM do not change the cache")
-    return p
-
-
-def _bytes_arg(text: str) -> int:
-    """'11.10GiB', '8 GB', '512MiB' or a plain byte count -> bytes (int)."""
-    import re
-
-    from .units import UNITS
-
-    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([KMG]i?B|B)?\s*", text)
-    if not m:
-        raise argparse.ArgumentTypeError(f"not a memory size: {text!r} (e.g. 11.10GiB, 8GB, 1073741824)")
-    value = float(m.group(1)) * UNITS[m.group(2) or "B"]
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"memory size must be positive, got {text!r}")
-    return int(value)
-
-
 def _fmt(n: int) -> str:
     from .units import GB, GiB, MiB
 
@@ -129,7 +54,10 @@ def render_text(d) -> str:
     for g in d.groups:
         head = f"  {g.layer_type:<18} x{g.n_layers:<3} {g.description}"
         lines.append(head)
-        if getattr(g, "kind", "") == "none":
+        if g.kind == "padding":
+            lines.append(f"      {_fmt(g.bytes)} (empty group slots take their page in every block)")
+            continue
+        if g.kind == "none":
             lines.append("      no cache (MLP / MoE block)")
             continue
         if not g.owns_cache:
@@ -150,6 +78,7 @@ def render_text(d) -> str:
         (f"growing KV at {dep.max_ctx:,} tokens x {dep.max_num_seqs} seq", _fmt(d.growing_bytes)),
         ("sliding-window KV (bounded by the window)", _fmt(d.sliding_bytes)),
         (f"recurrent state ({dep.max_num_seqs} seq)", _fmt(d.state_bytes)),
+    ] + ([("vLLM padding layers", _fmt(d.padding_bytes))] if d.padding_bytes else []) + [
         ("total cache", _fmt(d.total_bytes)),
     ]
     width = max(len(label) for label, _ in totals)
@@ -157,21 +86,42 @@ def render_text(d) -> str:
     return "\n".join(lines)
 
 
-def _engine_block(args, d):
-    """The engine's own start-up figures for the pasted flags: (text lines, JSON dict) or None."""
-    if d.engine == "vllm" and args.kv_cache_memory_bytes is not None:
-        from . import vllm_alloc
+def build_parser() -> tuple[argparse.ArgumentParser, dict[str, list[str]]]:
+    """The parser, and for each engine the ``dest`` names of its own flags (each engine adds its own)."""
+    from .engines import ENGINES
 
-        settings = dict(max_model_len=d.deployment.max_ctx, max_num_seqs=d.deployment.max_num_seqs,
-                        tensor_parallel_size=d.deployment.tp, kv_cache_dtype=d.kv_format.name,
-                        max_num_batched_tokens=d.deployment.max_num_batched_tokens,
-                        block_size=d.deployment.block_size,
-                        disable_hybrid_kv_cache_manager=args.disable_hybrid_kv_cache_manager,
-                        enable_prefix_caching=args.enable_prefix_caching,
-                        num_speculative_tokens=args.num_speculative_tokens or 0)
-        if args.vllm_version:
-            settings["vllm_version"] = args.vllm_version
-        plan = vllm_alloc.plan(d.arch, args.kv_cache_memory_bytes, **settings)
+    p = _Parser(
+        prog="kvmath",
+        description="Exact KV-cache and recurrent-state bytes per card, derived from a model's config.json.",
+        epilog="Units: B = bytes; MiB/GiB are binary (2^20, 2^30), GB is decimal (1e9). "
+               "Figures are per card (tensor-parallel rank). A flag of another engine than --engine is refused.",
+    )
+    p.add_argument("--config", "--model", dest="config", required=True, metavar="PATH_OR_MODEL_ID",
+                   help="a config.json path, a model folder, a .gguf file or a known model id (qwen3.6-27b, "
+                        "gemma-4-31b, ... or their HF repo names)")
+    p.add_argument("--engine", default="vllm", help=f"{', '.join(ENGINES)} (default vllm)")
+    p.add_argument("--kv-format", "--kv-cache-dtype", dest="kv_format", default=None,
+                   help="cache format: vLLM kv_cache_dtype (default: the model dtype), llama.cpp type for K and V, "
+                        "or the transformers dtype")
+    p.add_argument("--tp", "--tensor-parallel-size", dest="tp", type=int, default=1,
+                   help="tensor_parallel_size (vLLM; llama.cpp and transformers: 1)")
+    p.add_argument("--max-ctx", "--max-model-len", dest="max_ctx", type=int, default=None,
+                   help="tokens per sequence (default: max_position_embeddings)")
+    p.add_argument("--max-num-seqs", "--sequences", dest="max_num_seqs", type=int, default=1,
+                   help="concurrent sequences (default 1)")
+    p.add_argument("--json", action="store_true", help="print the derivation as JSON (all figures in bytes)")
+    owned = {}
+    for eng in ENGINES.values():
+        owned[eng.name] = eng.add_cli_flags(p.add_argument_group(eng.cli_title or eng.name))
+    return p, owned
+
+
+def _engine_block(d, extra: dict):
+    """The engine's own start-up figures, from the same allocation ``d`` sums: (text lines, JSON)."""
+    if d.engine == "vllm" and "kv_cache_memory_bytes" in extra:
+        from .engines.vllm.alloc import plan as vllm_plan
+
+        plan = vllm_plan(d.arch, extra["kv_cache_memory_bytes"], d.settings)
         head = (f"vLLM {plan.vllm_version} block plan for {plan.available_gib} GiB of KV memory per card: "
                 f"{plan.num_blocks:,} blocks of {plan.block_size} tokens, {plan.group_size} layers per group, "
                 f"page {plan.page_size_bytes:,} B")
@@ -180,17 +130,7 @@ def _engine_block(args, d):
         lines += [f"  note: {n}" for n in plan.notes]
         return lines, {"vllm_plan": plan.to_dict()}
     if d.engine == "llama.cpp":
-        from .llamacpp import llamacpp_memory
-
-        n_parallel = d.deployment.max_num_seqs
-        mem = llamacpp_memory(
-            d.arch, n_ctx=d.deployment.max_ctx * n_parallel if args.ctx_size is None else args.ctx_size,
-            n_parallel=n_parallel, cache_type_k=d.kv_format.k.name, cache_type_v=d.kv_format.v.name,
-            n_batch=args.batch_size, n_ubatch=args.ubatch_size, swa_full=args.swa_full,
-            flash_attn=args.flash_attn, kv_unified=args.kv_unified,
-            fork="turboquant" if d.kv_format.k.name.startswith("turbo") or d.kv_format.v.name.startswith("turbo")
-            else None,
-        )
+        mem = d.allocation
         lines = ["", f"llama.cpp ({mem.build}) start-up lines for these flags (n_ctx {mem.n_ctx:,}):"]
         lines += [f"  {line}" for line in mem.log_lines(buffers="CUDA0")]
         lines += [f"  note: {n}" for n in mem.notes]
@@ -201,78 +141,56 @@ def _engine_block(args, d):
     return None
 
 
-VLLM_BLOCK_SIZES = (1, 8, 16, 32, 64, 128, 256)  # vllm/config/cache.py BlockSize
-_LLAMACPP_ONLY = {"ctx_size": "-c/--ctx-size", "parallel": "-np/--parallel", "cache_type_k": "-ctk/--cache-type-k",
-                  "cache_type_v": "-ctv/--cache-type-v", "n_gpu_layers": "-ngl", "n_cpu_moe": "--n-cpu-moe"}
-_VLLM_ONLY = {"kv_cache_memory_bytes": "--kv-cache-memory-bytes", "gpu_memory_utilization": "--gpu-memory-utilization",
-              "block_size": "--block-size", "max_num_batched_tokens": "--max-num-batched-tokens",
-              "vllm_version": "--vllm-version"}
+def _flag_names(parser) -> dict[str, str]:
+    """dest -> the flag spellings shown in errors (``-c/--ctx-size``)."""
+    out: dict[str, str] = {}
+    for action in parser._actions:
+        if action.option_strings:
+            out.setdefault(action.dest, "/".join(action.option_strings))
+    return out
 
 
-def _flag_problem(args) -> str | None:
-    """Flags that contradict each other or belong to another engine: a one-line reason, or None."""
-    engine = args.engine.lower()
-    is_llama = engine in ("llama.cpp", "llamacpp", "llama-cpp")
-    is_vllm = engine == "vllm"
-    if is_vllm or engine in ("transformers", "hf"):
-        used = [flag for attr, flag in _LLAMACPP_ONLY.items() if getattr(args, attr) is not None]
-        if used:
-            what = "is a llama.cpp flag" if len(used) == 1 else "are llama.cpp flags"
-            return f"{', '.join(used)} {what}; add --engine llama.cpp"
-    if not is_vllm:
-        used = [flag for attr, flag in _VLLM_ONLY.items() if getattr(args, attr) is not None]
-        if args.disable_hybrid_kv_cache_manager:
-            used.append("--disable-hybrid-kv-cache-manager")
-        if used:
-            what = "is a vLLM flag" if len(used) == 1 else "are vLLM flags"
-            return f"{', '.join(used)} {what}, which does not apply to --engine {args.engine}"
-    if is_llama and args.ctx_size is not None and args.max_ctx is not None:
-        return "give either -c/--ctx-size (llama.cpp: total over all sequences) or --max-ctx (per sequence), not both"
-    if is_llama and args.parallel is not None and args.max_num_seqs != 1:
-        return "give either -np/--parallel or --max-num-seqs, not both"
-    for name in ("kv_format", "cache_type_k", "cache_type_v"):
-        value = getattr(args, name)
-        if value is not None and not value.strip():
-            return f"--{name.replace('_', '-')} is empty; name a cache format"
-    if args.block_size is not None and args.block_size not in VLLM_BLOCK_SIZES:
-        return f"--block-size must be one of {', '.join(map(str, VLLM_BLOCK_SIZES))} (vLLM's BlockSize), got {args.block_size}"
-    u = args.gpu_memory_utilization
-    if u is not None and not (0 < u <= 1):
-        return f"--gpu-memory-utilization must be in (0, 1], got {u}"
+def foreign_flag(given: dict, owned: dict[str, list[str]], engine: str, names: dict[str, str]) -> str | None:
+    """The first given flag that belongs only to another engine, as a one-line error, or None."""
+    for other, dests in owned.items():
+        if other == engine:
+            continue
+        for dest in dests:
+            if dest in given and dest not in owned.get(engine, ()):
+                flag = names.get(dest, "--" + dest.replace("_", "-"))
+                return f"{flag} is a {other} flag; add --engine {other} (this run is --engine {engine})"
     return None
 
 
-def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
-    from .derive import derive
+def run(argv=None) -> int:
+    from .engines import get_engine
 
-    extra = {}
-    if args.max_num_batched_tokens is not None:
-        extra["max_num_batched_tokens"] = args.max_num_batched_tokens
-    if args.block_size is not None:
-        extra["block_size"] = args.block_size
-    if args.num_speculative_tokens:
-        extra["num_speculative_tokens"] = args.num_speculative_tokens
-    problem = _flag_problem(args)
-    if problem:
-        print(f"kvmath: error: {problem}", file=sys.stderr)
-        return 2
-    max_ctx, seqs = args.max_ctx, args.max_num_seqs
-    if args.parallel is not None:
-        seqs = args.parallel
-    if args.ctx_size is not None:
-        if args.ctx_size < 1:
-            print(f"kvmath: error: --ctx-size must be a positive integer, got {args.ctx_size}", file=sys.stderr)
-            return 2
-        max_ctx = -(-args.ctx_size // max(1, seqs))
-    if args.engine.lower() in ("llama.cpp", "llamacpp", "llama-cpp"):
-        extra.update(n_ubatch=args.ubatch_size, swa_full=args.swa_full, kv_unified=args.kv_unified)
+    parser, owned = build_parser()
+    args = parser.parse_args(argv)
+    given_all = vars(args)
     try:
-        d = derive(
-            args.config, engine=args.engine, kv_format=args.kv_format, cache_type_k=args.cache_type_k,
-            cache_type_v=args.cache_type_v, tp=args.tp, max_ctx=max_ctx, max_num_seqs=seqs, **extra,
-        )
-        block = _engine_block(args, d)
+        eng = get_engine(args.engine)
+        problem = foreign_flag(given_all, owned, eng.name, _flag_names(parser))
+        if problem:
+            raise KvMathError(problem)
+        given = {k: v for k, v in given_all.items() if k in owned[eng.name]}
+        for name, value in (("kv-format", args.kv_format), ("cache-type-k", given.get("cache_type_k")),
+                            ("cache-type-v", given.get("cache_type_v"))):
+            if value is not None and not str(value).strip():
+                raise KvMathError(f"--{name} is empty; name a cache format")
+        extra = {k: given[k] for k in ("kv_cache_memory_bytes",) if k in given}
+        settings = eng.settings_from_cli(given)
+        max_ctx, seqs = args.max_ctx, args.max_num_seqs
+        if "n_parallel" in settings:
+            if args.max_num_seqs != 1:
+                raise KvMathError("give either -np/--parallel or --max-num-seqs, not both")
+            seqs = settings.pop("n_parallel")
+        cache_k, cache_v = settings.pop("cache_type_k", None), settings.pop("cache_type_v", None)
+        from .derive import derive
+
+        d = derive(args.config, engine=eng, kv_format=args.kv_format, cache_type_k=cache_k, cache_type_v=cache_v,
+                   tp=args.tp, max_ctx=max_ctx, max_num_seqs=seqs, **settings)
+        block = _engine_block(d, extra)
     except KvMathError as e:
         print(f"kvmath: error: {e}", file=sys.stderr)
         return 2
@@ -284,6 +202,13 @@ def main(argv=None) -> int:
     else:
         print(render_text(d) + ("\n" + "\n".join(block[0]) if block else ""))
     return 0
+
+
+def main(argv=None) -> int:
+    """Entry point: ``run`` with a closed pipe or a full disk answered in one line (exit 2 / 1)."""
+    from .clitools import guarded
+
+    return guarded("kvmath", run, argv)
 
 
 if __name__ == "__main__":

@@ -1,68 +1,30 @@
-"""From an Architecture, an engine, a cache format and a Deployment to exact bytes per card.
+"""The cache of one model on one engine: the engine's allocation, summed per group of alike layers.
 
-``derive`` groups identical layers (same type, heads, widths, window) and reports, per group and in
-total, per card (one tensor-parallel rank):
+``derive`` asks the engine (``kvmath.engines``) for its settings, its allocation and the allocation's
+layer groups, and reports per group and in total, per card (one tensor-parallel rank):
 
-- ``bytes_per_token``: K + V bytes one token adds in a full-attention layer (the growing term);
-  for an MLA layer the latent row(s) the engine stores;
-- ``cells`` / ``streams``: the token slots the engine allocates per layer for the deployment;
-- ``state_bytes_per_seq``: recurrent state of a linear-attention layer (GDN, Mamba-2, KDA),
-  independent of context;
-- ``bytes``: what the group holds for the whole deployment (all sequences).
+- ``bytes``: what the group's allocation holds for the whole deployment (all sequences);
+- ``bytes_per_token``: K + V bytes one token adds in a layer (the growing term for full attention;
+  for an MLA layer the latent row the engine stores);
+- ``cells`` / ``streams``: the token slots the engine allocates per layer;
+- ``state_bytes_per_seq``: what the engine holds per sequence for a recurrent layer (GDN, Mamba-2, KDA).
 
-Each group has a ``kind``: ``attention``, ``mla``, ``gdn``, ``mamba2``, ``kda`` or ``none`` (MLP / MoE
-blocks that keep nothing).
-
-All byte figures are exact Python integers.
+Each group has a ``kind``: ``attention``, ``mla``, ``gdn``, ``mamba2``, ``kda``, ``none`` (MLP / MoE
+blocks that keep nothing) or ``padding`` (vLLM's padding layers). The engine is engine-agnostic here:
+no rule of any engine is restated in this module. All byte figures are exact Python integers.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass
+from typing import Any
 
-from .arch import (
-    FULL, LINEAR, SLIDING, Architecture, AttentionLayer, GatedDeltaNetLayer, KDALayer, MLALayer, Mamba2Layer,
-    NoCacheLayer,
-)
-from .config import load_architecture
-from .engines import Deployment, Engine, StateTensor, get_engine
+from .engines import Engine, LayerGroup, get_engine, settings_owners
+from .engines.base import unknown_settings
 from .formats import KVFormat
-from .units import GiB, fmt_bytes
-
-
-@dataclass(frozen=True)
-class LayerGroup:
-    """Layers that cache the same thing, with their per-card byte terms for one deployment."""
-
-    layer_type: str
-    layers: tuple[int, ...]
-    description: str
-    kv_heads_per_rank: int = 0
-    bytes_per_token: int = 0  # K + V of one token in one layer, per rank
-    cells: int = 0  # token slots per stream and layer
-    streams: int = 0
-    state: tuple[StateTensor, ...] = ()
-    state_bytes_per_seq: int = 0  # per layer, per sequence, per rank
-    owns_cache: bool = True
-    kv_format: str = ""
-    kind: str = "attention"  # attention, mla, gdn, mamba2, kda or none
-
-    @property
-    def n_layers(self) -> int:
-        return len(self.layers)
-
-    @property
-    def growing(self) -> bool:
-        """True when the term grows with context (full attention), False when it is bounded."""
-        return self.layer_type == FULL and self.owns_cache
-
-    @property
-    def bytes(self) -> int:
-        """Bytes this group holds for the deployment, per rank (all layers, all streams)."""
-        if not self.owns_cache:
-            return 0
-        per_layer = self.bytes_per_token * self.cells * self.streams + self.state_bytes_per_seq * self.streams
-        return per_layer * self.n_layers
+from .model.load import load_architecture
+from .model.specs import Architecture
+from .units import fmt_bytes
 
 
 @dataclass(frozen=True)
@@ -73,13 +35,19 @@ class Derivation:
     engine: str
     engine_version: str
     kv_format: KVFormat
-    deployment: Deployment
+    deployment: Any
     groups: tuple[LayerGroup, ...]
+    allocation: Any = None
 
     @property
     def bytes_per_token(self) -> int:
         """Growing KV bytes per token per sequence per card: sum over full-attention layers."""
         return sum(g.bytes_per_token * g.n_layers for g in self.groups if g.growing)
+
+    @property
+    def settings(self):
+        """The engine's settings record (``VllmSettings``, ``LlamaCppSettings``, ``TransformersSettings``)."""
+        return self.deployment
 
     @property
     def growing_bytes(self) -> int:
@@ -89,16 +57,22 @@ class Derivation:
     @property
     def sliding_bytes(self) -> int:
         """Sliding-window KV for the whole deployment, per card (bounded by the window)."""
-        return sum(g.bytes for g in self.groups if g.layer_type == SLIDING)
+        return sum(g.bytes for g in self.groups if g.sliding)
 
     @property
     def state_bytes(self) -> int:
         """Recurrent state of linear-attention layers for all sequences, per card."""
-        return sum(g.bytes for g in self.groups if g.layer_type == LINEAR)
+        return sum(g.bytes for g in self.groups if g.is_state)
 
     @property
     def state_bytes_per_seq(self) -> int:
-        return sum(g.state_bytes_per_seq * g.n_layers for g in self.groups if g.layer_type == LINEAR)
+        """What the engine holds per sequence for the recurrent state, over all state layers."""
+        return sum(g.state_bytes_per_seq * g.n_layers for g in self.groups if g.is_state)
+
+    @property
+    def padding_bytes(self) -> int:
+        """vLLM's padding layers: empty slots of a KV-cache group that still take their page (else 0)."""
+        return sum(g.bytes for g in self.groups if g.kind == "padding")
 
     @property
     def fixed_bytes(self) -> int:
@@ -107,11 +81,12 @@ class Derivation:
 
     @property
     def total_bytes(self) -> int:
-        return self.growing_bytes + self.fixed_bytes
+        """Everything the engine's allocation holds, per card: the sum of every group's bytes."""
+        return sum(g.bytes for g in self.groups)
 
     def to_dict(self) -> dict:
         """The derivation as plain JSON types; every byte figure is an integer number of bytes."""
-        dep = asdict(self.deployment)
+        dep = asdict(self.deployment) if self.deployment is not None else {}
         return {
             "model": self.arch.name,
             "model_type": self.arch.model_type,
@@ -156,6 +131,7 @@ class Derivation:
                 "state_bytes_per_seq": self.state_bytes_per_seq,
                 "state_bytes": self.state_bytes,
                 "fixed_bytes": self.fixed_bytes,
+                "padding_bytes": self.padding_bytes,
                 "total_bytes": self.total_bytes,
             },
         }
@@ -178,98 +154,32 @@ def derive(
     tp: int = 1,
     max_ctx: int | None = None,
     max_num_seqs: int = 1,
-    **deployment,
+    **settings,
 ) -> Derivation:
-    """Derive the per-card cache bytes of ``model`` on ``engine``.
+    """Derive the per-card cache bytes of ``model`` on ``engine`` from the engine's own allocation.
 
-    ``model`` is an Architecture, a config dict, a config.json path or a known model id.
-    ``kv_format`` is the engine's format name (vLLM ``--kv-cache-dtype``; llama.cpp one type for K
-    and V; transformers the cache dtype), or ``cache_type_k`` / ``cache_type_v`` for llama.cpp.
-    ``max_ctx`` defaults to the model's ``max_position_embeddings``. Other keyword arguments are
-    Deployment fields (``block_size``, ``max_num_batched_tokens``, ``n_ubatch``, ``swa_full``,
-    ``mamba_ssm_cache_dtype``, ``llamacpp_build``, ...).
+    ``model`` is an Architecture, a config dict, a config.json path, a model folder, a ``.gguf`` file
+    or a known model id. ``kv_format`` is the engine's format name (vLLM ``--kv-cache-dtype``;
+    llama.cpp one type for K and V; transformers the cache dtype), or ``cache_type_k`` /
+    ``cache_type_v`` for llama.cpp. ``max_ctx`` is tokens per sequence (vLLM ``max_model_len``,
+    default the model's ``max_position_embeddings``), ``max_num_seqs`` the sequences held at once
+    (vLLM ``max_num_seqs``, llama.cpp ``-np``, transformers batch size). Other keyword arguments are
+    the engine's own settings (``VllmSettings`` fields, ``LlamaCppSettings`` fields such as ``n_ubatch``,
+    ``swa_full``, ``flash_attn``, ``build``); one of another engine is refused naming its engine.
 
-    Raises KvMathError for an unknown model, engine or format, a TP the heads cannot be split over,
-    or non-positive counts.
+    Every byte figure is the engine's allocation summed (``Engine.layer_groups``): vLLM's per-request
+    blocks after its block alignment and grouping (``total_bytes`` at one sequence equals the vLLM
+    plan's ``needed_bytes``), llama.cpp's cache objects (what its size lines add up to), transformers'
+    cache tensors.
+
+    Raises KvMathError for an unknown model, engine, format or setting, a TP the heads cannot be split
+    over, non-positive counts, or a configuration the engine refuses at start-up.
     """
-    arch = model if isinstance(model, Architecture) else load_architecture(model)
-    eng = engine if isinstance(engine, Engine) else get_engine(engine)
-    if max_ctx is None:
-        if not arch.max_position_embeddings:
-            from .errors import KvMathError
-
-            raise KvMathError(f"{arch.name}: config has no max_position_embeddings; pass max_ctx")
-        max_ctx = arch.max_position_embeddings
-    from dataclasses import fields
-
-    unknown = sorted(set(deployment) - {f.name for f in fields(Deployment)})
-    if unknown:
-        from .errors import KvMathError, choices
-
-        raise KvMathError(f"unknown deployment setting(s) {choices(unknown)}; valid: "
-                          f"{choices(f.name for f in fields(Deployment))}")
-    dep = Deployment(max_ctx=max_ctx, max_num_seqs=max_num_seqs, tp=tp, **deployment)
-    eng.check_tp(arch, dep.tp)
-    fmt = eng.cache_format(arch, kv_format, cache_type_k, cache_type_v)
-
-    groups: dict[tuple, list] = {}
-    unwindowed: set[int] = set()
-    for layer in arch.layers:
-        if isinstance(layer, AttentionLayer) and layer.layer_type == SLIDING and not eng.applies_window(layer, arch):
-            # the engine caches this layer in full (e.g. llama.cpp has no window for Mistral 7B)
-            layer = replace(layer, layer_type=FULL, sliding_window=None)
-            unwindowed.add(layer.index)
-        if isinstance(layer, AttentionLayer):
-            key = ("attention", layer.layer_type, layer.num_kv_heads, layer.head_dim, layer.v_head_dim,
-                   layer.sliding_window, layer.k_eq_v, layer.owns_cache, eng.layer_format(layer, arch, fmt).name,
-                   layer.index in unwindowed)
-        elif isinstance(layer, MLALayer):
-            key = ("mla", layer.layer_type, layer.kv_lora_rank, layer.qk_rope_head_dim, layer.qk_nope_head_dim,
-                   layer.v_head_dim)
-        elif isinstance(layer, GatedDeltaNetLayer):
-            key = ("gdn", layer.layer_type, layer.num_k_heads, layer.num_v_heads, layer.k_head_dim,
-                   layer.v_head_dim, layer.conv_kernel)
-        elif isinstance(layer, Mamba2Layer):
-            key = ("mamba2", layer.layer_type, layer.num_heads, layer.head_dim, layer.state_size, layer.n_groups,
-                   layer.conv_kernel)
-        elif isinstance(layer, KDALayer):
-            key = ("kda", layer.layer_type, layer.num_heads, layer.head_dim, layer.conv_kernel)
-        elif isinstance(layer, NoCacheLayer):
-            key = ("none", layer.layer_type)
-        else:  # pragma: no cover - every LayerSpec is handled above
-            raise TypeError(f"unknown layer spec {type(layer).__name__}")
-        groups.setdefault(key, []).append(layer)
-
-    out = []
-    for key, layers in groups.items():
-        kind = key[0]
-        first = layers[0]
-        idx = tuple(layer.index for layer in layers)
-        if kind == "attention":
-            heads = eng.kv_heads_per_rank(first.num_kv_heads, dep.tp)
-            layer_fmt = eng.layer_format(first, arch, fmt)
-            v_dim = first.v_head_dim if eng.stores_v(first) else 0
-            per_token = layer_fmt.token_bytes(heads, first.head_dim, v_dim)
-            cells, streams = eng.attention_cells(first, dep)
-            desc = first.describe() + ("" if layer_fmt is fmt else f", stored as {layer_fmt.name}")
-            if first.index in unwindowed:
-                desc += f", window {arch.layers[first.index].sliding_window} not applied by {eng.name}"
-            out.append(LayerGroup(first.layer_type, idx, desc, heads, per_token, cells, streams,
-                                  owns_cache=first.owns_cache, kv_format=layer_fmt.name, kind=kind))
-        elif kind == "mla":
-            # One latent "head" per token, replicated on every tensor-parallel rank.
-            layer_fmt = eng.mla_format(first, arch, fmt)
-            k_dim, v_dim = eng.mla_dims(first, arch, dep)
-            per_token = layer_fmt.token_bytes(1, k_dim, v_dim)
-            cells, streams = eng.attention_cells(first, dep)
-            desc = first.describe() + f"; stored as K {k_dim}" + (f" + V {v_dim}" if v_dim else ", no V")
-            out.append(LayerGroup(first.layer_type, idx, desc, 1, per_token, cells, streams,
-                                  kv_format=layer_fmt.name, kind=kind))
-        elif kind == "none":
-            out.append(LayerGroup(first.layer_type, idx, first.describe(), owns_cache=False, kind=kind))
-        else:
-            state = tuple(eng.state_tensors(first, arch, dep))
-            out.append(LayerGroup(first.layer_type, idx, first.describe(), state=state,
-                                  state_bytes_per_seq=sum(t.nbytes for t in state),
-                                  streams=eng.state_streams(dep), kind=kind))
-    return Derivation(arch, eng.name, eng.version, fmt, dep, tuple(out))
+    arch = load_architecture(model)
+    eng = get_engine(engine)
+    unknown_settings(eng, settings, settings_owners())
+    s = eng.settings(arch, max_ctx=max_ctx, max_num_seqs=max_num_seqs, tp=tp, kv_format=kv_format,
+                     cache_type_k=cache_type_k, cache_type_v=cache_type_v, **settings)
+    allocation = eng.allocate(arch, s)
+    groups = eng.layer_groups(arch, allocation)
+    return Derivation(arch, eng.name, eng.version, eng.cache_format(allocation), s, groups, allocation)

@@ -86,10 +86,10 @@ def built_book(tmp_path_factory: pytest.TempPathFactory) -> BuiltBook:
         pytest.fail(f"tools/book_assets.py failed:\n{assets.stdout}\n{assets.stderr}")
 
     chapters = subprocess.run(
-        [sys.executable, "-m", "kvmath.chapter", "--book"], cwd=ROOT, env=env, capture_output=True, text=True,
+        [sys.executable, "-m", "kvmath.book.model_chapter", "--book"], cwd=ROOT, env=env, capture_output=True, text=True,
     )
     if chapters.returncode != 0:
-        pytest.fail(f"python -m kvmath.chapter --book failed:\n{chapters.stdout}\n{chapters.stderr}")
+        pytest.fail(f"python -m kvmath.book.model_chapter --book failed:\n{chapters.stdout}\n{chapters.stderr}")
 
     out = tmp_path_factory.mktemp("book")
     t0 = time.perf_counter()

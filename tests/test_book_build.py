@@ -42,7 +42,7 @@ def test_every_notebook_executed(built_book):
 def test_published_model_pages_show_kvmath_numbers(built_book):
     """The HTML of each model chapter shows, as glued text, kvmath's figures for that model."""
     import kvmath
-    from kvmath.chapter import book_chapters
+    from kvmath.book.model_chapter import book_chapters
 
     chapters = book_chapters()
     assert {"llama-3.1-8b", "gpt-oss-20b"} <= {ch["model"] for ch in chapters}  # onboarded from configs

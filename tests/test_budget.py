@@ -1,4 +1,4 @@
-"""kvmath.budget: vLLM's budget arithmetic, verdicts, solvers, cards, presets, the anchor's own rule."""
+"""kvmath.engines.vllm.budget: vLLM's budget arithmetic, verdicts, solvers, cards, presets, the anchor's own rule."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ import math
 
 import pytest
 
-from kvmath.budget import (
+from kvmath.engines.vllm.budget import (
     CALIBRATION_ERROR_GIB, COEFFICIENTS, GIB, anchor_prediction, budget, card, chapter_frames, gdn_scratch_bytes, preset, preset_budget,
     presets, rebudget, solve_max_model_len, solve_max_model_len_with_headroom, sweep,
 )
-from kvmath.config import load_architecture
+from kvmath.model.load import load_architecture
 from kvmath.errors import KvMathError
 
 
@@ -123,7 +123,7 @@ def test_anchor_reproduced(kw, total, verdict):
 
 def test_anchor_calibration_rows_reproduced():
     """Our re-implementation of the anchor's rule gives the CSV's pred_5b3793b8 for its own inputs."""
-    from kvmath.calibration import compare
+    from kvmath.engines.vllm.calibration import compare
 
     recs = [r for r in compare() if "anchor_recomputed_gb" in r and r.get("anchor_pred_gb") is not None]
     assert len(recs) >= 15

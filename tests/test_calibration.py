@@ -1,4 +1,4 @@
-"""kvmath.calibration: predicted vs measured for every measured row, the fit, and a held-out check."""
+"""kvmath.engines.vllm.calibration: predicted vs measured for every measured row, the fit, and a held-out check."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from kvmath.budget import CALIBRATION_ERROR_GIB, COEFFICIENTS, UNCOVERED_ERROR_GIB
-from kvmath.calibration import (ROWS, compare, error_band_gib, fit_coefficients, held_out, leave_one_group_out,
+from kvmath.engines.vllm.budget import CALIBRATION_ERROR_GIB, COEFFICIENTS, UNCOVERED_ERROR_GIB
+from kvmath.engines.vllm.calibration import (ROWS, compare, error_band_gib, fit_coefficients, held_out, leave_one_group_out,
                                 leave_one_out, measured_for_preset, outliers, summary)
 
 SHARED = [Path(os.environ.get("KVMATH_SHARED", "/nonexistent")), Path(__file__).resolve().parents[2] / "shared",
@@ -186,7 +186,7 @@ def test_chapter_executes(tmp_path):
 def test_presets_show_their_measured_boots():
     """The model chapters' budget tables set club-3090's own boots of a preset beside kvmath's verdict
     (long-text: three refusals and two boots of the maintainer's card; bounded-thinking: C16's boot)."""
-    from kvmath.budget import chapter_frames
+    from kvmath.engines.vllm.budget import chapter_frames
 
     t = chapter_frames("qwen3.6-27b")["table"].set_index("preset")
     assert t.loc["long-text", "measured (club-3090)"] == "refused (F19), boots (I32), refused (I35), boots (C15)"
@@ -196,6 +196,6 @@ def test_presets_show_their_measured_boots():
 
 
 def test_projected_weights_note_matches_the_projected_boots():
-    """kvmath.budget's note on projected nvfp4 sizes quotes F17's and F26's errors: keep it true."""
+    """kvmath.engines.vllm.budget's note on projected nvfp4 sizes quotes F17's and F26's errors: keep it true."""
     recs = {r["id"]: r for r in compare()}
     assert all(0.8 <= -recs[i]["available_error_gib"] <= 0.9 for i in ("F17", "F26"))

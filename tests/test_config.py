@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 import kvmath
-from kvmath.arch import FULL, LINEAR, SLIDING
+from kvmath.model.specs import FULL, LINEAR, SLIDING
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "hf-configs"
 FILES = {

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from kvmath.fit_cli import FIXES, main
+from kvmath.engines.vllm.cli import FIXES, main
 
 
 def run(capsys, *argv):
@@ -144,7 +144,7 @@ def test_fixes_listed():
 
 
 def test_cli_imports_no_numpy_pandas():
-    code = ("import sys, kvmath.fit_cli as f; f.main(['--compose','dual','--json']); "
+    code = ("import sys, kvmath.engines.vllm.cli as f; f.main(['--compose','dual','--json']); "
             "bad=[m for m in ('numpy','pandas','altair') if m in sys.modules]; assert not bad, bad")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr

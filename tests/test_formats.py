@@ -3,7 +3,7 @@
 import pytest
 
 import kvmath
-from kvmath.formats import llamacpp_type, vllm_format, llamacpp_format, all_formats
+from kvmath import llamacpp_type, vllm_format, llamacpp_format, all_formats
 
 
 # ggml-common.h block structs (ggml/src/ggml-common.h): QK = 32 elements per block.

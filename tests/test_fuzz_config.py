@@ -31,7 +31,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import kvmath
-from kvmath.arch import (
+from kvmath.model.specs import (
     FULL, SLIDING, AttentionLayer, GatedDeltaNetLayer, KDALayer, MLALayer, Mamba2Layer, NoCacheLayer,
 )
 from kvmath.formats import DTYPE_BYTES

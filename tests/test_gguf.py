@@ -14,7 +14,7 @@ import gguf
 
 import kvmath
 from kvmath import KvMathError
-from kvmath.gguf_input import (
+from kvmath.model.gguf import (
     EXPERT_REGEX,
     gguf_to_hf_config,
     gguf_weight_bytes,
@@ -23,7 +23,7 @@ from kvmath.gguf_input import (
     read_metadata,
     weight_bytes,
 )
-from kvmath.llamacpp import llamacpp_memory
+from kvmath.engines.llamacpp.memory import llamacpp_memory
 
 
 class Writer:

@@ -1,10 +1,10 @@
-"""kvmath.llamacpp against real llama.cpp, and its other rules against derivations from llama.cpp's source.
+"""kvmath.engines.llamacpp.memory against real llama.cpp, and its other rules against derivations from llama.cpp's source.
 
 Real llama.cpp: ``tests/fixtures/llamacpp/llamacpp_fixtures.json`` holds the lines llama.cpp 0c1e570
 (vendored in the llama-cpp-python 0.3.36 sdist) printed while it created the context for tiny GGUF
 models with the real cache shapes of Gemma 4 26B-A4B and Qwen 3.6 35B-A3B and for a plain GQA llama,
 under several flag sets (``regenerate.py`` rebuilds them; CI only reads the JSON). For every run the
-architecture is read from the fixture's GGUF metadata the way ``kvmath.gguf_input`` reads a file, and
+architecture is read from the fixture's GGUF metadata the way ``kvmath.model.gguf`` reads a file, and
 kvmath's rendering of the cache lines must equal llama.cpp's, character for character (the MiB
 figures are printed with 2 decimals, so bytes are compared to that rounding; the parameters echoed by
 llama_context are compared exactly).
@@ -24,9 +24,9 @@ import pytest
 
 import kvmath
 from kvmath import KvMathError
-from kvmath.arch import Architecture, AttentionLayer
-from kvmath.gguf_input import gguf_to_hf_config, weight_bytes
-from kvmath.llamacpp import BUILDS, FORKS, TURBO_ROTATION_BYTES, _f32_mib, llamacpp_memory
+from kvmath.model.specs import Architecture, AttentionLayer
+from kvmath.model.gguf import gguf_to_hf_config, weight_bytes
+from kvmath.engines.llamacpp.memory import BUILDS, FORKS, TURBO_ROTATION_BYTES, _f32_mib, llamacpp_memory
 
 FIXTURES = json.loads((Path(__file__).parent / "fixtures" / "llamacpp" / "llamacpp_fixtures.json").read_text())
 MODELS = FIXTURES["models"]
@@ -255,7 +255,7 @@ def test_block_must_divide_head_width():
 def _mla():
     # DeepSeek-V3: 61 MLA layers, kv_lora_rank 512, qk_rope_head_dim 64. llama.cpp's GGUF form
     # (convert_hf_to_gguf.py DeepseekV2Model): 1 KV head, K = 512 + 64 = 576 wide, V = 512 wide.
-    from kvmath.arch import MLALayer
+    from kvmath.model.specs import MLALayer
 
     layers = tuple(MLALayer(i, 512, 64, 128, 128) for i in range(61))
     return Architecture("mla", "deepseek_v3", layers, 128, "bfloat16", 163840)

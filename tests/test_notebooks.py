@@ -7,7 +7,7 @@ import papermill as pm
 import pytest
 
 import kvmath
-from kvmath import report
+from kvmath.book import frames as report
 from kvmath.book import read_glue
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -52,7 +52,7 @@ def test_model_chapter_glue_equals_kvmath(model):
     assert g["weights_gb"] == facts["weights_gb"][facts["default_weights"]]
     assert g["doc_bytes_per_token"] == report.source_doc()["per_token_tp1"][model]["bf16"]
     # the budget section: every published figure is the package's
-    from kvmath import budget
+    from kvmath.engines.vllm import budget
 
     assert g["budget_error_gib"] == budget.CALIBRATION_ERROR_GIB
     if budget.presets().get(model):
@@ -119,7 +119,7 @@ def test_quick_reference_headline_numbers():
 
 
 def test_add_model_writes_facts_that_load_the_same(tmp_path):
-    from kvmath.chapter import write_model_facts
+    from kvmath.book.model_chapter import write_model_facts
 
     src = ROOT.parent / "shared" / "hf-configs" / "mistralai__Mistral-7B-v0.1.json"
     if not src.exists():  # CI has shared/ beside the checkout; elsewhere use a shipped entry's config
@@ -132,7 +132,7 @@ def test_add_model_writes_facts_that_load_the_same(tmp_path):
 
 
 def test_toc_entry_without_facts_is_a_clear_error(tmp_path):
-    from kvmath.chapter import book_chapters
+    from kvmath.book.model_chapter import book_chapters
 
     toc = tmp_path / "_toc.yml"
     toc.write_text("root: x\nchapters:\n  - file: notebooks/generated/no-such-model\n")

@@ -1,11 +1,11 @@
-"""Property tests (hypothesis) of kvmath.budget."""
+"""Property tests (hypothesis) of kvmath.engines.vllm.budget."""
 
 from __future__ import annotations
 
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
-from kvmath.budget import budget, rebudget, solve_max_model_len
-from kvmath.formats import vllm_format
+from kvmath.engines.vllm.budget import budget, rebudget, solve_max_model_len
+from kvmath import vllm_format
 
 MODELS = ["qwen3.6-27b", "qwen3.6-35b-a3b", "gemma-4-31b", "gemma-4-26b-a4b"]
 FORMATS = ["bf16", "fp8_e5m2", "int8_per_token_head", "turboquant_3bit_nc"]

@@ -1,4 +1,4 @@
-"""kvmath.vllm_alloc against three independent sources.
+"""kvmath.engines.vllm.alloc against three independent sources.
 
 1. Real vLLM: tests/fixtures/vllm/vllm-<version>.json hold what vLLM 0.20.0 / 0.22.0 / 0.24.0 / 0.26.0's
    own sizing code (``get_kv_cache_configs`` and friends, run on the CPU by
@@ -21,7 +21,7 @@ import pytest
 
 from kvmath import load_architecture
 from kvmath.errors import KvMathError
-from kvmath.vllm_alloc import (
+from kvmath.engines.vllm.alloc import (
     DEFAULT_VLLM_VERSION,
     VllmSettings,
     format_gib,

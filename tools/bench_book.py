@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     subprocess.run([sys.executable, str(ROOT / "tools" / "book_assets.py")], cwd=ROOT, env=env, check=True)
     t_assets = time.perf_counter() - t0
     t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "kvmath.chapter", "--book"], cwd=ROOT, env=env, check=True)
+    subprocess.run([sys.executable, "-m", "kvmath.book.model_chapter", "--book"], cwd=ROOT, env=env, check=True)
     t_chapters = time.perf_counter() - t0
 
     out = args.keep or Path(tempfile.mkdtemp(prefix="kvmath-bench-"))

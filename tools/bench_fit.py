@@ -5,7 +5,7 @@
 1. one prediction from the command line, cold (a fresh interpreter: ``kvmath-fit --compose dual --json``;
    target <= 0.25 s);
 2. the max-context solver on a refused preset;
-3. ``kvmath.budget.sweep`` over >= 10^6 configurations (contexts x sequences x formats x TP; target <= 1 s).
+3. ``kvmath.engines.vllm.budget.sweep`` over >= 10^6 configurations (contexts x sequences x formats x TP; target <= 1 s).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import time
 
 
 def cold_cli(runs: int = 5) -> float:
-    cmd = [sys.executable, "-m", "kvmath.fit_cli", "--compose", "dual", "--json"]
+    cmd = [sys.executable, "-m", "kvmath.engines.vllm.cli", "--compose", "dual", "--json"]
     best = float("inf")
     for _ in range(runs):
         t = time.perf_counter()
@@ -35,7 +35,7 @@ def interpreter_only(runs: int = 5) -> float:
 
 
 def solver() -> tuple[float, int]:
-    from kvmath.budget import preset_budget, solve_max_model_len
+    from kvmath.engines.vllm.budget import preset_budget, solve_max_model_len
 
     b = preset_budget("qwen3.6-27b", "long-text")
     t = time.perf_counter()
@@ -46,7 +46,7 @@ def solver() -> tuple[float, int]:
 def sweep() -> tuple[float, int]:
     import numpy as np
 
-    from kvmath.budget import sweep as run
+    from kvmath.engines.vllm.budget import sweep as run
 
     contexts = np.linspace(1024, 262144, 1000).astype(int)
     seqs = np.arange(1, 51)

@@ -1,4 +1,4 @@
-"""Write kvmath/data/models/<id>.json: the config.json fields the math reads, with their source.
+"""Write data/models/<id>.json: the config.json fields the math reads, with their source.
 
 The published config.json files live in the project's reference folder (shared/hf-configs), not in
 this repository. This script copies only the keys kvmath reads, under their HF names, and records
@@ -35,7 +35,7 @@ MODELS = {
 
 def main(src_dir: str) -> None:
     sys.path.insert(0, str(OUT.parents[2]))
-    from kvmath.chapter import write_model_facts
+    from kvmath.book.model_chapter import write_model_facts
 
     for model_id, (fname, repo, rev, note, title) in MODELS.items():
         path = write_model_facts(Path(src_dir) / fname, model_id, title=title, hf_repo=repo, revision=rev,

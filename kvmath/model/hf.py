@@ -16,23 +16,16 @@ configs raise KvMathError (tests/test_fuzz_config.py fuzzes this); counts are bo
 
 from __future__ import annotations
 
-import json
 import math
-from pathlib import Path
 from typing import Any
 
-from .arch import (
+from .specs import (
     FULL, LINEAR, MLP, MOE, SLIDING, Architecture, AttentionLayer, GatedDeltaNetLayer, KDALayer, MLALayer,
     Mamba2Layer, NoCacheLayer,
 )
-from .errors import KvMathError, choices
+from ..errors import KvMathError, choices
+from ..validate import MAX_INT, MAX_LAYERS, as_int as _as_int
 
-DATA_DIR = Path(__file__).parent / "data"
-
-MAX_LAYERS = 65536
-"""Upper bound on a config's layer count (the largest published decoders have a few hundred)."""
-MAX_INT = 2**32
-"""Upper bound on any other count or width read from a config (heads, widths, windows, positions)."""
 
 # model_type -> family handler name; filled by the @_family decorator below.
 _FAMILIES: dict[str, Any] = {}
@@ -56,67 +49,14 @@ def supported_model_types() -> list[str]:
 # entry points
 
 
-def known_models() -> dict[str, dict]:
-    """The models kvmath ships facts for (``kvmath/data/models/*.json``), by id."""
-    out = {}
-    for path in sorted((DATA_DIR / "models").glob("*.json")):
-        entry = json.loads(path.read_text())
-        out[entry["id"]] = entry
-    return out
-
-
-def resolve_model(name: str) -> dict:
-    """The data entry of a known model by kvmath id (``qwen3.6-27b``) or HF repo (``Qwen/Qwen3.6-27B``).
-
-    Raises KvMathError listing the known ids.
-    """
-    models = known_models()
-    key = name.strip().lower()
-    for entry in models.values():
-        if key == entry["id"] or key == entry["hf_repo"].lower():
-            return entry
-    raise KvMathError(
-        f"unknown model {name!r}: not a file and not a known model id; known: {choices(models)} "
-        "(or pass the path of a config.json)"
-    )
-
-
-def load_architecture(src: str | Path | dict, *, name: str | None = None) -> Architecture:
-    """Build an Architecture from a config.json path, a config dict, or a known model id.
+def architecture_from_config(cfg: Any, *, name: str, source: str = "") -> Architecture:
+    """Build an Architecture from a parsed config.json (a dict), by its ``model_type``'s family rule.
 
     A config with a ``text_config`` (multimodal wrappers: ``qwen3_5``, ``gemma4``) is read from its
-    text part. Raises KvMathError for a missing or unreadable file, malformed JSON, an unknown
-    ``model_type`` (naming the fields that would be needed) and impossible values.
+    text part. Raises KvMathError for a non-object, an unknown ``model_type`` (naming the fields that
+    would be needed) and impossible values. ``kvmath.model.load`` is the entry point for paths, model
+    folders, GGUF files and known ids.
     """
-    source = ""
-    if isinstance(src, dict):
-        cfg = src
-        source = "config dict"
-    else:
-        path = Path(src)
-        if path.is_dir() and (path / "config.json").is_file():  # a model folder, as downloaded
-            name = name or path.name
-            path = path / "config.json"
-        if path.suffix == ".gguf":
-            from .gguf_input import load_gguf_architecture  # GGUF header -> HF-style config -> this loader
-
-            return load_gguf_architecture(path, name=name)
-        if path.is_file():
-            try:
-                cfg = json.loads(path.read_text())
-            except json.JSONDecodeError as e:
-                raise KvMathError(f"{path}: not valid JSON ({e.msg} at line {e.lineno}, column {e.colno})") from None
-            except (OSError, UnicodeDecodeError) as e:
-                raise KvMathError(f"{path}: cannot read ({e})") from None
-            source = str(path)
-            name = name or path.stem
-        elif path.suffix == ".json" or path.is_dir():
-            raise KvMathError(f"{path}: no such config.json file (give a config.json, a folder holding one, or a known model id)")
-        else:
-            entry = resolve_model(str(src))
-            cfg = entry["config"]
-            name = name or entry["id"]
-            source = f"{entry['hf_repo']}@{entry['revision'][:12]} config.json ({entry['source']})"
     if not isinstance(cfg, dict):
         raise KvMathError(f"config must be a JSON object, got {type(cfg).__name__}")
     text = cfg.get("text_config")
@@ -236,19 +176,6 @@ class _Config:
         return value
 
 
-def _as_int(value, key, minimum=1, maximum=MAX_INT) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        if isinstance(value, float) and math.isfinite(value) and value.is_integer():
-            value = int(value)
-        else:
-            raise KvMathError(f"config field {key} must be an integer, got {value!r}")
-    if value < minimum:
-        raise KvMathError(f"config field {key} must be >= {minimum}, got {value}")
-    if value > maximum:
-        raise KvMathError(f"config field {key} must be <= {maximum}, got {value}")
-    return value
-
-
 _DTYPES = {"bfloat16": "bfloat16", "bf16": "bfloat16", "float16": "float16", "fp16": "float16",
            "half": "float16", "float32": "float32", "fp32": "float32", "float": "float32"}
 
@@ -298,16 +225,50 @@ def _kv_heads(c: _Config, heads: int) -> int:
 def _arch(c: _Config, name, source, layers, heads, **kw) -> Architecture:
     if not any(layer.owns_cache for layer in layers):
         raise KvMathError(f"{c.model_type} config has no layer that keeps a cache (every layer is MLP/MoE-only)")
+    max_pos = c.int("max_position_embeddings", 0, minimum=0) or None
+    experts = max(c.int(k, 0, minimum=0) for k in ("num_experts", "n_routed_experts", "num_local_experts"))
     return Architecture(
         name=name,
         model_type=c.model_type,
         layers=tuple(layers),
         num_attention_heads=heads,
         dtype=c.dtype(),
-        max_position_embeddings=c.int("max_position_embeddings", 0, minimum=0) or None,
+        max_position_embeddings=max_pos,
         source=source,
+        hidden_size=c.int("hidden_size", 0, minimum=0),
+        vocab_size=c.int("vocab_size", 0, minimum=0),
+        num_experts=experts,
+        derived_max_model_len=_derived_max_len(c, max_pos),
         **kw,
     )
+
+
+# rope_scaling types whose max_position_embeddings already is the extended length (vllm/config/model.py
+# _get_and_verify_max_len skips them); every other type with a factor multiplies the original length.
+_ROPE_NO_SCALE = ("su", "longrope", "llama3", "default", "mrope")
+
+
+def _derived_max_len(c: _Config, max_pos: int | None) -> int | None:
+    """vLLM's derived maximum length (vllm/config/model.py ``_get_and_verify_max_len``, 0.20-0.26): the
+    config's max_position_embeddings; with a YaRN-type ``rope_scaling`` (or ``rope_parameters``),
+    ``original_max_position_embeddings x factor``. A malformed ``rope_scaling`` is refused, not skipped."""
+    rs = c.cfg.get("rope_scaling")
+    if rs is None:
+        return max_pos
+    if not isinstance(rs, dict):
+        raise KvMathError(f"config field rope_scaling must be an object or null, got {type(rs).__name__}")
+    kind = rs.get("rope_type", rs.get("type"))
+    if kind is not None and not isinstance(kind, str):
+        raise KvMathError(f"config field rope_scaling.rope_type must be a string, got {kind!r}")
+    if not kind or kind in _ROPE_NO_SCALE or rs.get("factor") is None:
+        return max_pos
+    factor = rs["factor"]
+    if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not math.isfinite(factor) \
+            or not 0 < factor <= 2**20:
+        raise KvMathError(f"config field rope_scaling.factor must be a finite number in (0, 2^20], got {factor!r}")
+    base = rs.get("original_max_position_embeddings")
+    base = _as_int(base, "rope_scaling.original_max_position_embeddings") if base is not None else max_pos
+    return int(base * factor) if base else max_pos
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -660,15 +621,3 @@ def _nemotron_h(c: _Config, name: str, source: str) -> Architecture:
     ssm = c.raw("mamba_ssm_cache_dtype")
     return _arch(c, name, source, layers, heads,
                  mamba_ssm_dtype=_dtype_name(ssm, "mamba_ssm_cache_dtype") if ssm is not None else None)
-
-
-def check_positive(value, what: str) -> int:
-    """Validate a user-supplied count (context, sequences, TP): a positive integer, else KvMathError."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        if isinstance(value, float) and math.isfinite(value) and value.is_integer():
-            value = int(value)
-        else:
-            raise KvMathError(f"{what} must be a positive integer, got {value!r}")
-    if value < 1:
-        raise KvMathError(f"{what} must be a positive integer, got {value}")
-    return value

@@ -221,6 +221,13 @@ class Architecture:
     Nemotron-H ``mamba_ssm_cache_dtype``), else None. ``mtp_num_hidden_layers`` counts the
     multi-token-prediction layers the config declares beside the decoder (``mtp_num_hidden_layers``;
     DeepSeek-V3 / Kimi ``num_nextn_predict_layers``); they are not in ``layers``.
+
+    Model facts later stages need, read once by ``kvmath.model`` (no later stage re-reads a config):
+    ``hidden_size`` and ``vocab_size`` (0 when the config does not state them), ``num_experts`` (routed
+    experts; 0 for a dense model), ``derived_max_model_len``: the longest ``max_model_len`` vLLM accepts
+    without ``VLLM_ALLOW_LONG_MAX_MODEL_LEN`` (vllm/config/model.py ``_get_and_verify_max_len``:
+    ``max_position_embeddings``, or ``original_max_position_embeddings x factor`` under a YaRN-type
+    ``rope_scaling``), None when the config states no length.
     """
 
     name: str
@@ -232,7 +239,17 @@ class Architecture:
     mamba_ssm_dtype: str | None = None
     mtp_num_hidden_layers: int = 0
     source: str = ""
+    hidden_size: int = 0
+    vocab_size: int = 0
+    num_experts: int = 0
+    derived_max_model_len: int | None = None
     extras: dict = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def is_moe(self) -> bool:
+        """True when the decoder routes tokens to experts (``num_experts`` / ``n_routed_experts`` /
+        ``num_local_experts`` > 0 in the config)."""
+        return self.num_experts > 0
 
     @property
     def num_hidden_layers(self) -> int:

@@ -56,20 +56,14 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, replace
 
-from .arch import FULL, SLIDING, Architecture, AttentionLayer, GatedDeltaNetLayer
-from .config import check_positive, load_architecture
-from .errors import KvMathError, choices
-from .formats import DTYPE_BYTES, KVFormat, vllm_format
-from .engines import Deployment, get_engine
-
-GIB = 2**30
-DEFAULT_VLLM_VERSION = "0.24.0"
-READ_VERSIONS = ("0.20.0", "0.21.0", "0.22.0", "0.23.0", "0.24.0", "0.25.0", "0.26.0")
-"""The vLLM releases whose sizing code these rules were read from (and, for 0.20.0, 0.22.0, 0.24.0,
-0.26.0, run against: tests/fixtures/vllm/)."""
-
-MAMBA_CACHE_MODES = ("none", "align", "all")
-TOKEN_FORMULAS = ("groups", "concurrency")
+from ...errors import KvMathError
+from ...formats import DTYPE_BYTES, KVFormat
+from ...model.load import load_architecture
+from ...model.specs import FULL, SLIDING, Architecture, MLALayer
+from . import rules
+from .log import format_gib, gib_band
+from .settings import DEFAULT_VLLM_VERSION, READ_VERSIONS, VllmSettings, in_flight_tokens, parse_version
+from .specs import KVGroup, KVSpec
 
 # Model types whose vLLM model class implements SupportsMambaPrefixCaching ("all" mode). Qwen 3.5 / 3.6
 # and Qwen3-Next do not (model_executor/models/*.py in 0.20.0-0.26.0: only bamba, falcon_h1,
@@ -79,254 +73,6 @@ _SUPPORTS_MAMBA_PREFIX_CACHING: frozenset[str] = frozenset()
 # Per-token-head quantisation modes (kv_cache_interface.py KVQuantMode.is_per_token_head).
 _PTH = ("int8_per_token_head", "fp8_per_token_head")
 
-
-def parse_version(version: str | tuple) -> tuple[int, int]:
-    """``"0.24.0"`` / ``"v0.24"`` / ``(0, 24)`` -> ``(0, 24)``. Raises KvMathError for other forms or
-    for releases before 0.20 (whose rules were not read)."""
-    if isinstance(version, tuple):
-        parts = list(version[:2])
-    else:
-        text = str(version).strip().lstrip("vV")
-        try:
-            parts = [int(p) for p in text.split(".")[:2]]
-        except ValueError:
-            raise KvMathError(f"vllm_version must look like 0.24.0, got {version!r}") from None
-    if len(parts) != 2 or not all(isinstance(p, int) for p in parts):
-        raise KvMathError(f"vllm_version must look like 0.24.0, got {version!r}")
-    major, minor = parts
-    if (major, minor) < (0, 20):
-        raise KvMathError(
-            f"vLLM {major}.{minor} is older than the releases these rules were read from; "
-            f"covered: {choices(READ_VERSIONS)}"
-        )
-    return major, minor
-
-
-def format_gib(n: int) -> str:
-    """vLLM's GiB text: ``str(round(n / 2**30, 2))`` (vllm/utils/mem_utils.py ``format_gib``), e.g.
-    ``'11.1'`` or ``'2.4'`` (no trailing zero)."""
-    return f"{round(n / GIB, 2)}"
-
-
-def gib_band(logged: str | float) -> tuple[int, int]:
-    """The bytes ``[lo, hi)`` that vLLM prints as ``logged`` GiB (two-decimal rounding).
-
-    ``logged`` is the printed value (``"11.10"``, ``11.1``). vLLM prints ``round(b / 2**30, 2)``, so a
-    printed value pins the bytes only to a band about 0.01 GiB (10.7 MB) wide; for a hybrid model
-    that is one block or less. Found by bisection on vLLM's own formatting, so the edges are exact.
-    """
-    try:
-        target = round(float(logged), 2)
-    except (TypeError, ValueError):
-        raise KvMathError(f"{logged!r} is not a GiB value") from None
-
-    def first_at_least(v: float) -> int:
-        lo, hi = 0, int((v + 1) * GIB)
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if round(mid / GIB, 2) >= v:
-                hi = mid
-            else:
-                lo = mid + 1
-        return lo
-
-    lo = first_at_least(target)
-    hi = first_at_least(round(target + 0.01, 2))
-    if lo >= hi or round(lo / GIB, 2) != target:
-        raise KvMathError(f"{logged!r} is not a GiB value vLLM can print")
-    return lo, hi
-
-
-# ---------------------------------------------------------------------------------------------------
-# settings
-
-
-@dataclass(frozen=True)
-class VllmSettings:
-    """The vLLM engine arguments that decide the KV-cache layout. Token counts are tokens.
-
-    - ``max_model_len``: ``--max-model-len`` (None: the model's ``max_position_embeddings``).
-    - ``kv_cache_dtype``: ``--kv-cache-dtype`` (``auto`` = the model dtype), a kvmath vLLM format name.
-    - ``tensor_parallel_size``: KV heads per rank are ``max(1, heads // tp)``
-      (vllm/config/model.py ``get_num_kv_heads``); GDN state is split by ``tp``.
-    - ``block_size``: ``--block-size`` (default 16, ``CacheConfig.DEFAULT_BLOCK_SIZE``);
-      ``kernel_block_size`` the attention backend's smallest kernel block (16 for FlashAttention,
-      Triton and FlashInfer on sm_8x), the alignment unit of the hybrid block size.
-    - ``max_num_batched_tokens``: default 2048 (``vllm serve`` on cards under 70 GiB,
-      ``EngineArgs.get_batch_defaults``, engine/arg_utils.py l.2415); ``max_num_seqs`` default 256
-      (same place; it does not change the pool, only ``fits_max_num_seqs``).
-    - ``num_speculative_tokens``: adds conv-state rows and ``num_speculative_blocks`` to every
-      Mamba/GDN state (mamba_utils.py ``gated_delta_net_state_shape``; abstract.py ``get_kv_cache_spec``).
-    - ``drafter_kv_layers``: full-attention layers the drafter adds to the KV cache. None = automatic:
-      with speculative tokens, a model with ``mtp_num_hidden_layers`` (Qwen 3.5 / 3.6 MTP,
-      qwen3_5_mtp.py builds them with ``layer_type="full_attention"``) adds that many layers with the
-      target's full-attention spec; Gemma 4's assistant drafter shares the target's KV
-      (``Gemma4MTPAttention``, ``kv_sharing_target_layer_name``) and adds none. An explicit count adds
-      layers with the target's full-attention spec (a DFlash/EAGLE drafter with other head shapes is
-      not modelled).
-    - ``enable_prefix_caching``: vLLM's default is on for generative models
-      (``ModelConfig.is_prefix_caching_supported``); ``mamba_cache_mode`` None = automatic ("align"
-      with prefix caching, "none" without; "all" falls back to "align" for models without
-      ``SupportsMambaPrefixCaching``, which includes every GDN model).
-    - ``mamba_cache_dtype`` / ``mamba_ssm_cache_dtype``: ``auto`` = conv state in the model dtype;
-      temporal state in the config's ``mamba_ssm_dtype`` for Qwen 3.5 / 3.6
-      (``Qwen3_5ForConditionalGenerationConfig``), else the conv dtype.
-    - ``disable_hybrid_kv_cache_manager``: sliding layers become full-attention specs (no window
-      saving); a model with Mamba/GDN layers cannot then be unified and vLLM refuses.
-    - ``num_gpu_blocks_override``: replaces the computed block count.
-    - ``async_scheduling``: only matters from 0.26 (sliding-window in-flight tokens); None = vLLM's
-      default (on).
-    - ``gemma4_pth_page_padding``: apply the padding of vLLM PR #40391 (open; not in a release): with a
-      per-token-head dtype, a full-attention layer's bytes per head are rounded up to a multiple of the
-      sliding layers' bytes per head (Gemma 4 512-dim: 1032 -> 1040 B) so the pages divide. The
-      club-3090 builds that logged Gemma 4 int8 pools carry it (their token counts need it).
-    - ``vllm_version``: which release's rules (see the module docstring).
-    """
-
-    max_model_len: int | None = None
-    kv_cache_dtype: str = "auto"
-    tensor_parallel_size: int = 1
-    block_size: int = 16
-    kernel_block_size: int = 16
-    max_num_batched_tokens: int = 2048
-    max_num_seqs: int = 256
-    num_speculative_tokens: int = 0
-    drafter_kv_layers: int | None = None
-    enable_prefix_caching: bool = True
-    mamba_cache_mode: str | None = None
-    mamba_block_size: int | None = None
-    mamba_cache_dtype: str = "auto"
-    mamba_ssm_cache_dtype: str = "auto"
-    disable_hybrid_kv_cache_manager: bool = False
-    num_gpu_blocks_override: int | None = None
-    async_scheduling: bool | None = None
-    gemma4_pth_page_padding: bool = False
-    vllm_version: str = DEFAULT_VLLM_VERSION
-
-    def __post_init__(self):
-        for name in ("tensor_parallel_size", "block_size", "kernel_block_size", "max_num_batched_tokens",
-                     "max_num_seqs"):
-            object.__setattr__(self, name, check_positive(getattr(self, name), name))
-        if self.max_model_len is not None:
-            object.__setattr__(self, "max_model_len", check_positive(self.max_model_len, "max_model_len"))
-        for name in ("num_speculative_tokens",):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-                raise KvMathError(f"{name} must be an integer >= 0, got {v!r}")
-        for name in ("drafter_kv_layers", "num_gpu_blocks_override"):
-            v = getattr(self, name)
-            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
-                raise KvMathError(f"{name} must be None or an integer >= 0, got {v!r}")
-        if self.mamba_block_size is not None:
-            object.__setattr__(self, "mamba_block_size", check_positive(self.mamba_block_size, "mamba_block_size"))
-        if self.mamba_cache_mode is not None and self.mamba_cache_mode not in MAMBA_CACHE_MODES:
-            raise KvMathError(
-                f"mamba_cache_mode must be one of {choices(MAMBA_CACHE_MODES)} (or None), got {self.mamba_cache_mode!r}"
-            )
-        parse_version(self.vllm_version)
-
-
-# ---------------------------------------------------------------------------------------------------
-# specs
-
-
-@dataclass(frozen=True)
-class KVSpec:
-    """One layer's vLLM KV-cache spec, reduced to what the allocator reads.
-
-    ``kind``: ``full_attention`` (``FullAttentionSpec`` / ``TQFullAttentionSpec``), ``sliding_window``
-    (``SlidingWindowSpec``) or ``mamba`` (``MambaSpec``). ``block_size`` is tokens per block (for a
-    Mamba spec, the tokens one state block stands for: ``max_model_len`` in mode "none").
-    ``token_bytes`` (attention) is bytes per token per layer per rank, scales included;
-    ``real_page_bytes`` is ``block_size * token_bytes`` or, for Mamba, the state bytes
-    ``sum(prod(shape) * dtype size)``; ``page_padded_bytes`` overrides it when set
-    (``page_size_padded``). ``sliding_window`` on a full-attention spec records a window that
-    ``disable_hybrid_kv_cache_manager`` turned into full attention. Specs compare equal exactly when
-    vLLM's do, which is what grouping keys on.
-    """
-
-    kind: str
-    block_size: int
-    num_kv_heads: int = 0
-    head_size: int = 0
-    head_size_v: int = 0
-    kv_cache_dtype: str = ""
-    token_bytes: int = 0
-    sliding_window: int | None = None
-    state_shapes: tuple[tuple[int, ...], ...] = ()
-    state_dtypes: tuple[str, ...] = ()
-    mamba_cache_mode: str = "none"
-    num_speculative_blocks: int = 0
-    page_padded_bytes: int | None = None
-
-    @property
-    def real_page_bytes(self) -> int:
-        if self.kind == "mamba":
-            return sum(math.prod(s) * DTYPE_BYTES[d] for s, d in zip(self.state_shapes, self.state_dtypes))
-        return self.block_size * self.token_bytes
-
-    @property
-    def page_size_bytes(self) -> int:
-        """Bytes of one block of this layer (``page_size_bytes``): padded size when padded."""
-        real = self.real_page_bytes
-        if self.page_padded_bytes is not None:
-            if self.page_padded_bytes < real:
-                raise AssertionError("padded page smaller than the real page")
-            return self.page_padded_bytes
-        return real
-
-    def max_memory_usage_bytes(self, max_model_len: int, in_flight_tokens: int) -> int:
-        """Bytes one request of ``max_model_len`` tokens may hold in this layer (``max_memory_usage_bytes``).
-
-        Full attention: ``ceil(L / B)`` pages. Sliding window W:
-        ``ceil(min(W - 1 + in_flight, L) / B) + 1`` pages ("+1": the window may start mid-block;
-        ``in_flight`` is ``max_num_batched_tokens``, or ``max_in_flight_tokens`` from 0.26). Mamba:
-        ``1 + spec`` pages in mode "none", ``2 + spec`` in "align", ``ceil(L / B) + spec`` in "all"
-        (kv_cache_interface.py l.238, l.520-537, l.646-655).
-        """
-        page = self.page_size_bytes
-        if self.kind == "full_attention":
-            return -(-max_model_len // self.block_size) * page
-        if self.kind == "sliding_window":
-            tokens = min(self.sliding_window - 1 + in_flight_tokens, max_model_len)
-            return (-(-tokens // self.block_size) + 1) * page
-        if self.mamba_cache_mode == "all":
-            return (-(-max_model_len // self.block_size) + self.num_speculative_blocks) * page
-        if self.mamba_cache_mode == "align":
-            return (2 + self.num_speculative_blocks) * page
-        return (1 + self.num_speculative_blocks) * page
-
-    def describe(self) -> str:
-        if self.kind == "mamba":
-            shapes = " + ".join(f"{'x'.join(map(str, s))} {d}" for s, d in zip(self.state_shapes, self.state_dtypes))
-            s = f"mamba state {shapes} = {self.real_page_bytes:,} B"
-        else:
-            s = (f"{self.kind} {self.num_kv_heads} heads x {self.head_size}"
-                 + (f"/{self.head_size_v}" if self.head_size_v != self.head_size else "")
-                 + f" {self.kv_cache_dtype}, {self.token_bytes:,} B/token")
-            if self.sliding_window:
-                s += f", window {self.sliding_window}"
-        s += f"; block {self.block_size} tokens, page {self.page_size_bytes:,} B"
-        if self.page_padded_bytes is not None and self.page_padded_bytes != self.real_page_bytes:
-            s += f" (padded from {self.real_page_bytes:,} B)"
-        return s
-
-
-@dataclass(frozen=True)
-class KVGroup:
-    """One KV-cache group: layers sharing a block table (``KVCacheGroupSpec``).
-
-    ``padding_layers`` is how many empty slots the group has against ``group_size`` (vLLM's
-    "Add %d padding layers" counts them per attention type).
-    """
-
-    layer_names: tuple[str, ...]
-    spec: KVSpec
-    padding_layers: int = 0
-
-    @property
-    def kind(self) -> str:
-        return self.spec.kind
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -341,7 +87,9 @@ class VllmPlan:
     - ``block_size``: attention tokens per block after the hybrid alignment; ``mamba_block_size``;
       ``mamba_cache_mode`` effective; ``attn_page_bytes_per_token`` the hybrid alignment's one-token
       attention page; ``mamba_state_bytes`` / ``mamba_page_bytes`` the real and padded state page.
-    - ``layers``: (layer name, spec) for every layer that owns cache, drafter layers included.
+    - ``layers``: (layer name, spec) for every layer that owns cache, drafter layers included;
+      ``final_layers`` the same after page unification (the spec each layer's blocks really have;
+      empty when vLLM refuses the layout).
     - ``groups``; ``group_size`` (layers per group = tensors in the pool); ``page_size_bytes`` the one
       page every group shares; ``bytes_per_block = group_size * page_size_bytes``.
     - ``num_blocks = available // page // group_size`` (then ``num_gpu_blocks_override``).
@@ -360,7 +108,7 @@ class VllmPlan:
     model: str
     settings: VllmSettings
     vllm_version: str
-    available_kv_bytes: int
+    available_kv_bytes: int | None
     max_model_len: int
     kv_format: str
     block_size: int
@@ -370,6 +118,7 @@ class VllmPlan:
     mamba_state_bytes: int | None
     mamba_page_bytes: int | None
     layers: tuple[tuple[str, KVSpec], ...]
+    final_layers: tuple[tuple[str, KVSpec], ...]
     groups: tuple[KVGroup, ...]
     group_size: int
     page_size_bytes: int
@@ -396,8 +145,9 @@ class VllmPlan:
         return format_gib(self.needed_bytes)
 
     @property
-    def available_gib(self) -> str:
-        return format_gib(self.available_kv_bytes)
+    def available_gib(self) -> str | None:
+        """The available KV memory as vLLM prints it (None for an allocation-only plan)."""
+        return None if self.available_kv_bytes is None else format_gib(self.available_kv_bytes)
 
     @property
     def fits_max_num_seqs(self) -> bool:
@@ -432,7 +182,7 @@ class VllmPlan:
                     "real_page_bytes": g.spec.real_page_bytes,
                     "token_bytes": g.spec.token_bytes,
                     "max_memory_usage_bytes": g.spec.max_memory_usage_bytes(
-                        self.max_model_len, _in_flight_tokens(self.settings)),
+                        self.max_model_len, in_flight_tokens(self.settings)),
                     "spec": g.spec.describe(),
                 }
                 for g in self.groups
@@ -462,23 +212,6 @@ class VllmPlan:
 # building the specs
 
 
-def _in_flight_tokens(s: VllmSettings) -> int:
-    """Tokens a sliding-window request may hold beyond its window: ``max_num_batched_tokens`` up to
-    0.25; from 0.26 ``max_in_flight_tokens = max_concurrent_batches * max_num_batched_tokens``, with 2
-    concurrent batches under async scheduling (its default) and 1 without (config/vllm.py 0.26.0
-    l.512-533)."""
-    if parse_version(s.vllm_version) >= (0, 26):
-        asynchronous = True if s.async_scheduling is None else s.async_scheduling
-        return (2 if asynchronous else 1) * s.max_num_batched_tokens
-    return s.max_num_batched_tokens
-
-
-def _kv_format(arch: Architecture, name: str) -> KVFormat:
-    if name in (None, "auto"):
-        name = {"bfloat16": "bf16", "float16": "fp16"}.get(arch.dtype, "bf16")
-    return vllm_format(name)
-
-
 def _attn_token_bytes(fmt: KVFormat, heads: int, k_dim: int, v_dim: int, sliding: bool) -> int:
     """Bytes per token per layer of an attention spec. vLLM's page is ``block_size`` times this.
 
@@ -492,44 +225,6 @@ def _attn_token_bytes(fmt: KVFormat, heads: int, k_dim: int, v_dim: int, sliding
     if sliding and fmt.name.startswith("turboquant"):
         return heads * (k_dim + v_dim)
     return fmt.token_bytes(heads, k_dim, v_dim)
-
-
-def _gdn_state(layer: GatedDeltaNetLayer, arch: Architecture, s: VllmSettings) -> tuple[tuple, tuple]:
-    """Shapes and dtypes of one GDN layer's state per rank.
-
-    ``MambaStateShapeCalculator.gated_delta_net_state_shape`` (model_executor/layers/mamba/mamba_utils.py
-    l.213): conv ``(K - 1 + num_spec, conv_dim / tp)``, temporal ``(nv / tp, dv, dk)``.
-    ``MambaStateDtypeCalculator._mamba_state_dtype`` (l.84): conv = ``mamba_cache_dtype`` (auto: model
-    dtype), temporal = ``mamba_ssm_cache_dtype`` (auto: the conv dtype), with Qwen 3.5 / 3.6 copying
-    the HF ``mamba_ssm_dtype`` into ``mamba_ssm_cache_dtype`` (``Qwen3_5ForConditionalGenerationConfig``,
-    model_executor/models/config.py l.603).
-    """
-    tp = s.tensor_parallel_size
-    if layer.conv_dim % tp or layer.num_v_heads % tp:
-        raise KvMathError(
-            f"tensor_parallel_size {tp} does not divide the GDN conv channels ({layer.conv_dim}) and value "
-            f"heads ({layer.num_v_heads}); vLLM's divide() would fail"
-        )
-    # The shapes and dtypes are kvmath.engines.VLLM's rule; only the settings are mapped here.
-    dep = Deployment(
-        max_ctx=1, tp=tp, num_speculative_tokens=s.num_speculative_tokens,
-        mamba_cache_dtype=None if s.mamba_cache_dtype == "auto" else _dtype(s.mamba_cache_dtype),
-        mamba_ssm_cache_dtype=None if s.mamba_ssm_cache_dtype == "auto" else _dtype(s.mamba_ssm_cache_dtype),
-    )
-    conv, temporal = get_engine("vllm").gdn_state(layer, arch, dep)
-    return (conv.shape, temporal.shape), (conv.dtype, temporal.dtype)
-
-
-def _dtype(name: str) -> str:
-    aliases = {"bf16": "bfloat16", "fp16": "float16", "half": "float16", "fp32": "float32", "float": "float32"}
-    d = aliases.get(name, name)
-    if d not in DTYPE_BYTES:
-        raise KvMathError(f"unknown state dtype {name!r}; valid: {choices(sorted(DTYPE_BYTES))}")
-    return d
-
-
-def _heads(total: int, tp: int) -> int:
-    return get_engine("vllm").kv_heads_per_rank(total, tp)  # vllm/config/model.py get_num_kv_heads
 
 
 def _drafter_layers(arch: Architecture, s: VllmSettings) -> int:
@@ -567,16 +262,14 @@ def layer_specs(model, **settings) -> VllmLayout:
     return _layout(arch, s)
 
 
-def _layout(arch: Architecture, s: VllmSettings) -> VllmLayout:
-    from .engines import get_engine
+def _state_of(layer, arch: Architecture, s: VllmSettings) -> tuple[tuple, tuple]:
+    """(shapes, dtypes) of one state layer per rank: the rule in ``rules.state_tensors``."""
+    ts = rules.state_tensors(layer, arch, tp=s.tensor_parallel_size, num_speculative_tokens=s.num_speculative_tokens,
+                             mamba_cache_dtype=s.mamba_cache_dtype, mamba_ssm_cache_dtype=s.mamba_ssm_cache_dtype)
+    return tuple(t.shape for t in ts), tuple(t.dtype for t in ts)
 
-    other = sorted({type(layer).__name__ for layer in arch.layers
-                    if layer.owns_cache and not isinstance(layer, (GatedDeltaNetLayer, AttentionLayer))})
-    if other:
-        raise KvMathError(
-            f"{arch.name}: kvmath plans vLLM's blocks for attention and Gated DeltaNet layers; this model also has "
-            f"{', '.join(other)} layers, whose block plan is not implemented yet. `kvmath --config ... --engine vllm` "
-            "gives their exact bytes per token and per sequence")
+
+def _layout(arch: Architecture, s: VllmSettings) -> VllmLayout:
     version = parse_version(s.vllm_version)
     notes: list[str] = []
     if version > (0, 26):
@@ -589,11 +282,19 @@ def _layout(arch: Architecture, s: VllmSettings) -> VllmLayout:
             f"max_model_len {L} exceeds max_position_embeddings {arch.max_position_embeddings}: vLLM refuses "
             "this unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1"
         )
-    eng = get_engine("vllm")
-    eng.check_tp(arch, s.tensor_parallel_size)
-    fmt = _kv_format(arch, s.kv_cache_dtype)
     tp = s.tensor_parallel_size
-    hybrid = bool(arch.linear_layers())
+    problem = rules.tp_problem(arch, tp)
+    if problem:
+        raise KvMathError(f"{problem}; valid TP for {arch.name} on vllm: "
+                          f"{', '.join(str(t) for t in (1, 2, 4, 8, 16) if rules.tp_problem(arch, t) is None)}")
+    fmt = rules.model_format(arch, s.kv_cache_dtype)
+    state_layers = arch.state_layers()
+    attention = [layer for layer in arch.layers if layer.owns_cache and layer not in state_layers]
+    if not attention:
+        raise KvMathError(
+            f"{arch.name} has no attention layer: vLLM sizes its state blocks from an attention page "
+            "(Platform._align_hybrid_block_size), so kvmath has no vLLM plan for it")
+    hybrid = bool(state_layers)
     refusal = None
 
     # --- cache mode (MambaModelConfig.verify_and_update_config, models/config.py l.404-461)
@@ -616,20 +317,24 @@ def _layout(arch: Architecture, s: VllmSettings) -> VllmLayout:
     block_size = s.block_size
     mamba_block_size = None
     attn_1tok = mamba_state = mamba_page = None
-    gdn = arch.linear_layers()
-    if gdn:
-        shapes, dtypes = _gdn_state(gdn[0], arch, s)
-        mamba_state = sum(math.prod(sh) * DTYPE_BYTES[d] for sh, d in zip(shapes, dtypes))
-        full = arch.layers_of(FULL)
-        ref = full[0] if full else arch.attention_layers()[0]
-        h = _heads(ref.num_kv_heads, tp)
+    if hybrid:
+        states = {_state_of(layer, arch, s) for layer in state_layers}
+        mamba_state = max(sum(math.prod(sh) * DTYPE_BYTES[d] for sh, d in zip(shapes, dtypes))
+                          for shapes, dtypes in states)
+        full = [layer for layer in attention if layer.layer_type == FULL]
+        ref = full[0] if full else attention[0]
+        heads, k_dim, v_dim = rules.attention_dims(ref)
+        h = rules.kv_heads_per_rank(heads, tp) if not isinstance(ref, MLALayer) else 1
+        ref_fmt = rules.layer_format(ref, arch, fmt)
         # FullAttentionSpec(block_size=1, head_size=model head size, kv dtype) page; the TurboQuant slot
         # for TurboQuant (TQFullAttentionSpec, 0.21+). 0.20.0 had no TurboQuant branch (it refuses
         # TurboQuant on hybrids before getting here): a uint8 FullAttentionSpec, H * 2D bytes.
         if fmt.name.startswith("turboquant") and version < (0, 21):
-            attn_1tok = h * 2 * ref.head_dim
+            attn_1tok = h * 2 * k_dim
+        elif isinstance(ref, MLALayer):
+            attn_1tok = ref_fmt.token_bytes(1, k_dim, 0)
         else:
-            attn_1tok = fmt.token_bytes(h, ref.head_dim, ref.head_dim)
+            attn_1tok = ref_fmt.token_bytes(h, k_dim, k_dim)
         a = max(s.kernel_block_size, s.block_size)
         if mode == "all":
             base = s.mamba_block_size
@@ -671,21 +376,27 @@ def _layout(arch: Architecture, s: VllmSettings) -> VllmLayout:
     if s.gemma4_pth_page_padding and fmt.name in _PTH:
         sl = arch.layers_of(SLIDING)
         if sl:
-            hs = _heads(sl[0].num_kv_heads, tp)
+            hs = rules.kv_heads_per_rank(sl[0].num_kv_heads, tp)
             sliding_pth_pad = fmt.token_bytes(hs, sl[0].head_dim, sl[0].v_head_dim) // hs
     for layer in arch.layers:
-        if isinstance(layer, GatedDeltaNetLayer):
-            shapes, dtypes = _gdn_state(layer, arch, s)
+        if not layer.owns_cache:
+            continue  # MLP / MoE blocks; kv_sharing_target_layer_name: no spec (gpu_model_runner.get_kv_cache_spec)
+        if layer in state_layers:
+            shapes, dtypes = _state_of(layer, arch, s)
+            real = sum(math.prod(sh) * DTYPE_BYTES[d] for sh, d in zip(shapes, dtypes))
             spec = KVSpec("mamba", mamba_block_size, state_shapes=shapes, state_dtypes=dtypes,
                           mamba_cache_mode=mode, num_speculative_blocks=s.num_speculative_tokens,
-                          page_padded_bytes=mamba_page if mamba_page != mamba_state else None)
+                          page_padded_bytes=mamba_page if mamba_page != real else None)
         else:
-            if not layer.owns_cache:
-                continue  # kv_sharing_target_layer_name: no spec (gpu_model_runner.get_kv_cache_spec)
-            lfmt = eng.layer_format(layer, arch, fmt)  # TurboQuant boundary layers stay in the model dtype
-            h = _heads(layer.num_kv_heads, tp)
-            sliding = layer.layer_type == SLIDING
-            tb = _attn_token_bytes(lfmt, h, layer.head_dim, layer.v_head_dim, sliding)
+            lfmt = rules.layer_format(layer, arch, fmt)  # TurboQuant boundary layers stay in the model dtype
+            heads, k_dim, v_dim = rules.attention_dims(layer)
+            if isinstance(layer, MLALayer):
+                # MLAAttentionSpec: one latent "head" on every rank, no V
+                h, sliding, tb = 1, False, lfmt.token_bytes(1, k_dim, 0)
+            else:
+                h = rules.kv_heads_per_rank(heads, tp)
+                sliding = layer.layer_type == SLIDING
+                tb = _attn_token_bytes(lfmt, h, k_dim, v_dim, sliding)
             if sliding_pth_pad and not sliding and lfmt.name in _PTH:
                 # PR #40391: bytes per head rounded up to a multiple of the sliding head's (1032 -> 1040);
                 # modelled per token so the page keeps scaling with the block size.
@@ -696,8 +407,8 @@ def _layout(arch: Architecture, s: VllmSettings) -> VllmLayout:
                         notes.append(note)
                     tb = padded_tb
             spec = KVSpec(
-                "sliding_window" if sliding else "full_attention", block_size, h, layer.head_dim,
-                layer.v_head_dim, lfmt.name, tb, layer.sliding_window if sliding else None)
+                "sliding_window" if sliding else "full_attention", block_size, h, k_dim,
+                v_dim, lfmt.name, tb, layer.sliding_window if sliding else None)
             if not sliding and full_spec is None:
                 full_spec = spec
         layers.append((f"layers.{layer.index}", spec))
@@ -711,7 +422,7 @@ def _layout(arch: Architecture, s: VllmSettings) -> VllmLayout:
     if s.num_speculative_tokens and not n_draft and not arch.mtp_num_hidden_layers and s.drafter_kv_layers is None:
         notes.append("speculative tokens without drafter KV layers (Gemma 4 assistant shares the target's KV)")
     return VllmLayout(tuple(layers), block_size, mamba_block_size, mode, attn_1tok, mamba_state, mamba_page,
-                   L, fmt, tuple(notes), refusal)
+                      L, fmt, tuple(notes), refusal)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -843,7 +554,7 @@ def kv_cache_groups(
 # the plan
 
 
-def plan(model, available_kv_bytes: int, **settings) -> VllmPlan:
+def plan(model, available_kv_bytes: int | None, settings: VllmSettings | None = None, **kw) -> VllmPlan:
     """Plan vLLM's KV cache for ``model`` with ``available_kv_bytes`` of KV memory per card.
 
     ``model`` is an Architecture, a config dict or path, or a known model id (``qwen3.6-27b``).
@@ -852,27 +563,43 @@ def plan(model, available_kv_bytes: int, **settings) -> VllmPlan:
     (``max_model_len``, ``kv_cache_dtype``, ``tensor_parallel_size``, ``max_num_batched_tokens``,
     ``num_speculative_tokens``, ``enable_prefix_caching``, ``vllm_version``, ...).
 
+    ``settings`` may be given as one ``VllmSettings`` record instead of keywords.
+    ``available_kv_bytes=None`` plans the allocation alone (specs, groups, what one request of
+    ``max_model_len`` holds) without the memory check or the pool: this is what ``kvmath.derive`` sums.
+
     Never raises for a configuration vLLM would refuse: the plan says ``boots=False`` and carries
     vLLM's message in ``refusal``. Raises KvMathError for bad input (unknown model or format, a TP
     the heads cannot be split over, non-positive counts).
     """
-    arch = model if isinstance(model, Architecture) else load_architecture(model)
-    s = VllmSettings(**settings)
-    if isinstance(available_kv_bytes, bool) or not isinstance(available_kv_bytes, int):
+    arch = load_architecture(model)
+    if settings is None:
+        s = VllmSettings(**kw)
+    elif isinstance(settings, VllmSettings) and not kw:
+        s = settings
+    else:
+        raise KvMathError("give plan() either a VllmSettings record or its fields as keywords, not both")
+    if available_kv_bytes is not None and (isinstance(available_kv_bytes, bool)
+                                           or not isinstance(available_kv_bytes, int)
+                                           or not -2**62 < available_kv_bytes < 2**62):
         raise KvMathError(f"available_kv_bytes must be an integer number of bytes, got {available_kv_bytes!r}")
     version = parse_version(s.vllm_version)
     lay = _layout(arch, s)
     L = lay.max_model_len
-    in_flight = _in_flight_tokens(s)
+    in_flight = in_flight_tokens(s)
     notes = list(lay.notes)
     log: list[str] = []
     refusal = lay.refusal
 
     groups: list[KVGroup] = []
     uniform_specs: list[KVSpec] | None = None
+    final: tuple[tuple[str, KVSpec], ...] = ()
     if refusal is None:
         try:
             groups, warns, uniform_specs = kv_cache_groups(list(lay.layers), s)
+            if uniform_specs is not None:
+                final = tuple(zip(groups[0].layer_names, uniform_specs))
+            else:
+                final = tuple((n, g.spec) for g in groups for n in g.layer_names)
             log += [f"WARNING {w}" for w in warns]
         except _Refused as e:
             refusal = e.args[0]
@@ -914,11 +641,14 @@ def plan(model, available_kv_bytes: int, **settings) -> VllmPlan:
             page = groups[0].spec.page_size_bytes
             per_block = page * group_size
         needed = need(L)
-        estimated = estimate(available_kv_bytes) if available_kv_bytes > 0 else 0
-        if available_kv_bytes <= 0:
+        if available_kv_bytes is None:
+            pass  # the allocation alone: no memory check, no pool
+        elif available_kv_bytes <= 0:
+            estimated = 0
             refusal = ("No available memory for the cache blocks. Try increasing `gpu_memory_utilization` "
                        "when initializing the engine.")
         elif needed > available_kv_bytes:
+            estimated = estimate(available_kv_bytes)
             est = f"Based on the available memory, the estimated maximum model length is {estimated}. " \
                 if estimated > 0 else ""
             whose = "models's" if version < (0, 22) else "model's"  # vLLM's own typo until 0.21
@@ -928,8 +658,10 @@ def plan(model, available_kv_bytes: int, **settings) -> VllmPlan:
                 f"memory ({format_gib(available_kv_bytes)} GiB). {est}Try increasing `gpu_memory_utilization` "
                 "or decreasing `max_model_len` when initializing the engine."
             )
+        else:
+            estimated = estimate(available_kv_bytes)
         # get_num_blocks / get_kv_cache_config_from_groups
-        num_blocks = max(available_kv_bytes // per_block, 0)
+        num_blocks = max((available_kv_bytes or 0) // per_block, 0)
         if s.num_gpu_blocks_override is not None:
             num_blocks = s.num_gpu_blocks_override
         # get_max_concurrency_for_kv_cache_config (l.919): spec-level bytes summed, then one ceil
@@ -947,7 +679,9 @@ def plan(model, available_kv_bytes: int, **settings) -> VllmPlan:
         }
         formula = "groups" if version < (0, 21) else "concurrency"
         tokens = figures[formula]
-        if refusal is None:
+        if available_kv_bytes is None:
+            num_blocks, concurrency, tokens, figures = 0, 0.0, 0, {}
+        elif refusal is None:
             log.append(f"GPU KV cache size: {tokens:,} tokens")
             log.append(f"Maximum concurrency for {L:,} tokens per request: {concurrency:.2f}x")
         else:  # vLLM stops at the check: nothing is allocated or logged
@@ -969,6 +703,7 @@ def plan(model, available_kv_bytes: int, **settings) -> VllmPlan:
         mamba_state_bytes=lay.mamba_state_bytes,
         mamba_page_bytes=lay.mamba_page_bytes,
         layers=lay.layers,
+        final_layers=final,
         groups=tuple(groups),
         group_size=group_size,
         page_size_bytes=page,

@@ -28,7 +28,7 @@ import math
 import re
 import sys
 
-from .errors import KvMathError, choices
+from ...errors import KvMathError, choices
 
 GIB = 2**30
 ANCHOR_MODELS = ("gemma-4-26b-a4b", "gemma-4-31b", "qwen3.6-27b", "qwen3.6-35b-a3b")
@@ -175,7 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _resolve(args) -> tuple[str, dict, list[str]]:
     """(model id or config path, budget keyword arguments, notes). Raises KvMathError."""
     from . import budget as B
-    from .config import known_models
+    from ...facts import known_models
 
     notes: list[str] = []
     for flag in ("model", "config", "compose", "card", "kv_format", "weights_variant"):
@@ -216,7 +216,7 @@ def _resolve(args) -> tuple[str, dict, list[str]]:
         kw["card"] = args.card or "rtx3090"
         B.card(kw["card"])
     # drafter
-    from .config import load_architecture
+    from ...model.load import load_architecture
 
     arch = load_architecture(model)
     if not (args.max_ctx or vals.get("max_ctx")) and arch.max_position_embeddings:
@@ -414,7 +414,7 @@ def main(argv=None) -> int:
                 print(calibration.table_text())
             return 0
         from .budget import CALIBRATION_ERROR_GIB, budget, solve_max_model_len, solve_max_model_len_with_headroom
-        from .config import load_architecture
+        from ...model.load import load_architecture
 
         model, kw, notes = _resolve(args)
         try:

@@ -49,8 +49,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .arch import Architecture
-from .errors import KvMathError, choices
+from ..errors import KvMathError, choices
+from .hf import architecture_from_config
+from .specs import Architecture
 
 # GGUF general.architecture -> the transformers model_type kvmath's config loader knows.
 # Entries marked "same cache layout" map a model type kvmath has no family for onto one whose
@@ -360,15 +361,13 @@ def read_gguf(path: str | Path, *, name: str | None = None) -> GGUFModel:
 
     Raises KvMathError for a missing or unreadable file and for an architecture kvmath cannot map.
     """
-    from .config import load_architecture
-
     reader = _open(path)
     meta = _metadata(reader)
     names = {t.name for t in reader.tensors}
     cfg = gguf_to_hf_config(meta, tensor_names=names)
     gguf_arch = meta["general.architecture"]
     label = name or meta.get("general.name") or Path(path).stem
-    arch = load_architecture(cfg, name=str(label))
+    arch = architecture_from_config(cfg, name=str(label), source="GGUF header")
     note = f", read as {_SAME_LAYOUT_NOTE[gguf_arch]} (same cache layout)" if gguf_arch in _SAME_LAYOUT_NOTE else ""
     source = f"{Path(path).name} (GGUF {gguf_arch}{note}; header read with gguf {_gguf_version()})"
     arch = _with_source(arch, source, cfg)

@@ -45,16 +45,18 @@ is imported inside ``sweep`` and pandas inside ``chapter_frames``.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from pathlib import Path
 
-from .config import known_models, load_architecture
-from .errors import KvMathError, choices
+from ... import facts
+from ...errors import KvMathError, choices
+from ...model.load import load_architecture
+from ...validate import is_finite_number as _finite
+from .alloc import plan as vplan
+from .formats import VLLM_FORMATS, vllm_format
+from .settings import in_flight_tokens
 
-DATA = Path(__file__).parent / "data"
 GIB = 2**30
 GB = 10**9
 FLA_CHUNK = 64  # chunk_delta_h.py: chunk_size=64 (the caller never passes another)
@@ -105,10 +107,9 @@ OUTCOME_TEXT = {
 # data: cards, presets, deployments
 
 
-@lru_cache(maxsize=None)
 def cards() -> dict:
     """Known cards by id: ``total_gib`` as PyTorch reports it, ``nominal_gb``, ``compute_capability``."""
-    return json.loads((DATA / "cards.json").read_text())["cards"]
+    return facts.cards()
 
 
 def card(name: str) -> dict:
@@ -120,10 +121,9 @@ def card(name: str) -> dict:
     raise KvMathError(f"unknown card {name!r}; known: {choices(cards())} (or give --vram in GiB)")
 
 
-@lru_cache(maxsize=None)
 def presets() -> dict:
-    """The anchor's compose presets, ``{model: {name: {...}}}`` (``kvmath/data/presets.json``)."""
-    return json.loads((DATA / "presets.json").read_text())["presets"]
+    """The anchor's compose presets, ``{model: {name: {...}}}`` (``data/presets.json``)."""
+    return facts.presets()
 
 
 def preset(model_id: str, name: str) -> dict:
@@ -148,9 +148,9 @@ def model_for_preset(name: str) -> str:
     raise KvMathError(f"unknown preset {name!r}; valid: {choices(every)}")
 
 
-@lru_cache(maxsize=None)
 def deployments() -> dict:
-    return json.loads((DATA / "deployments.json").read_text())["models"]
+    """Checkpoint sizes and drafters per known model (``data/deployments.json``)."""
+    return facts.deployments()
 
 
 # The anchor's --weights-variant names -> kvmath/data/deployments.json keys.
@@ -177,26 +177,10 @@ def weights_gb(model_id: str, variant: str = "default") -> tuple[str, float]:
                       f"{choices(['default'] + sorted(table))}")
 
 
-def _raw_config(model) -> dict:
-    if isinstance(model, dict):
-        cfg = model
-    else:
-        p = Path(str(model))
-        if p.is_file():
-            try:
-                cfg = json.loads(p.read_text())
-            except (OSError, ValueError):
-                return {}
-        else:
-            cfg = known_models().get(str(model), {}).get("config", {})
-    return cfg.get("text_config") or cfg
-
-
-def _model_flags(model, arch) -> dict:
-    cfg = _raw_config(model)
-    moe = any(cfg.get(k) for k in ("num_experts", "n_routed_experts", "num_local_experts", "enable_moe_block"))
-    return {"gemma4": arch.model_type.startswith("gemma4"), "moe": bool(moe),
-            "vocab_size": cfg.get("vocab_size"), "hidden_size": cfg.get("hidden_size")}
+def _model_flags(arch) -> dict:
+    """The model facts the fitted non-KV terms key on (read once by kvmath.model)."""
+    return {"gemma4": arch.model_type.startswith("gemma4"), "moe": arch.is_moe,
+            "vocab_size": arch.vocab_size or None, "hidden_size": arch.hidden_size or None}
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -405,25 +389,6 @@ def _non_kv(arch, flags, tp, batched, max_model_len, coeffs) -> tuple[int, int, 
     return scratch, act, over, off
 
 
-def _derived_max_model_len(model, arch) -> int | None:
-    """vLLM's derived maximum length (vllm/config/model.py ``_get_and_verify_max_len``): the config's
-    max_position_embeddings; with a YaRN-type rope scaling, original_max_position_embeddings x factor
-    (llama3 / longrope / su scalings are already in max_position_embeddings)."""
-    cfg = _raw_config(model)
-    rs = cfg.get("rope_scaling") or {}
-    kind = rs.get("rope_type") or rs.get("type")
-    if kind and kind not in ("su", "longrope", "llama3", "default", "mrope") and "factor" in rs:
-        base = rs.get("original_max_position_embeddings") or arch.max_position_embeddings
-        if base:
-            return int(base * rs["factor"])
-    return arch.max_position_embeddings
-
-
-def _finite(v) -> bool:
-    """A real, finite number that is not a bool."""
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-
-
 ATTENTION_BACKENDS = ("FLASH_ATTN", "FLASHINFER", "TRITON_ATTN")
 # Memory left outside vLLM's budget below which a boot is flagged: club-3090 F32 booted at 0.94 of a
 # 3090 (1.42 GiB outside) and ran out of memory capturing CUDA graphs at 0.96 (0.95 GiB outside).
@@ -439,7 +404,6 @@ def _check_format_card(fmt_name: str, cc: int | None, card_label: str, backend: 
     only on one backend. fp8_e4m3 below sm_89: Triton's fp8e4nv type needs sm_89 (vllm issue #26431)
     and FlashAttention has no fp8 KV there; FlashInfer converts in software (vllm PR #24577), but
     vLLM routes Gemma 4 (512-wide heads) to Triton whatever the request."""
-    from .formats import VLLM_FORMATS, vllm_format
 
     if cc is None:
         return None
@@ -484,10 +448,8 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
 
     Raises KvMathError on bad input.
     """
-    from .vllm_alloc import plan as vplan
-
     arch = load_architecture(model)
-    flags = _model_flags(model, arch)
+    flags = _model_flags(arch)
     if coefficients is not None and not isinstance(coefficients, dict):
         raise KvMathError(f"coefficients must be a dict like kvmath.budget.COEFFICIENTS, got {coefficients!r}")
     for k, v in (coefficients or {}).items():
@@ -513,7 +475,7 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
         raise KvMathError(f"{arch.name}: config has no max_position_embeddings; pass max_model_len")
     if isinstance(L, bool) or not isinstance(L, int) or L < 1:
         raise KvMathError(f"max_model_len must be a positive integer, got {L!r}")
-    derived = _derived_max_model_len(model, arch)
+    derived = arch.derived_max_model_len
     if derived and L > derived and not allow_long_max_model_len:
         raise KvMathError(
             f"max_model_len {L:,} is greater than {arch.name}'s derived maximum {derived:,} (max_position_embeddings, "
@@ -557,10 +519,13 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
                     **vllm_settings)
     p = vplan(arch, max(available, 0), **settings)
     notes = list(p.notes)
-    from .derive import derive
+    # the per-term split of what max_num_seqs requests hold, from this same plan (vllm.VllmEngine)
+    from . import ENGINE
 
-    d = derive(arch, engine="vllm", kv_format=kv_format, tp=tp, max_ctx=L, max_num_seqs=max_num_seqs,
-               max_num_batched_tokens=max_num_batched_tokens)
+    groups = ENGINE.layer_groups(arch, p) if p.final_layers else ()
+    growing_kv = sum(g.bytes for g in groups if g.growing)
+    sliding_kv = sum(g.bytes for g in groups if g.sliding)
+    state_kv = sum(g.bytes for g in groups if g.is_state)
     refusal_kind = None
     if not p.boots and not p.needed_bytes and p.refusal:
         # vLLM's configuration checks (VllmConfig validation) run before any memory is touched
@@ -614,7 +579,7 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
     if arch.name not in deployments():
         notes.append("model outside the calibration set: the fitted non-KV terms are an extrapolation")
     else:
-        from .calibration import coverage
+        from .calibration import coverage  # calibration imports this module; no cycle at import time
 
         cov = coverage()
         projected = weights_gb_total is None and variant in deployments()[arch.name].get("projected_weights", ())
@@ -634,8 +599,8 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
         pool_bytes=pool, pool_tokens=p.gpu_kv_cache_tokens if outcome == "boots" else 0,
         max_concurrency=p.max_concurrency if outcome == "boots" else 0.0,
         estimated_max_model_len=p.estimated_max_model_len if available > 0 and refusal_kind != "startup" else 0,
-        kv_per_request=p.needed_bytes, growing_kv=d.growing_bytes, sliding_kv=d.sliding_bytes,
-        state_bytes=d.state_bytes,
+        kv_per_request=p.needed_bytes, growing_kv=growing_kv, sliding_kv=sliding_kv,
+        state_bytes=state_kv,
         peak_bytes=requested + round(coeffs["peak_over_requested_gib"] * GIB), refusal=refusal,
         refusal_kind=refusal_kind,
         notes=tuple(notes),
@@ -800,7 +765,6 @@ def sweep(model, *, contexts, seqs=(1,), formats=("bf16",), tps=(1,), card: str 
     """
     import numpy as np
 
-    from .vllm_alloc import _in_flight_tokens
 
     ctx = np.asarray(contexts, dtype=np.int64)
     sq = np.asarray(seqs, dtype=np.int64)
@@ -822,7 +786,7 @@ def sweep(model, *, contexts, seqs=(1,), formats=("bf16",), tps=(1,), card: str 
             p = b.plan
             if not p.groups:
                 continue
-            inflight = _in_flight_tokens(p.settings)
+            inflight = in_flight_tokens(p.settings)
             page = p.groups[0].spec.page_size_bytes
             blocks = np.zeros(ctx.shape, dtype=np.int64)
             for g in p.groups:

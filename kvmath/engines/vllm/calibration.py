@@ -38,7 +38,7 @@ from functools import lru_cache
 
 from .budget import (CALIBRATION_ERROR_GIB, COEFFICIENTS, FITTED_CHECKPOINTS, GB, GIB, anchor_prediction, budget,
                      card as get_card, gdn_scratch_bytes)
-from .errors import KvMathError
+from ...errors import KvMathError
 
 BF = "BENCHMARKS.md@4a29ab57"
 
@@ -275,7 +275,7 @@ def measured_for_preset(model: str, compose: str, card: str | None = None) -> li
 def _implied_available(row: Row, b) -> float | None:
     """Measured available KV memory in bytes: logged, or implied by the logged pool's block count."""
     if row.avail_gib is not None:
-        from .vllm_alloc import gib_band
+        from .log import gib_band
 
         lo, hi = gib_band(row.avail_gib)
         return (lo + hi) / 2
@@ -289,7 +289,7 @@ def _implied_available(row: Row, b) -> float | None:
 def _features(b) -> list[float]:
     """One row of the design matrix: the non-KV GiB per card as a sum of fitted terms."""
     from .budget import _model_flags
-    from .config import load_architecture
+    from ...model.load import load_architecture
 
     arch = load_architecture(b.model)
     f = _model_flags(b.model, arch)

@@ -25,13 +25,13 @@ import json
 import sys
 from pathlib import Path
 
-from .errors import KvMathError
+from ..errors import KvMathError
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "notebooks" / "model_chapter.md"
 TOC = ROOT / "_toc.yml"
 GENERATED = "notebooks/generated/"
-MODELS_DIR = Path(__file__).parent / "data" / "models"
+MODELS_DIR = ROOT / "data" / "models"
 
 # The config.json keys kvmath reads (HF names). --add-model copies these and nothing else.
 KEYS = [
@@ -61,7 +61,7 @@ def write_model_facts(config_path: str | Path, model_id: str, *, title: str = ""
     file's SHA-256 so the entry can be re-checked against the published file. The config must load
     (``kvmath.load_architecture``); raises KvMathError otherwise, before anything is written.
     """
-    from .config import load_architecture
+    from ..model.load import load_architecture
 
     config_path = Path(config_path)
     if not model_id or not all(c.isalnum() or c in "-._" for c in model_id):
@@ -91,7 +91,7 @@ def write_model_facts(config_path: str | Path, model_id: str, *, title: str = ""
 
 def title_of(model: str) -> str:
     """A known model's display title (``Qwen 3.6 27B``), else the id or file name itself."""
-    from .config import known_models
+    from ..facts import known_models
 
     entry = known_models().get(model)
     return entry.get("title", model) if entry else model
@@ -108,7 +108,7 @@ def make_chapter(model: str, out: str | Path, *, title: str = "", template: Path
     import nbformat
     import papermill as pm
 
-    from .config import load_architecture
+    from ..model.load import load_architecture
 
     arch = load_architecture(model)  # fail early with kvmath's message
     nb = jupytext.read(template)
@@ -142,7 +142,7 @@ def book_chapters(toc: Path = TOC) -> list[dict]:
     """
     import re
 
-    from .config import known_models
+    from ..facts import known_models
 
     known = known_models()
     out = []

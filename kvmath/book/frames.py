@@ -10,11 +10,12 @@ from __future__ import annotations
 import json
 from fractions import Fraction
 
-from .config import DATA_DIR, load_architecture
-from .derive import Derivation, derive
-from .engines import get_engine, valid_tp
-from .errors import KvMathError
-from .units import GiB, MiB
+from .. import facts
+from ..derive import Derivation, derive
+from ..engines import get_engine, valid_tp
+from ..errors import KvMathError
+from ..model.load import load_architecture
+from ..units import GiB, MiB
 
 BOOK_VLLM_FORMATS = ("bf16", "fp8_e5m2", "int8_per_token_head", "turboquant_k8v4", "turboquant_3bit_nc", "nvfp4")
 BOOK_LLAMACPP_FORMATS = ("f16", "q8_0", "q5_0", "q4_0", "turbo4", "turbo3")
@@ -111,10 +112,10 @@ def curve_frame(model, engine="vllm", formats=BOOK_VLLM_FORMATS, tps=(1, 2, 4), 
 
 def deployment_facts(model_id: str) -> dict:
     """Weights per quantisation (GB) and drafters of a known model (``kvmath/data/deployments.json``)."""
-    facts = json.loads((DATA_DIR / "deployments.json").read_text())["models"]
-    if model_id not in facts:
-        raise KvMathError(f"no deployment facts for {model_id!r}; known: {', '.join(facts)}")
-    return facts[model_id]
+    table = facts.deployments()
+    if model_id not in table:
+        raise KvMathError(f"no deployment facts for {model_id!r}; known: {', '.join(table)}")
+    return table[model_id]
 
 
 def weights_frame(model_id: str, tps=(1, 2, 4)):
@@ -137,7 +138,7 @@ def weights_frame(model_id: str, tps=(1, 2, 4)):
 
 def source_doc() -> dict:
     """The source document's stated figures (``kvmath/data/source_doc.json``)."""
-    return json.loads((DATA_DIR / "source_doc.json").read_text())
+    return facts.source_doc()
 
 
 def errata_frame(model_id: str, tp: int = 1):

@@ -1,0 +1,48 @@
+"""Engines: one subpackage each (its settings, formats, rules per layer kind, allocation, log lines).
+
+Adding an engine is one subpackage with an ``ENGINE`` object implementing ``base.Engine`` and one
+line in ``ENGINES`` below.
+"""
+
+from __future__ import annotations
+
+from ..errors import KvMathError, choices
+from ..formats import KVFormat
+from .base import Engine, LayerGroup, StateTensor, valid_tp
+from .llamacpp import ENGINE as _LLAMACPP
+from .transformers import ENGINE as _TRANSFORMERS
+from .vllm import ENGINE as _VLLM
+
+ENGINES: dict[str, Engine] = {e.name: e for e in (_VLLM, _LLAMACPP, _TRANSFORMERS)}
+ALIASES = {"llamacpp": "llama.cpp", "llama-cpp": "llama.cpp", "hf": "transformers"}
+
+
+def get_engine(name) -> Engine:
+    """The engine by name (``vllm``, ``llama.cpp``, ``transformers``) or an Engine. Raises KvMathError."""
+    if isinstance(name, Engine):
+        return name
+    if not isinstance(name, str):
+        raise KvMathError(f"engine must be a name, got {type(name).__name__}; valid: {choices(ENGINES)}")
+    key = ALIASES.get(name.lower(), name.lower())
+    if key not in ENGINES:
+        raise KvMathError(f"unknown engine {name[:40]!r}; valid: {choices(ENGINES)}")
+    return ENGINES[key]
+
+
+def settings_owners() -> dict[str, tuple[str, ...]]:
+    """Engine name -> the setting names it takes (to name the owner of a misplaced setting)."""
+    return {e.name: e.setting_names for e in ENGINES.values()}
+
+
+def all_formats() -> list[KVFormat]:
+    """Every named format of every engine (llama.cpp with the same type for K and V)."""
+    from .llamacpp.formats import llamacpp_format
+    from .transformers.formats import TRANSFORMERS_FORMATS
+    from .vllm.formats import VLLM_FORMATS
+
+    return (list(VLLM_FORMATS.values()) + [llamacpp_format(t) for t in _LLAMACPP.formats]
+            + list(TRANSFORMERS_FORMATS.values()))
+
+
+__all__ = ["ENGINES", "Engine", "LayerGroup", "StateTensor", "get_engine", "valid_tp", "all_formats",
+           "settings_owners"]

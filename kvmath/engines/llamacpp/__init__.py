@@ -1,0 +1,195 @@
+"""llama.cpp: cache types, builds, the memory module it creates (KV / iSWA / recurrent), log lines.
+
+``LlamaCppEngine.allocate`` is :func:`memory.llamacpp_memory`, the cache objects llama.cpp creates for
+the flags; ``layer_groups`` sums their tensors, so ``kvmath.derive``'s total is what the
+``llama_kv_cache: size = ...`` and ``llama_memory_recurrent: size = ...`` lines add up to.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import asdict, dataclass
+
+from ...errors import KvMathError
+from ...model.specs import FULL, LINEAR, SLIDING, Architecture, GatedDeltaNetLayer, KDALayer, MLALayer, Mamba2Layer
+from ...validate import MAX_TOKENS, check_bool, check_count, check_positive
+from ..base import Engine, LayerGroup, StateTensor, merge_empty
+from .formats import LLAMACPP_CACHE_TYPES, TURBO_TYPES, llamacpp_format
+from .memory import BUILD_ALIASES, BUILDS, DEFAULT_BUILD, LlamaCppMemory, llamacpp_memory
+
+_KINDS = ((GatedDeltaNetLayer, "gdn"), (Mamba2Layer, "mamba2"), (KDALayer, "kda"))
+FLASH_ATTN = ("auto", "on", "off")
+
+
+@dataclass(frozen=True)
+class LlamaCppSettings:
+    """llama.cpp's flags that shape its memory module, under llama-server's names and defaults.
+
+    ``n_ctx`` (``-c``, total over all sequences; 0 = the training context), ``n_parallel`` (``-np``),
+    ``cache_type_k`` / ``cache_type_v`` (``-ctk`` / ``-ctv``, default f16), ``n_batch`` (``-b``, 2048),
+    ``n_ubatch`` (``-ub``, 512), ``swa_full`` (``--swa-full``), ``flash_attn`` (``-fa``: auto / on / off),
+    ``kv_unified`` (``--kv-unified``), ``n_rs_seq`` (recurrent snapshots per sequence kept for
+    speculative rollback), ``build`` (``memory.BUILDS``: ``0c1e570`` or ``ec98e2002``; aliases
+    ``current`` / ``pre-v-less``), ``fork`` (TheTom/llama-cpp-turboquant version, for ``turbo*``
+    types; None picks the newest when a turbo type is asked for).
+    """
+
+    n_ctx: int
+    n_parallel: int = 1
+    cache_type_k: str = "f16"
+    cache_type_v: str = "f16"
+    n_batch: int = 2048
+    n_ubatch: int = 512
+    swa_full: bool = False
+    flash_attn: str = "auto"
+    kv_unified: bool = False
+    n_rs_seq: int = 0
+    build: str = DEFAULT_BUILD
+    fork: str | None = None
+    turbo_auto_asymmetric: bool = True
+    turbo_boundary_v: bool = True
+
+    def __post_init__(self):
+        object.__setattr__(self, "n_ctx", check_count(self.n_ctx, "n_ctx (-c)", 0, MAX_TOKENS))
+        for name in ("n_parallel", "n_batch", "n_ubatch"):
+            object.__setattr__(self, name, check_positive(getattr(self, name), name, maximum=MAX_TOKENS))
+        object.__setattr__(self, "n_rs_seq", check_count(self.n_rs_seq, "n_rs_seq", 0, 1024))
+        for name in ("swa_full", "kv_unified", "turbo_auto_asymmetric", "turbo_boundary_v"):
+            check_bool(getattr(self, name), name)
+        fa = self.flash_attn
+        fa = {True: "on", False: "off", "enabled": "on", "disabled": "off"}.get(fa, fa)
+        if fa not in FLASH_ATTN:
+            raise KvMathError(f"flash_attn (-fa) must be one of {', '.join(FLASH_ATTN)}, got {self.flash_attn!r}")
+        object.__setattr__(self, "flash_attn", fa)
+        build = BUILD_ALIASES.get(self.build, self.build) if isinstance(self.build, str) else None
+        if build not in BUILDS:
+            raise KvMathError(f"unknown llama.cpp build {self.build!r}; known: "
+                              f"{', '.join(list(BUILDS) + list(BUILD_ALIASES))}")
+        object.__setattr__(self, "build", build)
+        if self.fork is None and any(isinstance(t, str) and t.lower() in TURBO_TYPES
+                                     for t in (self.cache_type_k, self.cache_type_v)):
+            object.__setattr__(self, "fork", "turboquant")
+
+    @property
+    def max_num_seqs(self) -> int:
+        return self.n_parallel
+
+    @property
+    def max_ctx(self) -> int:
+        """Context per sequence as asked for (``n_ctx / n_parallel``, before llama.cpp's padding)."""
+        return -(-self.n_ctx // self.n_parallel)
+
+    @property
+    def tp(self) -> int:
+        return 1
+
+
+class LlamaCppEngine(Engine):
+    name = "llama.cpp"
+    version = ("llama.cpp 0c1e570 (llama-kv-cache.cpp, llama-kv-cache-iswa.cpp, llama-memory-recurrent.cpp, "
+               "llama-memory-hybrid.cpp; built and run for tests/fixtures/llamacpp), older build ec98e2002 on request")
+    formats = LLAMACPP_CACHE_TYPES + tuple(TURBO_TYPES)
+    setting_names = tuple(f for f in LlamaCppSettings.__dataclass_fields__
+                          if f not in ("n_parallel", "cache_type_k", "cache_type_v"))
+    cli_title = "llama.cpp flags (llama-server names)"
+
+    def settings(self, arch, *, max_ctx, max_num_seqs, tp, kv_format, cache_type_k=None, cache_type_v=None, **kw):
+        self.check_tp(arch, tp)
+        if kv_format is not None and (cache_type_k is not None or cache_type_v is not None):
+            raise KvMathError("give either kv_format or cache_type_k / cache_type_v (-ctk / -ctv), not both")
+        k = cache_type_k or kv_format or "f16"
+        v = cache_type_v or kv_format or ("f16" if cache_type_k else k)
+        if "n_ctx" in kw:
+            if max_ctx is not None:
+                raise KvMathError("give either n_ctx (-c, total over all sequences) or max_ctx (per sequence), "
+                                  "not both")
+        else:
+            per_seq = max_ctx if max_ctx is not None else (arch.max_position_embeddings or 0)
+            if not per_seq:
+                raise KvMathError(f"{arch.name}: config has no max_position_embeddings; pass max_ctx or n_ctx")
+            kw["n_ctx"] = check_positive(per_seq, "max_ctx", maximum=MAX_TOKENS) * \
+                check_positive(max_num_seqs, "max_num_seqs", maximum=MAX_TOKENS)
+        return LlamaCppSettings(n_parallel=max_num_seqs, cache_type_k=k, cache_type_v=v, **kw)
+
+    def allocate(self, arch: Architecture, s: LlamaCppSettings) -> LlamaCppMemory:
+        return llamacpp_memory(arch, **asdict(s))
+
+    def cache_format(self, mem: LlamaCppMemory):
+        return llamacpp_format(mem.type_k, mem.type_v)
+
+    def layer_groups(self, arch: Architecture, mem: LlamaCppMemory) -> tuple[LayerGroup, ...]:
+        by_index = {layer.index: layer for layer in arch.layers}
+        out: list[LayerGroup] = []
+        placed: set[int] = set()
+        for c in mem.kv:
+            buckets: dict[tuple, list] = {}
+            for t in c.layers:
+                buckets.setdefault((t.k_type, t.k_width, t.v_type, t.v_width), []).append(t)
+            for (k_type, k_width, v_type, v_width), ts in buckets.items():
+                first = by_index[ts[0].index]
+                nbytes = sum(t.k_bytes + t.v_bytes for t in ts)
+                slots = c.cells * c.n_stream
+                desc = first.describe()
+                if c.kind != "SWA" and first.layer_type == SLIDING:
+                    desc += f", window {first.sliding_window} not applied by llama.cpp ({arch.model_type})"
+                stored = f"K {k_type} x {k_width}" + (f", V {v_type} x {v_width}" if v_type else ", no V")
+                desc += f"; {stored} per cell ({c.kind} cache)"
+                out.append(LayerGroup(SLIDING if c.kind == "SWA" else FULL, tuple(t.index for t in ts), desc,
+                                      bytes=nbytes, kind="mla" if isinstance(first, MLALayer) else "attention",
+                                      kv_heads_per_rank=1 if isinstance(first, MLALayer) else first.num_kv_heads,
+                                      bytes_per_token=nbytes // (len(ts) * slots) if slots else 0,
+                                      cells=c.cells, streams=c.n_stream,
+                                      kv_format=k_type if k_type == v_type or v_type is None else f"{k_type}/{v_type}"))
+                placed.update(t.index for t in ts)
+        r = mem.recurrent
+        if r is not None:
+            first = by_index[r.layers[0]]
+            kind = next((k for cls, k in _KINDS if isinstance(first, cls)), "gdn")
+            rows = 1 + r.n_rs_seq
+            out.append(LayerGroup(
+                LINEAR, r.layers, first.describe() + (f"; {r.n_rs_seq} rollback snapshot(s) per sequence"
+                                                       if r.n_rs_seq else ""),
+                bytes=r.bytes, kind=kind, state=(StateTensor("r", (r.r_width,), "float32"),
+                                                 StateTensor("s", (r.s_width,), "float32")),
+                state_bytes_per_seq=4 * (r.r_width + r.s_width) * rows, streams=r.cells))
+            placed.update(r.layers)
+        for layer in arch.layers:
+            if layer.index not in placed:
+                out.append(LayerGroup(layer.layer_type, (layer.index,), layer.describe(), bytes=0,
+                                      kind="attention" if layer.layer_type in (FULL, SLIDING) else "none",
+                                      owns_cache=False))
+        return merge_empty(out)
+
+    # --- command line -----------------------------------------------------------------------------
+    def add_cli_flags(self, g) -> list[str]:
+        S = argparse.SUPPRESS
+        g.add_argument("-c", "--ctx-size", dest="n_ctx", type=int, default=S,
+                       help="total context over all sequences (-c); per sequence = ctx_size / parallel")
+        g.add_argument("-np", "--parallel", dest="n_parallel", type=int, default=S, help="sequences (slots)")
+        g.add_argument("-ctk", "--cache-type-k", dest="cache_type_k", default=S, help="K cache type")
+        g.add_argument("-ctv", "--cache-type-v", dest="cache_type_v", default=S, help="V cache type")
+        g.add_argument("-b", "--batch-size", dest="n_batch", type=int, default=S, help="logical batch (2048)")
+        g.add_argument("-ub", "--ubatch-size", dest="n_ubatch", type=int, default=S, help="physical batch (512)")
+        g.add_argument("--swa-full", action="store_true", default=S, help="full-size SWA cache")
+        g.add_argument("-fa", "--flash-attn", dest="flash_attn", choices=FLASH_ATTN, default=S)
+        g.add_argument("--kv-unified", action="store_true", default=S, help="one cache stream for all sequences")
+        g.add_argument("--spec-draft-n-max", dest="n_rs_seq", type=int, default=S,
+                       help="draft tokens of MTP / draft speculative decoding: the recurrent state keeps that "
+                            "many rollback snapshots per sequence")
+        g.add_argument("--llamacpp-build", dest="build", default=S,
+                       help=f"which llama.cpp rules: {', '.join(list(BUILDS) + list(BUILD_ALIASES))}")
+        g.add_argument("-ngl", "--n-gpu-layers", dest="n_gpu_layers", default=S,
+                       help="accepted so launch flags paste; the cache is sized for all layers")
+        g.add_argument("--n-cpu-moe", dest="n_cpu_moe", type=int, default=S,
+                       help="accepted so launch flags paste; expert weights in RAM do not change the cache")
+        return ["n_ctx", "n_parallel", "cache_type_k", "cache_type_v", "n_batch", "n_ubatch", "swa_full",
+                "flash_attn", "kv_unified", "n_rs_seq", "build", "n_gpu_layers", "n_cpu_moe"]
+
+    def settings_from_cli(self, args: dict) -> dict:
+        out = dict(args)
+        out.pop("n_gpu_layers", None)
+        out.pop("n_cpu_moe", None)
+        return out
+
+
+ENGINE = LlamaCppEngine()

@@ -1,0 +1,155 @@
+"""vLLM's engine arguments that shape the KV cache, with vLLM's defaults, and the releases read."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...errors import KvMathError, choices
+from ...validate import MAX_TOKENS, check_bool, check_count, check_positive
+
+DEFAULT_VLLM_VERSION = "0.24.0"
+READ_VERSIONS = ("0.20.0", "0.21.0", "0.22.0", "0.23.0", "0.24.0", "0.25.0", "0.26.0")
+"""The vLLM releases whose sizing code these rules were read from (and, for 0.20.0, 0.22.0, 0.24.0,
+0.26.0, run against: tests/fixtures/vllm/)."""
+
+MAMBA_CACHE_MODES = ("none", "align", "all")
+TOKEN_FORMULAS = ("groups", "concurrency")
+
+
+def parse_version(version: str | tuple) -> tuple[int, int]:
+    """``"0.24.0"`` / ``"v0.24"`` / ``(0, 24)`` -> ``(0, 24)``. Raises KvMathError for other forms or
+    for releases before 0.20 (whose rules were not read)."""
+    if isinstance(version, tuple):
+        parts = list(version[:2])
+    else:
+        text = str(version).strip().lstrip("vV")
+        try:
+            parts = [int(p) for p in text.split(".")[:2]]
+        except ValueError:
+            raise KvMathError(f"vllm_version must look like 0.24.0, got {version!r}") from None
+    if len(parts) != 2 or not all(isinstance(p, int) for p in parts):
+        raise KvMathError(f"vllm_version must look like 0.24.0, got {version!r}")
+    major, minor = parts
+    if (major, minor) < (0, 20):
+        raise KvMathError(
+            f"vLLM {major}.{minor} is older than the releases these rules were read from; "
+            f"covered: {choices(READ_VERSIONS)}"
+        )
+    return major, minor
+
+
+
+
+@dataclass(frozen=True)
+class VllmSettings:
+    """The vLLM engine arguments that decide the KV-cache layout. Token counts are tokens.
+
+    - ``max_model_len``: ``--max-model-len`` (None: the model's ``max_position_embeddings``).
+    - ``kv_cache_dtype``: ``--kv-cache-dtype`` (``auto`` = the model dtype), a kvmath vLLM format name.
+    - ``tensor_parallel_size``: KV heads per rank are ``max(1, heads // tp)``
+      (vllm/config/model.py ``get_num_kv_heads``); GDN state is split by ``tp``.
+    - ``block_size``: ``--block-size`` (default 16, ``CacheConfig.DEFAULT_BLOCK_SIZE``);
+      ``kernel_block_size`` the attention backend's smallest kernel block (16 for FlashAttention,
+      Triton and FlashInfer on sm_8x), the alignment unit of the hybrid block size.
+    - ``max_num_batched_tokens``: default 2048 (``vllm serve`` on cards under 70 GiB,
+      ``EngineArgs.get_batch_defaults``, engine/arg_utils.py l.2415); ``max_num_seqs`` default 256
+      (same place; it does not change the pool, only ``fits_max_num_seqs``).
+    - ``num_speculative_tokens``: adds conv-state rows and ``num_speculative_blocks`` to every
+      Mamba/GDN state (mamba_utils.py ``gated_delta_net_state_shape``; abstract.py ``get_kv_cache_spec``).
+    - ``drafter_kv_layers``: full-attention layers the drafter adds to the KV cache. None = automatic:
+      with speculative tokens, a model with ``mtp_num_hidden_layers`` (Qwen 3.5 / 3.6 MTP,
+      qwen3_5_mtp.py builds them with ``layer_type="full_attention"``) adds that many layers with the
+      target's full-attention spec; Gemma 4's assistant drafter shares the target's KV
+      (``Gemma4MTPAttention``, ``kv_sharing_target_layer_name``) and adds none. An explicit count adds
+      layers with the target's full-attention spec (a DFlash/EAGLE drafter with other head shapes is
+      not modelled).
+    - ``enable_prefix_caching``: vLLM's default is on for generative models
+      (``ModelConfig.is_prefix_caching_supported``); ``mamba_cache_mode`` None = automatic ("align"
+      with prefix caching, "none" without; "all" falls back to "align" for models without
+      ``SupportsMambaPrefixCaching``, which includes every GDN model).
+    - ``mamba_cache_dtype`` / ``mamba_ssm_cache_dtype``: ``auto`` = conv state in the model dtype;
+      temporal state in the config's ``mamba_ssm_dtype`` for Qwen 3.5 / 3.6
+      (``Qwen3_5ForConditionalGenerationConfig``), else the conv dtype.
+    - ``disable_hybrid_kv_cache_manager``: sliding layers become full-attention specs (no window
+      saving); a model with Mamba/GDN layers cannot then be unified and vLLM refuses.
+    - ``num_gpu_blocks_override``: replaces the computed block count.
+    - ``async_scheduling``: only matters from 0.26 (sliding-window in-flight tokens); None = vLLM's
+      default (on).
+    - ``gemma4_pth_page_padding``: apply the padding of vLLM PR #40391 (open; not in a release): with a
+      per-token-head dtype, a full-attention layer's bytes per head are rounded up to a multiple of the
+      sliding layers' bytes per head (Gemma 4 512-dim: 1032 -> 1040 B) so the pages divide. The
+      club-3090 builds that logged Gemma 4 int8 pools carry it (their token counts need it).
+    - ``vllm_version``: which release's rules (see the module docstring).
+    """
+
+    max_model_len: int | None = None
+    kv_cache_dtype: str = "auto"
+    tensor_parallel_size: int = 1
+    block_size: int = 16
+    kernel_block_size: int = 16
+    max_num_batched_tokens: int = 2048
+    max_num_seqs: int = 256
+    num_speculative_tokens: int = 0
+    drafter_kv_layers: int | None = None
+    enable_prefix_caching: bool = True
+    mamba_cache_mode: str | None = None
+    mamba_block_size: int | None = None
+    mamba_cache_dtype: str = "auto"
+    mamba_ssm_cache_dtype: str = "auto"
+    disable_hybrid_kv_cache_manager: bool = False
+    num_gpu_blocks_override: int | None = None
+    async_scheduling: bool | None = None
+    gemma4_pth_page_padding: bool = False
+    vllm_version: str = DEFAULT_VLLM_VERSION
+
+    def __post_init__(self):
+        for name in ("tensor_parallel_size", "block_size", "kernel_block_size"):
+            object.__setattr__(self, name, check_positive(getattr(self, name), name, maximum=4096))
+        for name in ("max_num_batched_tokens", "max_num_seqs"):
+            object.__setattr__(self, name, check_positive(getattr(self, name), name, maximum=MAX_TOKENS))
+        if self.max_model_len is not None:
+            object.__setattr__(self, "max_model_len", check_positive(self.max_model_len, "max_model_len",
+                                                                     maximum=MAX_TOKENS))
+        object.__setattr__(self, "num_speculative_tokens",
+                           check_count(self.num_speculative_tokens, "num_speculative_tokens", maximum=1024))
+        for name in ("drafter_kv_layers", "num_gpu_blocks_override"):
+            v = getattr(self, name)
+            if v is not None:
+                object.__setattr__(self, name, check_count(v, name, maximum=2**40))
+        if self.mamba_block_size is not None:
+            object.__setattr__(self, "mamba_block_size", check_positive(self.mamba_block_size, "mamba_block_size",
+                                                                        maximum=MAX_TOKENS))
+        if self.mamba_cache_mode is not None and self.mamba_cache_mode not in MAMBA_CACHE_MODES:
+            raise KvMathError(
+                f"mamba_cache_mode must be one of {choices(MAMBA_CACHE_MODES)} (or None), got {self.mamba_cache_mode!r}"
+            )
+        for name in ("enable_prefix_caching", "disable_hybrid_kv_cache_manager", "gemma4_pth_page_padding"):
+            check_bool(getattr(self, name), name)
+        if self.async_scheduling is not None:
+            check_bool(self.async_scheduling, "async_scheduling")
+        for name in ("kv_cache_dtype", "mamba_cache_dtype", "mamba_ssm_cache_dtype"):
+            if not isinstance(getattr(self, name), str) or not getattr(self, name).strip():
+                raise KvMathError(f"{name} must be a non-empty name, got {getattr(self, name)!r}")
+        parse_version(self.vllm_version)
+
+    # the common names kvmath.derive and the book use
+    @property
+    def max_ctx(self) -> int | None:
+        return self.max_model_len
+
+    @property
+    def tp(self) -> int:
+        return self.tensor_parallel_size
+
+
+def in_flight_tokens(s: VllmSettings) -> int:
+    """Tokens a sliding-window request may hold beyond its window: ``max_num_batched_tokens`` up to
+    0.25; from 0.26 ``max_in_flight_tokens = max_concurrent_batches * max_num_batched_tokens``, with 2
+    concurrent batches under async scheduling (its default) and 1 without (config/vllm.py 0.26.0
+    l.512-533)."""
+    if parse_version(s.vllm_version) >= (0, 26):
+        asynchronous = True if s.async_scheduling is None else s.async_scheduling
+        return (2 if asynchronous else 1) * s.max_num_batched_tokens
+    return s.max_num_batched_tokens
+
+

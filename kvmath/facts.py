@@ -1,0 +1,140 @@
+"""The only reader of kvmath's data folder: model facts, cards, presets, measurements, fitted constants.
+
+In a checkout the folder is the repository's top-level ``data/``; in an installed wheel or sdist it
+ships inside the package as ``kvmath/data`` (``pyproject.toml`` maps one to the other). Every file
+says where its facts come from (``data/README.md``). Files are read once and cached; callers get
+copies they may change.
+"""
+
+from __future__ import annotations
+
+import copy
+import csv
+import difflib
+import json
+from functools import lru_cache
+from pathlib import Path
+
+from .errors import KvMathError, choices
+
+_HERE = Path(__file__).resolve().parent
+
+
+@lru_cache(maxsize=1)
+def data_dir() -> Path:
+    """The data folder: ``kvmath/data`` when installed, else the checkout's ``data/``."""
+    for candidate in (_HERE / "data", _HERE.parent / "data"):
+        if (candidate / "models").is_dir():
+            return candidate
+    raise KvMathError(f"kvmath's data folder is missing (looked in {_HERE / 'data'} and {_HERE.parent / 'data'}); "
+                      "reinstall kvmath")
+
+
+@lru_cache(maxsize=None)
+def _json(relative: str):
+    path = data_dir() / relative
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise KvMathError(f"kvmath data file {relative} is missing; reinstall kvmath") from None
+
+
+def read_json(relative: str):
+    """A JSON file under the data folder (``"cards.json"``, ``"calibration/vllm_non_kv.json"``), a copy."""
+    return copy.deepcopy(_json(relative))
+
+
+@lru_cache(maxsize=None)
+def _csv(relative: str) -> tuple[dict, ...]:
+    path = data_dir() / relative
+    try:
+        with path.open(newline="", encoding="utf-8") as f:
+            return tuple(dict(row) for row in csv.DictReader(f))
+    except FileNotFoundError:
+        raise KvMathError(f"kvmath data file {relative} is missing; reinstall kvmath") from None
+
+
+def read_csv(relative: str) -> list[dict]:
+    """The rows of a CSV file under the data folder, as dicts of strings (a copy)."""
+    return [dict(r) for r in _csv(relative)]
+
+
+# --- models -------------------------------------------------------------------------------------
+
+@lru_cache(maxsize=1)
+def _models() -> dict[str, dict]:
+    out = {}
+    for path in sorted((data_dir() / "models").glob("*.json")):
+        entry = json.loads(path.read_text(encoding="utf-8"))
+        out[entry["id"]] = entry
+    return out
+
+
+def known_models() -> dict[str, dict]:
+    """The models kvmath ships facts for (``data/models/*.json``), by id."""
+    return copy.deepcopy(_models())
+
+
+MAX_NAME = 200
+"""Longest model id or path kvmath reads (characters)."""
+
+
+def resolve_model(name: str) -> dict:
+    """The data entry of a known model by kvmath id (``qwen3.6-27b``) or HF repo (``Qwen/Qwen3.6-27B``).
+
+    Raises KvMathError naming the closest known id when one is near, else listing them all.
+    """
+    models = _models()
+    if not isinstance(name, str):
+        raise KvMathError(f"a model is a known id or a config path, got {type(name).__name__}")
+    if len(name) > MAX_NAME:
+        raise KvMathError(f"model name is {len(name)} characters long; ids and paths are at most {MAX_NAME}")
+    key = name.strip().lower()
+    for entry in models.values():
+        if key == entry["id"] or key == entry["hf_repo"].lower():
+            return copy.deepcopy(entry)
+    names = list(models) + [e["hf_repo"].lower() for e in models.values()]
+    near = difflib.get_close_matches(key, names, n=1, cutoff=0.75)
+    if near:
+        hint = near[0] if near[0] in models else next(i for i, e in models.items() if e["hf_repo"].lower() == near[0])
+        raise KvMathError(f"unknown model {name!r}: did you mean {hint}? (or pass the path of a config.json)")
+    raise KvMathError(
+        f"unknown model {name!r}: not a file and not a known model id; known: {choices(models)} "
+        "(or pass the path of a config.json)"
+    )
+
+
+def reference_config_path(filename: str) -> Path:
+    """A reference ``config.json`` copied from its public source (``data/configs/<org>__<name>.json``;
+    ``data/configs/SOURCES.md`` gives repository, revision and sha256)."""
+    path = data_dir() / "configs" / filename
+    if not path.is_file():
+        raise KvMathError(f"no reference config {filename!r}; known: {choices(reference_configs())}")
+    return path
+
+
+def reference_configs() -> list[str]:
+    """File names of the reference configs (``data/configs/*.json``)."""
+    return sorted(p.name for p in (data_dir() / "configs").glob("*.json"))
+
+
+# --- cards, presets, deployments -------------------------------------------------------------------
+
+def cards() -> dict:
+    """Known cards by id: ``total_gib`` as PyTorch reports it, ``nominal_gb``, ``compute_capability``."""
+    return read_json("cards.json")["cards"]
+
+
+def presets() -> dict:
+    """The anchor's compose presets, ``{model: {name: {...}}}`` (``data/presets.json``)."""
+    return read_json("presets.json")["presets"]
+
+
+def deployments() -> dict:
+    """Checkpoint sizes (GB = 1e9 B) and drafters per known model (``data/deployments.json``)."""
+    return read_json("deployments.json")["models"]
+
+
+def source_doc() -> dict:
+    """The source document's stated figures (``data/source_doc.json``)."""
+    return read_json("source_doc.json")

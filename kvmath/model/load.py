@@ -1,0 +1,74 @@
+"""The one entry point from a model as a user names it to an Architecture.
+
+A model is an Architecture (returned as is), a parsed config dict, a ``config.json`` path, a model
+folder holding one, a ``.gguf`` file, or a known model id / HF repo name (``data/models``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .. import facts
+from ..errors import KvMathError
+from .gguf import load_gguf_architecture
+from .hf import architecture_from_config
+from .specs import Architecture
+
+MAX_CONFIG_BYTES = 4 * 2**20
+"""Largest config.json kvmath reads (published ones are a few KiB)."""
+
+
+def _parse_json(text: str, where: str):
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise KvMathError(f"{where}: not valid JSON ({e.msg} at line {e.lineno}, column {e.colno})") from None
+    except RecursionError:
+        raise KvMathError(f"{where}: JSON nested too deeply") from None
+    except ValueError as e:  # e.g. an integer beyond Python's digit limit
+        raise KvMathError(f"{where}: unreadable JSON value ({str(e).splitlines()[0][:80]})") from None
+
+
+def load_architecture(src, *, name: str | None = None) -> Architecture:
+    """Build an Architecture from an Architecture, a config dict, a path (config.json, model folder,
+    ``.gguf``) or a known model id.
+
+    Raises KvMathError for a missing or unreadable file, malformed JSON, an unknown model id (with the
+    closest known one), an unknown ``model_type`` (naming the fields that would be needed) and
+    impossible values.
+    """
+    if isinstance(src, Architecture):
+        return src
+    if isinstance(src, dict):
+        return architecture_from_config(src, name=name or str(src.get("model_type") or "config"), source="config dict")
+    if not isinstance(src, (str, Path)):
+        raise KvMathError(f"a model is an id, a path or a config dict, got {type(src).__name__}")
+    text = str(src)
+    if len(text) > 4096 or "\x00" in text:
+        raise KvMathError("model path or id is too long or holds a NUL character")
+    path = Path(text)
+    try:
+        if path.is_dir() and (path / "config.json").is_file():  # a model folder, as downloaded
+            name = name or path.name
+            path = path / "config.json"
+        if path.suffix == ".gguf":
+            return load_gguf_architecture(path, name=name)
+        is_file = path.is_file()
+    except OSError as e:
+        raise KvMathError(f"{text[:200]}: cannot read ({e.strerror})") from None
+    if is_file:
+        try:
+            if path.stat().st_size > MAX_CONFIG_BYTES:
+                raise KvMathError(f"{path}: {path.stat().st_size:,} bytes is too large for a config.json "
+                                  f"(at most {MAX_CONFIG_BYTES:,})")
+            raw = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            raise KvMathError(f"{path}: cannot read ({e})") from None
+        cfg = _parse_json(raw, str(path))
+        return architecture_from_config(cfg, name=name or path.stem, source=str(path))
+    if path.suffix == ".json" or path.is_dir():
+        raise KvMathError(f"{path}: no such config.json file (give a config.json, a folder holding one, or a known model id)")
+    entry = facts.resolve_model(text)
+    source = f"{entry['hf_repo']}@{(entry.get('revision') or 'unrecorded')[:12]} config.json ({entry['source']})"
+    return architecture_from_config(entry["config"], name=name or entry["id"], source=source)
