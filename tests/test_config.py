@@ -1,4 +1,4 @@
-"""The config loader on the real configs (shared/hf-configs) and the shipped model facts."""
+"""The config loader on the real configs (data/configs) and the shipped model facts."""
 
 import json
 from pathlib import Path
@@ -8,17 +8,15 @@ import pytest
 import kvmath
 from kvmath.model.specs import FULL, LINEAR, SLIDING
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "hf-configs"
+SHARED = Path(__file__).resolve().parents[1] / "data" / "configs"  # the reference configs (data/configs/SOURCES.md)
 FILES = {
     "qwen3.6-27b": "Qwen__Qwen3.6-27B.json",
     "qwen3.6-35b-a3b": "Qwen__Qwen3.6-35B-A3B.json",
     "gemma-4-31b": "google__gemma-4-31B-it.json",
     "gemma-4-26b-a4b": "google__gemma-4-26B-A4B.json",
 }
-needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason="shared/hf-configs is not beside this checkout")
 
 
-@needs_shared
 @pytest.mark.parametrize("model_id", sorted(FILES))
 def test_shipped_facts_give_the_same_architecture_as_the_full_config(model_id):
     full = kvmath.load_architecture(SHARED / FILES[model_id])
@@ -106,7 +104,7 @@ def test_hf_repo_names_resolve():
     assert kvmath.load_architecture("Qwen/Qwen3.6-27B").name == "qwen3.6-27b"
 
 
-# Layer kinds per config, from the key-fields table of shared/hf-configs/SOURCES.md.
+# Layer kinds per config, from the key-fields table of data/configs/SOURCES.md.
 SHARED_LAYOUTS = {
     "Qwen__Qwen2.5-7B-Instruct.json": {"full_attention": 28},
     "Qwen__Qwen2.5-7B.json": {"full_attention": 28},
@@ -133,19 +131,16 @@ SHARED_LAYOUTS = {
 }
 
 
-@needs_shared
 @pytest.mark.parametrize("name", sorted(SHARED_LAYOUTS))
 def test_every_shared_config_loads_with_its_layer_kinds(name):
     a = kvmath.load_architecture(SHARED / name)
     assert a.layer_type_counts() == SHARED_LAYOUTS[name]
 
 
-@needs_shared
 def test_no_shared_config_is_left_out():
     assert {p.name for p in SHARED.glob("*.json")} <= set(SHARED_LAYOUTS)
 
 
-@needs_shared
 def test_mla_and_state_layer_fields():
     d = kvmath.load_architecture(SHARED / "deepseek-ai__DeepSeek-V3.json")
     assert {(l.kv_lora_rank, l.qk_rope_head_dim, l.qk_nope_head_dim, l.v_head_dim) for l in d.layers} == {

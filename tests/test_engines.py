@@ -14,7 +14,7 @@ import pytest
 import kvmath
 
 MiB = 2**20
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "hf-configs"
+SHARED = Path(__file__).resolve().parents[1] / "data" / "configs"  # the reference configs (data/configs/SOURCES.md)
 
 
 def group(d, layer_type):
@@ -118,7 +118,6 @@ def test_llamacpp_streams_unified_and_not():
     assert group(uni, "sliding_attention").cells == 4608
 
 
-@pytest.mark.skipif(not SHARED.is_dir(), reason="shared/hf-configs is not beside this checkout")
 def test_llamacpp_recurrent_state_qwen3_next_worked_numbers():
     # engine-notes section 4 worked numbers, Qwen3-Next-80B (36 GDN layers; nk 16, nv 32, d 128, K 4):
     # recurrent fp32 72.0 MiB, conv (K-1) f32 3.375 MiB per sequence.
@@ -156,7 +155,6 @@ def test_deployment_rejects_impossible_numbers():
 # mamba_utils.py; llama.cpp src/llama-hparams.cpp n_embd_r / n_embd_s, PR #19067; transformers 5.23
 # models/deepseek_v3, models/kimi_linear, models/nemotron_h), never from kvmath's arithmetic.
 
-needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason="shared/hf-configs is not beside this checkout")
 DSV3 = SHARED / "deepseek-ai__DeepSeek-V3.json"
 KIMI = SHARED / "moonshotai__Kimi-Linear-48B-A3B-Instruct.json"
 NANO = SHARED / "nvidia__NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.json"
@@ -168,7 +166,6 @@ def state(d, kind):
     return g, {t.name: (t.shape, t.dtype) for t in g.state}
 
 
-@needs_shared
 def test_vllm_deepseek_v3_mla_latent_576_per_token_replicated_on_every_rank():
     # MLAAttentionSpec.real_page_size_bytes = block_size * num_kv_heads(1) * head_size * dtype size,
     # head_size = kv_lora_rank + qk_rope_head_dim = 512 + 64 = 576; bf16: 1152 B per token and layer.
@@ -183,14 +180,12 @@ def test_vllm_deepseek_v3_mla_latent_576_per_token_replicated_on_every_rank():
     assert fp8.bytes_per_token == 61 * 576
 
 
-@needs_shared
 @pytest.mark.parametrize("fmt", ["fp8_e5m2", "int8_per_token_head", "nvfp4", "turboquant_k8v4"])
 def test_vllm_mla_rejects_formats_its_mla_backends_lack(fmt):
     with pytest.raises(kvmath.KvMathError, match="MLA"):
         kvmath.derive(DSV3, engine="vllm", kv_format=fmt, max_ctx=4096)
 
 
-@needs_shared
 def test_llamacpp_deepseek_v3_v_less_since_pr_19067_and_k_plus_v_before():
     # PR #19067 (2026-01-24): has_v = !is_mla, K = n_embd_head_k (576) x n_head_kv (1), f16.
     d = kvmath.derive(DSV3, engine="llama.cpp", max_ctx=4096)
@@ -206,7 +201,6 @@ def test_llamacpp_deepseek_v3_v_less_since_pr_19067_and_k_plus_v_before():
         kvmath.derive(DSV3, engine="llama.cpp", max_ctx=4096, llamacpp_build="b1")
 
 
-@needs_shared
 def test_transformers_deepseek_v3_latent_keys_and_rope_values():
     # DeepseekV3Attention: keys kv_nope [B, 1, T, 512], values k_rot [B, 1, T, 64], bf16
     d = kvmath.derive(DSV3, engine="transformers", max_ctx=100, max_num_seqs=3)
@@ -215,7 +209,6 @@ def test_transformers_deepseek_v3_latent_keys_and_rope_values():
     assert d.total_bytes == 61 * 3 * 100 * 1152
 
 
-@needs_shared
 def test_kimi_linear_per_engine():
     # 7 MLA layers (1-based 4, 8, ..., 24, 27) and 20 KDA layers (32 heads x 128, short conv 4).
     v = kvmath.derive(KIMI, engine="vllm", max_ctx=4096)
@@ -247,7 +240,6 @@ def test_kimi_linear_per_engine():
     assert t.state_bytes_per_seq == 20 * (12288 * 4 * 2 + 32 * 128 * 128 * 4) == 43_909_120
 
 
-@needs_shared
 def test_nemotron_nano_mamba2_per_engine():
     # 23 M (Mamba-2: 64 heads x 64, d_state 128, 8 groups, conv 4), 6 * (2 KV heads x 128), 23 E (no cache)
     v = kvmath.derive(NANO, engine="vllm", max_ctx=8192)
@@ -275,7 +267,6 @@ def test_nemotron_nano_mamba2_per_engine():
     assert shapes == {"conv_states": ((6144, 4), "bfloat16"), "recurrent_states": ((64, 64, 128), "float32")}
 
 
-@needs_shared
 def test_nemotron_56b_vllm_defaults_ssm_state_to_float32_without_a_config_dtype():
     # no mamba_ssm_cache_dtype in the 56B config: DEFAULT_MAMBA_SSM_CACHE_DTYPE = "float32"
     v = kvmath.derive(NEMO56, engine="vllm", max_ctx=8192)
@@ -301,7 +292,6 @@ def test_vllm_mamba2_pads_a_single_group_to_tp():
     assert shapes["conv"][0] == (3, 8 * 64 + 2 * 1 * 16)
 
 
-@needs_shared
 def test_sliding_window_forms():
     # Mistral: window on every layer; vLLM SlidingWindowSpec (ceil(min(W-1+T_b, L)/B) + 1) blocks
     m = kvmath.derive(SHARED / "mistralai__Mistral-7B-v0.1.json", engine="vllm", max_ctx=32768)
@@ -322,7 +312,6 @@ def test_sliding_window_forms():
         assert kvmath.load_architecture(SHARED / f).layer_type_counts().keys() == {"full_attention"}
 
 
-@needs_shared
 def test_llamacpp_runs_mistral_7b_without_its_window():
     # conversion/llama.py (MistralForCausalLM -> LlamaModel) writes no sliding_window and
     # src/models/llama.cpp reads none: llama.cpp caches every layer in full (issues #3371, #3377),

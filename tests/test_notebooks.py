@@ -121,10 +121,7 @@ def test_quick_reference_headline_numbers():
 def test_add_model_writes_facts_that_load_the_same(tmp_path):
     from kvmath.book.model_chapter import write_model_facts
 
-    src = ROOT.parent / "shared" / "hf-configs" / "mistralai__Mistral-7B-v0.1.json"
-    if not src.exists():  # CI has shared/ beside the checkout; elsewhere use a shipped entry's config
-        src = tmp_path / "config.json"
-        src.write_text(__import__("json").dumps(kvmath.resolve_model("llama-3.1-8b")["config"]))
+    src = ROOT / "data" / "configs" / "mistralai__Mistral-7B-v0.1.json"  # a reference config (data/configs/SOURCES.md)
     out = write_model_facts(src, "new-model", title="New model", out_dir=tmp_path / "models")
     entry = __import__("json").loads(out.read_text())
     assert entry["title"] == "New model" and "sha256" in entry["source"]

@@ -1,18 +1,23 @@
 """Write data/models/<id>.json: the config.json fields the math reads, with their source.
 
-The published config.json files live in the project's reference folder (shared/hf-configs), not in
-this repository. This script copies only the keys kvmath reads, under their HF names, and records
-the repository, revision and the SHA-256 of the source file, so any entry can be re-checked.
+The published config.json files are in the repository's data/configs/ (copied byte for byte; repo,
+revision and SHA-256 in data/configs/SOURCES.md). This script copies only the keys kvmath reads,
+under their HF names, and records the repository, revision and the SHA-256 of the source file, so any
+entry can be re-checked.
 
-    python tools/extract_model_facts.py ../shared/hf-configs
+    python tools/extract_model_facts.py                   # data/configs -> data/models
+    python tools/extract_model_facts.py SRC_DIR --out DIR  # other folders
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
-OUT = Path(__file__).resolve().parents[1] / "kvmath" / "data" / "models"  # written by write_model_facts
+ROOT = Path(__file__).resolve().parents[1]
+SRC = ROOT / "data" / "configs"
+OUT = ROOT / "data" / "models"
 
 
 MODELS = {
@@ -33,15 +38,19 @@ MODELS = {
 }
 
 
-def main(src_dir: str) -> None:
-    sys.path.insert(0, str(OUT.parents[2]))
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("src_dir", nargs="?", type=Path, default=SRC, help=f"config.json folder (default {SRC})")
+    ap.add_argument("--out", type=Path, default=OUT, help=f"where to write <id>.json (default {OUT})")
+    args = ap.parse_args(argv)
+    sys.path.insert(0, str(ROOT))
     from kvmath.book.model_chapter import write_model_facts
 
     for model_id, (fname, repo, rev, note, title) in MODELS.items():
-        path = write_model_facts(Path(src_dir) / fname, model_id, title=title, hf_repo=repo, revision=rev,
-                                 note=f"shared/hf-configs/{fname} ({note})")
+        path = write_model_facts(args.src_dir / fname, model_id, title=title, hf_repo=repo, revision=rev,
+                                 note=f"data/configs/{fname} ({note})", out_dir=args.out)
         print("wrote", path)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "../shared/hf-configs")
+    main()
