@@ -33,14 +33,16 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 from .budget import (CALIBRATION_ERROR_GIB, COEFFICIENTS, FITTED_CHECKPOINTS, GB, GIB, anchor_prediction, budget,
                      card as get_card, gdn_scratch_bytes)
+from ... import facts
 from ...errors import KvMathError
 
-BF = "BENCHMARKS.md@4a29ab57"
+BOOTS_CSV = "measurements/vllm-boots.csv"
+"""The measured boots, one row each (``data/measurements/README.md`` describes the columns)."""
 
 
 @dataclass(frozen=True)
@@ -55,7 +57,9 @@ class Row:
     known and every term is modelled, else the reason the row cannot test kvmath (``SCOPES``).
     ``same_boot``: the id of another row recording the same boot (the anchor's calibration table
     repeats boot-facts rows); such a row is shown but not counted twice. ``compose``: the anchor's
-    preset name of a calibration-table row (``kvcalc_compose``)."""
+    preset name of a calibration-table row (``kvcalc_compose``). ``source_url``, ``quote``: where the
+    figures are published and words quoted from there; ``cited_by`` / ``citation``: the key of the
+    ``kvmath.engines.vllm.budget`` note that cites this boot (``calibration_notes``), and what it says."""
 
     id: str
     source: str
@@ -75,11 +79,10 @@ class Row:
     scope: str = "specified"
     same_boot: str | None = None
     compose: str | None = None
-
-
-def _c(card="rtx3090", tp=2, util=0.92, kv="bf16", L=262144, seqs=1, tb=8192, n=0, w="default", dgb=0.0, **kw):
-    return dict(card=card, tp=tp, mem_util=util, kv_format=kv, max_model_len=L, max_num_seqs=seqs,
-                max_num_batched_tokens=tb, num_speculative_tokens=n, weights_variant=w, drafter_gb=dgb, **kw)
+    source_url: str = ""
+    quote: str = ""
+    cited_by: str = ""
+    citation: str = ""
 
 
 SCOPES = {
@@ -92,174 +95,63 @@ SCOPES = {
     "unknown": "the booted settings are not stated",
 }
 
-Q27, Q35, G31, G26 = "qwen3.6-27b", "qwen3.6-35b-a3b", "gemma-4-31b", "gemma-4-26b-a4b"
-PTH = dict(gemma4_pth_page_padding=True)
+# BOOTS_CSV columns -> how to read them; an empty cell is "not given"
+_CFG_COLUMNS = {"card": str, "tp": int, "mem_util": float, "kv_format": str, "max_model_len": int,
+                "max_num_seqs": int, "max_num_batched_tokens": int, "num_speculative_tokens": int,
+                "weights_variant": str, "drafter_gb": float, "gemma4_pth_page_padding": "bool",
+                "enable_prefix_caching": "bool", "weights_gb_total": float}
+_ANCHOR_INPUTS = {"kv_format": str, "max_ctx": int, "max_num_seqs": int, "tp": int, "mem_util": float,
+                  "mtp": "bool", "drafter_gb": float, "weights_variant": str}
 
-ROWS: list[Row] = [
-    # --- boot facts (club3090-boot-facts.csv)
-    Row("F01", f"{BF}:744-748", Q27, _c(kv="int8_per_token_head", seqs=2, n=4), "boots", 11.10, 605495, False, 2.31),
-    Row("F03", f"{BF}:450", G31, _c(L=32768, seqs=4, tb=4096, n=4, dgb=0.97), "boots", None, 99000, True, 3.03),
-    Row("F04", f"{BF}:452", G31, _c(util=0.95, kv="int8_per_token_head", L=98304, seqs=4, tb=4096, n=4, dgb=0.97, **PTH),
-        "boots", None, 354000, True, 3.6),
-    Row("F05", f"{BF}:453", G31, _c(util=0.95, kv="int8_per_token_head", seqs=1, tb=4096, n=4, dgb=0.97, **PTH),
-        "boots", None, 455000, True, 1.74),
-    Row("F06", f"{BF}:454", G31, _c(util=0.95, kv="int8_per_token_head", seqs=4, tb=4096, n=4, dgb=0.97, **PTH),
-        "boots", None, 447199, False, 1.72),
-    Row("F07", f"{BF}:451", G31, _c(util=0.95, L=131072, seqs=4, tb=4096, n=4, dgb=0.97), "boots", None, 196527),
-    Row("F08", f"{BF}:457", G31, _c(L=32768, seqs=4, tb=4096, n=7, dgb=2.9), "boots", None, 42848, False, 1.31,
-        fit=False, why="DFlash drafter: its own KV layers share the pool and are not modelled (use --draft-kv-gb)",
-        scope="unmodelled"),
-    Row("F09", f"{BF}:458", G31, _c(util=0.95, kv="int8_per_token_head", seqs=1, tb=4096, n=7, dgb=2.9, **PTH),
-        "boots", None, 168178, False, 0.64, fit=False,
-        why="DFlash drafter KV not modelled; logged concurrency 0.64 < 1 counts the drafter's layers",
-        scope="unmodelled"),
-    Row("F10", f"{BF}:460", G31, _c(util=0.85, L=65536, seqs=4, tb=6144, n=4, w="awq", dgb=0.97), "boots", None,
-        89228, False, 1.36),
-    Row("F11a", f"{BF}:461", G31, _c(util=0.85, L=195000, seqs=1, tb=6144, n=8, w="awq", dgb=0.97), "refused", 7.25,
-        est_len=118304, fit=False, why="same boot as F11b (refusal at 195K)"),
-    Row("F11b", f"{BF}:461", G31, _c(util=0.85, L=118304, seqs=1, tb=6144, n=8, w="awq", dgb=0.97), "boots", 7.25,
-        118304, False, 1.00),
-    Row("F12", f"{BF}:459", G31, _c(tp=1, util=0.95, L=8192, seqs=256, tb=4096, n=4, dgb=0.97), "oom", fit=False),
-    Row("F13", f"{BF}:216", Q27, _c(tp=4, kv="fp8_e5m2", seqs=4, n=3), "boots", None, 1774963, False, 6.77),
-    Row("F15", f"{BF}:168", Q27, _c(kv="fp8_e5m2", seqs=2, n=3), "boots", None, 622000, True, 2.37),
-    Row("F17", "club-3090 #838", Q27, _c(card="rtx5090", kv="fp8_e4m3", seqs=2, n=3, w="nvfp4",
-                                          enable_prefix_caching=False), "boots", None, 968145, fit=False,
-        why="booted, then a runtime OOM (96 MiB in chunk_gated_delta_rule_fwd_h); nvfp4 weight size is a projection",
-        scope="projected"),
-    Row("F19", "club-3090 #32", Q27, _c(tp=1, util=0.93, kv="turboquant_3bit_nc", L=180000, tb=4128, n=3),
-        "refused", 2.19),
-    Row("I32", "club-3090 #32 (reference rig)", Q27, _c(tp=1, util=0.93, kv="turboquant_3bit_nc", L=180000, tb=4128, n=3),
-        "boots", 4.11, None, False, 1.34, fit=False,
-        why="same compose as F19/I35 on the maintainer's 3090 on 2026-05-02: 1.9 GiB more KV memory than "
-            "GuiPerPT's 3090 the same day (F19) and the maintainer's own rerun on 2026-05-29 (I35)",
-        scope="outlier"),
-    Row("I35", "club-3090 #35 (the maintainer's rerun, 2026-05-29)", Q27,
-        _c(tp=1, util=0.93, kv="turboquant_3bit_nc", L=180000, tb=4128, n=3),
-        "refused", 2.17, est_len=111456),
-    Row("I41", "club-3090 #41", Q27, _c(tp=1, util=0.93, kv="turboquant_3bit_nc", L=130000, tb=4128, n=3),
-        "refused", 2.4, est_len=127968),
-    Row("F21a", f"{BF}:117", Q27, _c(card="rtx4090", tp=1, kv="turboquant_3bit_nc", L=90000, tb=4128, n=3), "boots",
-        fit=False),
-    Row("F21b", f"{BF}:117", Q27, _c(card="rtx4090", tp=1, kv="turboquant_3bit_nc", L=180000, tb=4128, n=3),
-        "refused", fit=False, why="'180K at 0.92 did not fit on 4090'"),
-    Row("F23", "club-3090 #47", Q27, _c(card="rtx3080-20g", util=0.82, kv="fp8_e5m2", seqs=4, tb=4128, n=3), "boots",
-        fit=False, why="card memory of a modified 20 GB 3080 assumed", scope="projected"),
-    Row("F24", f"{BF}:520", Q35, _c(kv="fp8_e5m2"), "boots", None, 2050000, True, 7.81, peak_gib=22.1),
-    Row("F26", f"{BF}:523", Q35, _c(card="rtx5090", kv="fp8_e4m3", w="nvfp4"), "boots", 16.58, 3292687, fit=False,
-        why="nvfp4 checkpoint size is the anchor's projection (24 GB)", scope="projected"),
-    Row("F27", f"{BF}:519", Q35, _c(kv="fp8_e5m2", L=16384, tb=4096), "boots", peak_gib=21.94, fit=False),
-    Row("F28", f"{BF}:528", Q35, _c(kv="fp8_e5m2", L=16384, tb=4096, n=3), "boots", peak_gib=22.72, fit=False),
-    Row("F29", f"{BF}:535", G26, _c(L=32768, seqs=256, tb=4096, w="awq"), "boots", peak_gib=23.45, fit=False),
-    Row("F30", f"{BF}:536", G26, _c(L=32768, seqs=256, tb=4096, n=4, w="awq", dgb=0.97), "boots", peak_gib=23.50,
-        fit=False),
-    Row("F31", f"{BF}:538", G26, _c(L=32768, seqs=256, tb=4096, w="int4"), None, fit=False,
-        why="boot failure from the Marlin kernel (K-dim alignment), not memory"),
-    Row("F32", f"{BF}:537", G26, _c(tp=1, util=0.94, kv="int8_per_token_head", L=176000, seqs=256, tb=4096, n=4,
-                                      w="awq", dgb=0.97), "boots", peak_gib=23.6, fit=False),
-    Row("F33", "club-3090 95e47fed", G26, _c(tp=1, util=0.94, kv="int8_per_token_head", L=16384, seqs=256, tb=4096,
-                                               n=4, w="awq", dgb=0.97), "boots", None, 17490, fit=False,
-        why="mem_util and KV dtype not stated: F32's assumed", scope="unknown"),
-    Row("F34", "calibration/gemma-4-12b.yml", "gemma-4-12b", {}, None, fit=False,
-        why="gemma-4-12b is not a kvmath model (no config in kvmath/data/models)"),
-    Row("F35", f"{BF}:572", Q35, _c(kv="fp8_e4m3", seqs=4, weights_gb_total=23.52), "boots", None, 1795289, False,
-        6.85, peak_gib=22.87, why="qwen-agentworld-35b-a3b taken to share 35B-A3B's architecture"),
-]
 
-# --- the anchor's calibration table (club3090-calibration-rows.csv), at the configuration booted;
-# anchor = (its inputs' pred_5b3793b8 GB, verdict_5b3793b8, pred_HEAD GB, verdict_HEAD)
-_CAL = [
-    ("C01", G26, _c(L=32768, seqs=256, tb=4096, w="awq"), 23.45, (22.08, "TIGHT", 22.08, "TIGHT"),
-     dict(kv_format="bf16", max_ctx=32768, max_num_seqs=256, tp=2, mem_util=0.92, weights_variant="awq")),
-    ("C02", G26, _c(L=32768, seqs=256, tb=4096, n=4, w="awq", dgb=0.97), 23.5, (22.08, "TIGHT", 22.08, "TIGHT"),
-     dict(kv_format="bf16", max_ctx=32768, max_num_seqs=256, tp=2, mem_util=0.92, mtp=True, drafter_gb=0.97,
-          weights_variant="awq")),
-    ("C03", G31, _c(util=0.95, kv="int8_per_token_head", L=98304, seqs=4, tb=4096, n=4, dgb=0.97, **PTH), 22.2,
-     (22.8, "TIGHT", 22.8, "TIGHT"), dict(kv_format="int8_per_token_head", max_ctx=98304, max_num_seqs=4, tp=2,
-                                         mem_util=0.95, mtp=True, drafter_gb=0.97)),
-    ("C04", G31, _c(util=0.95, kv="int8_per_token_head", seqs=1, tb=4096, n=4, dgb=0.97, **PTH), 22.1,
-     (22.8, "PASS", 22.8, "PASS"), dict(kv_format="int8_per_token_head", max_ctx=262144, max_num_seqs=1, tp=2,
-                                       mem_util=0.95, mtp=True, drafter_gb=0.97)),
-    ("C05", G31, _c(L=32768, seqs=4, tb=4096, n=7, dgb=2.9), 22.3, (22.08, "TIGHT", 22.08, "TIGHT"),
-     dict(kv_format="bf16", max_ctx=32768, max_num_seqs=4, tp=2, mem_util=0.92, drafter_gb=2.9)),
-    ("C06", G31, _c(util=0.85, L=65536, seqs=4, tb=6144, n=4, w="awq", dgb=0.97), 19.8, (20.4, "TIGHT", 20.4, "TIGHT"),
-     dict(kv_format="bf16", max_ctx=65536, max_num_seqs=4, tp=2, mem_util=0.85, mtp=True, drafter_gb=0.97,
-          weights_variant="awq")),
-    ("C07", G31, _c(L=32768, seqs=4, tb=4096, n=4, dgb=0.97), 22.5, (22.08, "TIGHT", 22.08, "TIGHT"),
-     dict(kv_format="bf16", max_ctx=32768, max_num_seqs=4, tp=2, mem_util=0.92, mtp=True, drafter_gb=0.97)),
-    ("C08", G31, _c(kv="int8_per_token_head", seqs=2, tb=4096, n=4, dgb=0.97, **PTH), 22.5,
-     (22.8, "TIGHT", 22.8, "TIGHT"), dict(kv_format="int8_per_token_head", max_ctx=262144, max_num_seqs=4, tp=2,
-                                         mem_util=0.95, mtp=True, drafter_gb=0.97)),
-    ("C09", Q27, _c(kv="fp8_e5m2", seqs=2, n=3), 23.6, (19.911, "PASS", 19.911, "PASS"),
-     dict(kv_format="fp8_e5m2", max_ctx=262144, max_num_seqs=2, tp=2, mem_util=0.95, mtp=True)),
-    ("C10", Q27, _c(util=0.85, kv="turboquant_3bit_nc", seqs=4, tb=4128, n=3), 19.8, (18.842, "PASS", 18.842, "PASS"),
-     dict(kv_format="turboquant_3bit_nc", max_ctx=262144, max_num_seqs=4, tp=2, mem_util=0.95, mtp=True)),
-    ("C11", Q27, _c(util=0.95, L=185000, n=5, dgb=1.75), 23.6, (18.036, "PASS", 18.036, "PASS"),
-     dict(kv_format="fp16", max_ctx=185000, max_num_seqs=1, tp=2, mem_util=0.95, drafter_gb=1.75)),
-    ("C12", Q27, _c(tp=4, kv="fp8_e5m2", seqs=4, n=3), 23.5, (15.727, "PASS", 15.727, "PASS"),
-     dict(kv_format="fp8_e5m2", max_ctx=262144, max_num_seqs=4, tp=4, mem_util=0.95, mtp=True)),
-    ("C13", Q27, _c(tp=4, util=0.95, seqs=2, n=5, dgb=1.75), 22.0, (16.177, "PASS", 16.177, "PASS"),
-     dict(kv_format="fp16", max_ctx=262144, max_num_seqs=2, tp=4, mem_util=0.95, drafter_gb=1.75)),
-    ("C14", Q27, _c(card="rtx4090", util=0.95, L=180000, n=5, dgb=1.75), 21.8, (22.8, "TIGHT", 22.8, "TIGHT"),
-     dict(kv_format="fp16", max_ctx=180000, max_num_seqs=2, tp=2, mem_util=0.95, drafter_gb=1.75)),
-    ("C15", Q27, _c(tp=1, util=0.985, kv="turboquant_3bit_nc", L=218000, tb=4128, n=3), 22.3,
-     (22.32, "TIGHT", 22.32, "TIGHT"), dict(kv_format="turboquant_3bit_nc", max_ctx=180000, max_num_seqs=1, tp=1,
-                                           mem_util=0.93, mtp=True)),
-    ("C16", Q27, _c(tp=1, util=0.95, kv="turboquant_3bit_nc", L=180000, tb=4128, n=3), 21.7,
-     (22.8, "PASS", 22.8, "PASS"), dict(kv_format="turboquant_3bit_nc", max_ctx=180000, max_num_seqs=1, tp=1,
-                                       mem_util=0.95, mtp=True)),
-    ("C17", Q27, _c(tp=1, util=0.95, kv="turboquant_3bit_nc", L=65536, tb=4128), 22.4, (21.6, "TIGHT", 21.6, "TIGHT"),
-     dict(kv_format="fp8_e5m2", max_ctx=65536, max_num_seqs=4, tp=1, mem_util=0.90)),
-    ("C18", Q35, _c(kv="fp8_e5m2", L=16384, tb=4096), 21.94, (22.031, "PASS", 12.031, "PASS"),
-     dict(kv_format="fp8_e5m2", max_ctx=16384, max_num_seqs=1, tp=2, mem_util=0.92)),
-    ("C19", "gemma-4-12b", {}, 21.6, (None, None, 21.6, "TIGHT"), {}),
-    ("C20", Q35, _c(kv="fp8_e4m3", seqs=4, weights_gb_total=23.52), 22.87, (None, None, 19.465, "PASS"), {}),
-    ("C21", Q35, _c(kv="fp8_e5m2"), 22.1, (None, None, 13.676, "PASS"),
-     dict(kv_format="fp8_e4m3", max_ctx=262144, max_num_seqs=1, tp=2, mem_util=0.92)),
-]
-_CAL_WHY = {"C19": "gemma-4-12b is not a kvmath model; its 'peak' is the assumed budget",
-            "C17": "booted with TQ3, no MTP, mem 0.95 (the anchor priced fp8_e5m2, seqs 4, mem 0.90)",
-            "C14": "2x RTX 4090; booted at 180K, seqs 1"}
-_CAL_WHY.update({
-    "C15": "measured 2026-04-30, when long-text.yml was 218000 / 0.985 (anchor-kv-calc.md section 3; the anchor "
-           "prices the later 180000 / 0.93)",
-    "C08": "logged 10.82 GiB, 466,892 tokens, 1.78x (matched-config boot): 1.1 GiB less non-KV memory than five "
-           "other boots of the same Gemma inputs (F03-F07) imply",
-    "C17": "booted with TQ3, no MTP, mem 0.95 (the anchor priced fp8_e5m2, seqs 4, mem 0.90); "
-           "max_num_batched_tokens not stated (4128, the single-card TQ3 composes' value, assumed)",
-    "C05": "DFlash drafter (n=7): its KV layers are not modelled",
-    "C11": "DFlash drafter (n=5): its KV layers are not modelled",
-    "C13": "DFlash drafter (n=5): its KV layers are not modelled",
-    "C14": "2x RTX 4090; booted at 180K, seqs 1; DFlash drafter (n=5): its KV layers are not modelled",
-})
-_CAL_SCOPE = {"C08": "outlier", "C17": "unknown", "C05": "unmodelled", "C11": "unmodelled", "C13": "unmodelled",
-              "C14": "unmodelled"}
-# logged figures the CSV's notes give for a calibration row: (available GiB, pool tokens, concurrency)
-_CAL_LOGGED = {"C08": (10.82, 466892, 1.78)}
-ROWS += [Row(i, "club3090-calibration-rows.csv", m, cfg, "boots" if m != "gemma-4-12b" else None,
-             *(_CAL_LOGGED[i][:2] if i in _CAL_LOGGED else (None, None)), False,
-             _CAL_LOGGED[i][2] if i in _CAL_LOGGED else None,
-             peak_gib=peak, fit=False, anchor=anc, anchor_inputs=ai, why=_CAL_WHY.get(i, ""),
-             scope=_CAL_SCOPE.get(i, "specified"))
-         for i, m, cfg, peak, anc, ai in _CAL]
+def _cell(text: str, kind, where: str):
+    """One CSV cell as ``kind`` (str, int, float or "bool"), None when empty."""
+    if text == "":
+        return None
+    if kind == "bool":
+        if text not in ("true", "false"):
+            raise KvMathError(f"{where}: expected true or false, got {text!r}")
+        return text == "true"
+    try:
+        return kind(text)
+    except ValueError:
+        raise KvMathError(f"{where}: expected {kind.__name__}, got {text!r}") from None
 
-# nvidia-smi peaks of the boot-facts rows (``peak_vram_per_card``, GiB-valued per the CSV's README; "~"
-# readings taken as given; F26 is card 0 of two: 30,961 MiB)
-_FACT_PEAKS = {"F01": 21.4, "F03": 21.5, "F04": 22.2, "F05": 22.1, "F06": 22.1, "F07": 22.2, "F08": 22.3,
-               "F09": 22.0, "F10": 19.8, "F11b": 19.8, "F13": 21.7, "F15": 21.5, "F21a": 23.7, "F26": 30961 / 1024}
-# calibration-table rows that record a boot-facts row's boot (same model, configuration and peak)
-_SAME_BOOT = {"C01": "F29", "C02": "F30", "C03": "F04", "C04": "F05", "C05": "F08", "C06": "F10", "C18": "F27",
-              "C20": "F35", "C21": "F24"}
-# the anchor's compose (preset) name of each calibration-table row (kvcalc_compose)
-_COMPOSE = {"C01": "gemma-a4b-awq", "C02": "gemma-a4b-awq-mtp", "C03": "gemma-dual-int8",
-            "C04": "gemma-dual-int8-262k", "C05": "gemma-dual-dflash", "C06": "gemma-dual-awq", "C07": "gemma-dual", "C08": "gemma-dual-int8",
-            "C09": "dual", "C10": "dual-turbo", "C11": "dual-dflash", "C12": "dual4", "C13": "dual4-dflash",
-            "C14": "dual-dflash-noviz", "C15": "long-text", "C16": "bounded-thinking", "C17": "minimal",
-            "C18": "qwen-a3b-preview", "C19": "gemma-dual", "C20": "dual", "C21": "qwen-35b-a3b-dual",
-            # boot facts that name their compose (the config column / the issue)
-            "F12": "gemma-single", "F15": "dual", "F19": "long-text", "I32": "long-text", "I35": "long-text",
-            "I41": "long-vision", "F28": "qwen-a3b-preview-mtp"}
-ROWS = [replace(r, peak_gib=_FACT_PEAKS.get(r.id, r.peak_gib), same_boot=_SAME_BOOT.get(r.id),
-                compose=_COMPOSE.get(r.id)) for r in ROWS]
+
+def _row(rec: dict) -> Row:
+    """A ``Row`` from one line of ``BOOTS_CSV``."""
+    i = rec["id"]
+
+    def get(col, kind=str):
+        return _cell(rec[col], kind, f"{BOOTS_CSV} {i} {col}")
+
+    cfg = {}
+    if rec["card"]:  # a row without a card has no configuration kvmath can price
+        cfg = {k: v for k, kind in _CFG_COLUMNS.items() if (v := get(k, kind)) is not None}
+    anchor = None
+    if rec["anchor_verdict_head"]:
+        anchor = (get("anchor_pred_gb", float), get("anchor_verdict"), get("anchor_pred_head_gb", float),
+                  get("anchor_verdict_head"))
+    inputs = {k: v for k, kind in _ANCHOR_INPUTS.items() if (v := get(f"anchor_in_{k}", kind)) is not None}
+    return Row(i, rec["source"], rec["model"], cfg, get("outcome"), avail_gib=get("available_kv_gib", float),
+               tokens=get("pool_tokens", int), approx=get("pool_tokens_approx", "bool"),
+               concurrency=get("max_concurrency", float), est_len=get("estimated_max_model_len", int),
+               peak_gib=get("peak_gib", float), fit=get("fit", "bool"), anchor=anchor, why=rec["why"],
+               anchor_inputs=inputs, scope=rec["scope"], same_boot=get("same_boot"), compose=get("compose"),
+               source_url=rec["source_url"], quote=rec["quote"], cited_by=rec["cited_by"],
+               citation=rec["citation"])
+
+
+def read_rows() -> list[Row]:
+    """Every measured boot of ``data/measurements/vllm-boots.csv``, in the file's order."""
+    rows = [_row(rec) for rec in facts.read_csv(BOOTS_CSV)]
+    for r in rows:
+        if r.scope not in SCOPES:
+            raise KvMathError(f"{BOOTS_CSV} {r.id}: unknown scope {r.scope!r}; valid: {', '.join(SCOPES)}")
+    return rows
+
+
+ROWS: list[Row] = read_rows()
 
 
 def measured_for_preset(model: str, compose: str, card: str | None = None) -> list[Row]:
@@ -292,7 +184,7 @@ def _features(b) -> list[float]:
     from ...model.load import load_architecture
 
     arch = load_architecture(b.model)
-    f = _model_flags(b.model, arch)
+    f = _model_flags(arch)
     row = [1.0, 1.0 / b.tp, b.max_num_batched_tokens / 8192 / b.tp, float(f["gemma4"]), float(f["moe"])]
     # a checkpoint-size correction: GB total, so GB/GiB / TP GiB per card for each GB
     row += [GB / GIB / b.tp if f"{b.model}/{b.weights_variant}" == k and not b.settings.get("weights_gb_total")
