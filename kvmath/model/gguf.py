@@ -1,7 +1,13 @@
 """Read a ``.gguf`` file's header (metadata and tensor table) into kvmath's Architecture and weight bytes.
 
-Only the header is read (``gguf.GGUFReader`` maps the file; tensor data is never touched), so a
-40 GB model file costs a few milliseconds.
+Only the header is read (the file is memory-mapped; tensor data is never touched), so a 40 GB model
+file costs a few milliseconds. The header is read by a bounded reader here (:func:`read_header`), not
+by ``gguf.GGUFReader``, which trusts the lengths in the file: every count, array length and string
+length is checked against the bytes that remain before anything loops or allocates, and a malformed
+file is refused at once with one KvMathError line. ``gguf`` supplies the type tables
+(``GGUFValueType``, ``GGMLQuantizationType``, ``GGML_QUANT_SIZES``). Metadata values are checked again
+after translation (a ``head_count`` of 0, a ``block_count`` beyond ``kvmath.validate.MAX_LAYERS``, a
+``full_attention_interval`` of 0, a per-layer array of the wrong length are refused naming the key).
 
 Design: the GGUF metadata is translated into a Hugging Face style config dict (HF key names, the
 same ``model_type`` values transformers uses) and handed to :func:`kvmath.load_architecture`, so one
@@ -44,13 +50,17 @@ records that copy.
 
 from __future__ import annotations
 
+import math
+import os
 import re
+import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import KvMathError, choices
 from .hf import architecture_from_config
+from ..validate import MAX_INT, MAX_LAYERS, MAX_TOKENS, _short
 from .specs import Architecture
 
 # GGUF general.architecture -> the transformers model_type kvmath's config loader knows.
@@ -135,36 +145,330 @@ class GGUFModel:
 
 
 # ---------------------------------------------------------------------------------------------------
-# reading
+# reading: a bounded header reader
+#
+# gguf.GGUFReader trusts every length and count in the file (a corrupt array count drives its loop
+# and its allocations), so the header is read here instead, with gguf kept for its type tables. Each
+# count, array length and string length is checked against the bytes left in the file before anything
+# loops or allocates; a malformed file is refused at once with one KvMathError line. The limits follow
+# llama.cpp's own reader (ggml/src/gguf.cpp) where it has one.
+
+GGML_MAX_DIMS = 4
+"""Most dimensions a tensor may have (ggml.h ``GGML_MAX_DIMS``; gguf.cpp refuses more)."""
+GGML_MAX_NAME = 64
+"""Tensor names are shorter than this (ggml.h ``GGML_MAX_NAME``; gguf.cpp refuses longer ones)."""
+MAX_KEY_BYTES = 64 * 1024
+"""Longest metadata key accepted (real keys are a few dozen bytes)."""
+MAX_STRING_BYTES = 1 << 20
+"""Longest metadata string value read into memory; a longer one is stepped over (:class:`UnreadValue`)."""
+MAX_ARRAY_ITEMS = 1 << 16
+"""Most items of a metadata array read into memory (per-layer arrays have one per block); longer
+arrays, and every ``tokenizer.ggml.*`` array, are stepped over without being materialised."""
+MAX_KV_COUNT = 1 << 20
+"""Most metadata pairs accepted (real files have a few dozen)."""
+MAX_TENSOR_COUNT = 1 << 20
+"""Most tensors accepted (the largest published models have a few thousand)."""
+
+_SCALAR_CODES = {
+    "UINT8": "B", "INT8": "b", "UINT16": "H", "INT16": "h", "UINT32": "I", "INT32": "i",
+    "FLOAT32": "f", "BOOL": "?", "UINT64": "Q", "INT64": "q", "FLOAT64": "d",
+}
+_MIN_KV_BYTES = 8 + 4 + 1  # key length, value type, smallest value
+_MIN_TENSOR_INFO_BYTES = 8 + 4 + 4 + 8  # name length, n_dims, type, offset
 
 
-def _open(path: str | Path):
-    import gguf
+@dataclass(frozen=True)
+class UnreadValue:
+    """A metadata value too large to be worth reading (stepped over, its bounds checked)."""
+
+    kind: str
+    count: int
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __repr__(self) -> str:
+        return f"<{self.kind} of {self.count:,} items, not read>"
+
+
+@dataclass(frozen=True)
+class GGUFTensorInfo:
+    """One entry of a GGUF tensor table (no tensor data is read)."""
+
+    name: str
+    shape: tuple[int, ...]
+    tensor_type: Any  # gguf.GGMLQuantizationType
+    n_elements: int
+    n_bytes: int
+    data_offset: int
+
+
+@dataclass(frozen=True)
+class GGUFHeader:
+    """A ``.gguf`` file's header: metadata (as Python values) and tensor table."""
+
+    path: str
+    version: int
+    byte_order: str
+    metadata: dict
+    tensors: tuple[GGUFTensorInfo, ...]
+    alignment: int
+    data_offset: int
+    file_size: int
+
+
+def _skip_key(name: str) -> bool:
+    # vocabularies are large and say nothing about the cache
+    return name.startswith("tokenizer.ggml.") and name != "tokenizer.ggml.model"
+
+
+class _Reader:
+    """Bounds-checked reads from a buffer (an mmap of the file)."""
+
+    def __init__(self, buf, path: str):
+        import gguf
+
+        self.gguf = gguf
+        self.buf = buf
+        self.size = len(buf)
+        self.pos = 0
+        self.order = "<"
+        self.path = path
+        self.types = {int(t): t for t in gguf.GGUFValueType}
+        self.codes = {int(t): _SCALAR_CODES[t.name] for t in gguf.GGUFValueType if t.name in _SCALAR_CODES}
+        self.sizes = {k: struct.calcsize("<" + c) for k, c in self.codes.items()}
+
+    def fail(self, problem: str):
+        raise KvMathError(f"{self.path}: not a readable GGUF file: {problem}")
+
+    @property
+    def left(self) -> int:
+        return self.size - self.pos
+
+    def need(self, nbytes: int, what: str) -> None:
+        if nbytes > self.left:
+            self.fail(f"{what} needs {nbytes:,} bytes at offset {self.pos:,}, only {self.left:,} remain "
+                      "(truncated or corrupt)")
+
+    def scalar(self, code: str, what: str):
+        n = struct.calcsize(code)
+        self.need(n, what)
+        value = struct.unpack_from(self.order + code, self.buf, self.pos)[0]
+        self.pos += n
+        return value
+
+    def u32(self, what: str) -> int:
+        return self.scalar("I", what)
+
+    def u64(self, what: str) -> int:
+        return self.scalar("Q", what)
+
+    def raw_string(self, what: str, cap: int) -> bytes | int:
+        """The bytes of a GGUF string; its length (an int) when longer than ``cap`` (stepped over)."""
+        n = self.u64(f"{what} length")
+        self.need(n, f"{what} ({n:,}-byte string)")
+        if n > cap:
+            self.pos += n
+            return n
+        out = bytes(self.buf[self.pos:self.pos + n])
+        self.pos += n
+        return out
+
+    def value(self, vtype: int, key: str, *, keep: bool):
+        """One metadata value of type ``vtype`` (the value type read from the file)."""
+        if vtype in self.codes:
+            return self.scalar(self.codes[vtype], f"key {key!r} value")
+        if vtype not in self.types:
+            self.fail(f"key {key!r} has unknown value type {vtype}")
+        t = self.types[vtype]
+        if t.name == "STRING":
+            if not keep:
+                n = self.u64(f"key {key!r} string length")
+                self.need(n, f"key {key!r} ({n:,}-byte string)")
+                self.pos += n
+                return None
+            raw = self.raw_string(f"key {key!r} value", MAX_STRING_BYTES)
+            if isinstance(raw, int):
+                return UnreadValue("string", raw)
+            try:
+                return raw.decode("utf-8")
+            except UnicodeDecodeError:
+                return UnreadValue("non-UTF-8 string", len(raw))
+        # ARRAY: item type, count, items
+        item = self.u32(f"key {key!r} array item type")
+        count = self.u64(f"key {key!r} array length")
+        if item in self.codes:
+            size = self.sizes[item]
+            self.need(count * size, f"key {key!r} (array of {count:,} {self.types[item].name.lower()})")
+            if not keep or count > MAX_ARRAY_ITEMS:
+                self.pos += count * size
+                return UnreadValue(f"array of {self.types[item].name.lower()}", count) if keep else None
+            out = list(struct.unpack_from(f"{self.order}{count}{self.codes[item]}", self.buf, self.pos))
+            self.pos += count * size
+            return out
+        if item not in self.types:
+            self.fail(f"key {key!r} is an array of unknown value type {item}")
+        if self.types[item].name != "STRING":
+            self.fail(f"key {key!r} is an array of arrays, which GGUF readers (llama.cpp's too) refuse")
+        # strings: every item is at least its 8-byte length
+        self.need(count * 8, f"key {key!r} (array of {count:,} strings)")
+        materialise = keep and count <= MAX_ARRAY_ITEMS
+        out = [] if materialise else None
+        unpack, buf, order = struct.unpack_from, self.buf, self.order + "Q"
+        pos, size = self.pos, self.size
+        for i in range(count):
+            if size - pos < 8:
+                self.pos = pos
+                self.fail(f"key {key!r} string {i:,} of {count:,} runs past the end of the file")
+            n = unpack(order, buf, pos)[0]
+            pos += 8
+            if n > size - pos:
+                self.pos = pos
+                self.fail(f"key {key!r} string {i:,} of {count:,} claims {n:,} bytes, only {size - pos:,} remain")
+            if materialise:
+                if n > MAX_STRING_BYTES:
+                    out.append(UnreadValue("string", n))
+                else:
+                    try:
+                        out.append(bytes(buf[pos:pos + n]).decode("utf-8"))
+                    except UnicodeDecodeError:
+                        out.append(UnreadValue("non-UTF-8 string", n))
+            pos += n
+        self.pos = pos
+        if keep and not materialise:
+            return UnreadValue("array of string", count)
+        return out
+
+
+def read_header(path: str | Path) -> GGUFHeader:
+    """Read the header of ``path`` (metadata and tensor table) with every length checked.
+
+    Raises KvMathError, naming the problem, for a missing, unreadable or malformed file: a bad magic
+    or version, any count, length or offset reaching past the end of the file, an unknown value or
+    tensor type, duplicate keys or tensor names, a bad ``general.alignment``.
+    """
+    import mmap
 
     p = Path(path)
     if not p.is_file():
         raise KvMathError(f"{p}: no such .gguf file")
     try:
-        return gguf.GGUFReader(str(p), "r")
-    except Exception as e:  # gguf raises ValueError / struct.error / OSError on bad input
-        raise KvMathError(f"{p}: not a readable GGUF file ({type(e).__name__}: {e})") from None
+        with open(p, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size < 24:
+                raise KvMathError(f"{p}: not a readable GGUF file: {size} bytes, shorter than a GGUF header")
+            buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    except OSError as e:
+        raise KvMathError(f"{p}: cannot read the file ({type(e).__name__}: {e.strerror or e})") from None
+    try:
+        return _parse(buf, p)
+    finally:
+        buf.close()
 
 
-def _metadata(reader) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for name, fld in reader.fields.items():
-        if name.startswith("tokenizer.ggml.") and name not in ("tokenizer.ggml.model",):
-            continue  # vocabularies are large and say nothing about the cache
+def _parse(buf, p: Path) -> GGUFHeader:
+    gguf = __import__("gguf")
+    r = _Reader(buf, str(p))
+    if bytes(buf[:4]) != b"GGUF":
+        r.fail("the file does not start with the GGUF magic")
+    r.pos = 4
+    version = r.u32("version")
+    if version & 0xFFFF == 0:  # written on a machine of the other byte order (as gguf.GGUFReader)
+        r.order = ">"
+        version = struct.unpack(">I", struct.pack("<I", version))[0]
+    if version not in (2, 3):
+        r.fail(f"GGUF version {version} is not supported (2 and 3 are)")
+    tensor_count = r.u64("tensor count")
+    kv_count = r.u64("metadata key count")
+    if kv_count > MAX_KV_COUNT or kv_count * _MIN_KV_BYTES > r.left:
+        r.fail(f"metadata key count {kv_count:,} does not fit in the {r.left:,} bytes that remain")
+    if tensor_count > MAX_TENSOR_COUNT or tensor_count * _MIN_TENSOR_INFO_BYTES > r.left:
+        r.fail(f"tensor count {tensor_count:,} does not fit in the {r.left:,} bytes that remain")
+
+    meta: dict[str, Any] = {"GGUF.version": version, "GGUF.tensor_count": tensor_count, "GGUF.kv_count": kv_count}
+    seen: set[str] = set()
+    alignment = gguf.GGUF_DEFAULT_ALIGNMENT
+    for i in range(kv_count):
+        raw = r.raw_string(f"metadata key {i}", MAX_KEY_BYTES)
+        if isinstance(raw, int):
+            r.fail(f"metadata key {i} is {raw:,} bytes long (at most {MAX_KEY_BYTES:,})")
         try:
-            out[name] = fld.contents()
-        except Exception:  # pragma: no cover - malformed field
-            continue
-    return out
+            key = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            r.fail(f"metadata key {i} is not UTF-8 ({_short(raw)})")
+        if key in seen:
+            r.fail(f"duplicate metadata key {_short(key)}")
+        seen.add(key)
+        vtype = r.u32(f"key {key!r} value type")
+        keep = not _skip_key(key)
+        value = r.value(vtype, key[:80], keep=keep)
+        if key == "general.alignment":
+            if vtype != int(gguf.GGUFValueType.UINT32):
+                r.fail("general.alignment must be a uint32")
+            if value == 0 or value & (value - 1):
+                r.fail(f"general.alignment {value} is not a power of two")
+            alignment = value
+        if keep:
+            meta[key] = value
+
+    infos = []
+    names: set[str] = set()
+    for i in range(tensor_count):
+        raw = r.raw_string(f"tensor {i} name", GGML_MAX_NAME - 1)
+        if isinstance(raw, int):
+            r.fail(f"tensor {i} name is {raw:,} bytes long (llama.cpp allows {GGML_MAX_NAME - 1})")
+        try:
+            name = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            r.fail(f"tensor {i} name is not UTF-8 ({_short(raw)})")
+        if name in names:
+            r.fail(f"duplicate tensor name {name!r}")
+        names.add(name)
+        n_dims = r.u32(f"tensor {name!r} dimension count")
+        if n_dims > GGML_MAX_DIMS:
+            r.fail(f"tensor {name!r} has {n_dims:,} dimensions (at most {GGML_MAX_DIMS})")
+        shape = tuple(r.u64(f"tensor {name!r} dimension {d}") for d in range(n_dims))
+        raw_type = r.u32(f"tensor {name!r} type")
+        try:
+            ttype = gguf.GGMLQuantizationType(raw_type)
+            block, type_size = gguf.GGML_QUANT_SIZES[ttype]
+        except (ValueError, KeyError):
+            r.fail(f"tensor {name!r} has unknown ggml type {raw_type}")
+        offset = r.u64(f"tensor {name!r} data offset")
+        n_elem = 1
+        for d in shape:
+            n_elem *= d
+        if shape and shape[0] % block:
+            r.fail(f"tensor {name!r}: row of {shape[0]:,} elements is not a multiple of the {ttype.name} "
+                   f"block size {block}")
+        infos.append((name, shape, ttype, n_elem, n_elem * type_size // block, offset))
+
+    data_offset = r.pos + (-r.pos % alignment)
+    tensors = []
+    for name, shape, ttype, n_elem, n_bytes, offset in infos:
+        start = data_offset + offset
+        if start + n_bytes > r.size:
+            r.fail(f"tensor {name!r} ({n_bytes:,} bytes at offset {start:,}) reaches past the end of the "
+                   f"{r.size:,}-byte file")
+        tensors.append(GGUFTensorInfo(name, shape, ttype, n_elem, n_bytes, start))
+    return GGUFHeader(str(p), version, r.order, meta, tuple(tensors), alignment, data_offset, r.size)
+
+
+def _open(path: str | Path) -> GGUFHeader:
+    return read_header(path)
+
+
+def _metadata(header: GGUFHeader) -> dict[str, Any]:
+    return dict(header.metadata)
 
 
 def read_metadata(path: str | Path) -> dict[str, Any]:
-    """The GGUF key/value metadata of ``path`` (tokenizer arrays left out), as Python values."""
-    return _metadata(_open(path))
+    """The GGUF key/value metadata of ``path`` (``tokenizer.ggml.*`` vocabularies left out), as Python values.
+
+    Arrays longer than :data:`MAX_ARRAY_ITEMS` and strings longer than :data:`MAX_STRING_BYTES` are
+    :class:`UnreadValue` placeholders (their bounds checked, their items not read).
+    """
+    return _metadata(read_header(path))
 
 
 def gguf_to_hf_config(meta: dict[str, Any], *, tensor_names: set[str] | None = None) -> dict:
@@ -179,7 +483,7 @@ def gguf_to_hf_config(meta: dict[str, Any], *, tensor_names: set[str] | None = N
         raise KvMathError("GGUF has no general.architecture; cannot tell the layer layout")
     if arch not in GGUF_ARCHES:
         raise KvMathError(
-            f"GGUF architecture {arch!r} is not supported: kvmath would need its per-layer cache layout; "
+            f"GGUF architecture {_short(arch)} is not supported: kvmath would need its per-layer cache layout; "
             f"supported GGUF architectures: {choices(sorted(GGUF_ARCHES))}"
         )
 
@@ -191,20 +495,25 @@ def gguf_to_hf_config(meta: dict[str, Any], *, tensor_names: set[str] | None = N
             raise KvMathError(f"GGUF ({arch}) is missing {full}")
         return default
 
-    n_all = _int(key("block_count", required=True), f"{arch}.block_count")
-    n_nextn = _int(key("nextn_predict_layers", 0), f"{arch}.nextn_predict_layers")
+    n_all = _int(key("block_count", required=True), f"{arch}.block_count", 1, MAX_LAYERS)
+    n_nextn = _int(key("nextn_predict_layers", 0), f"{arch}.nextn_predict_layers", 0, MAX_LAYERS)
     n_layer = n_all - n_nextn
     if n_layer < 1:
         raise KvMathError(f"GGUF {arch}: block_count {n_all} leaves no decoder layer after {n_nextn} nextn layers")
-    n_embd = _int(key("embedding_length", required=True), f"{arch}.embedding_length")
-    heads = _per_layer(key("attention.head_count", required=True), n_all, f"{arch}.attention.head_count")
+    n_embd = _int(key("embedding_length", required=True), f"{arch}.embedding_length", 1)
+    heads = _per_layer(key("attention.head_count", required=True), n_all, f"{arch}.attention.head_count", 1)
     kv_raw = key("attention.head_count_kv")
     kv = _per_layer(kv_raw, n_all, f"{arch}.attention.head_count_kv") if kv_raw is not None else list(heads)
     n_head = heads[0]
     if len(set(heads[:n_layer])) != 1:
-        raise KvMathError(f"GGUF {arch}: per-layer attention.head_count {sorted(set(heads))} is not supported")
-    k_len = _int(key("attention.key_length", n_embd // n_head), f"{arch}.attention.key_length")
-    v_len = _int(key("attention.value_length", n_embd // n_head), f"{arch}.attention.value_length")
+        raise KvMathError(f"GGUF {arch}: per-layer attention.head_count {_short(sorted(set(heads)))} is not supported")
+    if n_embd // n_head < 1 and (f"{arch}.attention.key_length" not in meta or f"{arch}.attention.value_length" not in meta):
+        raise KvMathError(
+            f"GGUF {arch}: embedding_length {n_embd} / attention.head_count {n_head} gives a head width of 0 "
+            f"and the file sets no {arch}.attention.key_length / value_length"
+        )
+    k_len = _int(key("attention.key_length", n_embd // n_head), f"{arch}.attention.key_length", 1)
+    v_len = _int(key("attention.value_length", n_embd // n_head), f"{arch}.attention.value_length", 1)
     ctx = key("context_length")
 
     cfg: dict[str, Any] = {
@@ -215,7 +524,7 @@ def gguf_to_hf_config(meta: dict[str, Any], *, tensor_names: set[str] | None = N
         "head_dim": k_len,
     }
     if ctx is not None:
-        cfg["max_position_embeddings"] = _int(ctx, f"{arch}.context_length")
+        cfg["max_position_embeddings"] = _int(ctx, f"{arch}.context_length", 1, MAX_TOKENS)
     if key("expert_count"):
         cfg["num_experts"] = _int(key("expert_count"), f"{arch}.expert_count")
         if key("expert_used_count") is not None and not isinstance(key("expert_used_count"), list):
@@ -229,7 +538,7 @@ def gguf_to_hf_config(meta: dict[str, Any], *, tensor_names: set[str] | None = N
         pattern = key("attention.sliding_window_pattern", required=True)
         if not isinstance(pattern, list) or len(pattern) < n_layer:
             raise KvMathError(f"GGUF gemma4: attention.sliding_window_pattern must list {n_layer} booleans")
-        swa = [bool(x) for x in pattern[:n_layer]]
+        swa = _bools(pattern[:n_layer], f"{arch}.attention.sliding_window_pattern")
         kv_swa = {kv[i] for i in range(n_layer) if swa[i]}
         kv_full = {kv[i] for i in range(n_layer) if not swa[i]}
         if len(kv_swa) > 1 or len(kv_full) > 1:
@@ -237,8 +546,8 @@ def gguf_to_hf_config(meta: dict[str, Any], *, tensor_names: set[str] | None = N
                 f"GGUF gemma4: head_count_kv varies within one layer type (sliding {sorted(kv_swa)}, "
                 f"full {sorted(kv_full)}); kvmath's Gemma 4 layout has one count per type"
             )
-        k_swa = _int(key("attention.key_length_swa", k_len), f"{arch}.attention.key_length_swa")
-        v_swa = _int(key("attention.value_length_swa", v_len), f"{arch}.attention.value_length_swa")
+        k_swa = _int(key("attention.key_length_swa", k_len), f"{arch}.attention.key_length_swa", 1)
+        v_swa = _int(key("attention.value_length_swa", v_len), f"{arch}.attention.value_length_swa", 1)
         if k_swa != v_swa or k_len != v_len:
             raise KvMathError("GGUF gemma4: K and V head widths differ; llama.cpp requires them equal for Gemma 4")
         full_layers = [i for i in range(n_layer) if not swa[i]]
@@ -246,6 +555,7 @@ def gguf_to_hf_config(meta: dict[str, Any], *, tensor_names: set[str] | None = N
                       and all(f"blk.{i}.attn_v.weight" not in tensor_names for i in full_layers))
         sw_kv = kv_swa.pop() if kv_swa else kv[0]
         full_kv = kv_full.pop() if kv_full else sw_kv
+        _positive_kv(min(sw_kv, full_kv), arch)
         if full_kv != sw_kv and not k_eq_v:
             # transformers' Gemma4TextConfig only reads num_global_key_value_heads with attention_k_eq_v;
             # the cache does not depend on the flag (V is stored either way), so it is set to keep the heads.
@@ -257,8 +567,9 @@ def gguf_to_hf_config(meta: dict[str, Any], *, tensor_names: set[str] | None = N
             global_head_dim=k_len,
             num_global_key_value_heads=full_kv,
             attention_k_eq_v=k_eq_v,
-            sliding_window=_int(key("attention.sliding_window", required=True), f"{arch}.attention.sliding_window"),
-            num_kv_shared_layers=_int(key("attention.shared_kv_layers", 0), f"{arch}.attention.shared_kv_layers"),
+            sliding_window=_int(key("attention.sliding_window", required=True), f"{arch}.attention.sliding_window", 1),
+            num_kv_shared_layers=_int(key("attention.shared_kv_layers", 0), f"{arch}.attention.shared_kv_layers",
+                                      0, n_layer),
         )
         return cfg
 
@@ -274,30 +585,33 @@ def gguf_to_hf_config(meta: dict[str, Any], *, tensor_names: set[str] | None = N
         if recurrent is not None:
             if not isinstance(recurrent, list) or len(recurrent) < n_layer:
                 raise KvMathError(f"GGUF {arch}: attention.recurrent_layers must list {n_layer} booleans")
-            types = ["linear_attention" if r else "full_attention" for r in recurrent[:n_layer]]
+            rec = _bools(recurrent[:n_layer], f"{arch}.attention.recurrent_layers")
+            types = ["linear_attention" if r else "full_attention" for r in rec]
         else:
-            interval = _int(key("full_attention_interval", 4), f"{arch}.full_attention_interval")
+            interval = _int(key("full_attention_interval", 4), f"{arch}.full_attention_interval", 1, MAX_LAYERS)
             types = ["full_attention" if (i + 1) % interval == 0 else "linear_attention" for i in range(n_layer)]
         full_kv = {kv[i] for i in range(n_layer) if types[i] == "full_attention"} or attn_kv
         if len(full_kv) > 1:
-            raise KvMathError(f"GGUF {arch}: head_count_kv differs between attention layers {sorted(full_kv)}")
-        d_state = _int(key("ssm.state_size", required=True), f"{arch}.ssm.state_size")
-        n_group = _int(key("ssm.group_count", required=True), f"{arch}.ssm.group_count")
-        dt_rank = _int(key("ssm.time_step_rank", required=True), f"{arch}.ssm.time_step_rank")
-        d_inner = _int(key("ssm.inner_size", required=True), f"{arch}.ssm.inner_size")
+            raise KvMathError(f"GGUF {arch}: head_count_kv differs between attention layers {_short(sorted(full_kv))}")
+        d_state = _int(key("ssm.state_size", required=True), f"{arch}.ssm.state_size", 1)
+        n_group = _int(key("ssm.group_count", required=True), f"{arch}.ssm.group_count", 1)
+        dt_rank = _int(key("ssm.time_step_rank", required=True), f"{arch}.ssm.time_step_rank", 1)
+        d_inner = _int(key("ssm.inner_size", required=True), f"{arch}.ssm.inner_size", 1)
         if d_inner != dt_rank * d_state:
             raise KvMathError(
                 f"GGUF {arch}: ssm.inner_size {d_inner} != ssm.time_step_rank {dt_rank} x ssm.state_size {d_state}; "
                 "llama.cpp's Gated DeltaNet takes value heads = time_step_rank of width state_size"
             )
+        n_kv = full_kv.pop()
+        _positive_kv(n_kv, arch)
         cfg.update(
             layer_types=types,
-            num_key_value_heads=full_kv.pop(),
+            num_key_value_heads=n_kv,
             linear_num_key_heads=n_group,
             linear_num_value_heads=dt_rank,
             linear_key_head_dim=d_state,
             linear_value_head_dim=d_state,
-            linear_conv_kernel_dim=_int(key("ssm.conv_kernel", required=True), f"{arch}.ssm.conv_kernel"),
+            linear_conv_kernel_dim=_int(key("ssm.conv_kernel", required=True), f"{arch}.ssm.conv_kernel", 1),
             mamba_ssm_dtype="float32",  # llama.cpp keeps the recurrent state in f32 (create_memory)
             mtp_num_hidden_layers=n_nextn,
         )
@@ -306,15 +620,16 @@ def gguf_to_hf_config(meta: dict[str, Any], *, tensor_names: set[str] | None = N
     kv_set = set(kv[:n_layer])
     if len(kv_set) != 1:
         raise KvMathError(
-            f"GGUF {arch}: per-layer attention.head_count_kv {sorted(kv_set)} is not supported for "
+            f"GGUF {arch}: per-layer attention.head_count_kv {_short(sorted(kv_set))} is not supported for "
             f"{GGUF_ARCHES[arch]} (one KV head count for every layer)"
         )
     cfg["num_key_value_heads"] = kv_set.pop()
+    _positive_kv(cfg["num_key_value_heads"], arch)
     window = key("attention.sliding_window")
     if arch in ("gemma2", "gpt-oss"):
         if window is None:
             raise KvMathError(f"GGUF {arch} is missing {arch}.attention.sliding_window")
-        cfg["sliding_window"] = _int(window, f"{arch}.attention.sliding_window")
+        cfg["sliding_window"] = _int(window, f"{arch}.attention.sliding_window", 1)
         cfg["layer_types"] = ["sliding_attention" if i % 2 == 0 else "full_attention" for i in range(n_layer)]
     # llama / mistral / qwen2 / qwen3: llama.cpp reads no window for these (src/models/llama.cpp,
     # qwen2.cpp, qwen3.cpp load_arch_hparams), so a sliding_window key, if any, is not applied.
@@ -333,6 +648,8 @@ def weight_bytes(tensors, *, n_layer: int | None = None, source: str = "") -> We
     blocks = [int(m.group(1)) for n, _ in pairs if (m := _BLOCK.match(n))]
     n_blocks = (max(blocks) + 1) if blocks else 0
     if n_layer is None:
+        if n_blocks > MAX_LAYERS:
+            raise KvMathError(f"tensor table names block {n_blocks - 1:,}; at most {MAX_LAYERS:,} blocks are supported")
         n_layer = n_blocks
     per_block = [0] * min(n_blocks, n_layer)
     inp = att = exp = oth = mtp = 0
@@ -361,17 +678,17 @@ def read_gguf(path: str | Path, *, name: str | None = None) -> GGUFModel:
 
     Raises KvMathError for a missing or unreadable file and for an architecture kvmath cannot map.
     """
-    reader = _open(path)
-    meta = _metadata(reader)
-    names = {t.name for t in reader.tensors}
+    header = read_header(path)
+    meta = _metadata(header)
+    names = {t.name for t in header.tensors}
     cfg = gguf_to_hf_config(meta, tensor_names=names)
     gguf_arch = meta["general.architecture"]
-    label = name or meta.get("general.name") or Path(path).stem
+    label = name or _label(meta.get("general.name")) or Path(path).stem
     arch = architecture_from_config(cfg, name=str(label), source="GGUF header")
     note = f", read as {_SAME_LAYOUT_NOTE[gguf_arch]} (same cache layout)" if gguf_arch in _SAME_LAYOUT_NOTE else ""
-    source = f"{Path(path).name} (GGUF {gguf_arch}{note}; header read with gguf {_gguf_version()})"
+    source = f"{Path(path).name} (GGUF {gguf_arch}{note}; header read by kvmath, gguf {_gguf_version()} type tables)"
     arch = _with_source(arch, source, cfg)
-    weights = weight_bytes(reader.tensors, n_layer=arch.num_hidden_layers, source=source)
+    weights = weight_bytes(header.tensors, n_layer=arch.num_hidden_layers, source=source)
     return GGUFModel(str(path), gguf_arch, cfg, arch, weights, meta)
 
 
@@ -406,20 +723,46 @@ def _gguf_version() -> str:
         return "?"
 
 
-def _int(value, what: str) -> int:
-    if hasattr(value, "item"):
-        value = value.item()
+def _int(value, what: str, minimum: int = 0, maximum: int = MAX_INT) -> int:
+    """A GGUF integer field in ``[minimum, maximum]`` (an integral float is accepted); KvMathError naming it."""
     if isinstance(value, bool) or not isinstance(value, int):
-        if isinstance(value, float) and value.is_integer():
-            return int(value)
-        raise KvMathError(f"GGUF field {what} must be an integer, got {value!r}")
+        if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+            value = int(value)
+        else:
+            raise KvMathError(f"GGUF field {what} must be an integer, got {_short(value)}")
+    if not minimum <= value <= maximum:
+        raise KvMathError(f"GGUF field {what} must be in [{minimum}, {maximum:,}], got {_short(value)}")
     return value
 
 
-def _per_layer(value, n: int, what: str) -> list[int]:
+def _per_layer(value, n: int, what: str, minimum: int = 0) -> list[int]:
     """A GGUF scalar-or-array per-layer field as a list of n ints (llama.cpp ``get_key_or_arr``)."""
     if isinstance(value, list):
         if len(value) != n:
             raise KvMathError(f"GGUF field {what} has {len(value)} entries, block_count is {n}")
-        return [_int(v, what) for v in value]
-    return [_int(value, what)] * n
+        return [_int(v, what, minimum) for v in value]
+    return [_int(value, what, minimum)] * n
+
+
+def _bools(values: list, what: str) -> list[bool]:
+    """A GGUF per-layer flag array: booleans (or 0 / 1)."""
+    out = []
+    for v in values:
+        if isinstance(v, bool) or (isinstance(v, int) and v in (0, 1)):
+            out.append(bool(v))
+        else:
+            raise KvMathError(f"GGUF field {what} must list booleans, got an entry {_short(v)}")
+    return out
+
+
+def _positive_kv(n: int, arch: str) -> None:
+    if n < 1:
+        raise KvMathError(f"GGUF field {arch}.attention.head_count_kv must be >= 1 for attention layers, got {n}")
+
+
+def _label(value) -> str | None:
+    """``general.name`` fit for one line of output, or None."""
+    if not isinstance(value, str):
+        return None
+    text = " ".join("".join(c if c.isprintable() else " " for c in value).split())
+    return text[:120] or None
