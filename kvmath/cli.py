@@ -152,13 +152,16 @@ def _flag_names(parser) -> dict[str, str]:
 
 def foreign_flag(given: dict, owned: dict[str, list[str]], engine: str, names: dict[str, str]) -> str | None:
     """The first given flag that belongs only to another engine, as a one-line error, or None."""
+    from .engines import ENGINES
+
     for other, dests in owned.items():
         if other == engine:
             continue
         for dest in dests:
             if dest in given and dest not in owned.get(engine, ()):
                 flag = names.get(dest, "--" + dest.replace("_", "-"))
-                return f"{flag} is a {other} flag; add --engine {other} (this run is --engine {engine})"
+                return (f"{flag} is a {ENGINES[other].label} flag; add --engine {other} "
+                        f"(this run is --engine {engine})")
     return None
 
 

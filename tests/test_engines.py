@@ -26,13 +26,21 @@ def test_vllm_qwen36_27b_fp8_tp2_per_token():
     # 16 full layers x (4 KV heads / TP 2) x 256 x (K + V) x 1 byte
     d = kvmath.derive("qwen3.6-27b", kv_format="fp8_e5m2", tp=2, max_ctx=262144)
     assert d.bytes_per_token == 16 * 2 * 256 * 2 * 1
-    # vLLM full attention: ceil(L / 16) blocks of 16 tokens; 262144 is a multiple of 16
-    assert d.growing_bytes == 16 * 2 * 256 * 2 * 262144
+    # Hybrid block alignment (Platform._align_hybrid_block_size): the attention block grows until one
+    # page holds a GDN state. Per rank: attention 1024 B/token; state = conv 3 x 5120 bf16 (30,720 B)
+    # + temporal 24 x 128 x 128 fp32 (1,572,864 B) = 1,603,584 B -> block 16 * ceil(1603584 / 16384) = 1568.
+    # Full attention holds ceil(262144 / 1568) = 168 blocks = 263,424 tokens per request.
+    assert d.growing_bytes == 16 * 1024 * 168 * 1568
 
 
 def test_vllm_full_attention_rounds_to_blocks():
-    d = kvmath.derive("qwen3.6-35b-a3b", kv_format="bf16", max_ctx=1000, block_size=16)
-    assert group(d, "full_attention").cells == 63 * 16  # ceil(1000/16) = 63 blocks
+    # a model without state layers keeps --block-size: ceil(1000 / 16) = 63 blocks
+    d = kvmath.derive("llama-3.1-8b", kv_format="bf16", max_ctx=1000, block_size=16)
+    assert group(d, "full_attention").cells == 63 * 16
+    # Qwen 3.6 35B-A3B (hybrid): 2 KV heads x 256 bf16 = 2,048 B/token; state conv 3 x 8192 bf16 + temporal
+    # 32 x 128 x 128 fp32 = 2,146,304 B -> block 16 * ceil(2146304 / 32768) = 1056 tokens; 1000 -> 1 block
+    h = kvmath.derive("qwen3.6-35b-a3b", kv_format="bf16", max_ctx=1000, block_size=16)
+    assert group(h, "full_attention").cells == 1056
 
 
 def test_vllm_gdn_state_qwen_27b():
@@ -45,7 +53,11 @@ def test_vllm_gdn_state_qwen_27b():
     # engine-notes worked number: Qwen3.5-27B recurrent state, fp32, 48 GDN layers = 144.0 MiB per sequence
     temporal_total = 48 * math.prod((48, 128, 128)) * 4
     assert temporal_total == 144 * MiB
-    assert d.state_bytes_per_seq == temporal_total + 48 * 3 * 10240 * 2
+    assert sum(t.nbytes for t in g.state) * 48 == temporal_total + 48 * 3 * 10240 * 2
+    # What vLLM holds per request (mamba_cache_mode "align", prefix caching on): 2 blocks of the padded
+    # page. Attention 4 x 256 x 2 x 2 = 4,096 B/token; state 3,207,168 B -> block 16 * ceil(3207168 / 65536)
+    # = 784 tokens; page 784 * 4096 = 3,211,264 B (0.13 % padding).
+    assert d.state_bytes_per_seq == 48 * 2 * 784 * 4096
 
 
 def test_vllm_gdn_state_splits_over_tp_and_speculative_rows():
@@ -78,11 +90,16 @@ def test_vllm_gemma4_stores_v_for_k_eq_v_layers():
 
 
 def test_vllm_turboquant_keeps_boundary_layers_in_model_dtype_on_dense_models():
-    d = kvmath.derive("gemma-4-31b", kv_format="turboquant_3bit_nc", max_ctx=8192)
+    # get_boundary_skip_layers: min(2, 32 // 2) = 2 layers at each end of Llama 3.1 8B stay bf16
+    d = kvmath.derive("llama-3.1-8b", kv_format="turboquant_3bit_nc", max_ctx=8192)
     bf16 = [g for g in d.groups if g.kv_format == "bf16"]
-    assert sorted(i for g in bf16 for i in g.layers) == [0, 1, 58, 59]
+    assert sorted(i for g in bf16 for i in g.layers) == [0, 1, 30, 31]
+    # Gemma 4 mixes sliding and full layers: the bf16 boundary pages and TurboQuant pages must unify, and
+    # vLLM 0.24 cannot pad a TurboQuant page (unify_kv_cache_spec_page_size), so it refuses at start-up
+    with pytest.raises(kvmath.KvMathError, match="cannot be padded"):
+        kvmath.derive("gemma-4-31b", kv_format="turboquant_3bit_nc", max_ctx=8192)
     # hybrid (GDN) models skip nothing
-    q = kvmath.derive("qwen3.6-27b", kv_format="turboquant_3bit_nc", max_ctx=8192)
+    q = kvmath.derive("qwen3.6-27b", kv_format="turboquant_3bit_nc", max_ctx=8192, max_num_batched_tokens=8192)
     assert {g.kv_format for g in q.groups if g.layer_type == "full_attention"} == {"turboquant_3bit_nc"}
 
 
@@ -191,14 +208,14 @@ def test_llamacpp_deepseek_v3_v_less_since_pr_19067_and_k_plus_v_before():
     d = kvmath.derive(DSV3, engine="llama.cpp", max_ctx=4096)
     assert d.bytes_per_token == 61 * 576 * 2
     # before it (ec98e2002): K 576 + V 512 (n_embd_head_v = kv_lora_rank), one KV head
-    old = kvmath.derive(DSV3, engine="llama.cpp", max_ctx=4096, llamacpp_build="ec98e2002")
-    assert old.deployment.llamacpp_build == "pre-v-less"
+    old = kvmath.derive(DSV3, engine="llama.cpp", max_ctx=4096, build="ec98e2002")
+    assert old.settings.build == "ec98e2002"
     assert old.bytes_per_token == 61 * (576 + 512) * 2
     # q8_0: a 576-element row is 18 blocks of 34 bytes (ggml type_traits)
     q8 = kvmath.derive(DSV3, engine="llama.cpp", kv_format="q8_0", max_ctx=4096)
     assert q8.bytes_per_token == 61 * 18 * 34
-    with pytest.raises(kvmath.KvMathError, match="unknown llamacpp_build"):
-        kvmath.derive(DSV3, engine="llama.cpp", max_ctx=4096, llamacpp_build="b1")
+    with pytest.raises(kvmath.KvMathError, match="unknown llama.cpp build"):
+        kvmath.derive(DSV3, engine="llama.cpp", max_ctx=4096, build="b1")
 
 
 def test_transformers_deepseek_v3_latent_keys_and_rope_values():
@@ -211,7 +228,7 @@ def test_transformers_deepseek_v3_latent_keys_and_rope_values():
 
 def test_kimi_linear_per_engine():
     # 7 MLA layers (1-based 4, 8, ..., 24, 27) and 20 KDA layers (32 heads x 128, short conv 4).
-    v = kvmath.derive(KIMI, engine="vllm", max_ctx=4096)
+    v = kvmath.derive(KIMI, engine="vllm", max_ctx=4096, enable_prefix_caching=False)
     mla = [g for g in v.groups if g.kind == "mla"][0]
     assert mla.layers == (3, 7, 11, 15, 19, 23, 26)
     assert v.bytes_per_token == 7 * 576 * 2
@@ -219,11 +236,18 @@ def test_kimi_linear_per_engine():
     g, shapes = state(v, "kda")
     assert g.n_layers == 20
     assert shapes == {"conv": ((3, 12288), "bfloat16"), "recurrent": ((32, 128, 128), "float32")}
-    assert v.state_bytes_per_seq == 20 * (3 * 12288 * 2 + 32 * 128 * 128 * 4) == 43_417_600
-    _, shapes = state(kvmath.derive(KIMI, engine="vllm", max_ctx=4096, tp=2, num_speculative_tokens=2), "kda")
+    assert sum(t.nbytes for t in g.state) == 3 * 12288 * 2 + 32 * 128 * 128 * 4 == 2_170_880
+    # mode "none" (prefix caching off): one block of the padded page per request. MLA page per token
+    # 576 x 2 = 1,152 B -> block 16 * ceil(2170880 / 18432) = 1888 tokens, page 1888 * 1152 B.
+    assert v.state_bytes_per_seq == 20 * 1888 * 1152
+    with pytest.raises(kvmath.KvMathError, match="enable_prefix_caching=False"):
+        kvmath.derive(KIMI, engine="vllm", max_ctx=4096, enable_prefix_caching=True)
+    _, shapes = state(kvmath.derive(KIMI, engine="vllm", max_ctx=4096, tp=2, num_speculative_tokens=2,
+                                    enable_prefix_caching=False), "kda")
     assert shapes == {"conv": ((3 + 2, 6144), "bfloat16"), "recurrent": ((16, 128, 128), "float32")}
     # --mamba-ssm-cache-dtype does not reach KDA (kda_state_dtype returns float32 unconditionally)
-    _, shapes = state(kvmath.derive(KIMI, engine="vllm", max_ctx=4096, mamba_ssm_cache_dtype="bfloat16"), "kda")
+    _, shapes = state(kvmath.derive(KIMI, engine="vllm", max_ctx=4096, mamba_ssm_cache_dtype="bfloat16",
+                                    enable_prefix_caching=False), "kda")
     assert shapes["recurrent"][1] == "float32"
     # llama.cpp n_embd_r = 3 * (d_conv - 1) * n_head * kda_head_dim, n_embd_s = kda_head_dim^2 * n_head, f32
     c = kvmath.derive(KIMI, engine="llama.cpp", max_ctx=4096)
@@ -232,7 +256,7 @@ def test_kimi_linear_per_engine():
     assert c.state_bytes_per_seq == 20 * 4 * (36864 + 524288) == 44_892_160
     assert c.bytes_per_token == 7 * 576 * 2  # V-less MLA
     with pytest.raises(kvmath.KvMathError, match="DeepSeek-V3 only"):
-        kvmath.derive(KIMI, engine="llama.cpp", max_ctx=4096, llamacpp_build="pre-v-less")
+        kvmath.derive(KIMI, engine="llama.cpp", max_ctx=4096, build="pre-v-less")
     # transformers: conv_states [B, 3*32*128, 4] bf16, recurrent_states [B, 32, 128, 128] fp32
     t = kvmath.derive(KIMI, engine="transformers", max_ctx=4096)
     _, shapes = state(t, "kda")
@@ -242,7 +266,7 @@ def test_kimi_linear_per_engine():
 
 def test_nemotron_nano_mamba2_per_engine():
     # 23 M (Mamba-2: 64 heads x 64, d_state 128, 8 groups, conv 4), 6 * (2 KV heads x 128), 23 E (no cache)
-    v = kvmath.derive(NANO, engine="vllm", max_ctx=8192)
+    v = kvmath.derive(NANO, engine="vllm", max_ctx=8192, enable_prefix_caching=False)
     assert [g.n_layers for g in v.groups if g.kind == "none"] == [23]
     assert v.bytes_per_token == 6 * 2 * 128 * 2 * 2 == 6144
     # mamba2_state_shape: conv (K-1, 64*64 + 2*8*128 = 6144) bf16; temporal (64, 64, 128) in the config's
@@ -250,12 +274,14 @@ def test_nemotron_nano_mamba2_per_engine():
     g, shapes = state(v, "mamba2")
     assert g.n_layers == 23
     assert shapes == {"conv": ((3, 6144), "bfloat16"), "temporal": ((64, 64, 128), "float32")}
-    assert v.state_bytes_per_seq == 23 * (3 * 6144 * 2 + 64 * 64 * 128 * 4) == 49_082_368
-    _, shapes = state(kvmath.derive(NANO, engine="vllm", max_ctx=8192, tp=4), "mamba2")
+    assert sum(t.nbytes for t in g.state) == 3 * 6144 * 2 + 64 * 64 * 128 * 4 == 2_134_016
+    # attention 2 x 128 x 2 x 2 = 1,024 B/token -> block 16 * ceil(2134016 / 16384) = 2096; one block per request
+    assert v.state_bytes_per_seq == 23 * 2096 * 1024
+    _, shapes = state(kvmath.derive(NANO, engine="vllm", max_ctx=8192, tp=4, enable_prefix_caching=False), "mamba2")
     assert shapes == {"conv": ((3, 6144 // 4), "bfloat16"), "temporal": ((16, 64, 128), "float32")}
     # MambaMixer2: n_groups % tp == 0 or n_groups == 1
     with pytest.raises(kvmath.KvMathError, match="n_groups 8"):
-        kvmath.derive(NANO, engine="vllm", max_ctx=8192, tp=16)
+        kvmath.derive(NANO, engine="vllm", max_ctx=8192, tp=16, enable_prefix_caching=False)
     # llama.cpp: r = (d_conv-1)*(d_inner + 2*n_group*d_state), s = d_state*d_inner, f32
     c = kvmath.derive(NANO, engine="llama.cpp", max_ctx=8192)
     _, shapes = state(c, "mamba2")
@@ -269,12 +295,17 @@ def test_nemotron_nano_mamba2_per_engine():
 
 def test_nemotron_56b_vllm_defaults_ssm_state_to_float32_without_a_config_dtype():
     # no mamba_ssm_cache_dtype in the 56B config: DEFAULT_MAMBA_SSM_CACHE_DTYPE = "float32"
-    v = kvmath.derive(NEMO56, engine="vllm", max_ctx=8192)
+    v = kvmath.derive(NEMO56, engine="vllm", max_ctx=8192, enable_prefix_caching=False)
     g, shapes = state(v, "mamba2")
     conv_dim = 256 * 64 + 2 * 8 * 256  # 20480
     assert shapes == {"conv": ((3, conv_dim), "bfloat16"), "temporal": ((256, 64, 256), "float32")}
-    assert v.state_bytes_per_seq == 54 * (3 * conv_dim * 2 + 256 * 64 * 256 * 4)
-    half = kvmath.derive(NEMO56, engine="vllm", max_ctx=8192, mamba_ssm_cache_dtype="bfloat16")
+    g_state = 3 * conv_dim * 2 + 256 * 64 * 256 * 4  # 16,900,096 B
+    assert sum(t.nbytes for t in g.state) == g_state
+    # attention 8 KV heads x 128 x 2 x 2 = 4,096 B/token -> block 16 * ceil(g_state / 65536) = 4128 tokens;
+    # one padded page of 4128 * 4096 B per request (mode "none")
+    assert v.state_bytes_per_seq == 54 * 4128 * 4096
+    half = kvmath.derive(NEMO56, engine="vllm", max_ctx=8192, mamba_ssm_cache_dtype="bfloat16",
+                          enable_prefix_caching=False)
     assert state(half, "mamba2")[1]["temporal"][1] == "bfloat16"
     # 10 attention layers x 8 KV heads x attention_head_dim 128, K and V, bf16; 54 MLP blocks hold nothing
     assert v.bytes_per_token == 10 * 8 * 128 * 2 * 2
@@ -286,9 +317,9 @@ def test_vllm_mamba2_pads_a_single_group_to_tp():
     cfg = {"model_type": "nemotron_h", "hybrid_override_pattern": "M*", "num_attention_heads": 8,
            "num_key_value_heads": 4, "head_dim": 64, "mamba_num_heads": 8, "mamba_head_dim": 64,
            "ssm_state_size": 16, "n_groups": 1, "conv_kernel": 4, "dtype": "bfloat16"}
-    _, shapes = state(kvmath.derive(cfg, engine="vllm", tp=4, max_ctx=64), "mamba2")
+    _, shapes = state(kvmath.derive(cfg, engine="vllm", tp=4, max_ctx=64, enable_prefix_caching=False), "mamba2")
     assert shapes["conv"][0] == (3, (8 * 64 + 2 * 4 * 16) // 4)
-    _, shapes = state(kvmath.derive(cfg, engine="vllm", tp=1, max_ctx=64), "mamba2")
+    _, shapes = state(kvmath.derive(cfg, engine="vllm", tp=1, max_ctx=64, enable_prefix_caching=False), "mamba2")
     assert shapes["conv"][0] == (3, 8 * 64 + 2 * 1 * 16)
 
 
@@ -330,9 +361,9 @@ def test_llamacpp_runs_mistral_7b_without_its_window():
 
 @pytest.mark.parametrize("kwargs,match", [
     ({"engine": None}, "engine must be a name"),
-    ({"kv_format": 5}, "must be a name"),
+    ({"kv_format": 5}, "name"),
     ({"swa_full": "no", "engine": "llama.cpp"}, "True or False"),
-    ({"max_ctx_len": 4096}, "unknown deployment setting"),
+    ({"max_ctx_len": 4096}, "unknown vllm setting"),
 ])
 def test_api_bad_arguments_are_kvmath_errors(kwargs, match):
     with pytest.raises(kvmath.KvMathError, match=match):

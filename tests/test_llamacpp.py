@@ -375,7 +375,7 @@ def test_gguf_path_and_model_id_inputs(tmp_path):
         llamacpp_memory("qwen3.6-35b-a3b", n_ctx=1024, build="b1")
     with pytest.raises(KvMathError, match="flash_attn must be one of"):
         llamacpp_memory("qwen3.6-35b-a3b", n_ctx=1024, flash_attn="maybe")
-    with pytest.raises(KvMathError, match="n_parallel must be >= 1"):
+    with pytest.raises(KvMathError, match="n_parallel must be an integer in \\[1"):
         llamacpp_memory("qwen3.6-35b-a3b", n_ctx=1024, n_parallel=0)
     # n_ctx 0 = the training context (llama-context.cpp)
     assert llamacpp_memory("qwen3.6-35b-a3b", n_ctx=0).n_ctx == 262144

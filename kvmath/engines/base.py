@@ -98,6 +98,8 @@ class Engine(ABC):
     """The rules of one engine. See the module docstring for the three questions it answers."""
 
     name = ""
+    label = ""
+    """How the engine is written in prose and messages (``vLLM``)."""
     version = ""
     formats: tuple[str, ...] = ()
     setting_names: tuple[str, ...] = ()

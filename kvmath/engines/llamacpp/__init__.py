@@ -86,6 +86,7 @@ class LlamaCppSettings:
 
 class LlamaCppEngine(Engine):
     name = "llama.cpp"
+    label = "llama.cpp"
     version = ("llama.cpp 0c1e570 (llama-kv-cache.cpp, llama-kv-cache-iswa.cpp, llama-memory-recurrent.cpp, "
                "llama-memory-hybrid.cpp; built and run for tests/fixtures/llamacpp), older build ec98e2002 on request")
     formats = LLAMACPP_CACHE_TYPES + tuple(TURBO_TYPES)

@@ -520,6 +520,10 @@ def llamacpp_memory(
     is_mla = any(a.is_mla for a in attn)
 
     # --- llama_init_from_model: type / flash-attention checks ---------------------------------------
+    if is_mla and not rules.mla_v_less and arch.model_type != "deepseek_v3":
+        raise KvMathError(
+            f"kvmath has the pre-PR-#19067 llama.cpp MLA layout (K latent + V kv_lora_rank) for DeepSeek-V3 only, "
+            f"not for {arch.model_type}; use build 'current'")
     if is_mla and fmt_k.name != fmt_v.name and rules.mla_v_less:
         raise KvMathError(f"model does not support different K ({fmt_k.name}) and V ({fmt_v.name}) cache types")
     flash = fa != "off"

@@ -79,6 +79,7 @@ class TransformersCache:
 
 class TransformersEngine(Engine):
     name = "transformers"
+    label = "transformers"
     version = "transformers 5.23 (cache_utils.py DynamicCache)"
     formats = tuple(TRANSFORMERS_FORMATS)
     setting_names = ()

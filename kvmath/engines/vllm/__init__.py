@@ -24,6 +24,7 @@ _KINDS = ((GatedDeltaNetLayer, "gdn"), (Mamba2Layer, "mamba2"), (KDALayer, "kda"
 
 class VllmEngine(Engine):
     name = "vllm"
+    label = "vLLM"
     version = (f"vLLM V1 block allocation (kv_cache_interface.py, kv_cache_utils.py, mamba_utils.py; releases "
                f"0.20-0.26 read, default {DEFAULT_VLLM_VERSION})")
     formats = tuple(VLLM_FORMATS)

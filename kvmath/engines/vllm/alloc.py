@@ -59,7 +59,7 @@ from dataclasses import asdict, dataclass, replace
 from ...errors import KvMathError
 from ...formats import DTYPE_BYTES, KVFormat
 from ...model.load import load_architecture
-from ...model.specs import FULL, SLIDING, Architecture, MLALayer
+from ...model.specs import FULL, SLIDING, Architecture, GatedDeltaNetLayer, MLALayer
 from . import rules
 from .log import format_gib, gib_band
 from .settings import DEFAULT_VLLM_VERSION, READ_VERSIONS, VllmSettings, in_flight_tokens, parse_version
@@ -296,6 +296,12 @@ def _layout(arch: Architecture, s: VllmSettings) -> VllmLayout:
             "(Platform._align_hybrid_block_size), so kvmath has no vLLM plan for it")
     hybrid = bool(state_layers)
     refusal = None
+    if s.enable_prefix_caching and any(not isinstance(x, GatedDeltaNetLayer) for x in state_layers):
+        kinds = sorted({type(x).__name__ for x in state_layers if not isinstance(x, GatedDeltaNetLayer)})
+        raise KvMathError(
+            f"{arch.name}: kvmath has checked vLLM's prefix-caching state blocks (mamba_cache_mode align / all) "
+            f"for Gated DeltaNet layers only, not for {', '.join(kinds)}; pass enable_prefix_caching=False "
+            "(--no-enable-prefix-caching) for the mode 'none' plan")
 
     # --- cache mode (MambaModelConfig.verify_and_update_config, models/config.py l.404-461)
     mode = "none"
