@@ -59,6 +59,17 @@ def read_csv(relative: str) -> list[dict]:
     return [dict(r) for r in _csv(relative)]
 
 
+def write_json(relative: str, obj) -> Path:
+    """Write ``obj`` as a JSON file under the data folder (one space indent, keys in the given order, a
+    final newline) and forget the cached copy. For the commands that write data, such as the vLLM fit
+    (``python -m kvmath.engines.vllm.calibration --write``); returns the path written."""
+    path = data_dir() / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(obj, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    _json.cache_clear()
+    return path
+
+
 # --- models -------------------------------------------------------------------------------------
 
 @lru_cache(maxsize=1)

@@ -6,8 +6,9 @@ import math
 
 import pytest
 
+from kvmath.book.frames import chapter_frames
 from kvmath.engines.vllm.budget import (
-    CALIBRATION_ERROR_GIB, COEFFICIENTS, GIB, anchor_prediction, budget, card, chapter_frames, gdn_scratch_bytes, preset, preset_budget,
+    CALIBRATION_ERROR_GIB, COEFFICIENTS, GIB, anchor_prediction, budget, card, gdn_scratch_bytes, preset, preset_budget,
     presets, rebudget, solve_max_model_len, solve_max_model_len_with_headroom, sweep,
 )
 from kvmath.model.load import load_architecture

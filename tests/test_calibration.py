@@ -2,26 +2,24 @@
 
 from __future__ import annotations
 
-import csv
-import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from kvmath import facts
+from kvmath.engines.vllm import budget as vbudget
 from kvmath.engines.vllm.budget import CALIBRATION_ERROR_GIB, COEFFICIENTS, UNCOVERED_ERROR_GIB
-from kvmath.engines.vllm.calibration import (ROWS, compare, error_band_gib, fit_coefficients, held_out, leave_one_group_out,
-                                leave_one_out, measured_for_preset, outliers, summary)
-
-SHARED = [Path(os.environ.get("KVMATH_SHARED", "/nonexistent")), Path(__file__).resolve().parents[2] / "shared",
-          Path("/work/shared")]
+from kvmath.engines.vllm.calibration import (CALIBRATION_JSON, ROWS, calibration_record, compare, coverage,
+                                             error_band_gib, fit_coefficients, held_out, leave_one_group_out,
+                                             leave_one_out, measured_for_preset, outliers, summary)
 
 
 def _csv(name):
-    for root in SHARED:
-        p = root / "measurements" / name
-        if p.is_file():
-            return list(csv.DictReader(p.open()))
-    pytest.skip(f"{name} not found (set KVMATH_SHARED to the shared/ folder)")
+    """The club-3090 tables the rows are entered from (copies in data/measurements)."""
+    return facts.read_csv(f"measurements/{name}")
 
 
 def test_every_boot_fact_row_is_present():
@@ -186,7 +184,7 @@ def test_chapter_executes(tmp_path):
 def test_presets_show_their_measured_boots():
     """The model chapters' budget tables set club-3090's own boots of a preset beside kvmath's verdict
     (long-text: three refusals and two boots of the maintainer's card; bounded-thinking: C16's boot)."""
-    from kvmath.engines.vllm.budget import chapter_frames
+    from kvmath.book.frames import chapter_frames
 
     t = chapter_frames("qwen3.6-27b")["table"].set_index("preset")
     assert t.loc["long-text", "measured (club-3090)"] == "refused (F19), boots (I32), refused (I35), boots (C15)"
@@ -199,3 +197,55 @@ def test_projected_weights_note_matches_the_projected_boots():
     """kvmath.engines.vllm.budget's note on projected nvfp4 sizes quotes F17's and F26's errors: keep it true."""
     recs = {r["id"]: r for r in compare()}
     assert all(0.8 <= -recs[i]["available_error_gib"] <= 0.9 for i in ("F17", "F26"))
+
+
+def test_calibration_json_is_what_the_fit_writes():
+    """data/calibration/vllm_non_kv.json (what kvmath.engines.vllm.budget prices with) is what the fit gives
+    today: refit, recompute the leave-one-deployment-out bands, the coverage and the cited evidence. Numbers
+    may differ by float rounding only."""
+    shipped, fresh = facts.read_json(CALIBRATION_JSON), calibration_record()
+    assert set(shipped) == set(fresh)
+    assert set(shipped["coefficients"]) == set(fresh["coefficients"])
+    for k, v in fresh["coefficients"].items():
+        assert shipped["coefficients"][k] == pytest.approx(v, abs=1e-9), k
+    for k in ("calibration_error_gib", "uncovered_error_gib"):
+        assert shipped[k] == pytest.approx(fresh[k], abs=1e-9), k
+    assert shipped["calibration_error_gib"] == pytest.approx(error_band_gib(), abs=0.005)  # rounded to 0.01
+    assert shipped["uncovered_error_gib"] == pytest.approx(error_band_gib(covered=False), abs=0.05)  # to 0.1
+    assert {k: shipped[k] for k in ("coverage", "notes", "fitted_checkpoints", "n_fit", "n_peak", "source",
+                                    "written_by", "units")} == {k: fresh[k] for k in ("coverage", "notes",
+                                    "fitted_checkpoints", "n_fit", "n_peak", "source", "written_by", "units")}
+    # the budget reads exactly this file
+    assert vbudget.COEFFICIENTS == shipped["coefficients"]
+    assert (vbudget.CALIBRATION_ERROR_GIB, vbudget.UNCOVERED_ERROR_GIB) == (shipped["calibration_error_gib"],
+                                                                            shipped["uncovered_error_gib"])
+    assert vbudget.FITTED_CHECKPOINTS == tuple(shipped["fitted_checkpoints"])
+    assert vbudget._COVERAGE == coverage()
+
+
+def test_budget_does_not_import_the_calibration():
+    """One direction: the calibration prices rows with the budget; the budget reads the fit's JSON only."""
+    code = ("import sys, kvmath.engines.vllm.budget as b; b.budget('qwen3.6-27b', tp=2, kv_format='fp8_e5m2'); "
+            "assert 'kvmath.engines.vllm.calibration' not in sys.modules and 'pandas' not in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True)
+    src = (Path(vbudget.__file__)).read_text()
+    assert not re.search(r"import\s+calibration|from\s+\S*calibration\s+import", src)
+    assert not re.search(r"\b[CFI][0-9]{2}[ab]?\b", src)  # the notes' cited boots come from the data
+
+
+def test_cited_boots_say_what_the_notes_quote():
+    """The boots the budget's notes cite (column cited_by) carry what is said of them; the DFlash row's
+    "about twice" holds (kvmath's pool without the drafter's KV layers against the logged pool)."""
+    cited = {r.id: r for r in ROWS if r.cited_by}
+    assert {r.cited_by for r in cited.values()} == set(facts.read_json(CALIBRATION_JSON)["notes"])
+    for r in cited.values():
+        assert r.cited_by == "projected_weights" or r.citation, r.id
+    recs = {r["id"]: r for r in compare(list(cited.values()))}
+    for i, r in cited.items():
+        if r.cited_by == "dflash_drafter_kv":
+            assert 1.8 < recs[i]["predicted_pool_tokens"] / r.tokens < 2.2
+
+
+def test_every_row_names_where_it_is_published():
+    for r in ROWS:
+        assert r.source and r.source_url.startswith("https://github.com/noonghunna/club-3090/"), r.id

@@ -163,3 +163,70 @@ def errata_frame(model_id: str, tp: int = 1):
             "ratio": round(d.bytes_per_token / (doc_value / tp), 3),
         })
     return pd.DataFrame(rows)
+
+
+def chapter_frames(model_id: str, card: str = "rtx3090", contexts=None) -> dict:
+    """Frames for a model chapter's vLLM budget section (pandas, the budget and the calibration imported here).
+
+    Returns ``{"table": one row per preset (GiB per card, outcome, its margin and whether it is inside
+    the calibration error band, pool tokens, concurrency, largest context, anchor verdict, and the
+    measured outcome of the anchor's calibration boots of that preset, at their booted configuration),
+    "curve": budget vs context for the first preset (long form: context,
+    term, GiB, plus the refusal line), "refusal_context": largest max_model_len that boots for that
+    preset, "preset": its name, "card": card}``.
+    """
+    import pandas as pd
+
+    from ..engines.vllm.budget import (GIB, anchor_prediction, card as get_card, preset, preset_budget, presets,
+                                       rebudget, solve_max_model_len)
+    from ..engines.vllm.calibration import measured_for_preset
+
+    rows = []
+    names = list(presets().get(model_id, {}))
+    for name in names:
+        pr = preset(model_id, name)
+        try:
+            b = preset_budget(model_id, name, card=card)
+        except KvMathError as e:
+            rows.append({"preset": name, "outcome": f"invalid: {e}"})
+            continue
+        anchor = anchor_prediction(model_id, kv_format=pr["kv_format"], max_ctx=pr["max_ctx"],
+                                   max_num_seqs=pr["max_num_seqs"], tp=pr["tp"], mem_util=pr["mem_util"],
+                                   vram_gb=get_card(card)["nominal_gb"], mtp=pr["mtp"],
+                                   drafter_gb=pr["drafter_gb"], weights_variant=pr["weights"])
+        rows.append({
+            "preset": name, "kv_format": b.kv_format, "TP": b.tp, "max_model_len": b.max_model_len,
+            "max_num_seqs": b.max_num_seqs, "mem_util": b.mem_util,
+            "weights GiB": b.weights / GIB, "non-KV GiB": b.non_kv / GIB,
+            "available KV GiB": b.available_kv / GIB,
+            "outcome": b.outcome + (" (config)" if b.refusal_kind == "config" else ""),
+            "margin GiB": b.margin_bytes / GIB, "marginal": b.marginal, "pool tokens": b.pool_tokens,
+            "max concurrency": round(b.max_concurrency, 2),
+            "largest max_model_len": solve_max_model_len(b, upper=262144),
+            "anchor verdict": anchor["verdict"] if anchor else None,
+            "measured (club-3090)": ", ".join(f"{m.outcome} ({m.id})"
+                                              for m in measured_for_preset(model_id, name, card)) or None,
+            "caveat": "; ".join(c for c, on in (
+                ("DFlash drafter KV not modelled: pool and concurrency are upper bounds", b.settings.get("dflash")),
+                ("the fit has no boot of this checkpoint", any(n.startswith("the fit has no boot of") for n in b.notes)),
+            ) if on) or None,
+        })
+    table = pd.DataFrame(rows)
+    curve = pd.DataFrame()
+    refusal = None
+    first = names[0] if names else None
+    if first:
+        b0 = preset_budget(model_id, first, card=card)
+        ctxs = contexts if contexts is not None else [2**k for k in range(12, 19)] + [262144]
+        recs = []
+        for L in ctxs:
+            b = rebudget(b0, max_model_len=int(L), check_card=False)
+            recs += [
+                {"context": L, "term": "non-KV (weights, activation, overhead)", "GiB": b.non_kv / GIB},
+                {"context": L, "term": "KV one request needs", "GiB": b.kv_per_request / GIB},
+                {"context": L, "term": f"KV for max_num_seqs={b.max_num_seqs}", "GiB": b.demand_bytes / GIB},
+                {"context": L, "term": "available KV", "GiB": b.available_kv / GIB},
+            ]
+        curve = pd.DataFrame(recs)
+        refusal = solve_max_model_len(b0, upper=262144)
+    return {"table": table, "curve": curve, "refusal_context": refusal, "preset": first, "card": card}

@@ -36,11 +36,13 @@ Terms, per card (one tensor-parallel rank), exact integers in bytes:
 - the pool itself (growing full-attention KV, sliding-window blocks, GDN state blocks, MTP drafter
   layers) is ``vllm_alloc.plan``'s business: it is exact.
 
-The empirical coefficients (``COEFFICIENTS``) are fitted by ``kvmath.calibration.fit_coefficients``
-to the club-3090 boot logs; the calibration chapter shows the residuals and a held-out test.
+The empirical coefficients (``COEFFICIENTS``), their error bands and the checkpoints and cards the fit
+has boots of are read from ``data/calibration/vllm_non_kv.json`` (through ``kvmath.facts``), which
+``kvmath.engines.vllm.calibration`` writes from the measured boots; the calibration chapter shows the
+residuals and a held-out test. This module does not import the calibration.
 
 The command line (``kvmath-fit``) imports this module; it needs only the standard library. numpy
-is imported inside ``sweep`` and pandas inside ``chapter_frames``.
+is imported inside ``sweep``; the book's pandas tables are in ``kvmath.book.frames``.
 """
 
 from __future__ import annotations
@@ -61,36 +63,40 @@ GIB = 2**30
 GB = 10**9
 FLA_CHUNK = 64  # chunk_delta_h.py: chunk_size=64 (the caller never passes another)
 
-COEFFICIENTS = {
-    # Fitted by kvmath.calibration.fit_coefficients() on the club-3090 boot logs (see
-    # notebooks/calibration.md); GiB per card. tests/test_calibration.py refits and compares.
-    "const_gib": 1.411,
-    "per_inv_tp_gib": 1.801,
-    "per_8k_batched_tokens_per_tp_gib": 0.249,
-    "gemma4_gib": 0.861,
-    "moe_gib": -0.548,
-    # nvidia-smi peak minus vLLM's requested memory (CUDA graphs captured after the KV cache is
-    # allocated, NCCL and CUDA context outside the profile): mean over the measured peaks.
-    "peak_over_requested_gib": 0.33,
-    # the Gemma 4 31B AWQ checkpoint: GB beyond the profile's 17.0 GB (see FITTED_CHECKPOINTS)
-    "weights_extra_gb[gemma-4-31b/awq]": 2.813,
-}
-# The error band of the fitted non-KV terms, GiB per card: the largest error of available KV memory
-# when a whole deployment is left out of the fit and predicted, over deployments whose checkpoint
-# the rest of the fit still covers (kvmath.calibration.error_band_gib; tests/test_calibration.py
-# recomputes it). A checkpoint the fit has not seen can be off by more (the chapter shows 1.4 GiB).
-# A verdict whose margin is inside the band may go either way.
-CALIBRATION_ERROR_GIB = 0.57
-# ... and the largest error on a left-out deployment whose checkpoint had no other boot in the fit.
-UNCOVERED_ERROR_GIB = 1.4
+# The fitted constants, their error bands and what the fit has seen: data/calibration/vllm_non_kv.json,
+# written by the fit (python -m kvmath.engines.vllm.calibration --write) from the measured boots of
+# data/measurements/vllm-boots.csv; tests/test_calibration.py refits and compares.
+_CALIBRATION = facts.read_json("calibration/vllm_non_kv.json")
 
-# Checkpoints whose size in deployments.json (the anchor's profile figure, GB) the boot logs contradict:
-# the fit adds a correction in GB (total, sharded by TP like the weights). Key: "model/variant".
-FITTED_CHECKPOINTS = ("gemma-4-31b/awq",)
+COEFFICIENTS: dict = _CALIBRATION["coefficients"]
+"""GiB per card, except ``weights_extra_gb[model/variant]`` (GB of the whole checkpoint): ``const_gib`` and
+``per_inv_tp_gib`` (CUDA graphs, workspace, memory outside PyTorch), ``per_8k_batched_tokens_per_tp_gib``
+(activation), ``gemma4_gib`` / ``moe_gib`` (model offsets), ``peak_over_requested_gib`` (nvidia-smi peak
+minus vLLM's requested memory: CUDA graphs captured after the KV cache is allocated, NCCL and the CUDA
+context outside the profile; the mean over the measured peaks)."""
+
+CALIBRATION_ERROR_GIB: float = _CALIBRATION["calibration_error_gib"]
+"""The error band of the fitted non-KV terms, GiB per card: the largest error of available KV memory when a
+whole deployment is left out of the fit and predicted, over deployments whose checkpoint the rest of the
+fit still covers (``kvmath.engines.vllm.calibration.error_band_gib``). A verdict whose margin is inside
+the band may go either way."""
+
+UNCOVERED_ERROR_GIB: float = _CALIBRATION["uncovered_error_gib"]
+"""... and the largest error on a left-out deployment whose checkpoint had no other boot in the fit."""
+
+FITTED_CHECKPOINTS: tuple = tuple(_CALIBRATION["fitted_checkpoints"])
+"""Checkpoints whose size in deployments.json (the anchor's profile figure, GB) the boot logs contradict:
+the fit adds a correction in GB (total, sharded by TP like the weights). Key: "model/variant"."""
+
+_COVERAGE = {"checkpoints": {tuple(c) for c in _CALIBRATION["coverage"]["checkpoints"]},
+             "cards": set(_CALIBRATION["coverage"]["cards"])}
+# the measured boots the notes below cite, in words (written by the fit from the boots' cited_by column)
+_CITES = _CALIBRATION["notes"]
+
 for _k in FITTED_CHECKPOINTS:  # a contributor adding a checkpoint must also ship its fitted value
     if f"weights_extra_gb[{_k}]" not in COEFFICIENTS:
-        raise KvMathError(f"FITTED_CHECKPOINTS lists {_k} but COEFFICIENTS has no weights_extra_gb[{_k}]: "
-                          "run kvmath.calibration.fit_coefficients() and copy its value")
+        raise KvMathError(f"fitted_checkpoints lists {_k} but the calibration has no weights_extra_gb[{_k}]: "
+                          "run python -m kvmath.engines.vllm.calibration --write")
 
 OUTCOMES = ("boots", "refused", "oom")
 OUTCOME_TEXT = {
@@ -390,12 +396,12 @@ def _non_kv(arch, flags, tp, batched, max_model_len, coeffs) -> tuple[int, int, 
 
 
 ATTENTION_BACKENDS = ("FLASH_ATTN", "FLASHINFER", "TRITON_ATTN")
-# Memory left outside vLLM's budget below which a boot is flagged: club-3090 F32 booted at 0.94 of a
-# 3090 (1.42 GiB outside) and ran out of memory capturing CUDA graphs at 0.96 (0.95 GiB outside).
+# Memory left outside vLLM's budget below which a boot is flagged: between what a measured boot left outside
+# and what the same compose ran out of memory with (_CITES["headroom_outside_budget"]).
 HEADROOM_OUTSIDE_BUDGET_GIB = 1.0
 DFLASH_NOTE = ("DFlash drafter: its own attention layers share the KV pool and are not modelled, so the pool, "
-               "concurrency and largest context are upper bounds (club-3090 F08 logged 42,848 tokens where the "
-               "target alone gives about twice that); reserve them with --include-draft-kv --draft-kv-gb")
+               f"concurrency and largest context are upper bounds ({_CITES['dflash_drafter_kv']}); reserve them "
+               "with --include-draft-kv --draft-kv-gb")
 
 
 def _check_format_card(fmt_name: str, cc: int | None, card_label: str, backend: str | None = None,
@@ -561,14 +567,12 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
                          + "; give the size vLLM loads")
     if weights_gb_total is None and variant in deployments().get(arch.name, {}).get("projected_weights", ()):
         notes.append(f"weights: the {variant} size ({wgb:g} GB) is a projection (the anchor's), not a measured "
-                     "checkpoint; the two boots priced on one missed their logged KV memory by 0.8-0.9 GiB per card "
-                     "(F17, F26 in the Calibration chapter)")
+                     f"checkpoint; {_CITES['projected_weights']}")
     if backend_note:
         notes.append(backend_note)
     if outcome == "boots" and total - requested < HEADROOM_OUTSIDE_BUDGET_GIB * GIB:
         notes.append(f"only {(total - requested) / GIB:.2f} GiB of the card is outside gpu_memory_utilization: the "
-                     "CUDA context, NCCL and CUDA-graph capture live there (club-3090's single-3090 Gemma 26B compose, "
-                     "F32, booted at 0.94 and ran out of memory capturing CUDA graphs at 0.96)")
+                     f"CUDA context, NCCL and CUDA-graph capture live there ({_CITES['headroom_outside_budget']})")
     if dflash:
         notes.append(DFLASH_NOTE + (f" ({draft_kv_gb:g} GB reserved by hand)" if draft_kv_gb else ""))
     if extra_gb:
@@ -579,9 +583,7 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
     if arch.name not in deployments():
         notes.append("model outside the calibration set: the fitted non-KV terms are an extrapolation")
     else:
-        from .calibration import coverage  # calibration imports this module; no cycle at import time
-
-        cov = coverage()
+        cov = _COVERAGE
         projected = weights_gb_total is None and variant in deployments()[arch.name].get("projected_weights", ())
         if (arch.name, variant) not in cov["checkpoints"] and not projected:
             notes.append(f"the fit has no boot of the {arch.name} {variant} checkpoint: expect errors beyond "
@@ -835,74 +837,9 @@ def preset_budget(model_id: str, name: str, *, card: str = "rtx3090", use_compos
     return budget(model_id, **kw)
 
 
-def chapter_frames(model_id: str, card: str = "rtx3090", contexts=None) -> dict:
-    """Frames for a model chapter's budget section (pandas imported here).
-
-    Returns ``{"table": one row per preset (GiB per card, outcome, its margin and whether it is inside
-    the calibration error band, pool tokens, concurrency, largest context, anchor verdict, and the
-    measured outcome of the anchor's calibration boots of that preset, at their booted configuration),
-    "curve": budget vs context for the first preset (long form: context,
-    term, GiB, plus the refusal line), "refusal_context": largest max_model_len that boots for that
-    preset, "preset": its name, "card": card}``.
-    """
-    import pandas as pd
-
-    from .calibration import measured_for_preset
-
-    rows = []
-    names = list(presets().get(model_id, {}))
-    for name in names:
-        pr = preset(model_id, name)
-        try:
-            b = preset_budget(model_id, name, card=card)
-        except KvMathError as e:
-            rows.append({"preset": name, "outcome": f"invalid: {e}"})
-            continue
-        anchor = anchor_prediction(model_id, kv_format=pr["kv_format"], max_ctx=pr["max_ctx"],
-                                   max_num_seqs=pr["max_num_seqs"], tp=pr["tp"], mem_util=pr["mem_util"],
-                                   vram_gb=globals()["card"](card)["nominal_gb"], mtp=pr["mtp"],
-                                   drafter_gb=pr["drafter_gb"], weights_variant=pr["weights"])
-        rows.append({
-            "preset": name, "kv_format": b.kv_format, "TP": b.tp, "max_model_len": b.max_model_len,
-            "max_num_seqs": b.max_num_seqs, "mem_util": b.mem_util,
-            "weights GiB": b.weights / GIB, "non-KV GiB": b.non_kv / GIB,
-            "available KV GiB": b.available_kv / GIB,
-            "outcome": b.outcome + (" (config)" if b.refusal_kind == "config" else ""),
-            "margin GiB": b.margin_bytes / GIB, "marginal": b.marginal, "pool tokens": b.pool_tokens,
-            "max concurrency": round(b.max_concurrency, 2),
-            "largest max_model_len": solve_max_model_len(b, upper=262144),
-            "anchor verdict": anchor["verdict"] if anchor else None,
-            "measured (club-3090)": ", ".join(f"{m.outcome} ({m.id})"
-                                              for m in measured_for_preset(model_id, name, card)) or None,
-            "caveat": "; ".join(c for c, on in (
-                ("DFlash drafter KV not modelled: pool and concurrency are upper bounds", b.settings.get("dflash")),
-                ("the fit has no boot of this checkpoint", any(n.startswith("the fit has no boot of") for n in b.notes)),
-            ) if on) or None,
-        })
-    table = pd.DataFrame(rows)
-    curve = pd.DataFrame()
-    refusal = None
-    first = names[0] if names else None
-    if first:
-        b0 = preset_budget(model_id, first, card=card)
-        ctxs = contexts if contexts is not None else [2**k for k in range(12, 19)] + [262144]
-        recs = []
-        for L in ctxs:
-            b = rebudget(b0, max_model_len=int(L), check_card=False)
-            recs += [
-                {"context": L, "term": "non-KV (weights, activation, overhead)", "GiB": b.non_kv / GIB},
-                {"context": L, "term": "KV one request needs", "GiB": b.kv_per_request / GIB},
-                {"context": L, "term": f"KV for max_num_seqs={b.max_num_seqs}", "GiB": b.demand_bytes / GIB},
-                {"context": L, "term": "available KV", "GiB": b.available_kv / GIB},
-            ]
-        curve = pd.DataFrame(recs)
-        refusal = solve_max_model_len(b0, upper=262144)
-    return {"table": table, "curve": curve, "refusal_context": refusal, "preset": first, "card": card}
-
-
 __all__ = [
     "ANCHOR_VERDICTS", "ATTENTION_BACKENDS", "Budget", "CALIBRATION_ERROR_GIB", "UNCOVERED_ERROR_GIB", "COEFFICIENTS", "FITTED_CHECKPOINTS", "JSON_FIELDS",
-    "OUTCOMES", "anchor_prediction", "budget", "card", "cards", "chapter_frames", "gdn_scratch_bytes",
+    "OUTCOMES", "anchor_prediction", "budget", "card", "cards", "gdn_scratch_bytes",
     "model_for_preset", "preset", "preset_budget",
     "presets", "rebudget", "solve_max_model_len", "solve_max_model_len_with_headroom", "solve_max_num_seqs", "sweep", "weights_gb",
 ]

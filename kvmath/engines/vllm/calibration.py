@@ -487,6 +487,75 @@ def leave_one_out() -> dict:
     return out
 
 
+CALIBRATION_JSON = "calibration/vllm_non_kv.json"
+"""The fitted non-KV constants ``kvmath.engines.vllm.budget`` reads, written by ``write_calibration``."""
+
+_WORDS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
+
+
+def _count(n: int) -> str:
+    return _WORDS[n] if n < len(_WORDS) else str(n)
+
+
+def calibration_notes(coefficients=None) -> dict:
+    """The evidence ``kvmath.engines.vllm.budget``'s notes cite, built from the rows whose ``cited_by``
+    names a note: {note key: text}. ``projected_weights`` is computed (the available-KV error of the
+    rows cited for it, at ``coefficients``, default the shipped ones); the others join the rows'
+    ``citation`` with their ids."""
+    by_key: dict[str, list[Row]] = {}
+    for r in ROWS:
+        if r.cited_by:
+            by_key.setdefault(r.cited_by, []).append(r)
+    out = {}
+    for key, rows in by_key.items():
+        if key == "projected_weights":
+            errs = [abs(rec["available_error_gib"]) for rec in compare(rows, coefficients=coefficients)
+                    if "available_error_gib" in rec]
+            if not errs:
+                raise KvMathError(f"{BOOTS_CSV}: the rows cited for {key} have no available-KV error to quote")
+            lo, hi = f"{min(errs):.1f}", f"{max(errs):.1f}"
+            out[key] = (f"the {_count(len(errs))} boots priced on one missed their logged KV memory by "
+                        f"{lo if lo == hi else lo + '-' + hi} GiB per card "
+                        f"({', '.join(r.id for r in rows)} in the Calibration chapter)")
+        else:
+            out[key] = "; ".join(f"club-3090 {r.id}: {r.citation}" for r in rows)
+    return out
+
+
+def calibration_record() -> dict:
+    """What the fit writes to ``data/calibration/vllm_non_kv.json``: the coefficients
+    (``fit_coefficients()``), the error bands (``error_band_gib()``, rounded to 0.01 GiB, and
+    ``error_band_gib(covered=False)``, to 0.1 GiB), the checkpoints and cards the fit has boots of
+    (``coverage()``), and the evidence the budget's notes cite (``calibration_notes``).
+    ``fitted_checkpoints`` is an input of the fit (which checkpoint sizes get a correction), kept as
+    the shipped file has it."""
+    fit = fit_coefficients()
+    coef = {k: v for k, v in fit.items() if k not in ("n_fit", "n_peak")}
+    cov = coverage()
+    return {
+        "source": f"data/{BOOTS_CSV}: least squares on the boots whose scope is 'specified' and whose available "
+                  "KV memory is logged or implied by the logged pool (the Calibration chapter)",
+        "written_by": "python -m kvmath.engines.vllm.calibration --write "
+                      "(kvmath.engines.vllm.calibration.write_calibration); tests/test_calibration.py refits "
+                      "and compares",
+        "units": {"*_gib": "GiB (2^30 B) per card", "weights_extra_gb[...]": "GB (1e9 B) of the whole checkpoint",
+                  "calibration_error_gib / uncovered_error_gib": "GiB of available KV memory per card"},
+        "coefficients": coef,
+        "fitted_checkpoints": list(FITTED_CHECKPOINTS),
+        "calibration_error_gib": round(error_band_gib(), 2),
+        "uncovered_error_gib": round(error_band_gib(covered=False), 1),
+        "n_fit": fit["n_fit"], "n_peak": fit["n_peak"],
+        "coverage": {"checkpoints": [list(c) for c in sorted(cov["checkpoints"])], "cards": sorted(cov["cards"])},
+        "notes": calibration_notes({k: v for k, v in coef.items() if k in COEFFICIENTS}),
+    }
+
+
+def write_calibration() -> str:
+    """Refit and write ``data/calibration/vllm_non_kv.json``; returns the path written. Restart Python
+    to price with the new constants (``kvmath.engines.vllm.budget`` reads them once, at import)."""
+    return str(facts.write_json(CALIBRATION_JSON, calibration_record()))
+
+
 def frame(records=None):
     """``compare()`` as a pandas DataFrame (pandas imported here)."""
     import pandas as pd
@@ -558,5 +627,32 @@ def table_text(records=None) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["FEATURES", "ROWS", "Row", "SCOPES", "compare", "fit_coefficients", "frame", "held_out",
+__all__ = ["BOOTS_CSV", "CALIBRATION_JSON", "FEATURES", "ROWS", "Row", "SCOPES", "calibration_notes",
+           "calibration_record", "read_rows", "write_calibration", "compare", "fit_coefficients", "frame", "held_out",
            "coverage", "error_band_gib", "measured_for_preset", "leave_one_group_out", "leave_one_out", "outliers", "summary", "table_text"]
+
+
+def main(argv=None) -> int:
+    """``python -m kvmath.engines.vllm.calibration --write``: refit and write the calibration JSON;
+    ``--check``: exit 1 when the shipped JSON differs from what the fit gives."""
+    import argparse
+    import json
+
+    p = argparse.ArgumentParser(prog="python -m kvmath.engines.vllm.calibration", description=main.__doc__)
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("--write", action="store_true", help=f"refit and write data/{CALIBRATION_JSON}")
+    g.add_argument("--check", action="store_true", help=f"compare data/{CALIBRATION_JSON} with a refit")
+    args = p.parse_args(argv)
+    if args.write:
+        print(f"wrote {write_calibration()}")
+        return 0
+    shipped, fresh = facts.read_json(CALIBRATION_JSON), calibration_record()
+    if shipped != json.loads(json.dumps(fresh)):
+        print(f"data/{CALIBRATION_JSON} differs from the fit; run with --write")
+        return 1
+    print(f"data/{CALIBRATION_JSON} is what the fit gives")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
