@@ -95,8 +95,9 @@ _CITES = _CALIBRATION["notes"]
 
 for _k in FITTED_CHECKPOINTS:  # a contributor adding a checkpoint must also ship its fitted value
     if f"weights_extra_gb[{_k}]" not in COEFFICIENTS:
-        raise KvMathError(f"fitted_checkpoints lists {_k} but the calibration has no weights_extra_gb[{_k}]: "
-                          "run python -m kvmath.engines.vllm.calibration --write")
+        raise KvMathError(f"data/calibration/vllm_non_kv.json lists {_k} in fitted_checkpoints but has no "
+                          f"coefficient weights_extra_gb[{_k}]: add it as 0.0, then refit with "
+                          "python -m kvmath.engines.vllm.calibration --write")
 
 OUTCOMES = ("boots", "refused", "oom")
 OUTCOME_TEXT = {

@@ -1,11 +1,11 @@
 """Calibration: kvmath's budget against measured vLLM boots, quantity by quantity, in one unit.
 
-Every row of ``shared/measurements/club3090-boot-facts.csv`` (ids F01-F35, plus the boot logs of
-club-3090 issues #32, #35 and #41 that the F19 row cites) and of
-``club3090-calibration-rows.csv`` (ids C01-C21) is re-entered here with the configuration that was
-actually booted (the CSVs' ``actual_config_and_notes`` / ``notes``), the measured figures, and the
-anchor's own prediction. ``compare()`` prices each row with ``kvmath.budget.budget`` and sets
-predicted beside measured:
+The boots are the rows of ``data/measurements/vllm-boots.csv`` (read through ``kvmath.facts``; the
+columns are described in ``data/measurements/README.md``): every row of club-3090's boot facts (ids
+F01-F35, plus the boot logs of club-3090 issues #32, #35 and #41 that the F19 row cites) and of the
+anchor's calibration table (ids C01-C21), each at the configuration that was actually booted, with the
+measured figures, the anchor's own prediction and the source. ``compare()`` prices each row with
+``kvmath.engines.vllm.budget.budget`` and sets predicted beside measured:
 
 - outcome (boots / refused / oom), for every row with a memory outcome;
 - available KV memory (GiB): logged "Available KV cache memory", or, where only the pool is logged,
@@ -21,12 +21,14 @@ Each row has a ``scope`` (``SCOPES``): only ``specified`` boots (every input kno
 modelled) test kvmath and enter the fit; the others are shown with the reason. Rows of the anchor's
 table that repeat a boot-facts boot carry ``same_boot`` and are counted once (``summary``).
 
-``fit_coefficients(rows)`` fits ``kvmath.budget.COEFFICIENTS`` by least squares on the implied
+``fit_coefficients(rows)`` fits the budget's ``COEFFICIENTS`` by least squares on the implied
 non-KV memory of the specified boots whose available KV is known (including a size correction for
-each checkpoint in ``kvmath.budget.FITTED_CHECKPOINTS``), and the mean peak overhead.
+each checkpoint in ``FITTED_CHECKPOINTS``), and the mean peak overhead.
 ``leave_one_group_out()`` / ``error_band_gib()`` give the out-of-sample error that becomes
-``kvmath.budget.CALIBRATION_ERROR_GIB``; ``outliers()`` finds boots whose logs disagree with their
-siblings'.
+``CALIBRATION_ERROR_GIB``; ``outliers()`` finds boots whose logs disagree with their siblings'.
+``write_calibration()`` (``python -m kvmath.engines.vllm.calibration --write``) writes all of it,
+with ``coverage()`` and the evidence the budget's notes cite, to ``data/calibration/vllm_non_kv.json``,
+which the budget reads; it never imports this module.
 """
 
 from __future__ import annotations
