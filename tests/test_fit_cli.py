@@ -186,14 +186,14 @@ def test_models_without_a_vllm_block_plan_are_a_clear_error(capsys):
     import os
     from pathlib import Path
 
-    root = Path(os.environ.get("KVMATH_SHARED", Path(__file__).resolve().parents[2] / "shared")) / "hf-configs"
+    from kvmath.facts import reference_config_path
+
     for name in ("deepseek-ai__DeepSeek-V3.json", "nvidia__Nemotron-H-56B-Base-8K.json",
                  "moonshotai__Kimi-Linear-48B-A3B-Instruct.json"):
-        if not (root / name).is_file():
-            pytest.skip("shared/hf-configs not beside the checkout")
-        code, _, err = run(capsys, "--config", str(root / name), "--weights-gb", "40", "--tp", "4", "--card", "h100",
-                           "--max-ctx", "4096")
-        assert code == 2 and "block plan is not implemented yet" in err and err.count("\n") == 1
+        code, out, err = run(capsys, "--config", str(reference_config_path(name)), "--weights-gb", "40", "--tp", "4",
+                             "--card", "h100", "--max-ctx", "4096")
+        # a verdict, or one line naming what kvmath cannot plan (MLA formats, Mamba-2 / KDA prefix caching)
+        assert (code in (0, 1) and out) or (code == 2 and err.count("\n") == 1), (name, code, err)
 
 
 def test_drafter_flags(capsys):

@@ -35,6 +35,10 @@ class VllmEngine(Engine):
         if cache_type_k is not None or cache_type_v is not None:
             raise KvMathError("cache_type_k / cache_type_v (-ctk / -ctv) are llama.cpp flags; vLLM takes one "
                               "kv_cache_dtype (--kv-cache-dtype) for K and V")
+        if max_ctx is None:
+            max_ctx = arch.max_position_embeddings
+            if not max_ctx:
+                raise KvMathError(f"{arch.name}: config has no max_position_embeddings; pass max_ctx (--max-model-len)")
         return VllmSettings(max_model_len=max_ctx, max_num_seqs=max_num_seqs, tensor_parallel_size=tp,
                             kv_cache_dtype="auto" if kv_format is None else kv_format, **kw)
 
@@ -59,6 +63,8 @@ class VllmEngine(Engine):
         for name, spec in p.final_layers:
             index = int(name.rsplit(".", 1)[1])
             buckets.setdefault((spec, name.startswith("mtp.")), []).append(index)
+        for idx in buckets.values():
+            idx.sort()
         out: list[LayerGroup] = []
         for (spec, drafter), idx in buckets.items():
             layer = by_index.get(idx[0])
