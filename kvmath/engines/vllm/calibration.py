@@ -432,7 +432,8 @@ def held_out(train_ids=None) -> dict:
 @lru_cache(maxsize=None)
 def coverage() -> dict:
     """What the fit has seen: ``checkpoints`` {(model, deployments.json weights key)} and ``cards`` of the
-    rows it is fitted on. Cheap (no budgets): ``kvmath.budget.budget`` uses it for its notes."""
+    rows it is fitted on. Cheap (no budgets). ``write_calibration`` stores it in the calibration JSON,
+    whose copy ``kvmath.engines.vllm.budget.budget`` reads for its notes."""
     from .budget import weights_gb
 
     rows = _fit_rows()
