@@ -289,3 +289,102 @@ def test_config_translation_errors():
     # scalar defaults as llama.cpp: head_count_kv = head_count, key_length = embedding_length / head_count
     cfg = gguf_to_hf_config({k: v for k, v in llama.items() if "kv" not in k})
     assert cfg["num_key_value_heads"] == 4 and cfg["head_dim"] == 16
+
+
+# ---------------------------------------------------------------------------------------------------
+# the bounded header reader (kvmath.model.gguf.read_header) and the checks after translation
+
+
+def test_bounded_reader_matches_gguf_reader(llama_gguf, gemma_gguf, qwen_gguf):
+    from kvmath.model.gguf import read_header
+
+    for path, _ in (llama_gguf, gemma_gguf, qwen_gguf):
+        h = read_header(path)
+        old = gguf.GGUFReader(str(path))
+        assert h.data_offset == old.data_offset and h.alignment == old.alignment
+        assert [(t.name, t.shape, t.tensor_type, t.n_elements, t.n_bytes, t.data_offset) for t in h.tensors] == [
+            (t.name, tuple(t.shape.tolist()), t.tensor_type, t.n_elements, t.n_bytes, t.data_offset)
+            for t in old.tensors]
+        assert h.metadata == {k: f.contents() for k, f in old.fields.items()}
+
+
+def test_big_endian_file_reads_like_little_endian(tmp_path):
+    def write(name, endian):
+        w = gguf.GGUFWriter(str(tmp_path / name), "llama", endianess=endian)
+        for k, v in (("block_count", 2), ("embedding_length", 64), ("attention.head_count", 4),
+                     ("attention.head_count_kv", 2), ("context_length", 2048)):
+            w.add_uint32(f"llama.{k}", v)
+        w.add_tensor("token_embd.weight", np.zeros((8, 64), dtype=np.float16))
+        w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
+        return read_gguf(tmp_path / name)
+
+    le, be = write("le.gguf", gguf.GGUFEndian.LITTLE), write("be.gguf", gguf.GGUFEndian.BIG)
+    assert be.architecture.layers == le.architecture.layers and be.weights.total == le.weights.total == 8 * 64 * 2
+
+
+def test_long_arrays_and_vocabularies_are_not_materialised(tmp_path):
+    from kvmath.model.gguf import MAX_ARRAY_ITEMS, UnreadValue
+
+    w = gguf.GGUFWriter(str(tmp_path / "v.gguf"), "llama")
+    w.add_token_list([f"t{i}" for i in range(1000)])
+    w.add_array("general.big", [1] * (MAX_ARRAY_ITEMS + 1))
+    w.add_tokenizer_model("llama")
+    w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
+    meta = read_metadata(tmp_path / "v.gguf")
+    assert "tokenizer.ggml.tokens" not in meta and meta["tokenizer.ggml.model"] == "llama"
+    assert isinstance(meta["general.big"], UnreadValue) and len(meta["general.big"]) == MAX_ARRAY_ITEMS + 1
+
+
+def test_truncated_and_corrupt_headers_are_refused(llama_gguf, tmp_path):
+    path, _ = llama_gguf
+    data = path.read_bytes()
+    bad = tmp_path / "bad.gguf"
+    for cut in (0, 3, 10, 30, 200, len(data) - 1):
+        bad.write_bytes(data[:cut])
+        with pytest.raises(KvMathError, match="not a readable GGUF file"):
+            read_gguf(bad)
+    bad.write_bytes(data[:8] + (2**64 - 1).to_bytes(8, "little") + data[16:])  # tensor count
+    with pytest.raises(KvMathError, match="tensor count 18,446,744,073,709,551,615 does not fit"):
+        read_gguf(bad)
+    bad.write_bytes(data[:4] + (7).to_bytes(4, "little") + data[8:])
+    with pytest.raises(KvMathError, match="GGUF version 7 is not supported"):
+        read_gguf(bad)
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("llama.attention.head_count", 0, r"llama.attention.head_count must be in \[1, "),
+    ("llama.block_count", 2**32 - 1, r"llama.block_count must be in \[1, 65,536\]"),
+    ("llama.block_count", 0, r"llama.block_count must be in \[1, "),
+    ("llama.embedding_length", -64, r"llama.embedding_length must be in \[1, "),
+    ("llama.attention.head_count", [4, 4, 4], r"llama.attention.head_count has 3 entries, block_count is 2"),
+    ("llama.attention.head_count_kv", 0, r"llama.attention.head_count_kv must be >= 1"),
+    ("llama.attention.key_length", float("nan"), r"llama.attention.key_length must be an integer, got nan"),
+    ("llama.context_length", "4096", r"llama.context_length must be an integer, got '4096'"),
+])
+def test_translated_values_are_range_checked(key, value, message):
+    meta = {"general.architecture": "llama", "llama.block_count": 2, "llama.embedding_length": 64,
+            "llama.attention.head_count": 4, key: value}
+    with pytest.raises(KvMathError, match=message):
+        gguf_to_hf_config(meta)
+
+
+def test_hybrid_and_gemma4_values_are_range_checked():
+    qwen = {"general.architecture": "qwen35", "qwen35.block_count": 4, "qwen35.embedding_length": 64,
+            "qwen35.attention.head_count": 4, "qwen35.attention.head_count_kv": 2, "qwen35.ssm.state_size": 16,
+            "qwen35.ssm.group_count": 2, "qwen35.ssm.time_step_rank": 4, "qwen35.ssm.inner_size": 64,
+            "qwen35.ssm.conv_kernel": 4}
+    assert gguf_to_hf_config(qwen)["layer_types"][3] == "full_attention"
+    with pytest.raises(KvMathError, match=r"qwen35.full_attention_interval must be in \[1, "):
+        gguf_to_hf_config({**qwen, "qwen35.full_attention_interval": 0})
+    with pytest.raises(KvMathError, match="qwen35.attention.recurrent_layers must list booleans"):
+        gguf_to_hf_config({**qwen, "qwen35.attention.recurrent_layers": ["yes"] * 4})
+    with pytest.raises(KvMathError, match="head width of 0"):
+        gguf_to_hf_config({**qwen, "qwen35.embedding_length": 3, "qwen35.attention.key_length": 16})
+    gemma = {"general.architecture": "gemma4", "gemma4.block_count": 2, "gemma4.embedding_length": 64,
+             "gemma4.attention.head_count": 4, "gemma4.attention.key_length": 128,
+             "gemma4.attention.value_length": 128, "gemma4.attention.sliding_window": 512,
+             "gemma4.attention.sliding_window_pattern": [True, False], "gemma4.attention.head_count_kv": 2}
+    with pytest.raises(KvMathError, match="sliding_window_pattern must list booleans"):
+        gguf_to_hf_config({**gemma, "gemma4.attention.sliding_window_pattern": [0.5, 2]})
+    with pytest.raises(KvMathError, match=r"gemma4.attention.sliding_window must be in \[1, "):
+        gguf_to_hf_config({**gemma, "gemma4.attention.sliding_window": 0})

@@ -280,12 +280,13 @@ def byte_edits(draw) -> bytes:
     """(a) a base file with 1-4 random deletions, insertions, bit flips, overwrites or a truncation."""
     _, data, header_len, _ = draw(st.sampled_from(bases()))
     buf = bytearray(data)
+    rnd = draw(st.randoms(use_true_random=False))  # uniform positions (integers() favours small ones)
     for _ in range(draw(st.integers(1, 4))):
         if not buf:
             break
         # mostly inside the header, where a wrong byte changes what the reader does
         end = min(len(buf), header_len + 64) if draw(st.integers(0, 9)) else len(buf)
-        pos = draw(st.integers(0, end - 1))
+        pos = rnd.randrange(end)
         op = draw(st.sampled_from(["delete", "delete", "insert", "flip", "set", "truncate"]))
         if op == "delete":
             del buf[pos:pos + draw(st.integers(1, 8))]
@@ -306,8 +307,9 @@ def field_edits(draw) -> bytes:
     _, data, _, fields = draw(st.sampled_from(bases()))
     order = ">" if struct.unpack_from("<I", data, 4)[0] & 0xFFFF == 0 else "<"
     buf = bytearray(data)
+    rnd = draw(st.randoms(use_true_random=False))
     for _ in range(draw(st.integers(1, 3))):
-        pos, width, _what = draw(st.sampled_from(fields))
+        pos, width, _what = rnd.choice(fields)
         value = draw(st.sampled_from(HUGE) | st.integers(0, 2**64 - 1) | st.integers(0, 64))
         value &= (1 << (8 * width)) - 1
         struct.pack_into(order + ("I" if width == 4 else "Q"), buf, pos, value)
