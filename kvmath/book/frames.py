@@ -63,7 +63,8 @@ def layer_pattern(arch) -> str:
 def per_token_frame(model, engine="vllm", formats=BOOK_VLLM_FORMATS, tps=(1, 2, 4), **deployment):
     """Growing KV bytes per token per card for each format and each valid TP among ``tps``.
 
-    Columns: format, tp, bytes_per_token, bits_per_element_k, bits_per_element_v. TPs the engine
+    Columns: format, tp, bytes_per_token, bits_per_element_k, bits_per_element_v, refused (the engine's
+    one-line refusal where it refuses the format at start-up; the figures are then empty). TPs the engine
     cannot use for this model are left out (see ``valid_tp``).
     """
     import pandas as pd
@@ -72,15 +73,22 @@ def per_token_frame(model, engine="vllm", formats=BOOK_VLLM_FORMATS, tps=(1, 2, 
     eng = get_engine(engine)
     ok = [tp for tp in tps if tp in valid_tp(arch, eng, tps)]
     rows = []
+    max_ctx = deployment.pop("max_ctx", 4096)
     for fmt in formats:
         for tp in ok:
-            d = derive(arch, engine=eng, kv_format=fmt, tp=tp, max_ctx=deployment.pop("max_ctx", 4096), **deployment)
+            try:
+                d = derive(arch, engine=eng, kv_format=fmt, tp=tp, max_ctx=max_ctx, **deployment)
+            except KvMathError as e:  # the engine refuses this format here (vLLM page unification, MLA formats)
+                rows.append({"format": fmt, "tp": tp, "bytes_per_token": None, "bits_per_element_k": None,
+                             "bits_per_element_v": None, "refused": str(e)})
+                continue
             rows.append({
                 "format": fmt,
                 "tp": tp,
                 "bytes_per_token": d.bytes_per_token,
                 "bits_per_element_k": float(d.kv_format.k.bits_per_element),
                 "bits_per_element_v": float(d.kv_format.v.bits_per_element),
+                "refused": "",
             })
     return pd.DataFrame(rows)
 
@@ -104,9 +112,13 @@ def curve_frame(model, engine="vllm", formats=BOOK_VLLM_FORMATS, tps=(1, 2, 4), 
     for fmt in formats:
         for tp in ok:
             for ctx in contexts:
-                d = derive(arch, engine=eng, kv_format=fmt, tp=tp, max_ctx=ctx, max_num_seqs=1, **deployment)
+                try:
+                    d = derive(arch, engine=eng, kv_format=fmt, tp=tp, max_ctx=ctx, max_num_seqs=1, **deployment)
+                except KvMathError:  # refused at start-up by the engine: no point on the curve
+                    continue
+                # everything that is not full-attention KV: sliding window, state, vLLM padding layers
                 rows.append({"format": fmt, "tp": tp, "ctx": ctx, "growing_bytes": d.growing_bytes,
-                             "fixed_bytes": d.fixed_bytes})
+                             "fixed_bytes": d.total_bytes - d.growing_bytes})
     return pd.DataFrame(rows)
 
 

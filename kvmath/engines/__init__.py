@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from ..errors import KvMathError, choices
 from ..formats import KVFormat
-from .base import Engine, LayerGroup, StateTensor, valid_tp
+from .base import Engine, LayerGroup, StateTensor
+from .base import valid_tp as _valid_tp
 from .llamacpp import ENGINE as _LLAMACPP
 from .transformers import ENGINE as _TRANSFORMERS
 from .vllm import ENGINE as _VLLM
@@ -27,6 +28,11 @@ def get_engine(name) -> Engine:
     if key not in ENGINES:
         raise KvMathError(f"unknown engine {name[:40]!r}; valid: {choices(ENGINES)}")
     return ENGINES[key]
+
+
+def valid_tp(arch, engine="vllm", candidates=(1, 2, 4, 8, 16)) -> list[int]:
+    """The tensor-parallel sizes among ``candidates`` the engine (name or Engine) accepts for ``arch``."""
+    return _valid_tp(arch, get_engine(engine), tuple(candidates))
 
 
 def settings_owners() -> dict[str, tuple[str, ...]]:
