@@ -353,7 +353,8 @@ def test_truncated_and_corrupt_headers_are_refused(llama_gguf, tmp_path):
 
 @pytest.mark.parametrize("key, value, message", [
     ("llama.attention.head_count", 0, r"llama.attention.head_count must be in \[1, "),
-    ("llama.block_count", 2**32 - 1, r"llama.block_count must be in \[1, 65,536\]"),
+    ("llama.block_count", 2**32 - 1, r"llama.block_count must be in \[1, 512\]"),
+    ("llama.block_count", 513, r"llama.block_count must be in \[1, 512\]"),
     ("llama.block_count", 0, r"llama.block_count must be in \[1, "),
     ("llama.embedding_length", -64, r"llama.embedding_length must be in \[1, "),
     ("llama.attention.head_count", [4, 4, 4], r"llama.attention.head_count has 3 entries, block_count is 2"),

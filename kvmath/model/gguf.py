@@ -6,7 +6,7 @@ by ``gguf.GGUFReader``, which trusts the lengths in the file: every count, array
 length is checked against the bytes that remain before anything loops or allocates, and a malformed
 file is refused at once with one KvMathError line. ``gguf`` supplies the type tables
 (``GGUFValueType``, ``GGMLQuantizationType``, ``GGML_QUANT_SIZES``). Metadata values are checked again
-after translation (a ``head_count`` of 0, a ``block_count`` beyond ``kvmath.validate.MAX_LAYERS``, a
+after translation (a ``head_count`` of 0, a ``block_count`` beyond llama.cpp's ``LLAMA_MAX_LAYERS`` (512), a
 ``full_attention_interval`` of 0, a per-layer array of the wrong length are refused naming the key).
 
 Design: the GGUF metadata is translated into a Hugging Face style config dict (HF key names, the
@@ -168,6 +168,9 @@ MAX_KV_COUNT = 1 << 20
 """Most metadata pairs accepted (real files have a few dozen)."""
 MAX_TENSOR_COUNT = 1 << 20
 """Most tensors accepted (the largest published models have a few thousand)."""
+LLAMA_MAX_LAYERS = 512
+"""Most blocks a GGUF may have: llama.cpp's ``LLAMA_MAX_LAYERS`` (src/llama-hparams.h); its
+``get_key_or_arr`` refuses a ``block_count`` above it, so no larger file loads in llama.cpp."""
 
 _SCALAR_CODES = {
     "UINT8": "B", "INT8": "b", "UINT16": "H", "INT16": "h", "UINT32": "I", "INT32": "i",
@@ -358,8 +361,10 @@ def read_header(path: str | Path) -> GGUFHeader:
             if size < 24:
                 raise KvMathError(f"{p}: not a readable GGUF file: {size} bytes, shorter than a GGUF header")
             buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-    except OSError as e:
-        raise KvMathError(f"{p}: cannot read the file ({type(e).__name__}: {e.strerror or e})") from None
+    except KvMathError:
+        raise
+    except (OSError, ValueError) as e:  # unreadable, or mmap refusing the file
+        raise KvMathError(f"{p}: cannot read the file ({type(e).__name__}: {getattr(e, 'strerror', None) or e})") from None
     try:
         return _parse(buf, p)
     finally:
@@ -495,8 +500,8 @@ def gguf_to_hf_config(meta: dict[str, Any], *, tensor_names: set[str] | None = N
             raise KvMathError(f"GGUF ({arch}) is missing {full}")
         return default
 
-    n_all = _int(key("block_count", required=True), f"{arch}.block_count", 1, MAX_LAYERS)
-    n_nextn = _int(key("nextn_predict_layers", 0), f"{arch}.nextn_predict_layers", 0, MAX_LAYERS)
+    n_all = _int(key("block_count", required=True), f"{arch}.block_count", 1, LLAMA_MAX_LAYERS)
+    n_nextn = _int(key("nextn_predict_layers", 0), f"{arch}.nextn_predict_layers", 0, LLAMA_MAX_LAYERS)
     n_layer = n_all - n_nextn
     if n_layer < 1:
         raise KvMathError(f"GGUF {arch}: block_count {n_all} leaves no decoder layer after {n_nextn} nextn layers")
@@ -588,7 +593,7 @@ def gguf_to_hf_config(meta: dict[str, Any], *, tensor_names: set[str] | None = N
             rec = _bools(recurrent[:n_layer], f"{arch}.attention.recurrent_layers")
             types = ["linear_attention" if r else "full_attention" for r in rec]
         else:
-            interval = _int(key("full_attention_interval", 4), f"{arch}.full_attention_interval", 1, MAX_LAYERS)
+            interval = _int(key("full_attention_interval", 4), f"{arch}.full_attention_interval", 1, LLAMA_MAX_LAYERS)
             types = ["full_attention" if (i + 1) % interval == 0 else "linear_attention" for i in range(n_layer)]
         full_kv = {kv[i] for i in range(n_layer) if types[i] == "full_attention"} or attn_kv
         if len(full_kv) > 1:
