@@ -446,9 +446,6 @@ _REPORTED = textwrap.dedent(r'''
         struct.pack_into("<" + ("I" if width == 4 else "Q"), buf, pos, value)
         return bytes(buf)
 
-    def key_offset(data, key):
-        return data.index(key.encode())
-
     cases = {}
     llama = F.bases()[0][1]
     llama_header = F.bases()[0][2]
@@ -456,9 +453,8 @@ _REPORTED = textwrap.dedent(r'''
     cases["delete3"] = [llama[:i] + llama[i + 3:] for i in range(0, llama_header, 1)]
     # array length 10**7: the vocabulary, and a per-layer array
     cases["tokens_1e7"] = [field_edit(0, "array count", 10**7, 0)]
-    g4 = F.bases()[2][1]
-    nth = [i for i, f in enumerate([f for f in F.bases()[2][3] if f[2] == "array count"])]
-    cases["gemma4_arrays_1e7"] = [field_edit(2, "array count", 10**7, i) for i in nth]
+    n_arrays = sum(f[2] == "array count" for f in F.bases()[2][3])  # vocabulary and per-layer arrays
+    cases["gemma4_arrays_1e7"] = [field_edit(2, "array count", 10**7, i) for i in range(n_arrays)]
     cases["head_count_0"] = [kv_edit(i, f"{a}.attention.head_count", 0, VT.UINT32)
                              for i, a in enumerate(["llama", "gemma2", "gemma4", "qwen35moe"])]
     cases["full_attention_interval_0"] = [kv_edit(3, "qwen35moe.full_attention_interval", 0, VT.UINT32)]
