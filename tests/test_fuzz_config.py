@@ -1,7 +1,7 @@
 """The config loader under fuzzing: malformed, truncated and contradictory configs.
 
 Every example starts from a config that loads (one minimal config per family, the shipped model
-facts, and every config in shared/hf-configs when it is beside the checkout) and applies a few
+facts, and every reference config in data/configs) and applies a few
 random mutations: keys deleted, values replaced by wrong types (strings, bools, lists, objects for
 integers), negative, zero, huge, NaN and infinite numbers, ``layer_types`` truncated, extended or
 given unknown strings, ``text_config`` / ``linear_attn_config`` replaced by garbage, layer patterns
@@ -36,7 +36,7 @@ from kvmath.model.specs import (
 )
 from kvmath.formats import DTYPE_BYTES
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "hf-configs"
+SHARED = Path(__file__).resolve().parents[1] / "data" / "configs"  # copies of the published configs (SOURCES.md)
 
 # One small config per family, so the fuzzer covers every loader without shared/.
 MINIMAL = {

@@ -6,9 +6,9 @@ config.json (hidden sizes, experts and vocabulary shrunk), runs a prefill and a 
 and adds up the tensors the returned ``DynamicCache`` holds. The window is shortened to 16 tokens so
 that 40 tokens cross it; kvmath derives from the very same config dict.
 
-The four models kvmath ships facts for run everywhere; every other config in shared/hf-configs
+The four models kvmath ships facts for run everywhere; every other reference config in data/configs
 (GQA, MQA-like MLA, every sliding-window form, GDN, Mamba-2 and KDA hybrids, MoE-only blocks) runs
-when shared/ is beside the checkout, as it is in CI. The model is built in the config's own dtype
+too; the configs are in the repository. The model is built in the config's own dtype
 (Gemma 2 9B says float32), as transformers would load it.
 """
 
@@ -25,8 +25,8 @@ import kvmath
 sys.path.insert(0, str(Path(__file__).parent))
 from realcache import transformers_cache_bytes  # noqa: E402
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "hf-configs"
-SHIPPED = {  # kvmath id -> the same config in shared/hf-configs (tests/test_config.py checks they agree)
+SHARED = Path(__file__).resolve().parents[1] / "data" / "configs"  # copies of the published configs (SOURCES.md)
+SHIPPED = {  # kvmath id -> the same config in data/configs (tests/test_config.py checks they agree)
     "qwen3.6-27b": "Qwen__Qwen3.6-27B.json",
     "qwen3.6-35b-a3b": "Qwen__Qwen3.6-35B-A3B.json",
     "gemma-4-31b": "google__gemma-4-31B-it.json",
@@ -59,8 +59,6 @@ def case_config(case: str) -> dict:
     if case in SHIPPED:
         cfg = copy.deepcopy(kvmath.resolve_model(case)["config"])
     else:
-        if not SHARED.is_dir():
-            pytest.skip("shared/hf-configs is not beside this checkout")
         cfg = json.loads((SHARED / f"{case}.json").read_text())
     text = cfg.get("text_config", cfg)
     if text.get("sliding_window") and kvmath.load_architecture(cfg).layers_of("sliding_attention"):

@@ -166,13 +166,22 @@ def errata_frame(model_id: str, tp: int = 1):
     rows = []
     for fmt, doc_value in doc.items():
         engine = "llama.cpp" if fmt == "q4_0" else "vllm"
-        d = derive(arch, engine=engine, kv_format=fmt, tp=tp, max_ctx=4096)
+        # bytes per token do not depend on prefix caching; without it vLLM's align-mode block limit
+        # (block_size <= max_num_batched_tokens) does not apply
+        extra = {"enable_prefix_caching": False} if engine == "vllm" else {}
+        try:
+            d = derive(arch, engine=engine, kv_format=fmt, tp=tp, max_ctx=4096, **extra)
+        except KvMathError as e:  # vLLM refuses the format on this model at start-up
+            rows.append({"format": fmt, "engine": engine, "doc_bytes_per_token": doc_value // tp,
+                         "kvmath_bytes_per_token": None, "ratio": None, "refused": str(e)})
+            continue
         rows.append({
             "format": fmt,
             "engine": engine,
             "doc_bytes_per_token": doc_value // tp,
             "kvmath_bytes_per_token": d.bytes_per_token,
             "ratio": round(d.bytes_per_token / (doc_value / tp), 3),
+            "refused": "",
         })
     return pd.DataFrame(rows)
 
