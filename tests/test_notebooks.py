@@ -56,7 +56,9 @@ def test_model_chapter_glue_equals_kvmath(model):
 
     assert g["budget_error_gib"] == budget.CALIBRATION_ERROR_GIB
     if budget.presets().get(model):
-        frames = budget.chapter_frames(model)
+        from kvmath.book.frames import chapter_frames
+
+        frames = chapter_frames(model)
         t = frames["table"]
         assert g["budget_largest_ctx"] == frames["refusal_context"]
         assert g["budget_boots"] == int((t["outcome"] == "boots").sum())
