@@ -26,7 +26,7 @@ CHROMIUM ?= /usr/bin/chromium
 VENV_ENV := PATH="$(BIN):$$PATH" JUPYTER_PATH="$(abspath $(VENV))/share/jupyter" \
             PYDEVD_DISABLE_FILE_VALIDATION=1
 
-.PHONY: all venv venv-test assets chapters book test bench lock browser clean distclean
+.PHONY: fuzz all venv venv-test assets chapters book test bench lock browser clean distclean
 
 all: book
 
@@ -84,6 +84,10 @@ browser:
 
 test: venv-test browser
 	$(VENV_ENV) $(VENV)/bin/python -m pytest
+
+# The long GGUF fuzz run (50,000 cases) with its counts; the suite runs a short version.
+fuzz: venv-test
+	$(VENV_ENV) $(VENV)/bin/python tools/fuzz.py
 
 bench: venv assets chapters
 	$(VENV_ENV) $(VENV)/bin/python tools/bench_book.py
