@@ -114,8 +114,13 @@ def test_formula_chapter_checks_pass_and_match_kvmath():
 
 def test_quick_reference_headline_numbers():
     g = execute(ROOT / "notebooks" / "quick_reference.md")
-    per_token = {m: kvmath.derive(m, kv_format="fp8_e5m2", tp=g["qr_headline_tp"], max_ctx=4096).bytes_per_token
-                 for m in MODELS}
+    per_token = {}
+    for m in MODELS:  # the chapter's flags (2,048 batched tokens); models vLLM refuses there are left out
+        try:
+            per_token[m] = kvmath.derive(m, kv_format="fp8_e5m2", tp=g["qr_headline_tp"], max_ctx=4096,
+                                         max_num_batched_tokens=2048).bytes_per_token
+        except kvmath.KvMathError:
+            continue
     assert g["qr_lightest_bytes_per_token"] == min(per_token.values())
     assert g["qr_heaviest_bytes_per_token"] == max(per_token.values())
 
