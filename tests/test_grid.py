@@ -227,3 +227,25 @@ def test_the_three_engines_name_every_layer_once():
             if engine == "vllm" else kvmath.derive(model, engine=engine, max_ctx=4096)
         seen = sorted(i for g in d.groups for i in g.layers if i < d.arch.num_hidden_layers)
         assert seen == list(range(d.arch.num_hidden_layers)), (model, engine)
+
+
+def test_llamacpp_speculative_flags_keep_recurrent_snapshots():
+    # need_n_rs_seq(): --spec-draft-n-max snapshots per sequence for a draft-model --spec-type; the
+    # recurrent rows become mem_size * (1 + n_rs_seq). Qwen 3.6 27B: 48 GDN layers x (r 3 x 10240 +
+    # s 128 x 6144) f32 per row; 1 + 3 rows for draft-mtp, 1 row for draft-simple.
+    row = 48 * 4 * (3 * 10240 + 128 * 6144)
+
+    def state(*flags):
+        r = subprocess.run([sys.executable, "-m", "kvmath.cli", "--config", "qwen3.6-27b", "--engine", "llama.cpp",
+                            "-c", "8192", "--json", *flags], capture_output=True, text=True, check=True)
+        import json
+        return json.loads(r.stdout)["totals"]["state_bytes"]
+
+    assert state("--spec-type", "draft-mtp", "--spec-draft-n-max", "3") == 4 * row
+    assert state("--spec-type", "draft-simple", "--spec-draft-n-max", "3") == row
+    # llm_arch_supports_rs_rollback covers Qwen 3.5 / 3.6 only: other recurrent models keep no snapshots
+    nano = kvmath.derive(CONFIG["nemotron-nano"], engine="llama.cpp", max_ctx=4096, n_rs_seq=3)
+    assert nano.allocation.recurrent.n_rs_seq == 0
+    r = subprocess.run([sys.executable, "-m", "kvmath.cli", "--config", "qwen3.6-27b", "--engine", "llama.cpp",
+                        "--spec-draft-n-max", "3"], capture_output=True, text=True)
+    assert r.returncode == 2 and "--spec-type" in r.stderr

@@ -19,6 +19,14 @@ from .memory import BUILD_ALIASES, BUILDS, DEFAULT_BUILD, LlamaCppMemory, llamac
 
 _KINDS = ((GatedDeltaNetLayer, "gdn"), (Mamba2Layer, "mamba2"), (KDALayer, "kda"))
 FLASH_ATTN = ("auto", "on", "off")
+SPEC_TYPES_WITH_ROLLBACK = ("draft-mtp", "draft-eagle3", "draft-dflash", "draft-dspark")
+"""``--spec-type`` values whose draft replays rejected tokens, so the target keeps ``--spec-draft-n-max``
+recurrent-state snapshots per sequence (upstream common/common.h ``need_n_rs_seq()``: ``draft.n_max`` for
+the model-based draft types, 0 for ``draft-simple`` and the n-gram types; llama-context sets
+``cparams.n_rs_seq`` from it)."""
+RS_ROLLBACK_MODEL_TYPES = ("qwen3_5_text", "qwen3_5_moe_text")
+"""Models whose recurrent cache supports rollback snapshots (upstream llama-arch.cpp
+``llm_arch_supports_rs_rollback``: QWEN35 and QWEN35MOE); others get 0 snapshots."""
 
 
 @dataclass(frozen=True)
@@ -110,6 +118,8 @@ class LlamaCppEngine(Engine):
                 raise KvMathError(f"{arch.name}: config has no max_position_embeddings; pass max_ctx or n_ctx")
             kw["n_ctx"] = check_positive(per_seq, "max_ctx", maximum=MAX_TOKENS) * \
                 check_positive(max_num_seqs, "max_num_seqs", maximum=MAX_TOKENS)
+        if kw.get("n_rs_seq") and arch.model_type not in RS_ROLLBACK_MODEL_TYPES:
+            kw["n_rs_seq"] = 0  # llm_arch_supports_rs_rollback: llama.cpp clamps the request to 0 here
         return LlamaCppSettings(n_parallel=max_num_seqs, cache_type_k=k, cache_type_v=v, **kw)
 
     def allocate(self, arch: Architecture, s: LlamaCppSettings) -> LlamaCppMemory:
@@ -174,9 +184,12 @@ class LlamaCppEngine(Engine):
         g.add_argument("--swa-full", action="store_true", default=S, help="full-size SWA cache")
         g.add_argument("-fa", "--flash-attn", dest="flash_attn", choices=FLASH_ATTN, default=S)
         g.add_argument("--kv-unified", action="store_true", default=S, help="one cache stream for all sequences")
-        g.add_argument("--spec-draft-n-max", dest="n_rs_seq", type=int, default=S,
-                       help="draft tokens of MTP / draft speculative decoding: the recurrent state keeps that "
-                            "many rollback snapshots per sequence")
+        g.add_argument("--spec-type", dest="spec_type", default=S,
+                       help="speculative decoding type (draft-mtp, draft-eagle3, draft-dflash, draft-dspark keep "
+                            "recurrent rollback snapshots; draft-simple and ngram-* keep none)")
+        g.add_argument("--spec-draft-n-max", dest="spec_draft_n_max", type=int, default=S,
+                       help="most draft tokens per step: with a draft-model --spec-type, the recurrent state keeps "
+                            "that many rollback snapshots per sequence (Qwen 3.5 / 3.6 hybrids)")
         g.add_argument("--llamacpp-build", dest="build", default=S,
                        help=f"which llama.cpp rules: {', '.join(list(BUILDS) + list(BUILD_ALIASES))}")
         g.add_argument("-ngl", "--n-gpu-layers", dest="n_gpu_layers", default=S,
@@ -184,12 +197,18 @@ class LlamaCppEngine(Engine):
         g.add_argument("--n-cpu-moe", dest="n_cpu_moe", type=int, default=S,
                        help="accepted so launch flags paste; expert weights in RAM do not change the cache")
         return ["n_ctx", "n_parallel", "cache_type_k", "cache_type_v", "n_batch", "n_ubatch", "swa_full",
-                "flash_attn", "kv_unified", "n_rs_seq", "build", "n_gpu_layers", "n_cpu_moe"]
+                "flash_attn", "kv_unified", "spec_type", "spec_draft_n_max", "build", "n_gpu_layers", "n_cpu_moe"]
 
     def settings_from_cli(self, args: dict) -> dict:
         out = dict(args)
         out.pop("n_gpu_layers", None)
         out.pop("n_cpu_moe", None)
+        spec_type, n_max = out.pop("spec_type", None), out.pop("spec_draft_n_max", None)
+        if spec_type is not None or n_max is not None:
+            if spec_type is None or n_max is None:
+                raise KvMathError("give --spec-type and --spec-draft-n-max together: the recurrent snapshots "
+                                  "kvmath counts are --spec-draft-n-max for a draft-model --spec-type")
+            out["n_rs_seq"] = n_max if spec_type in SPEC_TYPES_WITH_ROLLBACK else 0
         return out
 
 
