@@ -280,3 +280,88 @@ def test_window_rules_follow_transformers():
     cfg = json.loads(json.dumps(kvmath.resolve_model("qwen3.6-27b")["config"]))
     wrapped = {"model_type": "qwen3_5", "text_config": {k: v for k, v in cfg.items() if k != "model_type"}}
     assert kvmath.load_architecture(wrapped).layers == kvmath.load_architecture(cfg).layers
+
+
+# --- Gemma 4 as transformers 5.x saves it: per_layer_config instead of global_head_dim / num_global_* ----------
+
+GEMMA4_31B = SHARED / "google__gemma-4-31B-it.json"
+
+
+def gemma4_per_layer_form(path=GEMMA4_31B) -> dict:
+    """The 31B config in the form transformers >= 5.15 ``save_pretrained`` writes (5.23 read): the flat
+    ``global_head_dim`` / ``num_global_key_value_heads`` are gone, each full layer's overrides sit in
+    ``per_layer_config`` under a zero-padded index (HeterogeneousConfigMixin._update_heterogeneous_to_dict_output)."""
+    cfg = json.loads(path.read_text())
+    t = cfg["text_config"]
+    full = [i for i, lt in enumerate(t["layer_types"]) if lt == "full_attention"]
+    overrides = {"head_dim": t.pop("global_head_dim"), "num_key_value_heads": t.pop("num_global_key_value_heads")}
+    t["per_layer_config"] = {f"{i:02d}": dict(overrides) for i in full}
+    return cfg
+
+
+def test_gemma4_per_layer_config_form_reads_the_full_layers_exactly():
+    cfg = gemma4_per_layer_form()
+    assert "global_head_dim" not in cfg["text_config"] and cfg["text_config"]["head_dim"] == 256
+    a = kvmath.load_architecture(cfg)
+    assert a.layers == kvmath.load_architecture(GEMMA4_31B).layers
+    assert {(l.num_kv_heads, l.head_dim) for l in a.layers_of(FULL)} == {(4, 512)}
+    assert {(l.num_kv_heads, l.head_dim) for l in a.layers_of(SLIDING)} == {(16, 256)}
+    # by hand: 10 full layers x 4 KV heads x 512 x 2 (K and V) x 2 B (bf16); the sliding layers are windowed
+    expected = 10 * 4 * 512 * 2 * 2
+    assert expected == 81_920
+    for engine in ("vllm", "llama.cpp", "transformers"):
+        assert kvmath.derive(cfg, engine=engine, max_ctx=8192).bytes_per_token == expected, engine
+
+
+def test_gemma4_per_layer_config_as_transformers_writes_it():
+    transformers = pytest.importorskip("transformers")
+    cfg = json.loads(GEMMA4_31B.read_text())
+    saved = json.loads(transformers.Gemma4Config(**cfg).to_json_string(use_diff=True))
+    t = saved["text_config"]
+    assert "per_layer_config" in t and "global_head_dim" not in t and "num_global_key_value_heads" not in t
+    assert kvmath.load_architecture(saved).layers == kvmath.load_architecture(GEMMA4_31B).layers
+
+
+@pytest.mark.parametrize("change,match", [
+    # a full layer's entry without its KV heads (attention_k_eq_v is true): never the sliding 16
+    (lambda t: t["per_layer_config"].__setitem__("11", {"head_dim": 512}), r"num_key_value_heads for full-attention layers 11"),
+    # without its width: never the sliding 256
+    (lambda t: t["per_layer_config"].__setitem__("05", {"num_key_value_heads": 4}), r"head_dim for full-attention layers 5"),
+    (lambda t: t.__setitem__("per_layer_config", {}), r"does not state head_dim for full-attention layers 5, 11"),
+    # neither form: the old silent 4x
+    (lambda t: t.pop("per_layer_config"), r"global_head_dim and num_global_key_value_heads"),
+    (lambda t: t.__setitem__("per_layer_config", {"x5": {}}), "not a layer index"),
+    (lambda t: t.__setitem__("per_layer_config", {"60": {}}), r"not a layer index in \[0, 60\)"),
+    (lambda t: t.__setitem__("per_layer_config", [1]), "must be an object"),
+    (lambda t: t["per_layer_config"]["05"].__setitem__("skip", ["self_attn"]), "overrides 'skip'"),
+    (lambda t: t.__setitem__("global_head_dim", 256), "sets global_head_dim 256 but per_layer_config gives"),
+])
+def test_gemma4_full_layer_fields_that_cannot_be_read_are_refused(change, match):
+    cfg = gemma4_per_layer_form()
+    change(cfg["text_config"])
+    with pytest.raises(kvmath.KvMathError, match=match):
+        kvmath.load_architecture(cfg)
+
+
+def test_gemma4_flat_form_needs_its_global_fields():
+    cfg = json.loads(GEMMA4_31B.read_text())
+    del cfg["text_config"]["num_global_key_value_heads"]  # attention_k_eq_v true: transformers would use 16
+    with pytest.raises(kvmath.KvMathError, match="num_global_key_value_heads"):
+        kvmath.load_architecture(cfg)
+    cfg = json.loads(GEMMA4_31B.read_text())
+    del cfg["text_config"]["global_head_dim"]  # transformers would default it to 512
+    with pytest.raises(kvmath.KvMathError, match="global_head_dim"):
+        kvmath.load_architecture(cfg)
+
+
+def test_gemma4_per_layer_form_without_k_eq_v_keeps_num_key_value_heads():
+    # google/gemma-4-E2B-it as saved by transformers 5.x: full layers override head_dim only
+    # (attention_k_eq_v false, so Gemma4TextConfig writes no num_key_value_heads override)
+    cfg = {"model_type": "gemma4_text", "num_hidden_layers": 10, "num_attention_heads": 8, "num_key_value_heads": 1,
+           "head_dim": 256, "sliding_window": 512, "attention_k_eq_v": False,
+           "layer_types": (["sliding_attention"] * 4 + ["full_attention"]) * 2,
+           "per_layer_config": {"04": {"head_dim": 512}, "09": {"head_dim": 512}}}
+    a = kvmath.load_architecture(cfg)
+    assert {(l.num_kv_heads, l.head_dim) for l in a.layers_of(FULL)} == {(1, 512)}
+    assert {(l.num_kv_heads, l.head_dim) for l in a.layers_of(SLIDING)} == {(1, 256)}
+    assert kvmath.derive(cfg, engine="transformers", max_ctx=1024).bytes_per_token == 2 * 1 * 512 * 2 * 2

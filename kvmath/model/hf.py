@@ -313,26 +313,87 @@ def _qwen_gdn(c: _Config, name: str, source: str) -> Architecture:
     )
 
 
+_GEMMA4_LAYER_KEYS = frozenset({"head_dim", "num_key_value_heads", "num_attention_heads"})
+"""``per_layer_config`` keys that shape a Gemma 4 layer's cache and that kvmath reads."""
+_GEMMA4_LAYER_INERT = frozenset({
+    "intermediate_size", "moe_intermediate_size", "num_experts", "top_k_experts", "enable_moe_block",
+    "use_double_wide_mlp", "hidden_activation", "rms_norm_eps", "attention_bias", "attention_dropout",
+    "rope_parameters", "initializer_range",
+})
+"""``per_layer_config`` keys that change a layer's weights or arithmetic but not what it caches."""
+
+
+def _gemma4_per_layer(c: _Config, n: int) -> dict[int, dict] | None:
+    """``per_layer_config`` as {layer index: overrides}, or None when the config has none.
+
+    transformers 5.x (``configuration_utils.py`` ``PreTrainedConfig.__post_init__`` and
+    ``integrations/heterogeneity/configuration_utils.py`` ``HeterogeneousConfigMixin``, 5.23 read)
+    saves it as a mapping of zero-padded layer index strings (``"05"``) to the attributes that differ
+    from the top-level ones; ``_apply_heterogeneous_config`` parses the keys with ``int()``. An
+    override equal to the top-level value is dropped when the config is built, so a layer without
+    an entry has the top-level ``head_dim`` / ``num_key_value_heads``.
+    """
+    raw = c.raw("per_layer_config")
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise KvMathError("gemma4 config field per_layer_config must be an object {layer index: overrides}")
+    out: dict[int, dict] = {}
+    for key, overrides in raw.items():
+        if isinstance(key, int) and not isinstance(key, bool):
+            index = key
+        elif isinstance(key, str) and key.isascii() and key.isdigit() and len(key) <= 6:
+            index = int(key)
+        else:
+            raise KvMathError(f"gemma4 per_layer_config key {key!r} is not a layer index (a string of digits)")
+        if not 0 <= index < n:
+            raise KvMathError(f"gemma4 per_layer_config key {key!r} is not a layer index in [0, {n})")
+        if index in out:
+            raise KvMathError(f"gemma4 per_layer_config lists layer {index} twice")
+        if not isinstance(overrides, dict):
+            raise KvMathError(f"gemma4 per_layer_config[{key!r}] must be an object of overrides")
+        unknown = sorted(set(overrides) - _GEMMA4_LAYER_KEYS - _GEMMA4_LAYER_INERT, key=str)
+        if unknown:
+            raise KvMathError(
+                f"gemma4 per_layer_config[{key!r}] overrides {choices(repr(k) for k in unknown)}; kvmath reads only "
+                f"{choices(sorted(_GEMMA4_LAYER_KEYS))} per layer (and ignores weight-only keys), so it cannot "
+                "size that layer's cache"
+            )
+        out[index] = overrides
+    return out
+
+
 @_family("gemma4_text")
 def _gemma4(c: _Config, name: str, source: str) -> Architecture:
     """Gemma 4: sliding and full layers with their own KV heads and head widths, optional KV sharing.
 
-    transformers 5.23 ``Gemma4TextConfig.__post_init__``: full layers use ``global_head_dim``
-    (default 512) and, when ``attention_k_eq_v`` is true, ``num_global_key_value_heads``; the last
-    layer is always full; the last ``num_kv_shared_layers`` layers read the cache of the last earlier
-    layer of the same type (``kv_sharing_modes``).
+    Two saved forms, both read as transformers 5.23 builds them (``models/gemma4/configuration_gemma4.py``
+    ``Gemma4TextConfig.__post_init__``):
+
+    - flat (transformers 5.5 dev exports, the published configs): full layers use ``global_head_dim``
+      and, when ``attention_k_eq_v`` is true, ``num_global_key_value_heads``;
+    - ``per_layer_config`` (saved by transformers >= 5.15's ``to_dict``): ``__post_init__`` turns the
+      flat fields into ``{full layer: {"head_dim": global_head_dim, "num_key_value_heads": ...}}``
+      and ``save_pretrained`` writes that mapping *instead of* ``global_head_dim`` /
+      ``num_global_key_value_heads``; the top-level ``head_dim`` / ``num_key_value_heads`` are then the
+      sliding layers' values (``Gemma4TextAttention``: ``config.per_layer_config[layer_idx].head_dim``).
+      When a config has ``per_layer_config``, transformers ignores ``global_head_dim`` /
+      ``num_global_key_value_heads`` (kvmath refuses them if they disagree).
+
+    kvmath never takes the full layers' width or KV heads from the sliding values: a full layer
+    whose ``head_dim`` (and, with ``attention_k_eq_v``, ``num_key_value_heads``) is not stated, in
+    its ``per_layer_config`` entry or in ``global_head_dim`` / ``num_global_key_value_heads``, is
+    refused naming the missing fields (transformers would default the width to 512 or drop an
+    override equal to the top-level value; write it out). Without ``attention_k_eq_v`` the full
+    layers keep ``num_key_value_heads`` (transformers writes no override for them). The last layer is
+    always full; the last ``num_kv_shared_layers`` layers read the cache of the last earlier layer of
+    the same type (``kv_sharing_modes``).
     """
     n = c.layer_count()
     heads = c.int("num_attention_heads")
     kv = _kv_heads(c, heads)
     head_dim = _head_dim(c)
-    global_dim = c.int("global_head_dim", 512)
     k_eq_v = c.bool("attention_k_eq_v", False)
-    global_kv = c.int("num_global_key_value_heads", kv) if k_eq_v else kv
-    if heads % global_kv:
-        raise KvMathError(
-            f"num_attention_heads {heads} is not a multiple of num_global_key_value_heads {global_kv}"
-        )
     if c.raw("use_bidirectional_attention") == "all":
         raise KvMathError("gemma4 with use_bidirectional_attention 'all' (an encoder) keeps no KV cache to size")
     window = _window(c)
@@ -340,6 +401,54 @@ def _gemma4(c: _Config, name: str, source: str) -> Architecture:
     if types is None:
         types = [SLIDING if (i + 1) % 6 else FULL for i in range(n)]
     types[-1] = FULL
+    per_layer = _gemma4_per_layer(c, n)
+    widths: list[tuple[int, int]] = []  # (num_kv_heads, head_dim) per layer
+    if per_layer is None:
+        missing = [k for k, needed in (("global_head_dim", True), ("num_global_key_value_heads", k_eq_v))
+                   if needed and not c.has(k)]
+        if missing:
+            raise KvMathError(
+                f"gemma4 config does not state the full-attention layers' {' and '.join(missing)} (nor a "
+                "per_layer_config with their head_dim / num_key_value_heads); kvmath will not take them from "
+                "the sliding layers' head_dim / num_key_value_heads or a default: write them out"
+            )
+        global_dim = c.int("global_head_dim")
+        global_kv = c.int("num_global_key_value_heads") if k_eq_v else kv
+        widths = [(global_kv, global_dim) if t == FULL else (kv, head_dim) for t in types]
+    else:
+        missing_at: dict[str, list[int]] = {}
+        for i, t in enumerate(types):
+            entry = _Config(per_layer.get(i, {}), f"gemma4 per_layer_config[{i}]")
+            if t == FULL:
+                for key, needed in (("head_dim", True), ("num_key_value_heads", k_eq_v)):
+                    if needed and not entry.has(key):
+                        missing_at.setdefault(key, []).append(i)
+            layer_heads = entry.int("num_attention_heads", heads)
+            layer_kv = entry.int("num_key_value_heads", kv)
+            if layer_heads % layer_kv:
+                raise KvMathError(
+                    f"gemma4 layer {i}: num_attention_heads {layer_heads} is not a multiple of num_key_value_heads "
+                    f"{layer_kv}; GQA needs whole groups"
+                )
+            widths.append((layer_kv, entry.int("head_dim", head_dim)))
+        if missing_at:
+            what = "; ".join(f"{key} for full-attention layers {choices(str(i) for i in idx)}"
+                             for key, idx in missing_at.items())
+            raise KvMathError(
+                f"gemma4 per_layer_config does not state {what}: the top-level head_dim / num_key_value_heads "
+                "are the sliding layers' values and kvmath will not use them for full layers (transformers drops an "
+                "override equal to the top-level value: write it out)"
+            )
+        for key, sub in (("global_head_dim", 1), ("num_global_key_value_heads", 0)):
+            if not c.has(key) or (key == "num_global_key_value_heads" and not k_eq_v):
+                continue
+            stated = c.int(key)
+            got = {widths[i][sub] for i, t in enumerate(types) if t == FULL}
+            if got != {stated}:
+                raise KvMathError(
+                    f"gemma4 config sets {key} {stated} but per_layer_config gives the full-attention layers "
+                    f"{choices(sorted(got))}; transformers follows per_layer_config and ignores {key}: remove one"
+                )
     shared = c.int("num_kv_shared_layers", 0, minimum=0)
     if shared >= n:
         raise KvMathError(f"num_kv_shared_layers {shared} must be smaller than num_hidden_layers {n}")
@@ -356,10 +465,20 @@ def _gemma4(c: _Config, name: str, source: str) -> Architecture:
                     f"layer {i} ({t}) shares KV but no earlier non-shared layer of type {t} produces it"
                 )
             source_layer = producers[t]
+            if widths[source_layer] != widths[i]:
+                raise KvMathError(
+                    f"gemma4 layer {i} reads layer {source_layer}'s cache but their (num_key_value_heads, head_dim) "
+                    f"differ: {widths[i]} vs {widths[source_layer]}"
+                )
+        layer_kv, dim = widths[i]
         if t == FULL:
-            layers.append(AttentionLayer(i, FULL, global_kv, global_dim, global_dim, None, k_eq_v, source_layer))
+            if heads % layer_kv:
+                raise KvMathError(
+                    f"num_attention_heads {heads} is not a multiple of the full-attention layers' KV heads {layer_kv}"
+                )
+            layers.append(AttentionLayer(i, FULL, layer_kv, dim, dim, None, k_eq_v, source_layer))
         else:
-            layers.append(AttentionLayer(i, SLIDING, kv, head_dim, head_dim, window, False, source_layer))
+            layers.append(AttentionLayer(i, SLIDING, layer_kv, dim, dim, window, False, source_layer))
     return _arch(c, name, source, layers, heads)
 
 
