@@ -21,11 +21,12 @@ import json
 import sys
 
 from .errors import KvMathError
+from .validate import one_line
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line, exit 2, like every other bad input
-        self.exit(2, f"kvmath: error: {message} (see kvmath --help)\n")
+    def error(self, message):  # one line, exit 2, like every other bad input (a 5,000-digit value is cut)
+        self.exit(2, f"kvmath: error: {one_line(message)} (see kvmath --help)\n")
 
 
 def _fmt(n: int) -> str:
@@ -195,7 +196,7 @@ def run(argv=None) -> int:
                    tp=args.tp, max_ctx=max_ctx, max_num_seqs=seqs, **settings)
         block = _engine_block(d, extra)
     except KvMathError as e:
-        print(f"kvmath: error: {e}", file=sys.stderr)
+        print(f"kvmath: error: {one_line(e)}", file=sys.stderr)
         return 2
     if args.json:
         out = d.to_dict()
@@ -208,7 +209,8 @@ def run(argv=None) -> int:
 
 
 def main(argv=None) -> int:
-    """Entry point: ``run`` with a closed pipe or a full disk answered in one line (exit 2 / 1)."""
+    """Entry point: ``run`` with a closed pipe answered quietly (exit 0) and a full disk or a closed
+    stdout in one line (exit 1); bad input is one line and exit 2 (``run``)."""
     from .clitools import guarded
 
     return guarded("kvmath", run, argv)

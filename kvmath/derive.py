@@ -25,6 +25,7 @@ from .formats import KVFormat
 from .model.load import load_architecture
 from .model.specs import Architecture
 from .units import fmt_bytes
+from .validate import MAX_TOKENS, MAX_TP, check_name, check_positive
 
 
 @dataclass(frozen=True)
@@ -175,8 +176,15 @@ def derive(
     Raises KvMathError for an unknown model, engine, format or setting, a TP the heads cannot be split
     over, non-positive counts, or a configuration the engine refuses at start-up.
     """
-    arch = load_architecture(model)
+    # argument checks, before the model is read or anything is computed
+    for name, value in (("kv_format", kv_format), ("cache_type_k", cache_type_k), ("cache_type_v", cache_type_v)):
+        check_name(value, name, maximum=64, optional=True)
+    tp = check_positive(tp, "tp", maximum=MAX_TP)
+    if max_ctx is not None:
+        max_ctx = check_positive(max_ctx, "max_ctx", maximum=MAX_TOKENS)
+    max_num_seqs = check_positive(max_num_seqs, "max_num_seqs", maximum=MAX_TOKENS)
     eng = get_engine(engine)
+    arch = load_architecture(model)
     unknown_settings(eng, settings, settings_owners())
     s = eng.settings(arch, max_ctx=max_ctx, max_num_seqs=max_num_seqs, tp=tp, kv_format=kv_format,
                      cache_type_k=cache_type_k, cache_type_v=cache_type_v, **settings)

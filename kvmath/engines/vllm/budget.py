@@ -54,6 +54,7 @@ from functools import lru_cache
 from ... import facts
 from ...errors import KvMathError, choices
 from ...model.load import load_architecture
+from ...validate import MAX_GB, MAX_TOKENS, MAX_TP, _short, check_bool, check_name, check_number, check_positive
 from ...validate import is_finite_number as _finite
 from .alloc import plan as vplan
 from .formats import VLLM_FORMATS, vllm_format
@@ -455,28 +456,47 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
 
     Raises KvMathError on bad input.
     """
+    # argument checks first, before any arithmetic (kvmath.validate: one line naming field, value, range)
+    tp = check_positive(tp, "tp", maximum=MAX_TP)
+    max_num_seqs = check_positive(max_num_seqs, "max_num_seqs", maximum=MAX_TOKENS)
+    max_num_batched_tokens = check_positive(max_num_batched_tokens, "max_num_batched_tokens", maximum=MAX_TOKENS)
+    if max_model_len is not None:  # bounded by MAX_TOKENS below, after the model's own maximum is named
+        max_model_len = check_positive(max_model_len, "max_model_len", maximum=10**30)
+    check_number(mem_util, "mem_util (gpu_memory_utilization)", 0, 1, open_min=True)
+    check_name(kv_format, "kv_format", maximum=64)
+    check_name(weights_variant, "weights_variant", maximum=64)
+    check_name(attention_backend, "attention_backend", maximum=64, optional=True)
+    for name, v in (("check_card", check_card), ("allow_long_max_model_len", allow_long_max_model_len),
+                    ("dflash", dflash)):
+        check_bool(v, name)
+    for name, v in (("drafter_gb", drafter_gb), ("draft_kv_gb", draft_kv_gb)):
+        check_number(v, f"{name} (GB)", 0, MAX_GB)
+    if weights_gb_total is not None:
+        check_number(weights_gb_total, "weights_gb_total (GB)", 0, MAX_GB, open_min=True)
+    if card is not None and not isinstance(card, (str, dict)):
+        raise KvMathError(f"card must be a card id such as rtx3090 (or None with total_gib), got {_short(card)}")
+    if isinstance(card, str):
+        check_name(card, "card", maximum=64)
+    if coefficients is not None and not isinstance(coefficients, dict):
+        raise KvMathError(f"coefficients must be a dict like kvmath.budget.COEFFICIENTS, got {_short(coefficients)}")
+    for k, v in (coefficients or {}).items():
+        if not isinstance(k, str) or k not in COEFFICIENTS:
+            raise KvMathError(f"unknown coefficient {_short(k)}; valid: {choices(sorted(COEFFICIENTS))}")
+        check_number(v, f"coefficient {k} (GiB)", -2**20, 2**20)
     arch = load_architecture(model)
     flags = _model_flags(arch)
-    if coefficients is not None and not isinstance(coefficients, dict):
-        raise KvMathError(f"coefficients must be a dict like kvmath.budget.COEFFICIENTS, got {coefficients!r}")
-    for k, v in (coefficients or {}).items():
-        if k not in COEFFICIENTS:
-            raise KvMathError(f"unknown coefficient {k!r}; valid: {choices(sorted(COEFFICIENTS))}")
-        if not _finite(v):
-            raise KvMathError(f"coefficient {k} must be a finite number, got {v!r}")
     coeffs = dict(COEFFICIENTS, **(coefficients or {}))
-    for name, v in (("tp", tp), ("max_num_seqs", max_num_seqs), ("max_num_batched_tokens", max_num_batched_tokens)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise KvMathError(f"{name} must be a positive integer, got {v!r}")
-    if not (_finite(mem_util) and 0 < mem_util <= 1):
-        raise KvMathError(f"mem_util (gpu_memory_utilization) must be in (0, 1], got {mem_util!r}")
     if card is not None and total_gib is None:
         c = globals()["card"](card) if isinstance(card, str) else card
-        total_gib, card_id, cc = c["total_gib"], c["id"], c["compute_capability"]
+        try:
+            total_gib, card_id, cc = c["total_gib"], c["id"], c["compute_capability"]
+        except KeyError as e:
+            raise KvMathError(f"a card dict needs total_gib, id and compute_capability; it has no {e}") from None
+        check_number(total_gib, f"card {_short(card_id)} total_gib", 0, 2**20, open_min=True)
     else:
         card_id, cc = "custom", None
         if not (_finite(total_gib) and 0 < total_gib <= 2**20):
-            raise KvMathError(f"card memory must be a positive number of GiB (at most 2^20), got {total_gib!r}")
+            raise KvMathError(f"card memory must be a positive number of GiB (at most 2^20), got {_short(total_gib)}")
     L = max_model_len or arch.max_position_embeddings
     if not L:
         raise KvMathError(f"{arch.name}: config has no max_position_embeddings; pass max_model_len")
@@ -488,6 +508,7 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
             f"max_model_len {L:,} is greater than {arch.name}'s derived maximum {derived:,} (max_position_embeddings, "
             "rope scaling applied); vLLM refuses it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 "
             "(Python: allow_long_max_model_len=True)")
+    L = check_positive(L, "max_model_len", maximum=MAX_TOKENS)
     if attention_backend is not None and attention_backend not in ATTENTION_BACKENDS:
         raise KvMathError(f"unknown attention backend {attention_backend!r}; valid: {choices(ATTENTION_BACKENDS)}")
     backend_note = None
@@ -505,9 +526,7 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
         if not _finite(weights_gb_total) or weights_gb_total <= 0:
             raise KvMathError(f"weights GB must be a finite positive number, got {weights_gb_total!r}")
         variant, wgb = "custom", weights_gb_total
-    if max_num_batched_tokens < max_num_seqs:
-        raise KvMathError(f"max_num_batched_tokens ({max_num_batched_tokens}) must be greater than or equal to "
-                          f"max_num_seqs ({max_num_seqs}) (vLLM SchedulerConfig)")
+    # max_num_batched_tokens < max_num_seqs: VllmSettings refuses it with vLLM's SchedulerConfig message
     total = round(total_gib * GIB)
     requested = math.ceil(total * mem_util)  # vllm/v1/worker/utils.py request_memory
     weights = round((wgb + extra_gb) * GB / tp)
@@ -619,6 +638,7 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
 
 def rebudget(b: Budget, **changes) -> Budget:
     """The same deployment with some inputs changed (``max_model_len=...``)."""
+    _check_budget(b, "rebudget")
     s = dict(b.settings, **changes)
     model = s.pop("_model", b.model)
     return budget(model, **s)
@@ -636,6 +656,9 @@ def solve_max_model_len(b: Budget, upper: int | None = None) -> int:
     the upper bound), then confirm it boots and that one token more does not (the activation term
     depends on max_model_len only below max_num_batched_tokens).
     """
+    _check_budget(b, "solve_max_model_len")
+    if upper is not None:
+        upper = check_positive(upper, "upper (max_model_len bound)", maximum=MAX_TOKENS)
     arch_max = upper or b.settings.get("max_model_len") or b.max_model_len
     top = rebudget(b, max_model_len=arch_max)
     if top.outcome == "boots":
@@ -663,9 +686,10 @@ def solve_max_model_len_with_headroom(b: Budget, headroom_gib: float | None = No
     """Largest max_model_len (tokens) whose KV need stays ``headroom_gib`` (default: the calibration
     error band, ``CALIBRATION_ERROR_GIB``) below the available KV memory: the length that still
     boots if the fitted non-KV terms are off by that much. 0 if none."""
+    _check_budget(b, "solve_max_model_len_with_headroom")
     h = CALIBRATION_ERROR_GIB if headroom_gib is None else headroom_gib
-    if isinstance(h, bool) or not isinstance(h, (int, float)) or not 0 <= h < float("inf"):
-        raise KvMathError(f"headroom must be a finite number of GiB >= 0, got {headroom_gib!r}")
+    if isinstance(h, bool) or not isinstance(h, (int, float)) or not 0 <= h <= 2**20:
+        raise KvMathError(f"headroom must be a finite number of GiB in [0, 2^20], got {_short(headroom_gib)}")
     reserved = b.settings.get("draft_kv_gb", 0.0) + h * GIB / GB
     return solve_max_model_len(rebudget(b, draft_kv_gb=reserved), upper=upper)
 
@@ -674,7 +698,15 @@ def solve_max_num_seqs(b: Budget) -> int:
     """Largest max_num_seqs whose requests all fit the pool at ``b.max_model_len`` (0 if it does not
     boot). The pool does not depend on max_num_seqs (vLLM sizes it from memory), so this is the
     integer part of the logged maximum concurrency."""
+    _check_budget(b, "solve_max_num_seqs")
     return b.max_num_seqs_at_full_context
+
+
+def _check_budget(b, what: str) -> None:
+    """The solvers' argument check: ``b`` is a Budget (what ``budget()`` returns)."""
+    if not isinstance(b, Budget):
+        raise KvMathError(f"{what} takes a Budget (what kvmath.engines.vllm.budget.budget returns), "
+                          f"got {_short(b)}")
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -28,7 +28,8 @@ import math
 import re
 import sys
 
-from ...errors import KvMathError, choices
+from ...errors import KvMathError
+from ...validate import MAX_GB, MAX_TOKENS, MAX_TP, one_line
 
 GIB = 2**30
 ANCHOR_MODELS = ("gemma-4-26b-a4b", "gemma-4-31b", "qwen3.6-27b", "qwen3.6-35b-a3b")
@@ -69,56 +70,72 @@ FIXES = [
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message):
-        self.exit(2, f"kvmath-fit: error: {message}\n")
+    def error(self, message):  # one line, exit 2 (a 5,000-digit value is cut)
+        self.exit(2, f"kvmath-fit: error: {one_line(message)}\n")
 
 
-def _positive_int(name):
+def _cut(text: str, limit: int = 40) -> str:
+    return repr(text if len(text) <= limit else text[:limit] + "...")
+
+
+def _int_in(name, minimum: int, maximum: int):
+    """An argparse type: a whole number in [minimum, maximum], refused in one line naming the range."""
     def conv(text):
+        if len(text.strip()) > 30:
+            raise argparse.ArgumentTypeError(f"{name} must be a whole number in [{minimum:,}, {maximum:,}], got "
+                                             f"{len(text):,} characters ({_cut(text)})")
         try:
             v = int(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} must be a whole number, got {text!r}") from None
-        if v < 1:
-            raise argparse.ArgumentTypeError(f"{name} must be >= 1, got {v}")
+            raise argparse.ArgumentTypeError(f"{name} must be a whole number, got {_cut(text)}") from None
+        if v < minimum:
+            raise argparse.ArgumentTypeError(f"{name} must be >= {minimum}, got {v}")
+        if v > maximum:
+            raise argparse.ArgumentTypeError(f"{name} must be <= {maximum:,}, got {v:,}")
         return v
     return conv
 
 
-def _nonneg_float(name):
+def _positive_int(name, maximum: int = MAX_TOKENS):
+    return _int_in(name, 1, maximum)
+
+
+def _nonneg_float(name, maximum: float = float(MAX_GB)):
     def conv(text):
         try:
-            v = float(text)
+            v = float(text) if len(text) <= 40 else float("nan")
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} must be a number, got {text!r}") from None
-        if not math.isfinite(v) or v < 0:
-            raise argparse.ArgumentTypeError(f"{name} must be a finite number >= 0, got {text!r}")
+            raise argparse.ArgumentTypeError(f"{name} must be a number, got {_cut(text)}") from None
+        if not math.isfinite(v) or not 0 <= v <= maximum:
+            raise argparse.ArgumentTypeError(f"{name} must be a finite number in [0, {maximum:,.0f}], got {_cut(text)}")
         return v
     return conv
 
 
 def _mem_util(text):
     try:
-        v = float(text)
+        v = float(text) if len(text) <= 40 else float("nan")
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--mem-util must be a number in (0, 1], got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"--mem-util must be a number in (0, 1], got {_cut(text)}") from None
     if not (0 < v <= 1):
-        raise argparse.ArgumentTypeError(f"--mem-util must be in (0, 1] (gpu_memory_utilization), got {text}")
+        raise argparse.ArgumentTypeError(f"--mem-util must be in (0, 1] (gpu_memory_utilization), got {_cut(text)}")
     return v
+
+
+VRAM_MAX_GIB = 2**20
 
 
 def _vram(text):
     """'23.69', '23.69GiB' (GiB) or '25.4GB' (1e9 B) -> GiB."""
-    import re
-
-    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*(GiB|GB|gib|gb)?\s*", text)
+    m = re.fullmatch(r"\s*([0-9]{0,12}\.?[0-9]{1,12})\s*(GiB|GB|gib|gb)?\s*", text)
     if not m:
-        raise argparse.ArgumentTypeError(f"--vram must be a memory size in GiB (e.g. 23.69 or 25.4GB), got {text!r}")
+        raise argparse.ArgumentTypeError(f"--vram must be a memory size in GiB (e.g. 23.69 or 25.4GB), got "
+                                         f"{_cut(text)}")
     v = float(m.group(1))
     if m.group(2) and m.group(2).lower() == "gb":
         v = v * 1e9 / GIB
-    if v <= 0:
-        raise argparse.ArgumentTypeError(f"--vram must be positive, got {text!r}")
+    if not 0 < v <= VRAM_MAX_GIB:
+        raise argparse.ArgumentTypeError(f"--vram must be in (0, {VRAM_MAX_GIB:,}] GiB, got {_cut(text)}")
     return v
 
 
@@ -131,12 +148,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", help="any config.json (path); needs --weights-gb")
     p.add_argument("--compose", help="an anchor preset (kvmath/data/presets.json)")
     p.add_argument("--kv-format", help="vLLM kv_cache_dtype (default: preset, else fp8_e5m2)")
-    p.add_argument("--max-ctx", type=_positive_int("--max-ctx"),
+    p.add_argument("--max-ctx", type=_positive_int("--max-ctx", 10**30),  # budget() bounds it after the model's maximum
                    help="max_model_len (default: preset, else 180000 or the model maximum if smaller)")
     p.add_argument("--max-num-seqs", type=_positive_int("--max-num-seqs"), help="max_num_seqs (default: preset, else 1)")
     p.add_argument("--sequences", type=_positive_int("--sequences"), help="alias of --max-num-seqs")
-    p.add_argument("--tp", type=_positive_int("--tp"), help="tensor_parallel_size (default: preset, else 1)")
-    p.add_argument("--gpus", type=_positive_int("--gpus"), help="GPUs in the box (informational; >= TP)")
+    p.add_argument("--tp", type=_positive_int("--tp", MAX_TP), help="tensor_parallel_size (default: preset, else 1)")
+    p.add_argument("--gpus", type=_positive_int("--gpus", MAX_TP), help="GPUs in the box (informational; >= TP)")
     p.add_argument("--mem-util", type=_mem_util, help="gpu_memory_utilization (default: preset, else 0.95)")
     p.add_argument("--vram", type=_vram, help="card memory as PyTorch reports it, GiB ('25.4GB' for 1e9 B)")
     p.add_argument("--card", help="a known card (rtx3090, rtx4090, rtx5090, a100, h100, ...); default rtx3090")
@@ -145,7 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
     mtp.add_argument("--no-mtp", dest="mtp", action="store_false", help="no MTP drafter")
     p.add_argument("--drafter-gb", type=_nonneg_float("--drafter-gb"), help="total drafter weights, GB (1e9 B); 0 removes it")
     p.add_argument("--dflash-draft-gb", type=_nonneg_float("--dflash-draft-gb"), help="DFlash drafter weights, GB")
-    p.add_argument("--num-speculative-tokens", type=_positive_int("--num-speculative-tokens"),
+    p.add_argument("--num-speculative-tokens", type=_positive_int("--num-speculative-tokens", 1024),
                    help="speculative tokens (default: the drafter's)")
     p.add_argument("--weights-variant", help="checkpoint: default, int4, awq, bf16, gptq, nvfp4, ...")
     p.add_argument("--weights-gb", type=_nonneg_float("--weights-gb"), help="total checkpoint GB (1e9 B), for --config")
@@ -162,12 +179,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--include-draft-kv", action="store_true", help="reserve --draft-kv-gb out of the KV memory")
     p.add_argument("--draft-kv-gb", type=_nonneg_float("--draft-kv-gb"), default=0.0,
                    help="drafter KV per card, GB (not divided by TP)")
-    p.add_argument("--compressed-layers", type=int, default=0)
-    p.add_argument("--compression-ratio", type=int, default=128)
-    p.add_argument("--compressed-head-dim", type=int)
-    p.add_argument("--indexer-ratio-layers", type=int, default=0)
-    p.add_argument("--indexer-compress-ratio", type=int, default=4)
-    p.add_argument("--indexer-head-dim", type=int)
+    p.add_argument("--compressed-layers", type=_int_in("--compressed-layers", -MAX_TOKENS, MAX_TOKENS), default=0)
+    p.add_argument("--compression-ratio", type=_int_in("--compression-ratio", -MAX_TOKENS, MAX_TOKENS), default=128)
+    p.add_argument("--compressed-head-dim", type=_int_in("--compressed-head-dim", -MAX_TOKENS, MAX_TOKENS))
+    p.add_argument("--indexer-ratio-layers", type=_int_in("--indexer-ratio-layers", -MAX_TOKENS, MAX_TOKENS),
+                   default=0)
+    p.add_argument("--indexer-compress-ratio", type=_int_in("--indexer-compress-ratio", -MAX_TOKENS, MAX_TOKENS),
+                   default=4)
+    p.add_argument("--indexer-head-dim", type=_int_in("--indexer-head-dim", -MAX_TOKENS, MAX_TOKENS))
     p.add_argument("--indexer-format", choices=tuple(INDEXER_BYTES), default="fp4")
     return p
 
@@ -189,7 +208,9 @@ def _resolve(args) -> tuple[str, dict, list[str]]:
     if args.config and args.compose:
         raise KvMathError("--compose presets belong to --model ids, not to --config files")
     if args.model and args.model not in known_models():
-        raise KvMathError(f"unknown model {args.model!r}; valid: {choices(known_models())} (or --config PATH)")
+        from ...facts import resolve_model
+
+        args.model = resolve_model(args.model)["id"]  # an HF repo name, or "did you mean ...?" (KvMathError)
     model = args.config or args.model or (B.model_for_preset(args.compose) if args.compose else "qwen3.6-27b")
     pr = B.preset(model, args.compose) if args.compose else None
     vals = {}
@@ -401,7 +422,8 @@ def render_text(b, largest: int, anchor, notes, breakdown=None, compose=None, sa
     return "\n".join(lines)
 
 
-def main(argv=None) -> int:
+def run(argv=None) -> int:
+    """The command itself; ``main`` runs it guarded against its environment (kvmath.clitools)."""
     args = build_parser().parse_args(argv)
     try:
         if args.calibration:
@@ -429,11 +451,11 @@ def main(argv=None) -> int:
         safe = solve_max_model_len_with_headroom(b, upper=top)
         anchor = _anchor(arch.name, b, kw, args)
         bd = _breakdown(args, b, arch) if args.kv_breakdown else None
+        sb = budget(model, **dict(kw, max_model_len=largest)) if args.solve_max_ctx and largest else b
     except KvMathError as e:
-        print(f"kvmath-fit: error: {e}", file=sys.stderr)
+        print(f"kvmath-fit: error: {one_line(e)}", file=sys.stderr)
         return 2
     if args.solve_max_ctx:
-        sb = budget(model, **dict(kw, max_model_len=largest)) if largest else b
         if args.json:
             out = sb.to_dict()
             out.update(solved_max_ctx=largest, largest_max_model_len=largest, largest_max_model_len_with_headroom=safe,
@@ -474,6 +496,14 @@ def main(argv=None) -> int:
     else:
         print(render_text(b, largest, anchor, notes, bd, args.compose, safe, arch.max_position_embeddings))
     return 0 if b.outcome == "boots" else 1
+
+
+def main(argv=None) -> int:
+    """Entry point: ``run`` with a closed pipe answered quietly and a full disk or a closed stdout in one
+    line (kvmath.clitools.guarded, as ``kvmath``); bad input is one line and exit 2."""
+    from ...clitools import guarded
+
+    return guarded("kvmath-fit", run, argv)
 
 
 if __name__ == "__main__":

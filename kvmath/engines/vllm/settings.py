@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...errors import KvMathError, choices
-from ...validate import MAX_TOKENS, check_bool, check_count, check_positive
+from ...validate import MAX_TOKENS, MAX_TP, _short, check_bool, check_count, check_name, check_positive
 
 DEFAULT_VLLM_VERSION = "0.24.0"
 READ_VERSIONS = ("0.20.0", "0.21.0", "0.22.0", "0.23.0", "0.24.0", "0.25.0", "0.26.0")
@@ -104,12 +104,17 @@ class VllmSettings:
 
     def __post_init__(self):
         for name in ("tensor_parallel_size", "block_size", "kernel_block_size"):
-            object.__setattr__(self, name, check_positive(getattr(self, name), name, maximum=4096))
+            object.__setattr__(self, name, check_positive(getattr(self, name), name, maximum=MAX_TP))
         for name in ("max_num_batched_tokens", "max_num_seqs"):
             object.__setattr__(self, name, check_positive(getattr(self, name), name, maximum=MAX_TOKENS))
         if self.max_model_len is not None:
             object.__setattr__(self, "max_model_len", check_positive(self.max_model_len, "max_model_len",
                                                                      maximum=MAX_TOKENS))
+        if self.max_num_batched_tokens < self.max_num_seqs:  # vllm/config/scheduler.py verify_max_model_len
+            raise KvMathError(
+                f"vLLM refuses this at start-up (SchedulerConfig): max_num_batched_tokens "
+                f"({self.max_num_batched_tokens}) must be greater than or equal to max_num_seqs "
+                f"({self.max_num_seqs}). Raise --max-num-batched-tokens or lower --max-num-seqs")
         object.__setattr__(self, "num_speculative_tokens",
                            check_count(self.num_speculative_tokens, "num_speculative_tokens", maximum=1024))
         for name in ("drafter_kv_layers", "num_gpu_blocks_override"):
@@ -121,16 +126,22 @@ class VllmSettings:
                                                                         maximum=MAX_TOKENS))
         if self.mamba_cache_mode is not None and self.mamba_cache_mode not in MAMBA_CACHE_MODES:
             raise KvMathError(
-                f"mamba_cache_mode must be one of {choices(MAMBA_CACHE_MODES)} (or None), got {self.mamba_cache_mode!r}"
-            )
+                f"mamba_cache_mode must be one of {choices(MAMBA_CACHE_MODES)} (or None), got "
+                f"{_short(self.mamba_cache_mode)}")
         for name in ("enable_prefix_caching", "disable_hybrid_kv_cache_manager", "gemma4_pth_page_padding"):
             check_bool(getattr(self, name), name)
         if self.async_scheduling is not None:
             check_bool(self.async_scheduling, "async_scheduling")
         for name in ("kv_cache_dtype", "mamba_cache_dtype", "mamba_ssm_cache_dtype"):
-            if not isinstance(getattr(self, name), str) or not getattr(self, name).strip():
-                raise KvMathError(f"{name} must be a non-empty name, got {getattr(self, name)!r}")
-        parse_version(self.vllm_version)
+            check_name(getattr(self, name), name, maximum=64)
+        v = self.vllm_version
+        if isinstance(v, tuple):
+            if len(v) not in (2, 3) or not all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x < 10**4
+                                                for x in v):
+                raise KvMathError(f"vllm_version must look like 0.24.0 or (0, 24), got {_short(v)}")
+        else:
+            check_name(v, "vllm_version", maximum=20)
+        parse_version(v)
 
     # the common names kvmath.derive and the book use
     @property
