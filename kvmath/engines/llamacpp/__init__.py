@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 
 from ...errors import KvMathError
 from ...model.specs import FULL, LINEAR, SLIDING, Architecture, GatedDeltaNetLayer, KDALayer, MLALayer, Mamba2Layer
-from ...validate import MAX_TOKENS, check_bool, check_count, check_positive
+from ...validate import MAX_TOKENS, _short, check_bool, check_count, check_name, check_positive
 from ..base import Engine, LayerGroup, StateTensor, merge_empty
 from .formats import LLAMACPP_CACHE_TYPES, TURBO_TYPES, llamacpp_format
 from .memory import BUILD_ALIASES, BUILDS, DEFAULT_BUILD, LlamaCppMemory, llamacpp_memory
@@ -65,15 +65,19 @@ class LlamaCppSettings:
         for name in ("swa_full", "kv_unified", "turbo_auto_asymmetric", "turbo_boundary_v"):
             check_bool(getattr(self, name), name)
         fa = self.flash_attn
-        fa = {True: "on", False: "off", "enabled": "on", "disabled": "off"}.get(fa, fa)
+        fa = {True: "on", False: "off", "enabled": "on", "disabled": "off"}.get(fa, fa) \
+            if isinstance(fa, (str, bool)) else fa
         if fa not in FLASH_ATTN:
-            raise KvMathError(f"flash_attn (-fa) must be one of {', '.join(FLASH_ATTN)}, got {self.flash_attn!r}")
+            raise KvMathError(f"flash_attn (-fa) must be one of {', '.join(FLASH_ATTN)}, got {_short(self.flash_attn)}")
         object.__setattr__(self, "flash_attn", fa)
         build = BUILD_ALIASES.get(self.build, self.build) if isinstance(self.build, str) else None
         if build not in BUILDS:
-            raise KvMathError(f"unknown llama.cpp build {self.build!r}; known: "
+            raise KvMathError(f"unknown llama.cpp build {_short(self.build)}; known: "
                               f"{', '.join(list(BUILDS) + list(BUILD_ALIASES))}")
         object.__setattr__(self, "build", build)
+        for name in ("cache_type_k", "cache_type_v"):
+            check_name(getattr(self, name), name, maximum=64)
+        check_name(self.fork, "fork", maximum=64, optional=True)
         if self.fork is None and any(isinstance(t, str) and t.lower() in TURBO_TYPES
                                      for t in (self.cache_type_k, self.cache_type_v)):
             object.__setattr__(self, "fork", "turboquant")
