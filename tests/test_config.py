@@ -230,7 +230,7 @@ def test_minimal_hybrids_load():
     ({"model_type": "deepseek_v3", "num_hidden_layers": 2, "num_attention_heads": 8, "kv_lora_rank": 512,
       "qk_rope_head_dim": 64, "layer_types": ["full_attention", "sliding_attention"]}, "valid layer types"),
     ({"model_type": "llama", "num_hidden_layers": 10**9, "num_attention_heads": 8, "hidden_size": 512},
-     "must be <= 65536"),
+     "must be <= 512"),  # kvmath.validate.MAX_LAYERS (llama.cpp LLAMA_MAX_LAYERS)
     ({"model_type": "llama", "num_hidden_layers": float("nan"), "num_attention_heads": 8, "hidden_size": 512},
      "must be an integer"),
 ])
@@ -365,3 +365,170 @@ def test_gemma4_per_layer_form_without_k_eq_v_keeps_num_key_value_heads():
     assert {(l.num_kv_heads, l.head_dim) for l in a.layers_of(FULL)} == {(1, 512)}
     assert {(l.num_kv_heads, l.head_dim) for l in a.layers_of(SLIDING)} == {(1, 256)}
     assert kvmath.derive(cfg, engine="transformers", max_ctx=1024).bytes_per_token == 2 * 1 * 512 * 2 * 2
+
+
+# --- families added in issue 10 (configs written from the published config.json; sizes by hand) -------------
+
+# Qwen/Qwen3-30B-A3B config.json (https://huggingface.co/Qwen/Qwen3-30B-A3B/blob/main/config.json), cache fields
+QWEN3_30B_A3B = {"model_type": "qwen3_moe", "num_hidden_layers": 48, "num_attention_heads": 32,
+                 "num_key_value_heads": 4, "head_dim": 128, "hidden_size": 2048, "max_position_embeddings": 40960,
+                 "max_window_layers": 48, "sliding_window": None, "use_sliding_window": False, "num_experts": 128,
+                 "num_experts_per_tok": 8, "torch_dtype": "bfloat16", "vocab_size": 151936}
+# mistralai/Mixtral-8x7B-v0.1 config.json (https://huggingface.co/mistralai/Mixtral-8x7B-v0.1/blob/main/config.json)
+MIXTRAL_8X7B = {"model_type": "mixtral", "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+                "hidden_size": 4096, "max_position_embeddings": 32768, "sliding_window": None, "num_local_experts": 8,
+                "num_experts_per_tok": 2, "torch_dtype": "bfloat16", "vocab_size": 32000}
+# google/gemma-3-27b-it config.json text_config (https://huggingface.co/google/gemma-3-27b-it/blob/main/config.json;
+# relies on Gemma3TextConfig's max_position_embeddings default, 131072)
+GEMMA3_27B = {"model_type": "gemma3", "torch_dtype": "bfloat16", "text_config": {
+    "head_dim": 128, "hidden_size": 5376, "intermediate_size": 21504, "model_type": "gemma3_text",
+    "num_attention_heads": 32, "num_hidden_layers": 62, "num_key_value_heads": 16, "query_pre_attn_scalar": 168,
+    "rope_scaling": {"factor": 8.0, "rope_type": "linear"}, "sliding_window": 1024, "sliding_window_pattern": 6}}
+# MiniMaxAI/MiniMax-M2.5 config.json (https://huggingface.co/MiniMaxAI/MiniMax-M2.5/blob/main/config.json), cache fields
+MINIMAX_M25 = {"model_type": "minimax_m2", "num_hidden_layers": 62, "num_attention_heads": 48, "num_key_value_heads": 8,
+               "head_dim": 128, "hidden_size": 3072, "max_position_embeddings": 196608, "num_local_experts": 256,
+               "num_experts_per_tok": 8,
+               "torch_dtype": "bfloat16"}
+# minimal hand-written configs with the published models' attention shapes (GLM-4-9B-0414, GLM-4.5)
+GLM4_MIN = {"model_type": "glm4", "num_hidden_layers": 40, "num_attention_heads": 32, "num_key_value_heads": 2,
+            "head_dim": 128, "hidden_size": 4096, "max_position_embeddings": 32768, "torch_dtype": "bfloat16"}
+GLM45_MIN = {"model_type": "glm4_moe", "num_hidden_layers": 92, "num_attention_heads": 96, "num_key_value_heads": 8,
+             "head_dim": 128, "hidden_size": 5120, "max_position_embeddings": 131072, "n_routed_experts": 160,
+             "num_experts_per_tok": 8, "num_nextn_predict_layers": 1, "torch_dtype": "bfloat16"}
+PHI3_MIN = {"model_type": "phi3", "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 32,
+            "hidden_size": 3072, "max_position_embeddings": 4096, "sliding_window": None, "torch_dtype": "bfloat16"}
+# minimal hand-written Granite 4.0-H layout: Mamba-2 and attention layers named the published way
+GRANITE_H_MIN = {"model_type": "granitemoehybrid", "num_hidden_layers": 4, "hidden_size": 256,
+                 "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 4096,
+                 "layer_types": ["mamba", "mamba", "attention", "mamba"], "mamba_n_heads": 8, "mamba_d_head": "auto",
+                 "mamba_d_state": 16, "mamba_n_groups": 2, "mamba_d_conv": 4, "mamba_expand": 2,
+                 "torch_dtype": "bfloat16"}
+
+ENGINES = ("vllm", "llama.cpp", "transformers")
+
+
+@pytest.mark.parametrize("cfg,counts,per_token", [
+    # 48 layers x 4 KV heads x 128 x 2 (K, V) x 2 B
+    (QWEN3_30B_A3B, {"full_attention": 48}, 48 * 4 * 128 * 2 * 2),
+    # head_dim = 4096 / 32 = 128: 32 x 8 x 128 x 2 x 2
+    (MIXTRAL_8X7B, {"full_attention": 32}, 32 * 8 * 128 * 2 * 2),
+    (MINIMAX_M25, {"full_attention": 62}, 62 * 8 * 128 * 2 * 2),
+    (GLM4_MIN, {"full_attention": 40}, 40 * 2 * 128 * 2 * 2),
+    (GLM45_MIN, {"full_attention": 92}, 92 * 8 * 128 * 2 * 2),  # head_dim 128, not 5120 / 96
+    (PHI3_MIN, {"full_attention": 32}, 32 * 32 * 96 * 2 * 2),  # 3072 / 32 = 96
+    # 62 layers, full iff (i + 1) % 6 == 0: 10 full (5, 11, ..., 59); the 52 sliding layers are windowed
+    (GEMMA3_27B, {"sliding_attention": 52, "full_attention": 10}, 10 * 16 * 128 * 2 * 2),
+])
+def test_new_families_layer_kinds_and_bytes_per_token(cfg, counts, per_token):
+    a = kvmath.load_architecture(cfg)
+    assert a.layer_type_counts() == counts
+    for engine in ENGINES:
+        assert kvmath.derive(cfg, engine=engine, max_ctx=4096).bytes_per_token == per_token, engine
+
+
+def test_new_families_fields():
+    q = kvmath.load_architecture(QWEN3_30B_A3B)
+    assert {(l.num_kv_heads, l.head_dim) for l in q.layers} == {(4, 128)} and q.num_experts == 128
+    g = kvmath.load_architecture(GLM45_MIN)
+    assert g.mtp_num_hidden_layers == 1 and g.num_experts == 160
+    gem = kvmath.load_architecture(GEMMA3_27B)
+    assert [l.index for l in gem.layers_of(FULL)] == list(range(5, 62, 6))
+    assert {(l.num_kv_heads, l.head_dim, l.sliding_window) for l in gem.layers_of(SLIDING)} == {(16, 128, 1024)}
+    # Gemma3TextConfig default length; vLLM does not scale Gemma 3's length by its rope_scaling factor
+    assert gem.max_position_embeddings == gem.derived_max_model_len == 131072
+    # layer_types instead of sliding_window_pattern
+    text = dict(GEMMA3_27B["text_config"], layer_types=["sliding_attention"] * 5 + ["full_attention"] + (
+        ["sliding_attention"] * 5 + ["full_attention"]) * 9 + ["sliding_attention"] * 2)
+    del text["sliding_window_pattern"]
+    assert kvmath.load_architecture(dict(GEMMA3_27B, text_config=text)).layers == gem.layers
+
+
+def test_gemma3_defaults_are_transformers_defaults():
+    # google/gemma-3-4b-it's text_config writes no head counts or head_dim: Gemma3TextConfig gives 8 heads,
+    # 4 KV heads, head_dim 256 (not 2560 / 8)
+    cfg = {"model_type": "gemma3", "torch_dtype": "bfloat16", "text_config": {
+        "hidden_size": 2560, "intermediate_size": 10240, "model_type": "gemma3_text", "num_hidden_layers": 34,
+        "rope_scaling": {"factor": 8.0, "rope_type": "linear"}, "sliding_window": 1024}}
+    a = kvmath.load_architecture(cfg)
+    assert {(l.num_kv_heads, l.head_dim) for l in a.layers} == {(4, 256)}
+    assert a.layer_type_counts() == {"sliding_attention": 29, "full_attention": 5}
+    transformers = pytest.importorskip("transformers")
+    built = transformers.Gemma3TextConfig(**{k: v for k, v in cfg["text_config"].items() if k != "model_type"})
+    assert (built.num_key_value_heads, built.head_dim, built.num_attention_heads) == (4, 256, 8)
+    assert [l.layer_type for l in a.layers] == built.layer_types
+
+
+def test_granite_hybrid_mamba2_and_attention():
+    a = kvmath.load_architecture(GRANITE_H_MIN)
+    assert [type(l).__name__ for l in a.layers] == ["Mamba2Layer", "Mamba2Layer", "AttentionLayer", "Mamba2Layer"]
+    m = a.state_layers()[0]
+    # mamba_d_head "auto" = mamba_expand * hidden_size / mamba_n_heads = 512 / 8
+    assert (m.num_heads, m.head_dim, m.state_size, m.n_groups, m.conv_kernel) == (8, 64, 16, 2, 4)
+    assert m.conv_dim == 512 + 2 * 2 * 16
+    (attn,) = a.attention_layers()
+    assert (attn.num_kv_heads, attn.head_dim) == (2, 64)  # 256 / 4
+    assert kvmath.derive(GRANITE_H_MIN, engine="transformers", max_ctx=1024).bytes_per_token == 1 * 2 * 64 * 2 * 2
+    # transformers' own config class agrees on the layer kinds and the Mamba-2 head width
+    transformers = pytest.importorskip("transformers")
+    built = transformers.GraniteMoeHybridConfig(**{k: v for k, v in GRANITE_H_MIN.items() if k != "model_type"})
+    assert built.layer_types == ["linear_attention", "linear_attention", "full_attention", "linear_attention"]
+    assert built.mamba_d_head == m.head_dim
+
+
+@pytest.mark.parametrize("cfg,match", [
+    (dict(MIXTRAL_8X7B, sliding_window=4096), "mixtral config sets sliding_window 4096"),
+    (dict(PHI3_MIN, sliding_window=2047), "phi3 config sets sliding_window 2047"),
+    (dict(QWEN3_30B_A3B, use_sliding_window=True, sliding_window=4096), "no max_window_layers rule"),
+    ({k: v for k, v in GLM4_MIN.items() if k != "head_dim"}, "default it to 128"),
+    ({k: v for k, v in MINIMAX_M25.items() if k != "head_dim"}, "default it to 128"),
+    ({k: v for k, v in GRANITE_H_MIN.items() if k != "layer_types"}, "needs layer_types"),
+    (dict(GRANITE_H_MIN, layer_types=["mamba", "shortconv", "attention", "mamba"]), "valid layer types"),
+    (dict(GRANITE_H_MIN, mamba_d_head=32), "mamba_d_head 32 x mamba_n_heads 8"),
+    (dict(GRANITE_H_MIN, sliding_window=64), "has no sliding window"),
+    ({"model_type": "gemma3_text", "num_hidden_layers": 6, "use_bidirectional_attention": True}, "encoder"),
+    ({"model_type": "falcon_h1", "num_hidden_layers": 4}, "both a KV cache .* and a Mamba-2 state"),
+    ({"model_type": "minimax", "num_hidden_layers": 4}, "lightning-attention state"),
+])
+def test_new_families_refuse_what_they_cannot_read(cfg, match):
+    with pytest.raises(kvmath.KvMathError, match=match):
+        kvmath.load_architecture(cfg)
+
+
+def test_config_without_max_position_embeddings_gives_per_token_figures_with_max_ctx():
+    # Kimi Linear states model_max_length, not max_position_embeddings: every per-token figure works once a
+    # length is given; asking for one without it names max_ctx
+    cfg = json.loads((SHARED / "moonshotai__Kimi-Linear-48B-A3B-Instruct.json").read_text())
+    a = kvmath.load_architecture(cfg)
+    assert a.max_position_embeddings is None
+    # by hand: 7 MLA layers x (kv_lora_rank 512 + qk_rope_head_dim 64) x 2 B in vLLM / llama.cpp (one latent row)
+    assert kvmath.derive(cfg, engine="vllm", max_ctx=4096, enable_prefix_caching=False).bytes_per_token == 7 * 576 * 2
+    for engine in ENGINES:
+        kw = {"enable_prefix_caching": False} if engine == "vllm" else {}
+        assert kvmath.derive(cfg, engine=engine, max_ctx=4096, **kw).bytes_per_token > 0
+        with pytest.raises(kvmath.KvMathError, match="no max_position_embeddings; pass max_ctx"):
+            kvmath.derive(cfg, engine=engine, **kw)
+
+
+NEW_FAMILY_CASES = {"qwen3_moe": QWEN3_30B_A3B, "mixtral": MIXTRAL_8X7B, "minimax_m2": MINIMAX_M25, "glm4": GLM4_MIN,
+                    "glm4_moe": GLM45_MIN, "phi3": PHI3_MIN, "gemma3": GEMMA3_27B, "granitemoehybrid": GRANITE_H_MIN}
+
+
+@pytest.mark.parametrize("family", sorted(NEW_FAMILY_CASES))
+def test_new_families_match_transformers_real_cache(family):
+    """kvmath's transformers total against the DynamicCache a scaled-down random model really fills
+    (tests/realcache.py: cache fields kept, widths of everything else shrunk), window cut to 16 tokens
+    and long models cut to 12 layers (the Gemma 3 pattern keeps its two full layers)."""
+    pytest.importorskip("torch")
+    import sys
+    sys.path.insert(0, str(Path(__file__).parent))
+    from realcache import transformers_cache_bytes
+
+    cfg = json.loads(json.dumps(NEW_FAMILY_CASES[family]))
+    t = cfg.get("text_config", cfg)
+    if t.get("sliding_window"):
+        t["sliding_window"] = 16
+    t["num_hidden_layers"] = min(t["num_hidden_layers"], 12)
+    real = transformers_cache_bytes(cfg, batch=2, seq_len=40, decode_steps=3, threads=1)
+    assert [c for c in real["config_check"] if c["field"] != "layer_types"] == []
+    d = kvmath.derive(cfg, engine="transformers", max_ctx=43, max_num_seqs=2)
+    assert d.total_bytes == real["total_bytes"]

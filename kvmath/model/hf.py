@@ -88,7 +88,8 @@ def architecture_from_config(cfg: Any, *, name: str, source: str = "") -> Archit
     return family(_Config(cfg, model_type), name or model_type, source)
 
 
-_WRAPPERS = {"qwen3_5": "qwen3_5_text", "qwen3_5_moe": "qwen3_5_moe_text", "gemma4": "gemma4_text"}
+_WRAPPERS = {"qwen3_5": "qwen3_5_text", "qwen3_5_moe": "qwen3_5_moe_text", "gemma4": "gemma4_text",
+             "gemma3": "gemma3_text"}
 """Multimodal wrapper model_type -> the model_type of its text_config (transformers 5.23 sub-configs)."""
 
 
@@ -109,6 +110,18 @@ _NEEDED_FIELDS = {
     "rwkv": "an RWKV state per layer (hidden_size, attention_hidden_size, num_hidden_layers); it has no KV cache",
     "deepseek_v2": "kv_lora_rank and qk_rope_head_dim, checked against how each engine caches DeepSeek-V2",
     "deepseek_v32": "kv_lora_rank, qk_rope_head_dim and the DSA indexer cache (index_head_dim, index_n_heads)",
+    # transformers 5.23 models/falcon_h1: every decoder layer runs attention and a Mamba-2 mixer side by side
+    "falcon_h1": (
+        "a layer kind holding both a KV cache (num_key_value_heads, head_dim) and a Mamba-2 state (mamba_d_ssm, "
+        "mamba_n_heads, mamba_d_head, mamba_n_groups, mamba_d_state, mamba_d_conv) in the same layer; kvmath's "
+        "specs give a layer one or the other"
+    ),
+    # transformers 5.23 models/minimax (MiniMax-Text-01 / M1): lightning attention on linear_attention layers
+    "minimax": (
+        "a lightning-attention state per linear_attention layer (num_attention_heads x head_dim x head_dim, no conv "
+        "state; layer_types or attn_type_list) beside the full-attention KV heads; kvmath has no spec for it "
+        "(MiniMax-M2 is model_type minimax_m2, which is supported)"
+    ),
 }
 
 
@@ -541,6 +554,232 @@ def _dense(c: _Config, name: str, source: str) -> Architecture:
     layers = [
         AttentionLayer(i, t, kv, head_dim, head_dim, window if t == SLIDING else None) for i, t in enumerate(types)
     ]
+    return _arch(c, name, source, layers, heads)
+
+
+def _full_only(c: _Config, name: str, source: str, *, head_dim_default: int | None = None, window: str = "",
+               mtp_key: str | None = None) -> Architecture:
+    """Every layer full softmax attention, ``num_key_value_heads`` x head width; no window.
+
+    ``head_dim_default``: the config class's own ``head_dim`` default (it is then not
+    ``hidden_size / num_attention_heads``), so a config without ``head_dim`` is refused rather than
+    guessed. ``window``: why a ``sliding_window`` in this family is refused (empty: the key must be null).
+    """
+    n = c.layer_count()
+    heads = c.int("num_attention_heads")
+    kv = _kv_heads(c, heads)
+    if head_dim_default is not None and not c.has("head_dim"):
+        raise KvMathError(
+            f"{c.model_type} config has no head_dim; transformers' config class would default it to "
+            f"{head_dim_default} (not hidden_size / num_attention_heads): write it out"
+        )
+    head_dim = _head_dim(c)
+    c.layer_types(n, (FULL,))  # only validated: no layer of these families is windowed
+    if c.has("sliding_window"):
+        raise KvMathError(
+            f"{c.model_type} config sets sliding_window {c.raw('sliding_window')!r}: {window or 'this family has no window'}"
+            "; kvmath sizes these models without a window only (set it to null)"
+        )
+    layers = [AttentionLayer(i, FULL, kv, head_dim, head_dim) for i in range(n)]
+    mtp = c.int(mtp_key, 0, minimum=0, maximum=MAX_LAYERS) if mtp_key else 0
+    return _arch(c, name, source, layers, heads, mtp_num_hidden_layers=mtp)
+
+
+_WINDOW_UNCHECKED = ("transformers 5.23 would window every layer's cache (cache_utils get_layer_types_and_kwargs) "
+                     "but kvmath has not checked that vLLM and llama.cpp apply it for this family")
+
+
+@_family("mixtral")
+def _mixtral(c: _Config, name: str, source: str) -> Architecture:
+    """Mixtral: GQA on every layer, MoE MLPs (no cache).
+
+    transformers 5.23 ``models/mixtral/configuration_mixtral.py`` ``MixtralConfig``: ``sliding_window``
+    defaults to None (the published 8x7B / 8x22B configs write null), ``num_key_value_heads`` to
+    ``num_attention_heads``; ``modeling_mixtral.py`` ``head_dim = getattr(config, "head_dim", None) or
+    hidden_size // num_attention_heads``. A window is refused: llama.cpp converts Mixtral as ``llama``
+    (no window) while transformers would window every layer.
+    """
+    return _full_only(c, name, source, window=_WINDOW_UNCHECKED)
+
+
+@_family("qwen3_moe")
+def _qwen3_moe(c: _Config, name: str, source: str) -> Architecture:
+    """Qwen3-MoE (Qwen3-30B-A3B, 235B-A22B): GQA on every layer, explicit ``head_dim``.
+
+    transformers 5.23 ``models/qwen3_moe/configuration_qwen3_moe.py`` ``Qwen3MoeConfig.__post_init__``
+    clears ``sliding_window`` unless ``use_sliding_window`` is true (the published configs: false,
+    window null); it has no ``max_window_layers`` rule (unlike Qwen2), so with the window on
+    transformers would window every layer: kvmath refuses that case. ``mlp_only_layers`` /
+    ``decoder_sparse_step`` only choose MLP vs MoE. ``head_dim`` is read as ``modeling_qwen3_moe.py``
+    does (``getattr(config, "head_dim", hidden_size // num_attention_heads)``; 128 in the 30B, not 2048/32).
+    """
+    if c.bool("use_sliding_window") and c.has("sliding_window"):
+        raise KvMathError(
+            f"qwen3_moe config sets use_sliding_window true with sliding_window {c.raw('sliding_window')!r}: "
+            f"{_WINDOW_UNCHECKED} (Qwen3MoeConfig has no max_window_layers rule); set use_sliding_window false"
+        )
+    if c.has("sliding_window"):
+        c = _Config({k: v for k, v in c.cfg.items() if k != "sliding_window"}, c.model_type)
+    return _full_only(c, name, source)
+
+
+@_family("phi3")
+def _phi3(c: _Config, name: str, source: str) -> Architecture:
+    """Phi-3 / Phi-3.5 / Phi-4-mini: GQA on every layer; only configs without a window.
+
+    transformers 5.23 ``models/phi3/configuration_phi3.py`` ``Phi3Config``: ``num_key_value_heads``
+    defaults to ``num_attention_heads``, ``sliding_window`` to None; ``modeling_phi3.py`` head width
+    ``hidden_size // num_attention_heads``. The published Phi-3 configs set ``sliding_window`` (2047
+    for the 4k models, 131072 / 262144 for the long ones); transformers then windows every layer, and
+    kvmath has not checked what vLLM and llama.cpp do with it, so such a config is refused naming it.
+    """
+    return _full_only(c, name, source, window=_WINDOW_UNCHECKED)
+
+
+@_family("glm4")
+def _glm4(c: _Config, name: str, source: str) -> Architecture:
+    """GLM-4 (GLM-4-9B-0414, GLM-4-32B-0414): GQA on every layer.
+
+    transformers 5.23 ``models/glm4/configuration_glm4.py`` ``Glm4Config``: ``head_dim`` defaults to
+    128 (so a config without it is refused, not read as ``hidden_size / num_attention_heads``); no window;
+    ``partial_rotary_factor`` shapes RoPE only.
+    """
+    return _full_only(c, name, source, head_dim_default=128)
+
+
+@_family("glm4_moe")
+def _glm4_moe(c: _Config, name: str, source: str) -> Architecture:
+    """GLM-4.5 / 4.6 / 4.7 (``glm4_moe``): GQA on every layer, MoE MLPs, MTP layers recorded.
+
+    transformers 5.23 ``models/glm4_moe/configuration_glm4_moe.py`` ``Glm4MoeConfig`` (no window, no
+    ``head_dim`` field: ``modeling_glm4_moe.py`` reads ``getattr(config, "head_dim", hidden_size //
+    num_attention_heads)``; GLM-4.5 writes 128 with 96 heads of a 5120 hidden size).
+    ``num_nextn_predict_layers`` (``num_mtp_layers``) is the MTP head, beside the decoder.
+    ``first_k_dense_replace`` only chooses MLP vs MoE.
+    """
+    return _full_only(c, name, source, mtp_key="num_nextn_predict_layers")
+
+
+@_family("minimax_m2")
+def _minimax_m2(c: _Config, name: str, source: str) -> Architecture:
+    """MiniMax-M2 / M2.5 / M2.7: GQA on every layer, MoE MLPs.
+
+    transformers 5.23 ``models/minimax_m2/configuration_minimax_m2.py`` ``MiniMaxM2Config``: ``head_dim``
+    defaults to 128 (refused when absent), no window; ``rotary_dim`` shapes RoPE only.
+    """
+    return _full_only(c, name, source, head_dim_default=128)
+
+
+_GEMMA3_DEFAULTS = {"num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256, "sliding_window": 4096,
+                    "max_position_embeddings": 131072}
+"""``Gemma3TextConfig`` defaults (transformers 5.23) for the cache-shaping fields. Published Gemma 3 text
+configs rely on them (google/gemma-3-4b-it's ``text_config`` writes no head counts or ``head_dim``)."""
+
+
+@_family("gemma3_text")
+def _gemma3(c: _Config, name: str, source: str) -> Architecture:
+    """Gemma 3: 5 sliding layers to 1 full, one head width and KV-head count for both.
+
+    transformers 5.23 ``models/gemma3/configuration_gemma3.py`` ``Gemma3TextConfig.__post_init__``:
+    without ``layer_types``, layer i is full iff ``(i + 1) % sliding_window_pattern == 0`` (default 6);
+    the cache-shaping fields left out of a config take the class defaults (``_GEMMA3_DEFAULTS``:
+    8 heads, 4 KV heads, head_dim 256, window 4096), as every published Gemma 3 config expects
+    (``modeling_gemma3.py`` reads ``config.head_dim``, not ``hidden_size / heads``).
+    ``query_pre_attn_scalar`` only scales the queries. ``use_bidirectional_attention`` (EmbeddingGemma,
+    an encoder) is refused: it keeps no KV cache to size.
+    """
+    if c.bool("use_bidirectional_attention"):
+        raise KvMathError("gemma3 with use_bidirectional_attention true (an encoder) keeps no KV cache to size")
+    filled = dict(c.cfg)
+    # vLLM _get_and_verify_max_len (vllm/config/model.py): "Gemma3's max_model_len (128K) is already scaled by
+    # RoPE scaling, so we skip applying the scaling factor again" (skipped for model types containing "gemma3").
+    filled.pop("rope_scaling", None)
+    for key, default in _GEMMA3_DEFAULTS.items():
+        if key not in filled:  # an explicit null sliding_window stays null (refused below)
+            filled[key] = default
+    c = _Config(filled, c.model_type)
+    n = c.layer_count()
+    heads = c.int("num_attention_heads")
+    kv = _kv_heads(c, heads)
+    head_dim = c.int("head_dim")
+    types = c.layer_types(n, (FULL, SLIDING))
+    if types is None:
+        pattern = c.int("sliding_window_pattern", 6, maximum=MAX_LAYERS)
+        types = [SLIDING if (i + 1) % pattern else FULL for i in range(n)]
+    window = _window(c) if SLIDING in types else None
+    layers = [AttentionLayer(i, t, kv, head_dim, head_dim, window if t == SLIDING else None)
+              for i, t in enumerate(types)]
+    return _arch(c, name, source, layers, heads)
+
+
+_GRANITE_TYPES = {"mamba": LINEAR, "attention": FULL, LINEAR: LINEAR, FULL: FULL}
+
+
+@_family("granitemoehybrid")
+def _granitemoehybrid(c: _Config, name: str, source: str) -> Architecture:
+    """Granite 4.0-H (``granitemoehybrid``): Mamba-2 layers and GQA attention layers.
+
+    transformers 5.23 ``models/granitemoehybrid/configuration_granitemoehybrid.py``
+    ``GraniteMoeHybridConfig``: ``layer_types`` (alias ``layers_block_type``; the published configs
+    write ``mamba`` / ``attention``, which ``configuration_utils.remap_legacy_layer_types`` maps to
+    linear_attention / full_attention); without it every layer is Mamba-2, which kvmath refuses to
+    assume. ``modeling_granitemoehybrid.py`` ``GraniteMoeHybridMambaLayer``: ``intermediate_size =
+    mamba_expand * hidden_size``, ``head_dim = mamba_d_head`` (``"auto"``: ``intermediate_size //
+    mamba_n_heads``), ``conv_dim = intermediate_size + 2 * mamba_n_groups * mamba_d_state``, kernel
+    ``mamba_d_conv``; attention ``num_key_value_heads`` x ``getattr(config, "head_dim", hidden_size //
+    num_attention_heads)``. No window (``position_embedding_type`` only chooses RoPE or none).
+    """
+    _no_window(c)
+    listed = None
+    for k in ("layer_types", "layers_block_type"):
+        value = c.raw(k)
+        if value is None:
+            continue
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise KvMathError(f"config field {k} must be a list of strings")
+        bad = sorted(set(value) - set(_GRANITE_TYPES))
+        if bad:
+            raise KvMathError(f"granitemoehybrid {k} contains {choices(bad)}; valid layer types: "
+                              f"{choices(sorted(_GRANITE_TYPES))}")
+        mapped = [_GRANITE_TYPES[v] for v in value]
+        if listed is not None and mapped != listed:
+            raise KvMathError("layer_types and layers_block_type disagree")
+        listed = mapped
+    if listed is None:
+        raise KvMathError(
+            "granitemoehybrid config needs layer_types (mamba / attention per layer); transformers would make "
+            "every layer Mamba-2"
+        )
+    n = c.layer_count()
+    if len(listed) != n:
+        raise KvMathError(f"layer_types has {len(listed)} entries but num_hidden_layers is {n}; they must agree")
+    heads = c.int("num_attention_heads")
+    if FULL in listed:
+        kv = _kv_heads(c, heads)
+        head_dim = _head_dim(c)
+    if LINEAR in listed:
+        m_heads = c.int("mamba_n_heads")
+        groups, state, kernel = c.int("mamba_n_groups"), c.int("mamba_d_state"), c.int("mamba_d_conv")
+        inter = c.int("mamba_expand") * c.int("hidden_size")
+        if c.raw("mamba_d_head") == "auto":
+            if inter % m_heads:
+                raise KvMathError(f"mamba_n_heads {m_heads} does not divide mamba_expand * hidden_size {inter}")
+            m_dim = inter // m_heads
+        else:
+            m_dim = c.int("mamba_d_head")
+        if m_dim * m_heads != inter:
+            raise KvMathError(
+                f"mamba_d_head {m_dim} x mamba_n_heads {m_heads} != mamba_expand * hidden_size {inter}; "
+                "transformers' GraniteMoeHybridConfig refuses it"
+            )
+        if m_heads % groups:
+            raise KvMathError(f"mamba_n_heads {m_heads} is not a multiple of mamba_n_groups {groups}")
+    layers = []
+    for i, t in enumerate(listed):
+        if t == FULL:
+            layers.append(AttentionLayer(i, FULL, kv, head_dim, head_dim))
+        else:
+            layers.append(Mamba2Layer(i, m_heads, m_dim, state, groups, kernel))
     return _arch(c, name, source, layers, heads)
 
 
