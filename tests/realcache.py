@@ -18,7 +18,7 @@ version (``transformers/cache_utils.py``) the per-layer cache objects hold:
 * ``DynamicSlidingWindowLayer`` (sliding / chunked attention): ``keys``, ``values``,
   truncated to the last ``sliding_window - 1`` tokens after every update (they are
   *views* into the concatenated full tensor, see ``storage_bytes``), plus a 0-d
-  ``_sliding_window_tensor`` (bookkeeping, not counted).
+  ``_sliding_window_tensor`` (an int64 holding the window: 8 bytes, counted).
 * ``DynamicIndexedLayer`` (DSA): ``keys``, ``values``, ``indexer_keys``.
 * ``LinearAttentionLayer`` (GDN / KDA / Mamba2 / short conv): dicts
   ``conv_states{state_idx: tensor}`` and ``recurrent_states{state_idx: tensor}``.
@@ -118,7 +118,6 @@ _HIDDEN_IS_CACHE_RELEVANT = ("mamba", "mamba2", "falcon_mamba", "falcon_h1", "ba
 # Layer attributes that are bookkeeping, not cache state.
 _BOOKKEEPING_ATTRS = frozenset(
     {
-        "_sliding_window_tensor",
         "cumulative_length",
         "cumulative_length_int",
         "indexer_cumulative_length",
@@ -363,7 +362,7 @@ def describe_cache(cache) -> dict:
         ignored = []
         for attr, val in sorted(vars(layer).items()):
             for name, t in _iter_tensors(val, attr):
-                if attr in _BOOKKEEPING_ATTRS or t.dim() == 0:
+                if attr in _BOOKKEEPING_ATTRS or (t.dim() == 0 and attr != "_sliding_window_tensor"):
                     ignored.append(name)
                     continue
                 nbytes = t.numel() * t.element_size()

@@ -63,6 +63,7 @@ class LayerCache:
     token_bytes: int = 0
     positions: int = 0
     state: tuple[StateTensor, ...] = ()
+    fixed_bytes: int = 0  # per layer, not per sequence (DynamicSlidingWindowLayer's window tensor)
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,8 @@ class TransformersCache:
     @property
     def total_bytes(self) -> int:
         b = self.settings.batch_size
-        return sum((c.token_bytes * c.positions + sum(t.nbytes for t in c.state)) * b for c in self.layers)
+        return sum((c.token_bytes * c.positions + sum(t.nbytes for t in c.state)) * b + c.fixed_bytes
+                   for c in self.layers)
 
 
 class TransformersEngine(Engine):
@@ -110,9 +112,13 @@ class TransformersEngine(Engine):
     def _attention(self, layer, arch, s, fmt):
         if not layer.owns_cache:
             return LayerCache(layer.index, "shared")
-        positions = min(s.max_ctx, layer.sliding_window - 1) if layer.layer_type == SLIDING else s.max_ctx
+        sliding = layer.layer_type == SLIDING
+        positions = min(s.max_ctx, layer.sliding_window - 1) if sliding else s.max_ctx
+        # DynamicSlidingWindowLayer.__init__: _sliding_window_tensor = torch.tensor(window, dtype=torch.long),
+        # one 8-byte int64 per sliding layer whatever the batch (transformers 5.23 cache_utils.py l.208)
         return LayerCache(layer.index, "attention", layer.num_kv_heads,
-                          fmt.token_bytes(layer.num_kv_heads, layer.head_dim, layer.v_head_dim), positions)
+                          fmt.token_bytes(layer.num_kv_heads, layer.head_dim, layer.v_head_dim), positions,
+                          fixed_bytes=8 if sliding else 0)
 
     def _mla(self, layer, arch, s, fmt):
         return LayerCache(layer.index, "mla", 1, fmt.token_bytes(1, layer.kv_lora_rank, layer.qk_rope_head_dim),
@@ -143,9 +149,9 @@ class TransformersEngine(Engine):
         for c in cache.layers:
             layer = by_index[c.index]
             buckets.setdefault((layer.layer_type, layer.describe(), c.kind, c.heads, c.token_bytes, c.positions,
-                                c.state), []).append(c)
+                                c.state, c.fixed_bytes), []).append(c)
         out = []
-        for (layer_type, desc, kind, heads, tb, positions, state), cs in buckets.items():
+        for (layer_type, desc, kind, heads, tb, positions, state, fixed), cs in buckets.items():
             idx = tuple(c.index for c in cs)
             if kind in ("shared", "none"):
                 out.append(LayerGroup(layer_type, idx, desc, 0, kind="attention" if kind == "shared" else "none",
@@ -155,7 +161,9 @@ class TransformersEngine(Engine):
                 out.append(LayerGroup(layer_type, idx, desc, len(cs) * per_seq * b, kind=kind, state=state,
                                       state_bytes_per_seq=per_seq, streams=b))
             else:
-                out.append(LayerGroup(layer_type, idx, desc, len(cs) * tb * positions * b, kind=kind,
+                if fixed:
+                    desc += f"; plus a {fixed}-byte int64 window tensor per layer"
+                out.append(LayerGroup(layer_type, idx, desc, len(cs) * (tb * positions * b + fixed), kind=kind,
                                       kv_heads_per_rank=heads, bytes_per_token=tb, cells=positions, streams=b,
                                       kv_format=cache.fmt.name))
         return merge_empty(out)
