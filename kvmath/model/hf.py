@@ -6,10 +6,14 @@ the tests run on the CPU. Anything the loader does not understand is an error th
 type and the fields it would need: kvmath never guesses dense attention.
 
 Families: dense / GQA / MQA attention with every form of sliding window (``llama``, ``mistral``,
-``qwen2``, ``qwen3``, ``gemma2``, ``gpt_oss``), Gemma 4 (per-type heads and widths, KV sharing), Gated
+``qwen2``, ``qwen3``, ``gemma2``, ``gpt_oss``), full attention only (``qwen3_moe``, ``mixtral``,
+``phi3``, ``glm4``, ``glm4_moe``, ``minimax_m2``: a window there is refused), Gemma 3 (5:1 local /
+global), Gemma 4 (per-type heads and widths in either saved form, KV sharing), Gated
 DeltaNet hybrids (``qwen3_next``, ``qwen3_5_text``, ``qwen3_5_moe_text``), MLA (``deepseek_v3``),
 Kimi Linear (MLA + Kimi Delta Attention, 1-based layer lists) and Nemotron-H (Mamba-2, attention and
-MLP / MoE-only blocks from ``hybrid_override_pattern``). Malformed, truncated or contradictory
+MLP / MoE-only blocks from ``hybrid_override_pattern``) and Granite 4.0-H (``granitemoehybrid``:
+Mamba-2 and attention). ``falcon_h1`` (attention and Mamba-2 in one layer) and ``minimax``
+(lightning attention) are refused naming the fields a spec would need. Malformed, truncated or contradictory
 configs raise KvMathError (tests/test_fuzz_config.py fuzzes this); counts are bounded by
 ``MAX_LAYERS`` / ``MAX_INT``.
 """
