@@ -2,15 +2,15 @@
 
 Onboarding a model is two steps (the book's "Adding a model" page walks through them):
 
-    python -m kvmath.chapter --add-model path/to/config.json --id llama-3.1-8b --title "Llama 3.1 8B"
+    python -m kvmath.book.model_chapter --add-model path/to/config.json --id llama-3.1-8b --title "Llama 3.1 8B"
     # then add `- file: notebooks/generated/llama-3.1-8b` to _toc.yml
 
 ``--add-model`` writes ``kvmath/data/models/<id>.json``: the config fields kvmath reads, under their
 HF names, with the source file's SHA-256. Every ``notebooks/generated/<id>`` entry of ``_toc.yml`` is
 a model chapter; ``--book`` (run by ``make book`` and the tests) writes them all. Other commands:
 
-    python -m kvmath.chapter --model qwen3.6-27b --out /tmp/q.ipynb --execute   # one chapter, run it
-    python -m kvmath.chapter --model path/to/config.json                        # any config, no facts needed
+    python -m kvmath.book.model_chapter --model qwen3.6-27b --out /tmp/q.ipynb --execute   # one chapter, run it
+    python -m kvmath.book.model_chapter --model path/to/config.json                        # any config, no facts needed
 
 papermill injects the parameters after the template's ``parameters`` cell; the first heading becomes
 the title and the injected cell is hidden in the page. Chapters are written unexecuted: the book
@@ -152,14 +152,14 @@ def book_chapters(toc: Path = TOC) -> list[dict]:
         if model_id not in known:
             raise KvMathError(
                 f"_toc.yml lists {file} but kvmath has no model {model_id!r}; add it with "
-                f"python -m kvmath.chapter --add-model CONFIG --id {model_id} (known: {', '.join(known)})"
+                f"python -m kvmath.book.model_chapter --add-model CONFIG --id {model_id} (known: {', '.join(known)})"
             )
         out.append({"model": model_id, "title": title_of(model_id), "file": file + ".ipynb"})
     return out
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m kvmath.chapter", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m kvmath.book.model_chapter", description=__doc__.split("\n")[0])
     p.add_argument("--model", help="known model id or config.json path: write its chapter")
     p.add_argument("--title", default="")
     p.add_argument("--out", help="output .ipynb (default notebooks/generated/<id>.ipynb)")
@@ -187,7 +187,7 @@ def main(argv=None) -> int:
         else:
             p.error("give --model, --book or --add-model")
     except KvMathError as e:
-        print(f"kvmath.chapter: error: {e}", file=sys.stderr)
+        print(f"kvmath.book.model_chapter: error: {e}", file=sys.stderr)
         return 2
     return 0
 
