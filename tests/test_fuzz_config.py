@@ -438,3 +438,93 @@ def test_mutated_layouts_equal_transformers(data):
     for _ in range(data.draw(st.integers(1, 3), label="mutations")):
         mutate(cfg, data)
     check_against_transformers(cfg)
+
+
+# ---------------------------------------------------------------------------------------------------
+# the vLLM block plan and the budget under fuzzing (issue #12: every crash of the config fuzzer was in
+# one of these two): any config that loads either plans / budgets cleanly or is refused with KvMathError
+
+SIGNED = frozenset({"available_kv_bytes", "available_kv_gib", "margin_bytes", "margin_gib", "model_offset_bytes"})
+"""Budget fields that may be negative by their meaning (memory left after the non-KV terms, the margin
+to the memory line, the fitted MoE offset); every other figure is a count or a size >= 0."""
+
+
+def bad_numbers(obj, path="") -> list[str]:
+    """Paths of NaN / infinite numbers anywhere in ``obj`` and negative ones outside ``SIGNED``."""
+    out = []
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            out += bad_numbers(v, f"{path}.{k}" if path else str(k)) if k not in SIGNED or not isinstance(
+                v, (int, float)) else ([] if math.isfinite(v) else [f"{path}.{k}={v}"])
+    elif isinstance(obj, (list, tuple)):
+        for i, v in enumerate(obj):
+            out += bad_numbers(v, f"{path}[{i}]")
+    elif isinstance(obj, float) and not math.isfinite(obj):
+        out.append(f"{path}={obj}")
+    elif isinstance(obj, (int, float)) and not isinstance(obj, bool) and obj < 0:
+        out.append(f"{path}={obj}")
+    return out
+
+
+def check_plan(p) -> None:
+    assert p.needed_bytes >= 0 and p.num_blocks >= 0 and p.bytes_per_block >= 0
+    assert not bad_numbers(p.to_dict()), bad_numbers(p.to_dict())[:5]
+    json.dumps(p.to_dict(), allow_nan=False)
+
+
+def check_budget(b) -> None:
+    assert b.non_kv == sum(v for _, v in b.terms()), "non_kv is not the sum of its terms"
+    assert b.activation == b.gdn_scratch + b.activation_fitted
+    assert b.available_kv == b.requested - b.non_kv
+    if b.outcome == "boots":
+        assert b.pool_bytes == b.plan.num_blocks * b.plan.bytes_per_block > 0
+    d = b.to_dict()
+    assert not bad_numbers(d), bad_numbers(d)[:5]
+    json.dumps(d, allow_nan=False)
+
+
+PLAN_MEMORY = st.one_of(st.sampled_from([None, 0, 1, -1, 2**20, 2**30, 10 * 2**30, 2**40, 2**61]),
+                        st.integers(-(2**40), 2**45))
+
+
+def check_plan_and_budget(arch, data) -> None:
+    """The vLLM plan with a random memory and budget() with random deployment figures, on ``arch``."""
+    ctx = data.draw(st.sampled_from([None, 1, 16, CTX, 4096, 2**20]), label="max_model_len")
+    memory = data.draw(PLAN_MEMORY, label="memory")
+    seqs = data.draw(st.sampled_from([1, 2, 256, 4096]), label="seqs")
+    try:
+        p = kvmath.vllm_plan(arch, memory, max_model_len=ctx, max_num_seqs=seqs,
+                             max_num_batched_tokens=data.draw(st.sampled_from([16, 2048, 8192]), label="batched"))
+    except kvmath.KvMathError as e:
+        assert str(e).strip() and "\n" not in str(e)
+    else:
+        check_plan(p)
+    from kvmath.engines.vllm.budget import budget
+
+    kw = dict(max_model_len=ctx, max_num_seqs=data.draw(st.sampled_from([1, 2, 64]), label="budget seqs"),
+              weights_gb_total=data.draw(st.sampled_from([0.5, 10.0, 80.0, 1e6]), label="weights"),
+              mem_util=data.draw(st.sampled_from([0.5, 0.92, 1.0]), label="mem_util"),
+              tp=data.draw(st.sampled_from([1, 2, 8]), label="tp"), allow_long_max_model_len=True,
+              kv_format=data.draw(st.sampled_from(["auto", "fp8_e5m2", "int8_per_token_head", "bf16"]), label="kv"))
+    if data.draw(st.booleans(), label="custom card"):
+        kw.update(card=None, total_gib=data.draw(st.sampled_from([0.5, 24.0, 80.0, 2.0**20]), label="gib"))
+    try:
+        b = budget(arch, **kw)
+    except kvmath.KvMathError as e:
+        assert str(e).strip() and "\n" not in str(e)
+    else:
+        check_budget(b)
+
+
+@settings(max_examples=int(os.environ.get("KVMATH_FUZZ_EXAMPLES", "150")) // 2 or 1, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(data=st.data())
+def test_mutated_configs_plan_and_budget_cleanly(data):
+    cfg = copy.deepcopy(SEEDS[data.draw(st.sampled_from(sorted(SEEDS)), label="seed")])
+    for _ in range(data.draw(st.integers(0, 3), label="mutations")):
+        mutate(cfg, data)
+    try:
+        arch = kvmath.load_architecture(cfg)
+    except kvmath.KvMathError:
+        return
+    check_plan_and_budget(arch, data)
