@@ -74,6 +74,10 @@ def per_token_frame(model, engine="vllm", formats=BOOK_VLLM_FORMATS, tps=(1, 2, 
     ok = [tp for tp in tps if tp in valid_tp(arch, eng, tps)]
     rows = []
     max_ctx = deployment.pop("max_ctx", 4096)
+    if eng.name == "vllm":
+        # bytes per token are a property of the format; without prefix caching vLLM's align-mode limit
+        # (block size <= max_num_batched_tokens) cannot refuse a format that otherwise runs
+        deployment.setdefault("enable_prefix_caching", False)
     for fmt in formats:
         for tp in ok:
             try:
