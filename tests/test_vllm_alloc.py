@@ -57,7 +57,8 @@ def _settings(case, version):
         max_num_batched_tokens=case["max_num_batched_tokens"],
         num_speculative_tokens=case.get("num_speculative_tokens", 0),
         enable_prefix_caching=case.get("prefix_caching", True),
-        disable_hybrid_kv_cache_manager=case.get("disable_hybrid", False), vllm_version=version)
+        disable_hybrid_kv_cache_manager=case.get("disable_hybrid", False), vllm_version=version,
+        enforce_eager=True)  # the fixtures run get_kv_cache_configs, not the worker's CUDA-graph check
 
 
 def test_fixtures_present():

@@ -25,9 +25,8 @@ its block arithmetic. This module reproduces that arithmetic exactly, in integer
    figures (``get_max_concurrency_for_kv_cache_config``, ``_report_kv_cache_config`` /
    ``get_kv_cache_capacity``).
 
-Sources. Every rule was read from the released wheels' Python files (PyPI ``vllm`` 0.20.0, 0.21.0,
-0.22.0, 0.23.0, 0.24.0, 0.25.0, 0.26.0); line numbers below are from 0.24.0 unless a version is
-named. The rules that change between those releases are keyed on ``vllm_version``:
+Sources. Every rule was read from the released wheels' Python files (PyPI ``vllm`` 0.20.0 to 0.33.0);
+line numbers below are from 0.24.0 unless a version is named. The rules that change between those releases are keyed on ``vllm_version``:
 
 - "GPU KV cache size": 0.20.x logs ``num_blocks // num_groups * min_block_size``
   (kv_cache_utils.py ``_report_kv_cache_config``, 0.20.0 l.1693); from 0.21.0 it logs
@@ -41,6 +40,25 @@ named. The rules that change between those releases are keyed on ``vllm_version`
 - Sliding-window per-request blocks: ``W - 1 + max_num_batched_tokens`` tokens up to 0.25; from 0.26.0
   ``W - 1 + max_in_flight_tokens`` where ``max_in_flight_tokens = 2 * max_num_batched_tokens`` with
   async scheduling (the 0.26 default) (kv_cache_interface.py 0.26.0 l.567-598, config/vllm.py l.512-533).
+- Mamba align mode: ``block_size <= max_num_batched_tokens`` is asserted by
+  ``VllmConfig.validate_block_size`` up to 0.26.0 (config/vllm.py 0.26.0 l.2264-2270); 0.27.0 dropped it.
+- ``--disable-hybrid-kv-cache-manager`` on a model it cannot unify: "Hybrid KV cache manager is disabled
+  but failed to convert ..." up to 0.26; "Failed to promote local KV cache specs to one unified type."
+  from 0.27.0 (``_promote_local_kv_cache_specs``, kv_cache_utils.py 0.27.0 l.1525-1529).
+- The memory check's messages: "models's" and no CPU-backend clause in 0.20-0.21; "model's" and "(which
+  also controls CPU memory on the CPU backend)" from 0.22.0, unchanged to 0.33.0; every message closes
+  with "See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details."
+  (``no_memory_message``, ``memory_refusal_message``).
+- The null block: from 0.29.0 the check and its estimate compare against the available memory less one
+  block's bytes (the null block BlockPool holds back; ``get_kv_cache_configs``, kv_cache_utils.py 0.29.0,
+  kv_cache_planning.py 0.33.0 l.1533-1552), so the printed "available KV cache memory" and the estimated
+  maximum length are lower by one block; with ``num_gpu_blocks_override`` the memory is
+  ``override * bytes_per_block`` first. Read from the source; 0.29+ has no fixture yet.
+- Mamba blocks and ``max_num_seqs`` (every release read): with full decode CUDA graphs (the default) a
+  model with Mamba/GDN layers refuses to start when ``max_num_seqs > num_blocks``
+  (``CompilationConfig.resolve_cudagraph_mode_and_sizes``, config/compilation.py 0.20.0 l.1420-1443 to
+  0.33.0 l.1510-1533; PR #38270): "max_num_seqs (N) exceeds available Mamba cache blocks (M). ...".
+  It runs in the worker after the two capacity lines are logged (engine/core.py 0.24.0 l.294-321).
 
 Units: every byte figure is an exact integer number of bytes, per card (one tensor-parallel rank);
 token figures are tokens; GiB = 2**30 bytes as vLLM logs it (``format_gib`` = ``round(b / 2**30, 2)``,
@@ -48,7 +66,8 @@ vllm/utils/mem_utils.py l.30).
 
 The default version is 0.24.0 (``DEFAULT_VLLM_VERSION``): the release whose rules reproduce the
 club-3090 boot logs of Qwen 3.6 27B / 35B-A3B exactly (see tests/test_vllm_alloc.py). Versions 0.20
-to 0.26 are covered; a later version is planned with the 0.26 rules and says so in ``notes``.
+to 0.27 are covered and checked against real vLLM (tests/fixtures/vllm); a later version is planned
+with the 0.27 rules plus the rules above keyed on later releases, and says so in ``notes``.
 """
 
 from __future__ import annotations
@@ -99,7 +118,10 @@ class VllmPlan:
     - ``max_concurrency = num_blocks / blocks_per_request``; ``gpu_kv_cache_tokens`` the logged
       "GPU KV cache size" by ``token_formula`` ("groups" before 0.21, "concurrency" from 0.21);
       ``token_figures`` both formulas.
-    - ``boots``; ``refusal`` (vLLM's message, or None); ``estimated_max_model_len`` (the binary search's
+    - ``boots``; ``refusal`` (vLLM's message, or None); ``refusal_stage``: where vLLM stopped, ``config``
+      (a configuration check before memory is sized), ``memory`` (the KV check), ``mamba_blocks``
+      (after the pool is sized and logged: ``max_num_seqs`` above the blocks of a model with Mamba/GDN
+      layers, full CUDA graphs on); ``estimated_max_model_len`` (the binary search's
       answer on a memory refusal; also filled when it boots: the longest length that would pass the check).
     - ``log_lines``: the lines vLLM prints (warnings for padding layers, the two capacity lines or the
       error); ``notes``: what kvmath assumed.
@@ -135,6 +157,7 @@ class VllmPlan:
     estimated_max_model_len: int | None
     log_lines: tuple[str, ...]
     notes: tuple[str, ...] = ()
+    refusal_stage: str | None = None
 
     @property
     def num_groups(self) -> int:
@@ -201,11 +224,56 @@ class VllmPlan:
             "token_figures": dict(self.token_figures),
             "boots": self.boots,
             "refusal": self.refusal,
+            "refusal_stage": self.refusal_stage,
             "estimated_max_model_len": self.estimated_max_model_len,
             "fits_max_num_seqs": self.fits_max_num_seqs,
             "log_lines": list(self.log_lines),
             "notes": list(self.notes),
         }
+
+
+# ---------------------------------------------------------------------------------------------------
+# vLLM's messages, word for word per release
+
+
+_DOCS = "See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details."
+
+
+def no_memory_message(version: str) -> str:
+    """``_check_enough_kv_cache_memory``'s first ValueError (kv_cache_utils.py 0.20.0 l.697-700; the
+    CPU-backend sentence from 0.22.0 l.699-704; kv_cache_planning.py 0.33.0 l.57-64)."""
+    if parse_version(version) < (0, 22):
+        return ("No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when "
+                f"initializing the engine. {_DOCS}")
+    return ("No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing "
+            "the engine (this flag also controls CPU memory reservation on the CPU backend, despite its name). "
+            f"{_DOCS}")
+
+
+def memory_refusal_message(version: str, max_model_len: int, needed: int, available: int, estimated: int) -> str:
+    """``_check_enough_kv_cache_memory``'s second ValueError (kv_cache_utils.py 0.20.0 l.714-723 with the
+    "models's" typo; "model's" and the CPU-backend clause from 0.22.0 l.718-728; unchanged to
+    kv_cache_planning.py 0.33.0 l.77-87). ``available`` is what the check compared against (from 0.29
+    the memory less one null block)."""
+    old = parse_version(version) < (0, 22)
+    est = (f"Based on the available memory, the estimated maximum model length is {estimated}. "
+           if estimated > 0 else "")
+    whose = "models's" if old else "model's"
+    hint = ("Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine. "
+            if old else
+            "Try increasing `gpu_memory_utilization` (which also controls CPU memory on the CPU backend) or "
+            "decreasing `max_model_len` when initializing the engine. ")
+    return (f"To serve at least one request with the {whose} max seq len ({max_model_len}), "
+            f"({format_gib(needed)} GiB KV cache is needed, which is larger than the available KV cache memory "
+            f"({format_gib(available)} GiB). {est}{hint}{_DOCS}")
+
+
+def mamba_blocks_message(max_num_seqs: int, num_blocks: int) -> str:
+    """``CompilationConfig.resolve_cudagraph_mode_and_sizes``'s ValueError (config/compilation.py 0.20.0
+    l.1436-1443, the same text in every release to 0.33.0 l.1526-1533; vLLM PR #38270, issue #34094)."""
+    return (f"max_num_seqs ({max_num_seqs}) exceeds available Mamba cache blocks ({num_blocks}). Each decode "
+            "sequence requires one Mamba cache block, so CUDA graph capture cannot proceed. Please lower "
+            f"max_num_seqs to at most {num_blocks} or increase gpu_memory_utilization.")
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -272,8 +340,11 @@ def _state_of(layer, arch: Architecture, s: VllmSettings) -> tuple[tuple, tuple]
 def _layout(arch: Architecture, s: VllmSettings) -> VllmLayout:
     version = parse_version(s.vllm_version)
     notes: list[str] = []
-    if version > (0, 26):
-        notes.append(f"vLLM {s.vllm_version} is newer than the releases read; planned with the 0.26 rules")
+    if version > (0, 27):
+        notes.append(f"vLLM {s.vllm_version} is newer than the releases checked against real vLLM (0.20-0.27): "
+                     "planned with the 0.27 rules plus the null-block reservation of 0.29+ and the messages read "
+                     "to 0.33; the grouping changes of 0.28+ (packed groups from 0.30, kv_cache_planning.py in "
+                     "0.33) are not modelled")
     L = s.max_model_len or arch.max_position_embeddings
     if not L:
         raise KvMathError(f"{arch.name}: config has no max_position_embeddings; pass max_model_len")
@@ -368,12 +439,13 @@ def _layout(arch: Architecture, s: VllmSettings) -> VllmLayout:
                 f"vLLM: 'Padding mamba page size by {100 * (mamba_page - mamba_state) / mamba_state:.2f}% to "
                 "ensure that mamba page size and attention page size are exactly equal.'"
             )
-        if mode == "align" and block_size > s.max_num_batched_tokens and refusal is None:
+        if mode == "align" and block_size > s.max_num_batched_tokens and refusal is None and version < (0, 27):
             refusal = (
                 f"In Mamba cache align mode, block_size ({block_size}) must be <= max_num_batched_tokens "
                 f"({s.max_num_batched_tokens})."
             )
-            notes.append("refused by VllmConfig.validate_block_size (config/vllm.py l.2141, 0.20-0.26)")
+            notes.append("refused by VllmConfig.validate_block_size (config/vllm.py 0.26.0 l.2264-2270; the "
+                         "assertion is gone from 0.27.0)")
 
     # --- per-layer specs
     layers: list[tuple[str, KVSpec]] = []
@@ -463,7 +535,7 @@ def _uniform_type(specs: list[KVSpec]) -> bool:
     return all(x.kind == "mamba" and x.num_speculative_blocks == first.num_speculative_blocks for x in specs)
 
 
-def _unify_hybrid(named: list[tuple[str, KVSpec]]) -> list[tuple[str, KVSpec]]:
+def _unify_hybrid(named: list[tuple[str, KVSpec]], version: tuple[int, int]) -> list[tuple[str, KVSpec]]:
     """``unify_hybrid_kv_cache_specs`` (``--disable-hybrid-kv-cache-manager``): sliding specs become
     full-attention specs that remember their window; raises _Refused if the result is still mixed."""
     specs = [x for _, x in named]
@@ -475,6 +547,8 @@ def _unify_hybrid(named: list[tuple[str, KVSpec]]) -> list[tuple[str, KVSpec]]:
         named = [(n, replace(x, kind="full_attention") if x.kind == "sliding_window" else x) for n, x in named]
     specs = [x for _, x in named]
     if not (_is_uniform(specs) or _uniform_type(specs)):
+        if version >= (0, 27):  # _promote_local_kv_cache_specs (kv_cache_utils.py 0.27.0 l.1525-1529)
+            raise _Refused("Failed to promote local KV cache specs to one unified type.")
         raise _Refused(
             "Hybrid KV cache manager is disabled but failed to convert the KV cache specs to one unified type."
         )
@@ -527,7 +601,7 @@ def kv_cache_groups(
     """
     version = parse_version(settings.vllm_version)
     if settings.disable_hybrid_kv_cache_manager:
-        named = _unify_hybrid(named)
+        named = _unify_hybrid(named, version)
     specs = [x for _, x in named]
     if _is_uniform(specs):
         return [KVGroup(tuple(n for n, _ in named), specs[0])], [], None
@@ -637,6 +711,7 @@ def plan(model, available_kv_bytes: int | None, settings: VllmSettings | None = 
     tokens = 0
     figures: dict = {}
     estimated = None
+    mamba_refused = False
     if refusal is None and groups:
         if uniform_specs:
             group_size = len(groups[0].layer_names)
@@ -647,25 +722,24 @@ def plan(model, available_kv_bytes: int | None, settings: VllmSettings | None = 
             page = groups[0].spec.page_size_bytes
             per_block = page * group_size
         needed = need(L)
+        # 0.29+: the check and its estimate plan against the memory minus the null block BlockPool holds
+        # back (get_kv_cache_configs, kv_cache_utils.py 0.29.0; kv_cache_planning.py 0.33.0 l.1533-1552);
+        # 0.29+ also sizes the check from num_gpu_blocks_override * bytes_per_block when it is set.
+        check = available_kv_bytes
+        if check is not None and version >= (0, 29):
+            if s.num_gpu_blocks_override is not None:
+                check = s.num_gpu_blocks_override * per_block
+            check -= per_block
         if available_kv_bytes is None:
             pass  # the allocation alone: no memory check, no pool
-        elif available_kv_bytes <= 0:
+        elif check <= 0:
             estimated = 0
-            refusal = ("No available memory for the cache blocks. Try increasing `gpu_memory_utilization` "
-                       "when initializing the engine.")
-        elif needed > available_kv_bytes:
-            estimated = estimate(available_kv_bytes)
-            est = f"Based on the available memory, the estimated maximum model length is {estimated}. " \
-                if estimated > 0 else ""
-            whose = "models's" if version < (0, 22) else "model's"  # vLLM's own typo until 0.21
-            refusal = (
-                f"To serve at least one request with the {whose} max seq len ({L}), "
-                f"({format_gib(needed)} GiB KV cache is needed, which is larger than the available KV cache "
-                f"memory ({format_gib(available_kv_bytes)} GiB). {est}Try increasing `gpu_memory_utilization` "
-                "or decreasing `max_model_len` when initializing the engine."
-            )
+            refusal = no_memory_message(s.vllm_version)
+        elif needed > check:
+            estimated = estimate(check)
+            refusal = memory_refusal_message(s.vllm_version, L, needed, check, estimated)
         else:
-            estimated = estimate(available_kv_bytes)
+            estimated = estimate(check)
         # get_num_blocks / get_kv_cache_config_from_groups
         num_blocks = max((available_kv_bytes or 0) // per_block, 0)
         if s.num_gpu_blocks_override is not None:
@@ -690,6 +764,14 @@ def plan(model, available_kv_bytes: int | None, settings: VllmSettings | None = 
         elif refusal is None:
             log.append(f"GPU KV cache size: {tokens:,} tokens")
             log.append(f"Maximum concurrency for {L:,} tokens per request: {concurrency:.2f}x")
+            # The worker's initialize_kv_cache then resolves the CUDA-graph mode: with full decode CUDA graphs
+            # (vLLM's default unless --enforce-eager / cudagraph_mode NONE or PIECEWISE) and Mamba layers, every
+            # decode sequence needs one block (config/compilation.py 0.20.0 l.1420-1443 to 0.33.0 l.1510-1533:
+            # ``kv_cache_config.has_mamba_layers and max_num_reqs > kv_cache_config.num_blocks``).
+            if (lay.mamba_state_bytes is not None and not s.enforce_eager
+                    and s.max_num_seqs > num_blocks):
+                refusal = mamba_blocks_message(s.max_num_seqs, num_blocks)
+                mamba_refused = True
         else:  # vLLM stops at the check: nothing is allocated or logged
             num_blocks, concurrency, tokens, figures = 0, 0.0, 0, {}
     formula = "groups" if version < (0, 21) else "concurrency"
@@ -723,6 +805,8 @@ def plan(model, available_kv_bytes: int | None, settings: VllmSettings | None = 
         token_figures=figures,
         boots=refusal is None,
         refusal=refusal,
+        refusal_stage=None if refusal is None else "mamba_blocks" if mamba_refused else
+        "memory" if needed and available_kv_bytes is not None else "config",
         estimated_max_model_len=estimated,
         log_lines=tuple(log),
         notes=tuple(notes),

@@ -108,6 +108,8 @@ OUTCOME_TEXT = {
     "oom_startup": "out of memory at start-up: gpu_memory_utilization leaves too little of the card for the CUDA "
                    "context and CUDA graphs",
     "oom": "out of memory (nothing left for the KV cache)",
+    "refused_mamba_blocks": "refused at start-up: max_num_seqs exceeds the pool's blocks, and a model with Mamba/GDN "
+                            "layers needs one block per decode sequence for its CUDA graphs",
 }
 
 
@@ -321,7 +323,8 @@ class Budget:
             "non_kv_bytes": self.non_kv, "available_kv_bytes": self.available_kv,
             "available_kv_gib": self.available_kv / GIB,
             "outcome": self.outcome, "outcome_text": OUTCOME_TEXT[
-                {"config": "refused_config", "startup": "oom_startup"}.get(self.refusal_kind, self.outcome)],
+                {"config": "refused_config", "startup": "oom_startup",
+                 "mamba_blocks": "refused_mamba_blocks"}.get(self.refusal_kind, self.outcome)],
             "refusal": self.refusal, "refusal_kind": self.refusal_kind,
             "margin_bytes": self.margin_bytes, "margin_gib": self.margin_bytes / GIB, "marginal": self.marginal,
             "calibration_error_gib": CALIBRATION_ERROR_GIB,
@@ -355,7 +358,8 @@ JSON_FIELDS = {
     "margin_bytes / margin_gib": "available_kv - kv_per_request: >= 0 passes vLLM's memory check, < 0 refused "
                                  "or out of memory; 0 when a configuration check refused first",
     "refusal_kind": "memory (the KV check), config (a configuration check, before memory), startup "
-                    "(gpu_memory_utilization leaves less than the fitted peak overhead outside the budget), or null",
+                    "(gpu_memory_utilization leaves less than the fitted peak overhead outside the budget), "
+                    "mamba_blocks (max_num_seqs above the pool's blocks on a Mamba/GDN model), or null",
     "marginal / calibration_error_gib": "true when |margin| < the calibration error band (largest error of "
                                         "available KV on a deployment left out of the fit, GiB): it may or may "
                                         "not boot",
@@ -571,7 +575,9 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
     elif available <= 0:
         outcome, refusal = "oom", "No available memory for the cache blocks (vLLM: available KV memory <= 0)"
     elif not p.boots:
-        outcome, refusal, refusal_kind = "refused", p.refusal, "memory"
+        # "mamba_blocks": the pool is sized and logged, then the worker refuses max_num_seqs above it
+        outcome, refusal, refusal_kind = "refused", p.refusal, (
+            "mamba_blocks" if p.refusal_stage == "mamba_blocks" else "memory")
     else:
         outcome, refusal = "boots", None
     pool = p.num_blocks * p.bytes_per_block if p.boots and available > 0 else 0

@@ -8,9 +8,11 @@ from ...errors import KvMathError, choices
 from ...validate import MAX_TOKENS, MAX_TP, _short, check_bool, check_count, check_name, check_positive
 
 DEFAULT_VLLM_VERSION = "0.24.0"
-READ_VERSIONS = ("0.20.0", "0.21.0", "0.22.0", "0.23.0", "0.24.0", "0.25.0", "0.26.0")
-"""The vLLM releases whose sizing code these rules were read from (and, for 0.20.0, 0.22.0, 0.24.0,
-0.26.0, run against: tests/fixtures/vllm/)."""
+READ_VERSIONS = ("0.20.0", "0.21.0", "0.22.0", "0.23.0", "0.24.0", "0.25.0", "0.26.0", "0.27.0")
+"""The vLLM releases whose sizing code these rules were read from and reproduce (and, for 0.20.0,
+0.22.0, 0.24.0, 0.26.0, 0.27.0, run against: tests/fixtures/vllm/). 0.28.0-0.33.0 were read for the
+messages, the Mamba-blocks check, the batch defaults and the null block (see alloc's docstring), not for
+their grouping changes."""
 
 MAMBA_CACHE_MODES = ("none", "align", "all")
 TOKEN_FORMULAS = ("groups", "concurrency")
@@ -79,6 +81,10 @@ class VllmSettings:
       per-token-head dtype, a full-attention layer's bytes per head are rounded up to a multiple of the
       sliding layers' bytes per head (Gemma 4 512-dim: 1032 -> 1040 B) so the pages divide. The
       club-3090 builds that logged Gemma 4 int8 pools carry it (their token counts need it).
+    - ``enforce_eager``: ``--enforce-eager`` (CUDA graphs off). vLLM's default captures full decode CUDA
+      graphs, and then a model with Mamba/GDN layers refuses to start when ``max_num_seqs`` exceeds the
+      pool's blocks (``CompilationConfig.resolve_cudagraph_mode_and_sizes``, config/compilation.py 0.20.0
+      l.1420-1443, unchanged to 0.33.0); with ``enforce_eager`` that check is skipped.
     - ``vllm_version``: which release's rules (see the module docstring).
     """
 
@@ -100,6 +106,7 @@ class VllmSettings:
     num_gpu_blocks_override: int | None = None
     async_scheduling: bool | None = None
     gemma4_pth_page_padding: bool = False
+    enforce_eager: bool = False
     vllm_version: str = DEFAULT_VLLM_VERSION
 
     def __post_init__(self):
@@ -128,7 +135,8 @@ class VllmSettings:
             raise KvMathError(
                 f"mamba_cache_mode must be one of {choices(MAMBA_CACHE_MODES)} (or None), got "
                 f"{_short(self.mamba_cache_mode)}")
-        for name in ("enable_prefix_caching", "disable_hybrid_kv_cache_manager", "gemma4_pth_page_padding"):
+        for name in ("enable_prefix_caching", "disable_hybrid_kv_cache_manager", "gemma4_pth_page_padding",
+                     "enforce_eager"):
             check_bool(getattr(self, name), name)
         if self.async_scheduling is not None:
             check_bool(self.async_scheduling, "async_scheduling")
