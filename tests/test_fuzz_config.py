@@ -243,7 +243,8 @@ def transformers_oracle(arch) -> int:
     """Bytes of transformers' DynamicCache after CTX tokens for SEQS sequences, layer by layer.
 
     Written from cache_utils.py (DynamicLayer keeps every token, DynamicSlidingWindowLayer the last
-    W - 1), models/deepseek_v3 (latent keys + RoPE values), the linear-attention layers (conv state
+    W - 1, plus its 8-byte int64 ``_sliding_window_tensor``), models/deepseek_v3 (latent keys + RoPE
+    values), the linear-attention layers (conv state
     with K columns in the model dtype, float32 recurrent state) and DummyLayer (nothing).
     """
     dt = DTYPE_BYTES[arch.dtype]
@@ -253,6 +254,8 @@ def transformers_oracle(arch) -> int:
             if layer.kv_source is None:
                 cells = min(CTX, layer.sliding_window - 1) if layer.layer_type == SLIDING else CTX
                 total += SEQS * cells * layer.num_kv_heads * (layer.head_dim + layer.v_head_dim) * dt
+                if layer.layer_type == SLIDING:  # DynamicSlidingWindowLayer's int64 window tensor, once
+                    total += 8
         elif isinstance(layer, MLALayer):
             total += SEQS * CTX * (layer.kv_lora_rank + layer.qk_rope_head_dim) * dt
         elif isinstance(layer, GatedDeltaNetLayer):
