@@ -255,3 +255,19 @@ def test_fp8_e4m3_on_ampere_needs_flashinfer():
         budget("gemma-4-31b", tp=2, kv_format="fp8_e4m3", attention_backend="FLASHINFER")
     with pytest.raises(KvMathError, match="unknown attention backend"):
         budget("qwen3.6-27b", tp=2, attention_backend="XFORMERS")
+
+
+def test_solver_searches_below_a_zero_estimate():
+    # Issue #11's case: at 262,144 tokens the profiled activation (8,192 batched tokens) leaves less KV
+    # memory than one request of even 1 token needs, so vLLM's estimate there is 0, while shorter lengths
+    # (smaller activation) boot. The solver must search the whole range, not stop at the estimate.
+    from kvmath.engines.vllm.budget import budget, rebudget, solve_max_model_len
+
+    b = budget("qwen3.6-27b", tp=1, kv_format="bf16", mem_util=0.86, max_num_batched_tokens=8192,
+               max_model_len=262144)
+    assert b.outcome == "refused" and b.estimated_max_model_len == 0
+    L = solve_max_model_len(b)
+    assert L > 1000
+    assert rebudget(b, max_model_len=L).outcome == "boots"
+    assert rebudget(b, max_model_len=L + 1).outcome != "boots"
+    assert rebudget(b, max_model_len=2).outcome == "boots"

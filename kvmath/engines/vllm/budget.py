@@ -671,14 +671,20 @@ def solve_max_model_len(b: Budget, upper: int | None = None) -> int:
         return arch_max
     if top.outcome == "oom" and top.weights >= top.requested:
         return 0
+    # Booting is monotone in max_model_len: the KV one request needs grows with it and the memory left
+    # for KV can only shrink (the profiled activation grows with min(max_model_len, batched tokens)).
+    # So the answer is the end of the run of lengths that boot, in [0, arch_max - 1]. vLLM's estimate at
+    # the top is only a first probe: it is taken at the top's activation, so it can be 0 (or low) while
+    # shorter lengths, with a smaller activation, still boot.
+    lo, hi = 0, arch_max - 1
     est = top.estimated_max_model_len or 0
-    lo, hi = 0, min(arch_max, max(est, 1))
-    # the estimate is at the top's activation; below max_num_batched_tokens it can only grow
-    if est and rebudget(b, max_model_len=est).outcome == "boots":
-        lo = est
-        hi = arch_max - 1
-        if rebudget(b, max_model_len=est + 1).outcome != "boots":
-            return est
+    if 0 < est < arch_max:
+        if rebudget(b, max_model_len=est).outcome == "boots":
+            lo = est
+            if rebudget(b, max_model_len=est + 1).outcome != "boots":
+                return est
+        else:
+            hi = est - 1
     while lo < hi:  # largest L in [lo, hi] that boots
         mid = (lo + hi + 1) // 2
         if rebudget(b, max_model_len=mid).outcome == "boots":
