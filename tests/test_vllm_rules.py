@@ -145,3 +145,68 @@ def test_no_mamba_check_without_full_cudagraphs_or_mamba_layers():
     g = plan("gemma-4-31b", 10 * GIB, tensor_parallel_size=2, max_model_len=131072, max_num_batched_tokens=4096,
              max_num_seqs=4096, num_gpu_blocks_override=1000)
     assert g.boots and g.num_blocks == 1000  # 4096 sequences scheduled over 1,000 blocks: no refusal
+
+
+# ---------------------------------------------------------------------------------------------------
+# vllm serve's batch defaults by card and version (EngineArgs.get_batch_defaults, engine/arg_utils.py)
+#
+# 0.24.0 l.2404-2423 (the same 0.20.0-0.27.0):
+#     if device_memory >= 70 * GiB_bytes and "a100" not in device_name:
+#         default_max_num_batched_tokens = {UsageContext.LLM_CLASS: 16384, UsageContext.OPENAI_API_SERVER: 8192}
+#         default_max_num_seqs = {UsageContext.LLM_CLASS: 1024, UsageContext.OPENAI_API_SERVER: 1024}
+#     else:
+#         default_max_num_batched_tokens = {UsageContext.LLM_CLASS: 8192, UsageContext.OPENAI_API_SERVER: 2048}
+#         default_max_num_seqs = {UsageContext.LLM_CLASS: 256, UsageContext.OPENAI_API_SERVER: 256}
+# 0.28.0 first: if device_memory >= 160 * GiB_bytes: ... OPENAI_API_SERVER: 16384 ... 1024
+# 0.33.0: ... and not is_gb10 (is_device_capability((12, 1)))
+# then (_set_default_max_num_seqs_and_batched_tokens_args): max_num_batched_tokens =
+#     min(self.max_num_seqs * model_config.max_model_len, self.max_num_batched_tokens)
+
+from kvmath.engines.vllm.budget import budget  # noqa: E402
+from kvmath.engines.vllm.settings import batch_defaults, serve_batch_settings  # noqa: E402
+
+
+@pytest.mark.parametrize("gib,name,cc,version,expected", [
+    (23.69, "NVIDIA GeForce RTX 3090", 86, "0.24.0", (2048, 256)),
+    (79.65, "NVIDIA H100 80GB HBM3", 90, "0.24.0", (8192, 1024)),
+    (79.25, "NVIDIA A100 80 GB", 80, "0.24.0", (2048, 256)),      # "a100" in the name: small tier
+    (178.36, "NVIDIA B200", 100, "0.27.0", (8192, 1024)),
+    (178.36, "NVIDIA B200", 100, "0.28.0", (16384, 1024)),        # the 160 GiB tier from 0.28
+    (119.7, "NVIDIA GB10", 121, "0.32.0", (8192, 1024)),
+    (119.7, "NVIDIA GB10", 121, "0.33.0", (2048, 256)),           # GB10 kept small from 0.33
+    (69.99, "NVIDIA Something", 90, "0.24.0", (2048, 256)),
+])
+def test_batch_defaults(gib, name, cc, version, expected):
+    assert batch_defaults(round(gib * GIB), name, cc, version)[:2] == expected
+
+
+def test_defaulted_batched_tokens_capped_by_seqs_times_len():
+    assert serve_batch_settings(80 * GIB, "NVIDIA H100", 90, "0.24.0", 4, None, 1)[:2] == (4, 1)
+    assert serve_batch_settings(80 * GIB, "NVIDIA H100", 90, "0.24.0", 32768, None, None)[:2] == (8192, 1024)
+    assert serve_batch_settings(80 * GIB, "NVIDIA H100", 90, "0.24.0", 32768, 2048, 8)[2] is None
+
+
+def test_budget_takes_the_cards_default_and_says_so():
+    h100 = budget("gemma-4-31b", card="h100", max_model_len=32768, kv_format="bf16")
+    assert h100.max_num_batched_tokens == 8192
+    assert any("vllm serve's default" in n and "8,192" in n for n in h100.notes)
+    small = budget("gemma-4-31b", card="rtx3090", tp=2, max_model_len=32768, kv_format="bf16")
+    assert small.max_num_batched_tokens == 2048
+    given = budget("gemma-4-31b", card="h100", max_model_len=32768, kv_format="bf16", max_num_batched_tokens=2048)
+    assert given.max_num_batched_tokens == 2048 and not any("vllm serve's default" in n for n in given.notes)
+
+
+# ---------------------------------------------------------------------------------------------------
+# the null block (0.29+): get_kv_cache_configs, kv_cache_utils.py 0.29.0 / kv_cache_planning.py 0.33.0
+#     check_memory = [avail_mem - _pool_bytes_per_block_from_builder(builder, vllm_config, groups) ...]
+#     _check_enough_kv_cache_memory(avail_mem (= check_memory), ..., vllm_config.model_config.max_model_len, ...)
+#     num_blocks = available_memory_one_worker // bytes_per_block     (the full memory)
+
+def test_null_block_reserved_in_the_check_from_029():
+    s = dict(tensor_parallel_size=2, max_model_len=131072, max_num_batched_tokens=4096)
+    exact = plan("gemma-4-31b", None, vllm_version="0.28.0", **s).needed_bytes  # just enough before 0.29
+    assert plan("gemma-4-31b", None, vllm_version="0.29.0", **s).needed_bytes == exact
+    assert plan("gemma-4-31b", exact, vllm_version="0.28.0", **s).boots
+    p29 = plan("gemma-4-31b", exact, vllm_version="0.29.0", **s)
+    assert not p29.boots and f"({p29.needed_gib} GiB KV cache is needed" in p29.refusal
+    assert plan("gemma-4-31b", exact + p29.bytes_per_block, vllm_version="0.33.0", **s).boots

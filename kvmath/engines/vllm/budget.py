@@ -58,7 +58,7 @@ from ...validate import MAX_GB, MAX_TOKENS, MAX_TP, _short, check_bool, check_na
 from ...validate import is_finite_number as _finite
 from .alloc import plan as vplan
 from .formats import VLLM_FORMATS, vllm_format
-from .settings import in_flight_tokens
+from .settings import DEFAULT_VLLM_VERSION, in_flight_tokens, serve_batch_settings
 
 GIB = 2**30
 GB = 10**9
@@ -437,7 +437,7 @@ def _check_format_card(fmt_name: str, cc: int | None, card_label: str, backend: 
 
 def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = None, mem_util: float = 0.92,
            tp: int = 1, kv_format: str = "auto", max_model_len: int | None = None, max_num_seqs: int = 1,
-           max_num_batched_tokens: int = 2048, num_speculative_tokens: int = 0, weights_variant: str = "default",
+           max_num_batched_tokens: int | None = None, num_speculative_tokens: int = 0, weights_variant: str = "default",
            weights_gb_total: float | None = None, drafter_gb: float = 0.0, draft_kv_gb: float = 0.0,
            coefficients: dict | None = None, check_card: bool = True, allow_long_max_model_len: bool = False,
            attention_backend: str | None = None, dflash: bool = False, **vllm_settings) -> Budget:
@@ -449,6 +449,9 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
     ``drafter_gb``: drafter checkpoint GB (total; / TP per card). ``draft_kv_gb``: KV reserved per card
     for a drafter with its own cache (GB). Other keyword arguments go to ``vllm_alloc.plan``
     (``vllm_version``, ``enable_prefix_caching``, ``gemma4_pth_page_padding``, ...).
+    ``max_num_batched_tokens`` / ``max_num_seqs`` None: ``vllm serve``'s defaults for the card and
+    ``vllm_version`` (``settings.serve_batch_settings``: 2048 / 256 below 70 GiB or on an A100, 8192 / 1024
+    from 70 GiB, 16384 / 1024 from 160 GiB in 0.28+), said in ``notes``.
     ``allow_long_max_model_len``: accept a max_model_len above the model's derived maximum, as vLLM
     does with VLLM_ALLOW_LONG_MAX_MODEL_LEN=1. ``attention_backend`` (vLLM's ``--attention-backend``:
     FLASH_ATTN, FLASHINFER, TRITON_ATTN; None = vLLM's choice) only decides whether the KV format runs
@@ -462,8 +465,11 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
     """
     # argument checks first, before any arithmetic (kvmath.validate: one line naming field, value, range)
     tp = check_positive(tp, "tp", maximum=MAX_TP)
-    max_num_seqs = check_positive(max_num_seqs, "max_num_seqs", maximum=MAX_TOKENS)
-    max_num_batched_tokens = check_positive(max_num_batched_tokens, "max_num_batched_tokens", maximum=MAX_TOKENS)
+    given_seqs, given_batched = max_num_seqs, max_num_batched_tokens  # None: vllm serve's default for the card
+    if max_num_seqs is not None:
+        max_num_seqs = check_positive(max_num_seqs, "max_num_seqs", maximum=MAX_TOKENS)
+    if max_num_batched_tokens is not None:
+        max_num_batched_tokens = check_positive(max_num_batched_tokens, "max_num_batched_tokens", maximum=MAX_TOKENS)
     if max_model_len is not None:  # bounded by MAX_TOKENS below, after the model's own maximum is named
         max_model_len = check_positive(max_model_len, "max_model_len", maximum=10**30)
     check_number(mem_util, "mem_util (gpu_memory_utilization)", 0, 1, open_min=True)
@@ -532,6 +538,11 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
         variant, wgb = "custom", weights_gb_total
     # max_num_batched_tokens < max_num_seqs: VllmSettings refuses it with vLLM's SchedulerConfig message
     total = round(total_gib * GIB)
+    # unset max_num_batched_tokens / max_num_seqs: vllm serve's defaults for this card and version
+    # (EngineArgs.get_batch_defaults: the card's total memory as PyTorch reports it, the A100 exception)
+    max_num_batched_tokens, max_num_seqs, batch_note = serve_batch_settings(
+        total, (c.get("name", card_id) if card_id != "custom" else ""), cc,
+        vllm_settings.get("vllm_version", DEFAULT_VLLM_VERSION), L, max_num_batched_tokens, max_num_seqs)
     requested = math.ceil(total * mem_util)  # vllm/v1/worker/utils.py request_memory
     weights = round((wgb + extra_gb) * GB / tp)
     if weights <= 0:
@@ -606,6 +617,8 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
                      "(the boot logs show more loaded than the profile size; kvmath.calibration)")
     if flags["gemma4"] or flags["moe"]:
         notes.append("non-KV terms use fitted Gemma 4 / MoE offsets (kvmath.calibration)")
+    if batch_note:
+        notes.append(batch_note)
     if arch.name not in deployments():
         notes.append("model outside the calibration set: the fitted non-KV terms are an extrapolation")
     else:
@@ -633,7 +646,7 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
         refusal_kind=refusal_kind,
         notes=tuple(notes),
         settings=dict(_model=model, card=card, total_gib=total_gib, mem_util=mem_util, tp=tp, kv_format=kv_format,
-                      max_model_len=L, max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
+                      max_model_len=L, max_num_seqs=given_seqs, max_num_batched_tokens=given_batched,
                       num_speculative_tokens=num_speculative_tokens, weights_variant=weights_variant,
                       weights_gb_total=weights_gb_total, drafter_gb=drafter_gb, draft_kv_gb=draft_kv_gb,
                       coefficients=coefficients, check_card=check_card,
@@ -795,7 +808,7 @@ def anchor_prediction(model_id: str, *, kv_format: str, max_ctx: int, max_num_se
 
 
 def sweep(model, *, contexts, seqs=(1,), formats=("bf16",), tps=(1,), card: str | None = "rtx3090",
-          total_gib: float | None = None, mem_util: float = 0.92, max_num_batched_tokens: int = 2048,
+          total_gib: float | None = None, mem_util: float = 0.92, max_num_batched_tokens: int | None = None,
           num_speculative_tokens: int = 0, weights_variant: str = "default", weights_gb_total: float | None = None,
           drafter_gb: float = 0.0, **vllm_settings) -> dict:
     """Evaluate the budget over the grid formats x tps x contexts x seqs with numpy.
@@ -872,7 +885,7 @@ def preset_budget(model_id: str, name: str, *, card: str = "rtx3090", use_compos
         n_spec = deployments()[model_id]["drafters"][drafter]["num_speculative_tokens"]
     kw = dict(card=card, mem_util=vals["mem_util"], tp=vals["tp"], kv_format=vals["kv_format"],
               max_model_len=vals["max_ctx"], max_num_seqs=vals["max_num_seqs"],
-              max_num_batched_tokens=vals.get("max_num_batched_tokens") or 2048, num_speculative_tokens=n_spec,
+              max_num_batched_tokens=vals.get("max_num_batched_tokens"), num_speculative_tokens=n_spec,
               weights_variant=vals["weights"], drafter_gb=vals.get("drafter_gb") or 0.0)
     if model_id == "gemma-4-31b" and vals["kv_format"] == "int8_per_token_head":
         kw["gemma4_pth_page_padding"] = True

@@ -167,7 +167,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--weights-variant", help="checkpoint: default, int4, awq, bf16, gptq, nvfp4, ...")
     p.add_argument("--weights-gb", type=_nonneg_float("--weights-gb"), help="total checkpoint GB (1e9 B), for --config")
     p.add_argument("--max-num-batched-tokens", type=_positive_int("--max-num-batched-tokens"),
-                   help="max_num_batched_tokens (default: preset, else vLLM's 2048)")
+                   help="max_num_batched_tokens (default: preset, else vllm serve's default for the card: "
+                   "2048 below 70 GiB or on an A100, 8192 from 70 GiB, 16384 from 160 GiB in vLLM 0.28+)")
     p.add_argument("--vllm-version", help="whose block rules (default 0.24.0)")
     p.add_argument("--attention-backend", help="vLLM attention backend (FLASH_ATTN, FLASHINFER, TRITON_ATTN); "
                    "decides only whether the KV format runs on the card")
@@ -228,7 +229,7 @@ def _resolve(args) -> tuple[str, dict, list[str]]:
     mem = args.mem_util or vals.get("mem_util") or 0.95
     kw = dict(kv_format=kv, tp=tp, max_model_len=args.max_ctx or vals.get("max_ctx") or 180000, max_num_seqs=seqs,
               mem_util=mem, max_num_batched_tokens=args.max_num_batched_tokens or vals.get("max_num_batched_tokens")
-              or 2048)
+              or None)  # None: vllm serve's default for the card and version (budget() says which in its notes)
     if args.vram is not None and args.card:
         raise KvMathError("pass --card or --vram, not both")
     if args.vram is not None:

@@ -172,3 +172,61 @@ def in_flight_tokens(s: VllmSettings) -> int:
     return s.max_num_batched_tokens
 
 
+
+
+GIB_BYTES = 2**30
+
+
+def batch_defaults(total_bytes: int, device_name: str = "", compute_capability: int | None = None,
+                   version: str = DEFAULT_VLLM_VERSION) -> tuple[int, int, str]:
+    """``vllm serve``'s defaults ``(max_num_batched_tokens, max_num_seqs, why)`` on a CUDA card of
+    ``total_bytes`` (``torch.cuda`` total memory, what ``current_platform.get_device_total_memory()``
+    returns) named ``device_name``.
+
+    ``EngineArgs.get_batch_defaults`` (engine/arg_utils.py 0.24.0 l.2404-2423, the same 0.20.0-0.27.0),
+    UsageContext.OPENAI_API_SERVER column::
+
+        if device_memory >= 70 * GiB_bytes and "a100" not in device_name:
+            default_max_num_batched_tokens = {... OPENAI_API_SERVER: 8192}
+            default_max_num_seqs = {... OPENAI_API_SERVER: 1024}
+        else:
+            default_max_num_batched_tokens = {... OPENAI_API_SERVER: 2048}
+            default_max_num_seqs = {... OPENAI_API_SERVER: 256}
+
+    0.28.0 adds a first tier ``device_memory >= 160 * GiB_bytes``: 16384 and 1024; 0.33.0 keeps the GB10
+    (``is_device_capability((12, 1))``) on the small tier.
+    """
+    v = parse_version(version)
+    name = device_name.lower()
+    gib = total_bytes / GIB_BYTES
+    if v >= (0, 28) and total_bytes >= 160 * GIB_BYTES:
+        return 16384, 1024, f"{gib:.2f} GiB >= 160 GiB (vLLM >= 0.28)"
+    if total_bytes >= 70 * GIB_BYTES and "a100" not in name and not (v >= (0, 33) and compute_capability == 121):
+        return 8192, 1024, f"{gib:.2f} GiB >= 70 GiB, not an A100"
+    why = ("an A100" if "a100" in name and total_bytes >= 70 * GIB_BYTES else
+           "a GB10" if total_bytes >= 70 * GIB_BYTES else f"{gib:.2f} GiB < 70 GiB")
+    return 2048, 256, why
+
+
+def serve_batch_settings(total_bytes: int, device_name: str, compute_capability: int | None, version: str,
+                         max_model_len: int, max_num_batched_tokens: int | None, max_num_seqs: int | None
+                         ) -> tuple[int, int, str | None]:
+    """What ``EngineArgs._set_default_max_num_seqs_and_batched_tokens_args`` does with the values the
+    user left unset (engine/arg_utils.py 0.24.0): the card's defaults, then, for a defaulted
+    ``max_num_batched_tokens``, ``min(max_num_seqs * max_model_len, max_num_batched_tokens)`` (chunked
+    prefill on, vLLM's default). Returns ``(batched, seqs, note)``; the note is None when both were given."""
+    if max_num_batched_tokens is not None and max_num_seqs is not None:
+        return max_num_batched_tokens, max_num_seqs, None
+    d_batched, d_seqs, why = batch_defaults(total_bytes, device_name, compute_capability, version)
+    parts = []
+    seqs = max_num_seqs
+    if seqs is None:
+        seqs = d_seqs
+        parts.append(f"max_num_seqs {seqs:,}")
+    batched = max_num_batched_tokens
+    if batched is None:
+        batched = min(seqs * max_model_len, d_batched)
+        parts.append(f"max_num_batched_tokens {batched:,}")
+    note = (f"{' and '.join(parts)}: vllm serve's default{'s' if len(parts) > 1 else ''} on this card ({why}; "
+            f"EngineArgs.get_batch_defaults, vllm/engine/arg_utils.py, vLLM {version})")
+    return batched, seqs, note
