@@ -116,3 +116,18 @@ def test_bad_memory_size(value):
 def test_contradictory_or_foreign_flags(args, match):
     r = run("--config", "qwen3.6-27b", *args)
     assert r.returncode == 2 and match in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_vllm_integer_flags_take_vllms_suffixes():
+    # vllm/engine/arg_utils.py human_readable_int (0.20-0.26): lowercase suffixes are decimal, uppercase
+    # binary and integer-only; a log figure with its unit (11.10GiB) is kvmath's own addition
+    from kvmath.engines.vllm import _bytes_arg, human_readable_int
+
+    assert human_readable_int("8k") == 8000 and human_readable_int("25.6k") == 25600
+    assert human_readable_int("16K") == 16384 and human_readable_int("8192") == 8192
+    assert _bytes_arg("12G") == 12 * 2**30 and _bytes_arg("12g") == 12 * 10**9
+    assert _bytes_arg("11.10GiB") == int(11.10 * 2**30)
+    import argparse
+    for bad in ("12.5G", "1e9", "-5", "0"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            _bytes_arg(bad)

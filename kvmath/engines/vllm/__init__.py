@@ -113,7 +113,7 @@ class VllmEngine(Engine):
     # --- command line -----------------------------------------------------------------------------
     def add_cli_flags(self, g) -> list[str]:
         S = argparse.SUPPRESS
-        g.add_argument("--max-num-batched-tokens", type=int, default=S,
+        g.add_argument("--max-num-batched-tokens", type=human_readable_int, default=S,
                        help="max_num_batched_tokens (default 2048); sizes the sliding-window term")
         g.add_argument("--block-size", type=int, default=S, help="block size in tokens (default 16)")
         g.add_argument("--kv-cache-memory-bytes", type=_bytes_arg, default=S, metavar="BYTES",
@@ -156,17 +156,46 @@ def _state_names(layer) -> tuple[str, ...]:
     return ("conv", "recurrent") if isinstance(layer, KDALayer) else ("conv", "temporal")
 
 
+def human_readable_int(text: str) -> int:
+    """vLLM's integer flags as ``vllm serve`` parses them (``human_readable_int``, vllm/engine/arg_utils.py,
+    0.20-0.26): a plain integer, or a number with a suffix, lowercase decimal (``k`` 10^3, ``m`` 10^6,
+    ``g`` 10^9, ``t`` 10^12; ``25.6k`` = 25,600) or uppercase binary (``K`` 2^10 ... ``T`` 2^40; integers
+    only). Raises argparse.ArgumentTypeError (one line) otherwise."""
+    import re
+
+    from ...validate import MAX_BYTES
+
+    value = text.strip()
+    m = re.fullmatch(r"([0-9]{1,20}(?:\.[0-9]{1,20})?)([kKmMgGtT]?)", value)
+    if not m:
+        raise argparse.ArgumentTypeError(f"not an integer: {text[:40]!r} (e.g. 8192, 8k, 16K)")
+    number, suffix = m.groups()
+    decimal = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
+    binary = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+    if suffix in decimal:
+        out = int(float(number) * decimal[suffix])
+    elif "." in number:
+        raise argparse.ArgumentTypeError(f"decimals are not allowed with binary suffixes like {suffix or 'none'}: "
+                                         f"{text[:40]!r} (vLLM: use {number}{suffix.lower()} instead)")
+    else:
+        out = int(number) * binary.get(suffix, 1)
+    if not 0 < out <= MAX_BYTES:
+        raise argparse.ArgumentTypeError(f"must be positive and at most 2^60, got {text[:40]!r}")
+    return out
+
+
 def _bytes_arg(text: str) -> int:
-    """'11.10GiB', '8 GB', '512MiB' or a plain byte count -> bytes (int)."""
+    """``--kv-cache-memory-bytes``: vLLM's own forms (``human_readable_int``: ``12G`` = 12 GiB, ``12g`` =
+    12e9, plain bytes) or a figure pasted from a boot log with its unit (``11.10GiB``, ``8 GB``, ``512MiB``)."""
     import re
 
     from ...units import UNITS
     from ...validate import MAX_BYTES
 
-    m = re.fullmatch(r"\s*([0-9]{1,20}(?:\.[0-9]{1,20})?|\.[0-9]{1,20})\s*([KMG]i?B|B)?\s*", text)
+    m = re.fullmatch(r"\s*([0-9]{1,20}(?:\.[0-9]{1,20})?|\.[0-9]{1,20})\s*([KMG]i?B|B)\s*", text)
     if not m:
-        raise argparse.ArgumentTypeError(f"not a memory size: {text[:40]!r} (e.g. 11.10GiB, 8GB, 1073741824)")
-    value = float(m.group(1)) * UNITS[m.group(2) or "B"]
+        return human_readable_int(text)
+    value = float(m.group(1)) * UNITS[m.group(2)]
     if not 0 < value <= MAX_BYTES:
         raise argparse.ArgumentTypeError(f"memory size must be positive and at most 2^60 bytes, got {text[:40]!r}")
     return int(value)
