@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+import kvmath
 from kvmath.engines.vllm.alloc import plan
 from kvmath.engines.vllm.settings import READ_VERSIONS
 
@@ -210,3 +211,32 @@ def test_null_block_reserved_in_the_check_from_029():
     p29 = plan("gemma-4-31b", exact, vllm_version="0.29.0", **s)
     assert not p29.boots and f"({p29.needed_gib} GiB KV cache is needed" in p29.refusal
     assert plan("gemma-4-31b", exact + p29.bytes_per_block, vllm_version="0.33.0", **s).boots
+
+
+def test_max_model_len_above_the_derived_maximum_is_refused_as_vllm_words_it():
+    # vllm/config/model.py _get_and_verify_max_len (text identical 0.20.0-0.33.0):
+    #   msg = (f"User-specified max_model_len ({max_model_len}) is greater "
+    #          f"than the derived max_model_len ({max_len_key}="
+    #          f"{derived_max_model_len} or model_max_length="
+    #          f"{model_max_length} in model's config.json).")
+    #   raise ValueError(f"{msg} To allow overriding this maximum, set "
+    #                    f"the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1. {warning}")
+    import subprocess
+    import sys
+
+    from kvmath.engines.vllm.alloc import plan
+
+    p = plan("llama-3.1-8b", 2**34, max_model_len=131073)
+    assert not p.boots and p.refusal.startswith(
+        "User-specified max_model_len (131073) is greater than the derived max_model_len "
+        "(max_position_embeddings=131072 or model_max_length=None in model's config.json). To allow overriding "
+        "this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1.")
+    assert plan("llama-3.1-8b", 2**34, max_model_len=131072).boots
+    assert plan("llama-3.1-8b", 2**35, max_model_len=131073, allow_long_max_model_len=True).boots
+    with pytest.raises(kvmath.KvMathError, match="User-specified max_model_len"):
+        kvmath.derive("llama-3.1-8b", max_ctx=1_000_000)
+    cmd = [sys.executable, "-m", "kvmath.cli", "--config", "llama-3.1-8b", "--max-model-len", "1000000"]
+    assert subprocess.run(cmd, capture_output=True, text=True).returncode == 2
+    import os
+    env = dict(os.environ, VLLM_ALLOW_LONG_MAX_MODEL_LEN="1")
+    assert subprocess.run(cmd, capture_output=True, text=True, env=env).returncode == 0

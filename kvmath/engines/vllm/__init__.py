@@ -138,7 +138,11 @@ class VllmEngine(Engine):
                 "mamba_cache_dtype", "mamba_ssm_cache_dtype", "vllm_version"]
 
     def settings_from_cli(self, args: dict) -> dict:
+        import os
+
         out = dict(args)
+        if os.environ.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "").strip().lower() in ("1", "true"):
+            out["allow_long_max_model_len"] = True  # vllm/envs.py reads it as a bool
         out.pop("kv_cache_memory_bytes", None)
         u = out.pop("gpu_memory_utilization", None)
         if u is not None and not (0 < u <= 1):

@@ -348,11 +348,21 @@ def _layout(arch: Architecture, s: VllmSettings) -> VllmLayout:
     L = s.max_model_len or arch.max_position_embeddings
     if not L:
         raise KvMathError(f"{arch.name}: config has no max_position_embeddings; pass max_model_len")
-    if arch.max_position_embeddings and L > arch.max_position_embeddings:
-        notes.append(
-            f"max_model_len {L} exceeds max_position_embeddings {arch.max_position_embeddings}: vLLM refuses "
-            "this unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1"
-        )
+    derived = arch.derived_max_model_len
+    long_refusal = None
+    if derived and L > derived:
+        # vllm/config/model.py _get_and_verify_max_len (0.20.0-0.33.0, same text): a ValueError at config time
+        msg = (f"User-specified max_model_len ({L}) is greater than the derived max_model_len "
+               f"(max_position_embeddings={derived} or model_max_length=None in model's config.json).")
+        warning = ("VLLM_ALLOW_LONG_MAX_MODEL_LEN must be used with extreme caution. If the model uses relative "
+                   "position encoding (RoPE), positions exceeding derived_max_model_len lead to nan. If the model "
+                   "uses absolute position encoding, positions exceeding derived_max_model_len will cause a CUDA "
+                   "array out-of-bounds error.")
+        if s.allow_long_max_model_len:
+            notes.append(f"VLLM_ALLOW_LONG_MAX_MODEL_LEN=1: {msg}")
+        else:
+            long_refusal = (f"{msg} To allow overriding this maximum, set the env var "
+                            f"VLLM_ALLOW_LONG_MAX_MODEL_LEN=1. {warning}")
     tp = s.tensor_parallel_size
     problem = rules.tp_problem(arch, tp)
     if problem:
@@ -366,7 +376,7 @@ def _layout(arch: Architecture, s: VllmSettings) -> VllmLayout:
             f"{arch.name} has no attention layer: vLLM sizes its state blocks from an attention page "
             "(Platform._align_hybrid_block_size), so kvmath has no vLLM plan for it")
     hybrid = bool(state_layers)
-    refusal = None
+    refusal = long_refusal
     if s.enable_prefix_caching and any(not isinstance(x, GatedDeltaNetLayer) for x in state_layers):
         kinds = sorted({type(x).__name__ for x in state_layers if not isinstance(x, GatedDeltaNetLayer)})
         raise KvMathError(

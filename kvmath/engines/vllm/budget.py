@@ -557,7 +557,7 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
         vllm_settings.setdefault("drafter_kv_layers", 0)
     settings = dict(max_model_len=L, kv_cache_dtype=kv_format, tensor_parallel_size=tp, max_num_seqs=max_num_seqs,
                     max_num_batched_tokens=max_num_batched_tokens, num_speculative_tokens=num_speculative_tokens,
-                    **vllm_settings)
+                    allow_long_max_model_len=allow_long_max_model_len, **vllm_settings)
     p = vplan(arch, max(available, 0), **settings)
     notes = list(p.notes)
     # the per-term split of what max_num_seqs requests hold, from this same plan (vllm.VllmEngine)

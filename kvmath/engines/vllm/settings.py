@@ -81,6 +81,9 @@ class VllmSettings:
       per-token-head dtype, a full-attention layer's bytes per head are rounded up to a multiple of the
       sliding layers' bytes per head (Gemma 4 512-dim: 1032 -> 1040 B) so the pages divide. The
       club-3090 builds that logged Gemma 4 int8 pools carry it (their token counts need it).
+    - ``allow_long_max_model_len``: the environment variable ``VLLM_ALLOW_LONG_MAX_MODEL_LEN=1``; without
+      it a ``max_model_len`` above the model's derived maximum is refused (vllm/config/model.py
+      ``_get_and_verify_max_len``).
     - ``enforce_eager``: ``--enforce-eager`` (CUDA graphs off). vLLM's default captures full decode CUDA
       graphs, and then a model with Mamba/GDN layers refuses to start when ``max_num_seqs`` exceeds the
       pool's blocks (``CompilationConfig.resolve_cudagraph_mode_and_sizes``, config/compilation.py 0.20.0
@@ -107,6 +110,7 @@ class VllmSettings:
     async_scheduling: bool | None = None
     gemma4_pth_page_padding: bool = False
     enforce_eager: bool = False
+    allow_long_max_model_len: bool = False
     vllm_version: str = DEFAULT_VLLM_VERSION
 
     def __post_init__(self):
@@ -136,7 +140,7 @@ class VllmSettings:
                 f"mamba_cache_mode must be one of {choices(MAMBA_CACHE_MODES)} (or None), got "
                 f"{_short(self.mamba_cache_mode)}")
         for name in ("enable_prefix_caching", "disable_hybrid_kv_cache_manager", "gemma4_pth_page_padding",
-                     "enforce_eager"):
+                     "enforce_eager", "allow_long_max_model_len"):
             check_bool(getattr(self, name), name)
         if self.async_scheduling is not None:
             check_bool(self.async_scheduling, "async_scheduling")
