@@ -240,3 +240,8 @@ def test_max_model_len_above_the_derived_maximum_is_refused_as_vllm_words_it():
     import os
     env = dict(os.environ, VLLM_ALLOW_LONG_MAX_MODEL_LEN="1")
     assert subprocess.run(cmd, capture_output=True, text=True, env=env).returncode == 0
+
+
+def test_plan_names_an_unknown_setting():
+    with pytest.raises(kvmath.KvMathError, match="unknown vLLM setting.*tp"):
+        plan("qwen3.6-27b", 2**33, tp=2)

@@ -663,6 +663,10 @@ def plan(model, available_kv_bytes: int | None, settings: VllmSettings | None = 
     """
     arch = load_architecture(model)
     if settings is None:
+        unknown = sorted(set(kw) - set(VllmSettings.__dataclass_fields__))
+        if unknown:
+            raise KvMathError(f"unknown vLLM setting(s) {', '.join(unknown)}; valid: "
+                              f"{', '.join(VllmSettings.__dataclass_fields__)}")
         s = VllmSettings(**kw)
     elif isinstance(settings, VllmSettings) and not kw:
         s = settings
