@@ -131,3 +131,22 @@ def test_vllm_integer_flags_take_vllms_suffixes():
     for bad in ("12.5G", "1e9", "-5", "0"):
         with pytest.raises(argparse.ArgumentTypeError):
             _bytes_arg(bad)
+
+
+def test_both_commands_agree_on_gemma4_int8_page_padding():
+    # kvmath-fit prices Gemma 4 31B int8_per_token_head with vLLM PR #40391's padding (the club-3090 builds);
+    # kvmath gives the same need with --gemma4-pth-page-padding, and the released rule without it
+    import json
+    import subprocess
+    import sys
+
+    fit = json.loads(subprocess.run(
+        [sys.executable, "-m", "kvmath.engines.vllm.cli", "--model", "gemma-4-31b", "--tp", "2", "--kv-format",
+         "int8_per_token_head", "--max-ctx", "262144", "--json"], capture_output=True, text=True, check=True).stdout)
+    base = [sys.executable, "-m", "kvmath.cli", "--config", "gemma-4-31b", "--tp", "2", "--kv-cache-dtype",
+            "int8_per_token_head", "--max-model-len", "262144", "--json"]
+    padded = json.loads(subprocess.run(base + ["--gemma4-pth-page-padding"], capture_output=True, text=True,
+                                       check=True).stdout)
+    released = json.loads(subprocess.run(base, capture_output=True, text=True, check=True).stdout)
+    assert padded["totals"]["total_bytes"] == fit["kv_per_request_bytes"]
+    assert released["totals"]["total_bytes"] > padded["totals"]["total_bytes"]

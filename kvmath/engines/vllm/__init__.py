@@ -133,9 +133,13 @@ class VllmEngine(Engine):
         g.add_argument("--mamba-cache-dtype", default=S, help="conv-state dtype (auto = the model dtype)")
         g.add_argument("--mamba-ssm-cache-dtype", default=S, help="temporal-state dtype (auto = the config's)")
         g.add_argument("--vllm-version", default=S, help="whose block rules to apply (default: kvmath's)")
+        g.add_argument("--gemma4-pth-page-padding", action="store_true", default=S,
+                       help="apply the page padding of vLLM PR #40391 (not in a release; the club-3090 builds "
+                            "carry it): Gemma 4 full-attention pages with a per-token-head dtype rounded to the "
+                            "sliding pages' head size")
         return ["max_num_batched_tokens", "block_size", "kv_cache_memory_bytes", "gpu_memory_utilization",
                 "disable_hybrid_kv_cache_manager", "num_speculative_tokens", "enable_prefix_caching",
-                "mamba_cache_dtype", "mamba_ssm_cache_dtype", "vllm_version"]
+                "mamba_cache_dtype", "mamba_ssm_cache_dtype", "vllm_version", "gemma4_pth_page_padding"]
 
     def settings_from_cli(self, args: dict) -> dict:
         import os
