@@ -1,0 +1,260 @@
+"""Weight bytes on one vLLM rank, from a checkpoint's tensor table (:mod:`kvmath.model.checkpoint`).
+
+vLLM builds every linear layer as one of a few parallel classes and loads each checkpoint tensor into
+its rank's slice (``vllm/model_executor/layers/linear.py``, read at v0.6.4 / v0.10 / v0.11, where these
+rules are the same):
+
+1. ``ColumnParallelLinear`` / ``MergedColumnParallelLinear`` (``gate_proj``, ``up_proj``, ``q_b_proj``,
+   ``fc1``, ...): the output dimension is split over the TP ranks; its bias is split too.
+2. ``QKVParallelLinear``: query heads are split; key/value heads are split when there are at least as
+   many as ranks, else every rank holds one KV head (``num_kv_head_replicas = tp / num_kv_heads``).
+3. ``RowParallelLinear`` (``o_proj``, ``down_proj``, ``fc2``, ...): the input dimension is split; the
+   bias is not (every rank holds it whole and rank 0 adds it).
+4. ``ReplicatedLinear`` and everything that is not a linear layer (norms, MoE routers ``gate`` /
+   ``router``, ``shared_expert_gate``, MLA's ``q_a_proj`` / ``kv_a_proj_with_mqa``, per-tensor scales,
+   ``weight_shape``): whole on every rank.
+5. ``VocabParallelEmbedding`` / ``ParallelLMHead`` (``vocab_parallel_embedding.py``): the vocabulary is
+   padded to a multiple of ``DEFAULT_VOCAB_PADDING_SIZE = 64`` (``pad_vocab_size``) and the padded rows
+   are divided over the ranks (``num_embeddings_per_partition = divide(padded, tp)``), so every rank
+   holds ``pad64(V) / tp`` rows, padding included. With ``tie_word_embeddings`` the head is the
+   embedding (no second copy); a stored ``lm_head.weight`` is then not loaded.
+6. ``FusedMoE`` (``fused_moe/layer.py``): without expert parallelism each expert's intermediate size
+   is split over the TP ranks (gate/up by output, down by input); with ``--enable-expert-parallel``
+   the experts are divided over ``ep_size = tp * dp`` ranks whole (``determine_expert_map``: ``E //
+   ep`` each, the first ``E % ep`` ranks one more) and the intermediate is not split.
+
+Which axis of a stored tensor is "output" and which "input" depends on the format: PyTorch linear
+tensors (``weight``, ``weight_packed``, fp8 ``weight_scale_inv``, NVFP4 ``weight_scale``, biases) are
+``[out, in]``; AWQ and GPTQ (``qweight``, ``qzeros``, ``scales``, ``g_idx``) are ``[in, out]``; fused
+3-D expert tensors (gpt-oss MXFP4 ``*_blocks`` / ``*_scales`` / ``*_bias``) are ``[E, out, in, ...]``. A
+tensor that has no such axis, or whose axis has size 1 (a per-tensor scale, a per-channel scale of a
+row-parallel layer, GPTQ's ``g_idx`` of a column-parallel layer), is whole on every rank.
+
+Unquantised floating tensors are loaded in the model dtype (``--dtype``; ``auto`` = the config's
+``torch_dtype``, float32 configs in bfloat16), quantised tensors and their scales as stored.
+
+"Model loading took X GiB" (``gpu_model_runner.py`` ``load_model``: the allocator's growth while the
+model is built and loaded) also holds the non-persistent buffers the model creates: the rotary
+embedding's ``cos_sin_cache`` (``rotary_embedding.py``: ``[max_position, rotary_dim]`` cast to the
+model dtype, one per distinct rope, shared by the layers through ``get_rope``'s cache) is counted
+here by :func:`rotary_cache_bytes`. Kernel repacking after loading (Marlin, MXFP4 padding of the
+intermediate size to the kernel's alignment) is not modelled; :func:`loaded_bytes_per_rank` says so
+in its notes.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ...errors import KvMathError
+from ...model.checkpoint import DTYPE_BITS, FLOAT_DTYPES, Checkpoint, Tensor, tied_embeddings
+
+VOCAB_PADDING = 64  # vocab_parallel_embedding.py DEFAULT_VOCAB_PADDING_SIZE
+
+COLUMN = {"q_proj", "k_proj", "v_proj", "qkv_proj", "query_key_value", "c_attn", "gate_proj", "up_proj",
+          "gate_up_proj", "w1", "w3", "fc1", "c_fc", "dense_h_to_4h", "q_b_proj", "kv_b_proj", "in_proj",
+          "linear_fc1", "wq", "wk", "wv"}
+ROW = {"o_proj", "down_proj", "dense", "w2", "fc2", "c_proj", "out_proj", "dense_4h_to_h", "linear_fc2", "wo"}
+VOCAB = {"embed_tokens", "lm_head", "wte", "embed_out", "word_embeddings", "output", "tok_embeddings"}
+REPLICATED_LINEAR = {"gate", "router", "shared_expert_gate", "q_a_proj", "kv_a_proj_with_mqa"}
+IN_FIRST = {"qweight", "qzeros", "scales", "g_idx"}  # AWQ / GPTQ layout [in, out]
+_FLOAT_LEAVES = {"weight", "bias", "sinks"}
+
+
+@dataclass(frozen=True)
+class RankWeights:
+    """Bytes on the most loaded rank (rank 0), split by how vLLM places them. ``total`` is the sum."""
+
+    tp: int
+    ep: int
+    sharded: int
+    replicated: int
+    vocab: int
+    experts: int
+    buffers: int = 0
+    checkpoint_bytes: int = 0
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def total(self) -> int:
+        return self.sharded + self.replicated + self.vocab + self.experts + self.buffers
+
+    @property
+    def gib(self) -> float:
+        return self.total / 2**30
+
+
+def _split(name: str) -> tuple[str, str, str]:
+    """(module prefix, module's last name, tensor leaf) of a stored tensor name."""
+    parts = name.split(".")
+    leaf = parts[-1]
+    module = parts[-2] if len(parts) > 1 else ""
+    if module == "experts" and "_" in leaf:  # gpt-oss fused: experts.gate_up_proj_blocks
+        for base in ("gate_up_proj", "down_proj"):
+            if leaf.startswith(base):
+                return ".".join(parts[:-1]), base, leaf[len(base) + 1:] or "weight"
+    return ".".join(parts[:-1]), module, leaf
+
+
+def _axes(leaf: str, fused_experts: bool) -> tuple[int | None, int | None]:
+    """(output axis, input axis) of a tensor by its leaf name and layout."""
+    if fused_experts:
+        return 1, 2
+    if leaf in IN_FIRST:
+        return (None, 0) if leaf == "g_idx" else (1, 0)
+    return 0, 1
+
+
+def _runtime_dtype(config: dict, dtype: str) -> str:
+    if dtype != "auto":
+        d = {"bfloat16": "BF16", "bf16": "BF16", "float16": "F16", "fp16": "F16", "half": "F16",
+             "float32": "F32", "fp32": "F32"}.get(str(dtype).lower())
+        if d is None:
+            raise KvMathError(f"--dtype {dtype!r}: one of auto, bfloat16, float16, float32")
+        return d
+    tc = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+    name = str(tc.get("torch_dtype") or tc.get("dtype") or config.get("torch_dtype") or "bfloat16")
+    return {"float16": "F16", "half": "F16"}.get(name.replace("torch.", ""), "BF16")
+
+
+def _shard(t: Tensor, axis: int | None, size_on_rank) -> int:
+    """Bytes of ``t`` on one rank when ``axis`` holds ``size_on_rank(len)`` of its entries."""
+    if axis is None or axis >= len(t.shape) or t.shape[axis] <= 1:
+        return t.nbytes
+    n = t.shape[axis]
+    return t.nbytes * size_on_rank(n) // n
+
+
+def weights_per_rank(checkpoint: Checkpoint, config: dict, *, tp: int = 1, enable_expert_parallel: bool = False,
+                     dp: int = 1, dtype: str = "auto", shard_vision: bool = True) -> RankWeights:
+    """Weight bytes on rank 0 of a ``tp``-way (x ``dp`` with expert parallelism) vLLM deployment.
+
+    ``checkpoint`` is a tensor table (read from safetensors headers or estimated from config.json);
+    ``config`` the model's config.json (for heads, vocabulary and ``tie_word_embeddings``). Rules: the
+    module docstring. ``shard_vision=False`` keeps the vision / audio tower whole on every rank (vLLM's
+    ``--mm-encoder-tp-mode data``).
+    """
+    if not isinstance(tp, int) or isinstance(tp, bool) or not 1 <= tp <= 4096:
+        raise KvMathError(f"tensor_parallel_size must be an integer in 1..4096, got {tp!r}")
+    if not isinstance(dp, int) or isinstance(dp, bool) or not 1 <= dp <= 4096:
+        raise KvMathError(f"data_parallel_size must be an integer in 1..4096, got {dp!r}")
+    tc = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+    nh = tc.get("num_attention_heads") or 0
+    nkv = tc.get("num_key_value_heads") or nh
+    hd = tc.get("head_dim") or ((tc.get("hidden_size") or 0) // nh if nh else 0)
+    tied = tied_embeddings(config)
+    E = tc.get("num_local_experts") or tc.get("num_experts") or tc.get("n_routed_experts") or 0
+    ep = tp * dp if enable_expert_parallel else 1
+    local_experts = (E // ep + (1 if E % ep else 0)) if E else 0
+    rt = _runtime_dtype(config, dtype)
+    kv_local = 1 if nkv and tp >= nkv else (nkv // tp if nkv else 0)
+    notes = []
+    acc = {"sharded": 0, "replicated": 0, "vocab": 0, "experts": 0}
+
+    def on_rank(n):  # plain split
+        return -(-n // tp)
+
+    has_lm_head = any(_split(t.name)[1] == "lm_head" for t in checkpoint.tensors)
+    for t in checkpoint.tensors:
+        prefix, module, leaf = _split(t.name)
+        if leaf in _FLOAT_LEAVES or leaf.endswith("bias"):
+            if t.dtype in FLOAT_DTYPES and not t.name.endswith("e_score_correction_bias"):
+                t = Tensor(t.name, rt, t.shape, -(-t.numel * DTYPE_BITS[rt] // 8), t.file)
+        tower = any(s in prefix for s in ("vision_tower", "visual", "vision_model", "audio_tower", "audio_model",
+                                          "multi_modal_projector", "embed_vision", "embed_audio"))
+        if module in VOCAB and not tower:
+            if module == "lm_head" and tied:
+                continue
+            padded = -(-t.shape[0] // VOCAB_PADDING) * VOCAB_PADDING if t.shape else 0
+            rows = -(-padded // tp)
+            acc["vocab"] += t.nbytes * rows // t.shape[0] if t.shape and t.shape[0] else t.nbytes
+            continue
+        expert = ".experts." in f".{prefix}." or prefix.endswith(".experts") or ".experts." in t.name
+        if expert:
+            fused = prefix.endswith(".experts") and not re.search(r"\.experts\.\d+", t.name)
+            if enable_expert_parallel:
+                if fused:
+                    acc["experts"] += _shard(t, 0, lambda n: local_experts * n // E if E else n)
+                else:
+                    m = re.search(r"\.experts\.(\d+)\.", t.name)
+                    if m is None or int(m.group(1)) < local_experts:
+                        acc["experts"] += t.nbytes
+                continue
+            out_ax, in_ax = _axes(leaf, fused)
+            axis = out_ax if module in COLUMN else in_ax if module in ROW else None
+            acc["experts"] += _shard(t, axis, on_rank)
+            continue
+        if tower and not shard_vision:
+            acc["replicated"] += t.nbytes
+            continue
+        if module in COLUMN or module in ROW:
+            out_ax, in_ax = _axes(leaf, False)
+            if module in ROW:
+                b = _shard(t, in_ax, on_rank)
+            elif module in ("k_proj", "v_proj", "wk", "wv") and nkv and not tower:
+                b = _shard(t, out_ax, lambda n: n * kv_local // nkv)
+            elif module in ("qkv_proj",) and nkv and hd and not tower:
+                total = (nh + 2 * nkv) * hd
+                b = _shard(t, out_ax, lambda n: n * (nh // tp + 2 * kv_local) * hd // total if n == total else on_rank(n))
+            else:
+                b = _shard(t, out_ax, on_rank)
+            acc["sharded" if b < t.nbytes else "replicated"] += b
+            continue
+        if module == "self_attn" and leaf == "sinks":  # gpt-oss: one sink per query head, split with the heads
+            acc["sharded"] += _shard(t, 0, on_rank)
+            continue
+        acc["replicated"] += t.nbytes
+    if tied and not has_lm_head:
+        notes.append("tie_word_embeddings: the LM head is the embedding (no second copy)")
+    if checkpoint.estimated:
+        notes.append("tensor table estimated from config.json (not read from safetensors headers)")
+    if enable_expert_parallel and E:
+        notes.append(f"expert parallelism over {ep} ranks: {local_experts} of {E} experts on rank 0")
+    return RankWeights(tp=tp, ep=ep, checkpoint_bytes=checkpoint.total_bytes, notes=tuple(notes), **acc)
+
+
+def rotary_cache_bytes(config: dict, *, dtype: str = "auto") -> int:
+    """Bytes of vLLM's rotary ``cos_sin_cache`` buffer(s): ``[max_position, rotary_dim]`` in the model dtype
+    (``rotary_embedding.py``; YaRN multiplies the positions by its ``factor``). Models with a second
+    rope for their sliding layers (Gemma 3 / 4: ``rope_local_base_freq`` or ``rope_parameters`` per layer
+    type) have two. Replicated on every rank."""
+    tc = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+    nh = tc.get("num_attention_heads") or 0
+    hd = tc.get("head_dim") or ((tc.get("hidden_size") or 0) // nh if nh else 0)
+    pos = tc.get("max_position_embeddings") or 0
+    if not hd or not pos:
+        return 0
+    rot = int(hd * float(tc.get("partial_rotary_factor") or 1.0))
+    rs = tc.get("rope_scaling") or {}
+    if isinstance(rs, dict) and str(rs.get("rope_type") or rs.get("type")) == "yarn":
+        orig = rs.get("original_max_position_embeddings") or pos
+        pos = int(orig * float(rs.get("factor") or 1))
+    rt = _runtime_dtype(config, dtype)
+    n = 2 if ("rope_local_base_freq" in tc or isinstance(tc.get("rope_parameters"), dict)
+              and "sliding_attention" in tc.get("rope_parameters", {})) else 1
+    return n * pos * rot * DTYPE_BITS[rt] // 8
+
+
+def loaded_bytes_per_rank(checkpoint: Checkpoint, config: dict, **kw) -> RankWeights:
+    """What vLLM's "Model loading took X GiB" counts on rank 0: :func:`weights_per_rank` plus the rotary
+    cache buffers. The hook ``kvmath.engines.vllm.budget.budget()`` can call for its weights term."""
+    w = weights_per_rank(checkpoint, config, **kw)
+    buf = rotary_cache_bytes(config, dtype=kw.get("dtype", "auto"))
+    notes = w.notes + ("Marlin / MXFP4 repacking after loading not modelled",) if checkpoint.quant_method else w.notes
+    return RankWeights(w.tp, w.ep, w.sharded, w.replicated, w.vocab, w.experts, buf, w.checkpoint_bytes, notes)
+
+
+def weights_from_config(config: dict, **kw) -> RankWeights:
+    """:func:`loaded_bytes_per_rank` of the checkpoint estimated from ``config`` alone."""
+    from ...model.checkpoint import estimate_checkpoint
+
+    return loaded_bytes_per_rank(estimate_checkpoint(config), config, **kw)
+
+
+def gib(nbytes: int) -> float:
+    return nbytes / 2**30
+
+
+__all__ = ["RankWeights", "weights_per_rank", "loaded_bytes_per_rank", "rotary_cache_bytes", "weights_from_config",
+           "VOCAB_PADDING"]

@@ -1,0 +1,535 @@
+"""A checkpoint's tensor table: every weight tensor's name, dtype, shape and bytes, without loading data.
+
+Two sources, one output (:class:`Checkpoint`, a tuple of :class:`Tensor` rows):
+
+- :func:`read_checkpoint` reads a model folder's ``*.safetensors`` headers. A safetensors file is an
+  8-byte little-endian header length ``N``, then ``N`` bytes of JSON (``{name: {"dtype", "shape",
+  "data_offsets": [begin, end]}, "__metadata__": {...}}``), then the data. Only the first ``8 + N``
+  bytes are read, by a bounded reader (:func:`read_safetensors_header`) in the manner of
+  :mod:`kvmath.model.gguf`: the length is checked against the file size and a cap before it is read,
+  and every entry's shape, dtype and offsets are checked (``end - begin`` must equal the bytes the
+  dtype and shape give, and no tensor may lie past the end of the file). The format is the one the
+  ``safetensors`` package writes (huggingface/safetensors ``safetensors/src/tensor.rs``: ``Dtype``,
+  ``Metadata::validate``); the tests write their files with that package. When a folder has no
+  ``.safetensors`` files but a ``model.safetensors.index.json``, the table is estimated from the
+  folder's ``config.json`` and the index's ``metadata.total_size`` is kept beside it for comparison.
+- :func:`estimate_checkpoint` builds the table a checkpoint of this config would hold from
+  ``config.json`` alone (names as Hugging Face saves them, shapes from the config, the stored tensors
+  of the ``quantization_config`` format). Each format follows the tensors vLLM's quantization method
+  creates (``create_weights``) for it, at the file named in :data:`FORMAT_SOURCES`. It is an estimate:
+  a checkpoint may hold tensors the config does not announce (extra heads, a drafter), and its
+  vision tower is counted from ``vision_config`` with the common ViT layout (below).
+
+Conventions. ``Tensor.nbytes`` is exact: ``ceil(prod(shape) * bits / 8)``. Linear weights are
+``[out, in]`` (PyTorch), AWQ tensors ``[in, out / pack]``, GPTQ ``qweight`` ``[in / pack, out]``. A
+quantised linear layer is one module prefix with several tensors (``q_proj.qweight``,
+``q_proj.scales``, ...); :mod:`kvmath.engines.vllm.weights` shards them per rank.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import KvMathError, choices
+
+# safetensors dtype -> bits per element (huggingface/safetensors safetensors/src/tensor.rs ``Dtype``,
+# 0.6+: F4 = float4_e2m1 packed two per byte, F6_* six bits, E8M0 the MX scale)
+DTYPE_BITS: dict[str, int] = {
+    "BOOL": 8, "U8": 8, "I8": 8, "F8_E5M2": 8, "F8_E4M3": 8, "F8_E8M0": 8, "E8M0": 8,
+    "I16": 16, "U16": 16, "F16": 16, "BF16": 16,
+    "I32": 32, "U32": 32, "F32": 32, "I64": 64, "U64": 64, "F64": 64, "C64": 64,
+    "F4": 4, "F6_E2M3": 6, "F6_E3M2": 6,
+}
+FLOAT_DTYPES = ("F16", "BF16", "F32", "F64")
+
+MAX_HEADER_BYTES = 100 * 2**20
+"""Largest safetensors header read (the safetensors crate refuses headers over 100 MB, ``MAX_HEADER_SIZE``)."""
+MAX_TENSORS = 2_000_000
+MAX_FILES = 4096
+
+
+@dataclass(frozen=True)
+class Tensor:
+    """One stored tensor: ``name`` as saved, ``dtype`` (a safetensors dtype name), ``shape``, ``nbytes``."""
+
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+    nbytes: int
+    file: str = ""
+
+    @property
+    def numel(self) -> int:
+        return math.prod(self.shape)
+
+
+def tensor_bytes(dtype: str, shape) -> int:
+    """Bytes of a tensor of ``dtype`` and ``shape`` (sub-byte types packed, rounded up to a byte)."""
+    if dtype not in DTYPE_BITS:
+        raise KvMathError(f"unknown safetensors dtype {dtype!r}; known: {choices(DTYPE_BITS)}")
+    return -(-math.prod(shape) * DTYPE_BITS[dtype] // 8)
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """A tensor table. ``estimated`` is True when it was built from config.json, not read from files;
+    ``index_total_size`` is ``metadata.total_size`` of ``model.safetensors.index.json`` when there is one."""
+
+    tensors: tuple[Tensor, ...]
+    source: str
+    estimated: bool = False
+    quant_method: str | None = None
+    index_total_size: int | None = None
+    metadata: dict = field(default_factory=dict)
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(t.nbytes for t in self.tensors)
+
+    def by_dtype(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for t in self.tensors:
+            out[t.dtype] = out.get(t.dtype, 0) + t.nbytes
+        return out
+
+    def names(self) -> set[str]:
+        return {t.name for t in self.tensors}
+
+
+# ---------------------------------------------------------------------------------------------------
+# reading safetensors headers
+
+def read_safetensors_header(path) -> tuple[list[Tensor], dict]:
+    """The tensor table and ``__metadata__`` of one ``.safetensors`` file, reading only its header.
+
+    Refuses (KvMathError, one line naming the file) a file shorter than 8 bytes, a header length beyond
+    the file or :data:`MAX_HEADER_BYTES`, a header that is not a JSON object, an unknown dtype, a shape
+    that is not a list of non-negative integers, offsets that do not match the dtype and shape, and a
+    tensor that ends past the file.
+    """
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as f:
+            head = f.read(8)
+            if len(head) < 8:
+                raise KvMathError(f"{path}: {size} bytes is too short for a safetensors file (8-byte header length)")
+            (n,) = struct.unpack("<Q", head)
+            if n > MAX_HEADER_BYTES or n > size - 8:
+                raise KvMathError(f"{path}: header length {n:,} is beyond the file ({size:,} bytes) "
+                                  f"or the {MAX_HEADER_BYTES:,}-byte limit")
+            raw = f.read(n)
+    except OSError as e:
+        raise KvMathError(f"{path}: cannot read ({e.strerror})") from None
+    try:
+        header = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError, ValueError):
+        raise KvMathError(f"{path}: the safetensors header is not valid UTF-8 JSON") from None
+    if not isinstance(header, dict):
+        raise KvMathError(f"{path}: the safetensors header is not a JSON object")
+    if len(header) > MAX_TENSORS:
+        raise KvMathError(f"{path}: {len(header):,} header entries (at most {MAX_TENSORS:,})")
+    meta = header.pop("__metadata__", None) or {}
+    if not isinstance(meta, dict):
+        raise KvMathError(f"{path}: __metadata__ is not an object")
+    data_len = size - 8 - n
+    tensors = []
+    for name, info in header.items():
+        if not isinstance(info, dict):
+            raise KvMathError(f"{path}: entry {name[:80]!r} is not an object")
+        dtype, shape, offs = info.get("dtype"), info.get("shape"), info.get("data_offsets")
+        if dtype not in DTYPE_BITS:
+            raise KvMathError(f"{path}: tensor {name[:80]!r} has unknown dtype {str(dtype)[:20]!r}")
+        if (not isinstance(shape, list) or len(shape) > 16
+                or not all(isinstance(d, int) and not isinstance(d, bool) and 0 <= d < 2**48 for d in shape)):
+            raise KvMathError(f"{path}: tensor {name[:80]!r} has a bad shape {str(shape)[:60]}")
+        if (not isinstance(offs, list) or len(offs) != 2
+                or not all(isinstance(o, int) and not isinstance(o, bool) and o >= 0 for o in offs)):
+            raise KvMathError(f"{path}: tensor {name[:80]!r} has bad data_offsets {str(offs)[:60]}")
+        nbytes = tensor_bytes(dtype, shape)
+        if offs[1] - offs[0] != nbytes:
+            raise KvMathError(f"{path}: tensor {name[:80]!r} holds {offs[1] - offs[0]:,} bytes, but {dtype} "
+                              f"{shape} is {nbytes:,}")
+        if offs[1] > data_len:
+            raise KvMathError(f"{path}: tensor {name[:80]!r} ends at byte {offs[1]:,}, past the data ({data_len:,})")
+        tensors.append(Tensor(name, dtype, tuple(shape), nbytes, path.name))
+    tensors.sort(key=lambda t: t.name)
+    return tensors, {str(k): str(v) for k, v in meta.items()}
+
+
+def _read_json(path: Path, what: str, limit: int = 64 * 2**20):
+    try:
+        if path.stat().st_size > limit:
+            raise KvMathError(f"{path}: too large for a {what} ({path.stat().st_size:,} bytes)")
+        return json.loads(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise KvMathError(f"{path}: cannot read ({e.strerror})") from None
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError, ValueError):
+        raise KvMathError(f"{path}: not valid JSON ({what})") from None
+
+
+def read_checkpoint(folder) -> Checkpoint:
+    """The tensor table of a model folder: its ``*.safetensors`` headers, or, with none, the estimate from
+    its ``config.json`` (``index_total_size`` from ``model.safetensors.index.json`` when present).
+
+    A folder whose index names files that are not there is refused naming the first missing file.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise KvMathError(f"{folder}: not a model folder")
+    files = sorted(folder.glob("*.safetensors"))
+    if len(files) > MAX_FILES:
+        raise KvMathError(f"{folder}: {len(files)} safetensors files (at most {MAX_FILES})")
+    index_path = folder / "model.safetensors.index.json"
+    index = _read_json(index_path, "safetensors index") if index_path.is_file() else None
+    total = None
+    if index is not None:
+        if not isinstance(index, dict) or not isinstance(index.get("weight_map", {}), dict):
+            raise KvMathError(f"{index_path}: no weight_map object")
+        total = (index.get("metadata") or {}).get("total_size")
+        total = total if isinstance(total, int) and not isinstance(total, bool) else None
+    cfg_path = folder / "config.json"
+    config = _read_json(cfg_path, "config.json", 4 * 2**20) if cfg_path.is_file() else None
+    quant = _quant_method(config) if isinstance(config, dict) else None
+    if files:
+        if index is not None:
+            wanted = sorted(set(index.get("weight_map", {}).values()))
+            have = {p.name for p in files}
+            missing = [w for w in wanted if w not in have]
+            if missing:
+                raise KvMathError(f"{folder}: the index names {missing[0]} but the folder does not hold it "
+                                  f"({len(missing)} of {len(wanted)} files missing)")
+        tensors, meta = [], {}
+        for p in files:
+            t, m = read_safetensors_header(p)
+            tensors.extend(t)
+            meta.update(m)
+        return Checkpoint(tuple(tensors), str(folder), False, quant, total, meta)
+    if not isinstance(config, dict):
+        raise KvMathError(f"{folder}: no *.safetensors files and no config.json to estimate them from")
+    est = estimate_checkpoint(config)
+    return Checkpoint(est.tensors, f"{folder} (estimated from config.json)", True, est.quant_method, total)
+
+
+# ---------------------------------------------------------------------------------------------------
+# estimating from config.json + quantization_config
+
+FORMAT_SOURCES: dict[str, str] = {
+    "none": "vllm/model_executor/layers/linear.py UnquantizedLinearMethod.create_weights: weight [out, in] "
+            "in the model dtype",
+    "fp8": "vllm/model_executor/layers/quantization/fp8.py Fp8LinearMethod.create_weights: weight "
+           "float8_e4m3fn [out, in]; per tensor: weight_scale float32 (one per logical shard), input_scale "
+           "float32 when activation_scheme is static; weight_block_size [bn, bk]: weight_scale_inv float32 "
+           "[ceil(out / bn), ceil(in / bk)] (v0.6.4-v0.11)",
+    "awq": "vllm/model_executor/layers/quantization/awq.py AWQLinearMethod.create_weights: qweight int32 "
+           "[in, out / pack], qzeros int32 [in / group, out / pack], scales float16 [in / group, out], "
+           "pack = 32 / bits (v0.4-v0.11; awq_marlin.py keeps the same checkpoint tensors)",
+    "gptq": "vllm/model_executor/layers/quantization/gptq.py GPTQLinearMethod.create_weights: qweight int32 "
+            "[in / pack, out], g_idx int32 [in], qzeros int32 [in / group, out / pack], scales float16 "
+            "[in / group, out] (group_size -1 = one group; v0.4-v0.11; gptq_marlin.py reads the same)",
+    "auto-round": "vllm/model_executor/layers/quantization/auto_round.py: packing_format auto_round:auto_gptq "
+                  "(default) stores the GPTQ tensors, auto_awq the AWQ tensors; bits, group_size, sym",
+    "compressed-tensors": "vllm/model_executor/layers/quantization/compressed_tensors/schemes/: "
+                          "compressed_tensors_wNa16.py (weight_packed int32 [out, in * bits / 32], weight_scale "
+                          "[out, in / group], weight_shape int64 [2], weight_zero_point int32 [out * bits / 32, "
+                          "in / group] when asymmetric), compressed_tensors_w8a8_fp8.py / _w8a8_int8.py (weight "
+                          "[out, in], weight_scale float32 [1] per tensor or [out, 1] per channel), "
+                          "compressed_tensors_w4a4_nvfp4.py (weight_packed uint8 [out, in / 2], weight_scale "
+                          "float8_e4m3fn [out, in / 16], weight_global_scale / input_global_scale float32 [1])",
+    "modelopt": "vllm/model_executor/layers/quantization/modelopt.py: ModelOptNvFp4LinearMethod (weight uint8 "
+                "[out, in / 2], weight_scale float8_e4m3fn [out, in / group(16)], weight_scale_2 and input_scale "
+                "float32 scalars), ModelOptFp8LinearMethod (weight float8_e4m3fn, weight_scale / input_scale "
+                "float32 scalars)",
+    "mxfp4": "vllm/model_executor/layers/quantization/mxfp4.py Mxfp4MoEMethod.create_weights (gpt-oss experts): "
+             "w13_weight uint8 [E, 2I, H / 2], w13_weight_scale uint8 [E, 2I, H / 32], w13_bias bf16 [E, 2I], "
+             "w2_weight uint8 [E, H, I / 2], w2_weight_scale uint8 [E, H, I / 32], w2_bias bf16 [E, H]; the "
+             "checkpoint stores gate_up_proj_blocks [E, 2I, H / 32, 16] and _scales [E, 2I, H / 32] (same bytes); "
+             "attention, router, embeddings stay bf16 (v0.10.1-v0.11)",
+}
+
+_DT = {"bfloat16": "BF16", "float16": "F16", "half": "F16", "float32": "F32", "float": "F32"}
+
+
+def _quant_method(config: dict) -> str | None:
+    q = config.get("quantization_config")
+    if not isinstance(q, dict):
+        tc = config.get("text_config")
+        q = tc.get("quantization_config") if isinstance(tc, dict) else None
+    if not isinstance(q, dict):
+        return None
+    return str(q.get("quant_method") or q.get("quant_algo") or "unknown").lower()
+
+
+def _int(c: dict, *keys, default=None):
+    for k in keys:
+        v = c.get(k)
+        if isinstance(v, int) and not isinstance(v, bool):
+            return v
+    if default is None:
+        raise KvMathError(f"config.json has none of {', '.join(keys)}: cannot estimate the checkpoint")
+    return default
+
+
+class _Linear:
+    """How one linear layer is stored, for a quantisation format."""
+
+    def __init__(self, q: dict | None, model_dtype: str):
+        self.dt = model_dtype
+        self.q = q or {}
+        m = str(self.q.get("quant_method") or "").lower()
+        algo = str(self.q.get("quant_algo") or "").upper()
+        if m == "modelopt" or (not m and algo):
+            inner = self.q.get("quantization") if isinstance(self.q.get("quantization"), dict) else {}
+            algo = algo or str(inner.get("quant_algo") or "").upper()
+            self.kind = "nvfp4" if "FP4" in algo else "fp8_tensor"
+            self.method = "modelopt"
+            self.group = int(self.q.get("group_size") or inner.get("group_size") or 16)
+        elif m == "fp8":
+            block = self.q.get("weight_block_size")
+            self.kind = "fp8_block" if block else "fp8_tensor"
+            self.block = tuple(block) if block else None
+            self.static = str(self.q.get("activation_scheme", "dynamic")) == "static"
+            self.method = "fp8"
+        elif m in ("awq", "gptq", "auto-round", "autoround", "auto_round"):
+            self.bits = int(self.q.get("bits") or self.q.get("w_bit") or 4)
+            self.group = int(self.q.get("group_size") or self.q.get("q_group_size") or 128)
+            fmt = str(self.q.get("packing_format") or self.q.get("backend") or "")
+            self.kind = "awq" if m == "awq" or "awq" in fmt else "gptq"
+            self.sym = bool(self.q.get("sym", True))
+            self.method = m
+        elif m == "mxfp4":
+            self.kind, self.method = "none", "mxfp4"  # only the experts are MXFP4
+        elif m == "compressed-tensors":
+            self.method = m
+            groups = self.q.get("config_groups") or {}
+            w = next(iter(groups.values()), {}).get("weights", {}) if groups else {}
+            self.bits = int(w.get("num_bits") or 8)
+            self.strategy = str(w.get("strategy") or "tensor")
+            self.group = int(w.get("group_size") or 128)
+            self.sym = bool(w.get("symmetric", True))
+            fmt = str(self.q.get("format") or "")
+            if w.get("type") == "float" and self.bits == 4:
+                self.kind = "ct_nvfp4"
+                self.group = int(w.get("group_size") or 16)
+            elif w.get("type") == "float":
+                self.kind = "ct_fp8"
+            elif self.bits == 8 and "pack" not in fmt:
+                self.kind = "ct_int8"
+            else:
+                self.kind = "ct_packed"
+        elif m in ("", "none", "bitsandbytes"):
+            if m == "bitsandbytes":
+                raise KvMathError("quantization_config quant_method bitsandbytes: not estimated (give the "
+                                  "model folder with its safetensors files)")
+            self.kind, self.method = "none", None
+        else:
+            raise KvMathError(f"quantization_config quant_method {m!r}: not estimated; known: "
+                              f"{choices(sorted(FORMAT_SOURCES))}")
+        skip = []
+        for key in ("modules_to_not_convert", "ignore", "ignored_layers", "exclude_modules"):
+            v = self.q.get(key)
+            if isinstance(v, list):
+                skip.extend(str(s) for s in v)
+        self.skip = skip
+
+    def converted(self, prefix: str) -> bool:
+        for s in self.skip:
+            s2 = s[3:] if s.startswith("re:") else s
+            if s2.endswith("*"):
+                s2 = s2[:-1]
+            if s2 and (prefix == s2 or prefix.endswith("." + s2) or ("." + s2 + ".") in ("." + prefix + ".")
+                       or prefix.startswith(s2)):
+                return False
+        return True
+
+    def tensors(self, prefix: str, out: int, inp: int, bias: bool = False) -> list[tuple[str, str, tuple]]:
+        dt = self.dt
+        rows: list[tuple[str, str, tuple]] = []
+        kind = self.kind if self.converted(prefix) else "none"
+        if kind == "none":
+            rows.append((f"{prefix}.weight", dt, (out, inp)))
+        elif kind == "fp8_tensor":
+            rows.append((f"{prefix}.weight", "F8_E4M3", (out, inp)))
+            rows.append((f"{prefix}.weight_scale", "F32", ()))
+            if getattr(self, "static", False) or self.method == "modelopt":
+                rows.append((f"{prefix}.input_scale", "F32", ()))
+        elif kind == "fp8_block":
+            bn, bk = self.block
+            rows.append((f"{prefix}.weight", "F8_E4M3", (out, inp)))
+            rows.append((f"{prefix}.weight_scale_inv", "F32", (-(-out // bn), -(-inp // bk))))
+        elif kind == "awq":
+            pack = 32 // self.bits
+            g = inp if self.group <= 0 else self.group
+            rows += [(f"{prefix}.qweight", "I32", (inp, out // pack)),
+                     (f"{prefix}.qzeros", "I32", (-(-inp // g), out // pack)),
+                     (f"{prefix}.scales", "F16", (-(-inp // g), out))]
+        elif kind == "gptq":
+            pack = 32 // self.bits
+            g = inp if self.group <= 0 else self.group
+            rows += [(f"{prefix}.qweight", "I32", (inp // pack, out)),
+                     (f"{prefix}.qzeros", "I32", (-(-inp // g), out // pack)),
+                     (f"{prefix}.scales", "F16", (-(-inp // g), out)),
+                     (f"{prefix}.g_idx", "I32", (inp,))]
+        elif kind == "nvfp4":
+            rows += [(f"{prefix}.weight", "U8", (out, inp // 2)),
+                     (f"{prefix}.weight_scale", "F8_E4M3", (out, inp // self.group)),
+                     (f"{prefix}.weight_scale_2", "F32", ()),
+                     (f"{prefix}.input_scale", "F32", ())]
+        elif kind == "ct_nvfp4":
+            rows += [(f"{prefix}.weight_packed", "U8", (out, inp // 2)),
+                     (f"{prefix}.weight_scale", "F8_E4M3", (out, inp // self.group)),
+                     (f"{prefix}.weight_global_scale", "F32", (1,)),
+                     (f"{prefix}.input_global_scale", "F32", (1,))]
+        elif kind in ("ct_fp8", "ct_int8"):
+            rows.append((f"{prefix}.weight", "F8_E4M3" if kind == "ct_fp8" else "I8", (out, inp)))
+            shape = (out, 1) if self.strategy == "channel" else (1,)
+            rows.append((f"{prefix}.weight_scale", "F32" if kind == "ct_fp8" else dt, shape))
+        elif kind == "ct_packed":
+            g = inp if self.strategy == "channel" else self.group
+            rows += [(f"{prefix}.weight_packed", "I32", (out, inp * self.bits // 32)),
+                     (f"{prefix}.weight_scale", dt, (out, -(-inp // g))),
+                     (f"{prefix}.weight_shape", "I64", (2,))]
+            if not self.sym:
+                rows.append((f"{prefix}.weight_zero_point", "I32", (out * self.bits // 32, -(-inp // g))))
+        if bias:
+            rows.append((f"{prefix}.bias", dt, (out,)))
+        return rows
+
+
+_QKV_BIAS = {"qwen2", "qwen2_moe", "qwen2_vl", "qwen2_5_vl", "gpt_oss"}
+
+# transformers' config classes whose tie_word_embeddings default is False (PretrainedConfig's default is
+# True: Gemma, Gemma 2 / 3 / 4 and most small models tie); read from each configuration_<type>.py
+_UNTIED_BY_DEFAULT = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "qwen3_next",
+                      "gpt_oss", "phi3", "deepseek_v3", "deepseek_v2", "glm4", "glm4_moe", "minimax_m2"}
+
+
+def tied_embeddings(config: dict) -> bool:
+    """``tie_word_embeddings`` as transformers reads it: the stated value (top level first, then
+    ``text_config``), else the config class default."""
+    tc = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+    for c in (config, tc):
+        v = c.get("tie_word_embeddings")
+        if isinstance(v, bool):
+            return v
+    return str(tc.get("model_type") or config.get("model_type") or "") not in _UNTIED_BY_DEFAULT
+
+
+def estimate_checkpoint(config: dict) -> Checkpoint:
+    """The tensors a checkpoint of ``config`` stores (a Llama-style decoder, with MoE experts, the
+    ``quantization_config`` format and a vision tower from ``vision_config``). See :data:`FORMAT_SOURCES`.
+
+    Names follow Hugging Face (``model.layers.{i}.self_attn.q_proj``); a multimodal config's text
+    model lives under ``model.language_model``. Raises KvMathError for a config without the sizes.
+    """
+    if not isinstance(config, dict):
+        raise KvMathError("estimate_checkpoint needs a config dict")
+    tc = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+    q = config.get("quantization_config") or tc.get("quantization_config")
+    dt_name = str(tc.get("torch_dtype") or tc.get("dtype") or config.get("torch_dtype") or "bfloat16")
+    dt = _DT.get(dt_name.replace("torch.", ""), "BF16")
+    lin = _Linear(q if isinstance(q, dict) else None, dt)
+    mt = str(tc.get("model_type") or config.get("model_type") or "")
+    H = _int(tc, "hidden_size", "n_embd", "d_model")
+    L = _int(tc, "num_hidden_layers", "n_layer", "num_layers")
+    nh = _int(tc, "num_attention_heads", "n_head")
+    nkv = _int(tc, "num_key_value_heads", default=nh)
+    hd = tc.get("head_dim") if isinstance(tc.get("head_dim"), int) else H // nh
+    V = _int(tc, "vocab_size")
+    inter = _int(tc, "intermediate_size", "ffn_hidden_size", default=4 * H)
+    E = _int(tc, "num_local_experts", "num_experts", "n_routed_experts", default=0)
+    moe_inter = _int(tc, "moe_intermediate_size", default=inter)
+    shared_inter = _int(tc, "shared_expert_intermediate_size", default=0)
+    n_shared = _int(tc, "n_shared_experts", default=0)
+    first_dense = _int(tc, "first_k_dense_replace", default=0)
+    qkv_bias = bool(tc.get("attention_bias", mt in _QKV_BIAS))
+    tied = tied_embeddings(config)
+    base = "model.language_model" if tc is not config else "model"
+    rows: list[tuple[str, str, tuple]] = [(f"{base}.embed_tokens.weight", dt, (V, H)), (f"{base}.norm.weight", dt, (H,))]
+    if not tied:
+        rows.append(("lm_head.weight", dt, (V, H)))
+    mxfp4 = lin.method == "mxfp4"
+    for i in range(L):
+        p = f"{base}.layers.{i}"
+        rows += [(f"{p}.input_layernorm.weight", dt, (H,)), (f"{p}.post_attention_layernorm.weight", dt, (H,))]
+        a = f"{p}.self_attn"
+        rows += lin.tensors(f"{a}.q_proj", nh * hd, H, qkv_bias)
+        rows += lin.tensors(f"{a}.k_proj", nkv * hd, H, qkv_bias)
+        rows += lin.tensors(f"{a}.v_proj", nkv * hd, H, qkv_bias)
+        rows += lin.tensors(f"{a}.o_proj", H, nh * hd, mt == "gpt_oss")
+        if mt in ("qwen3", "qwen3_moe"):
+            rows += [(f"{a}.q_norm.weight", dt, (hd,)), (f"{a}.k_norm.weight", dt, (hd,))]
+        if mt == "gpt_oss":
+            rows.append((f"{a}.sinks", dt, (nh,)))
+        m = f"{p}.mlp"
+        if E and i >= first_dense:
+            if mxfp4:
+                I = moe_inter
+                rows += [(f"{m}.router.weight", dt, (E, H)), (f"{m}.router.bias", dt, (E,)),
+                         (f"{m}.experts.gate_up_proj_blocks", "U8", (E, 2 * I, H // 32, 16)),
+                         (f"{m}.experts.gate_up_proj_scales", "U8", (E, 2 * I, H // 32)),
+                         (f"{m}.experts.gate_up_proj_bias", dt, (E, 2 * I)),
+                         (f"{m}.experts.down_proj_blocks", "U8", (E, H, I // 32, 16)),
+                         (f"{m}.experts.down_proj_scales", "U8", (E, H, I // 32)),
+                         (f"{m}.experts.down_proj_bias", dt, (E, H))]
+                continue
+            gate_name = "router" if mt == "gpt_oss" else "gate"
+            rows.append((f"{m}.{gate_name}.weight", dt, (E, H)))
+            for e in range(E):
+                x = f"{m}.experts.{e}"
+                rows += lin.tensors(f"{x}.gate_proj", moe_inter, H) + lin.tensors(f"{x}.up_proj", moe_inter, H)
+                rows += lin.tensors(f"{x}.down_proj", H, moe_inter)
+            si = shared_inter or (n_shared * moe_inter)
+            if si:
+                name = "shared_expert" if shared_inter else "shared_experts"
+                rows += lin.tensors(f"{m}.{name}.gate_proj", si, H) + lin.tensors(f"{m}.{name}.up_proj", si, H)
+                rows += lin.tensors(f"{m}.{name}.down_proj", H, si)
+                if shared_inter:
+                    rows.append((f"{m}.shared_expert_gate.weight", dt, (1, H)))
+        else:
+            rows += lin.tensors(f"{m}.gate_proj", inter, H) + lin.tensors(f"{m}.up_proj", inter, H)
+            rows += lin.tensors(f"{m}.down_proj", H, inter)
+    vc = config.get("vision_config")
+    if isinstance(vc, dict) and tc is not config:
+        rows += _vision_tower(vc, dt, H)
+    ac = config.get("audio_config")
+    if isinstance(ac, dict) and tc is not config:
+        rows += _vision_tower(ac, dt, H, prefix="model.audio_tower", patch=False)
+    tensors = tuple(Tensor(n, d, tuple(s), tensor_bytes(d, s)) for n, d, s in rows)
+    return Checkpoint(tensors, "estimated from config.json", True, _quant_method(config))
+
+
+def _vision_tower(vc: dict, dt: str, text_hidden: int, prefix: str = "model.vision_tower",
+                  patch: bool = True) -> list[tuple[str, str, tuple]]:
+    """A ViT encoder from ``vision_config`` (or ``audio_config``): per layer fused-free q/k/v/o with
+    biases, a two-matrix MLP with biases and two LayerNorms (weight + bias); a patch embedding
+    (channels x patch^2 (x temporal patch) x width) and a projector to the text width. The common
+    SigLIP / CLIP / Qwen-VL layout; towers with gated MLPs or extra blocks differ by their small
+    parts."""
+    w = _int(vc, "hidden_size", "embed_dim", "d_model", "width", default=0)
+    if not w:
+        return []
+    n = _int(vc, "num_hidden_layers", "depth", "encoder_layers", "num_layers", default=0)
+    ff = _int(vc, "intermediate_size", "encoder_ffn_dim", default=4 * w)
+    rows: list[tuple[str, str, tuple]] = []
+    for i in range(n):
+        p = f"{prefix}.encoder.layers.{i}"
+        for proj in ("q_proj", "k_proj", "v_proj", "out_proj"):
+            rows += [(f"{p}.self_attn.{proj}.weight", dt, (w, w)), (f"{p}.self_attn.{proj}.bias", dt, (w,))]
+        rows += [(f"{p}.mlp.fc1.weight", dt, (ff, w)), (f"{p}.mlp.fc1.bias", dt, (ff,)),
+                 (f"{p}.mlp.fc2.weight", dt, (w, ff)), (f"{p}.mlp.fc2.bias", dt, (w,))]
+        for norm in ("layer_norm1", "layer_norm2"):
+            rows += [(f"{p}.{norm}.weight", dt, (w,)), (f"{p}.{norm}.bias", dt, (w,))]
+    if patch:
+        ps = _int(vc, "patch_size", default=14)
+        ch = _int(vc, "num_channels", "in_channels", "in_chans", default=3)
+        tps = _int(vc, "temporal_patch_size", default=1)
+        rows.append((f"{prefix}.embeddings.patch_embedding.weight", dt, (w, ch, tps, ps, ps)))
+    out = _int(vc, "out_hidden_size", "projection_dim", default=text_hidden)
+    rows.append((f"{prefix}.projector.weight", dt, (out, w)))
+    return rows
