@@ -7,6 +7,7 @@ folder holding one, a ``.gguf`` file, or a known model id / HF repo name (``data
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from pathlib import Path
 
 from .. import facts
@@ -69,6 +70,13 @@ def load_architecture(src, *, name: str | None = None) -> Architecture:
         return architecture_from_config(cfg, name=name or path.stem, source=str(path))
     if path.suffix == ".json" or path.is_dir():
         raise KvMathError(f"{path}: no such config.json file (give a config.json, a folder holding one, or a known model id)")
+    return _known(text, name)
+
+
+@lru_cache(maxsize=256)
+def _known(text: str, name: str | None) -> Architecture:
+    """A known model's Architecture, built once per process (the data files do not change while it runs;
+    an Architecture is frozen)."""
     entry = facts.resolve_model(text)
     source = f"{entry['hf_repo']}@{(entry.get('revision') or 'unrecorded')[:12]} config.json ({entry['source']})"
     return architecture_from_config(entry["config"], name=name or entry["id"], source=source)

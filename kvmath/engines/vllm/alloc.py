@@ -73,6 +73,7 @@ with the 0.27 rules plus the rules above keyed on later releases, and says so in
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from dataclasses import asdict, dataclass, replace
 
 from ...errors import KvMathError
@@ -330,6 +331,11 @@ def layer_specs(model, **settings) -> VllmLayout:
     return _layout(arch, s)
 
 
+def _shape_key(layer) -> tuple:
+    """A layer's fields but its index: layers with the same key get the same spec."""
+    return (type(layer),) + tuple(v for k, v in vars(layer).items() if k != "index")
+
+
 def _state_of(layer, arch: Architecture, s: VllmSettings) -> tuple[tuple, tuple]:
     """(shapes, dtypes) of one state layer per rank: the rule in ``rules.state_tensors``."""
     ts = rules.state_tensors(layer, arch, tp=s.tensor_parallel_size, num_speculative_tokens=s.num_speculative_tokens,
@@ -337,6 +343,7 @@ def _state_of(layer, arch: Architecture, s: VllmSettings) -> tuple[tuple, tuple]
     return tuple(t.shape for t in ts), tuple(t.dtype for t in ts)
 
 
+@lru_cache(maxsize=512)  # Architecture and VllmSettings are frozen: a layout is a pure function of both
 def _layout(arch: Architecture, s: VllmSettings) -> VllmLayout:
     version = parse_version(s.vllm_version)
     notes: list[str] = []
@@ -370,7 +377,8 @@ def _layout(arch: Architecture, s: VllmSettings) -> VllmLayout:
                           f"{', '.join(str(t) for t in (1, 2, 4, 8, 16) if rules.tp_problem(arch, t) is None)}")
     fmt = rules.model_format(arch, s.kv_cache_dtype)
     state_layers = arch.state_layers()
-    attention = [layer for layer in arch.layers if layer.owns_cache and layer not in state_layers]
+    state_idx = {layer.index for layer in state_layers}
+    attention = [layer for layer in arch.layers if layer.owns_cache and layer.index not in state_idx]
     if not attention:
         raise KvMathError(
             f"{arch.name} has no attention layer: vLLM sizes its state blocks from an attention page "
@@ -405,7 +413,7 @@ def _layout(arch: Architecture, s: VllmSettings) -> VllmLayout:
     mamba_block_size = None
     attn_1tok = mamba_state = mamba_page = None
     if hybrid:
-        states = {_state_of(layer, arch, s) for layer in state_layers}
+        states = {_state_of(layer, arch, s) for layer in {_shape_key(x): x for x in state_layers}.values()}
         mamba_state = max(sum(math.prod(sh) * DTYPE_BYTES[d] for sh, d in zip(shapes, dtypes))
                           for shapes, dtypes in states)
         full = [layer for layer in attention if layer.layer_type == FULL]
@@ -458,6 +466,7 @@ def _layout(arch: Architecture, s: VllmSettings) -> VllmLayout:
                          "assertion is gone from 0.27.0)")
 
     # --- per-layer specs
+    state_memo: dict[tuple, tuple[tuple, tuple]] = {}
     layers: list[tuple[str, KVSpec]] = []
     full_spec = None
     sliding_pth_pad = None
@@ -469,8 +478,11 @@ def _layout(arch: Architecture, s: VllmSettings) -> VllmLayout:
     for layer in arch.layers:
         if not layer.owns_cache:
             continue  # MLP / MoE blocks; kv_sharing_target_layer_name: no spec (gpu_model_runner.get_kv_cache_spec)
-        if layer in state_layers:
-            shapes, dtypes = _state_of(layer, arch, s)
+        if layer.index in state_idx:
+            key = _shape_key(layer)
+            if key not in state_memo:
+                state_memo[key] = _state_of(layer, arch, s)
+            shapes, dtypes = state_memo[key]
             real = sum(math.prod(sh) * DTYPE_BYTES[d] for sh, d in zip(shapes, dtypes))
             spec = KVSpec("mamba", mamba_block_size, state_shapes=shapes, state_dtypes=dtypes,
                           mamba_cache_mode=mode, num_speculative_blocks=s.num_speculative_tokens,

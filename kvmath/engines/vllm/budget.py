@@ -125,10 +125,10 @@ def cards() -> dict:
 def card(name: str) -> dict:
     """A card by id or alias (``rtx3090``, ``3090``, ``RTX-3090``). Raises KvMathError listing the ids."""
     key = str(name).strip().lower().replace("_", "-").replace(" ", "-")
-    for cid, c in cards().items():
+    for cid, c in _cards().items():
         if key == cid or key in c.get("aliases", ()) or key == c["name"].lower().replace(" ", "-"):
             return dict(c, id=cid)
-    raise KvMathError(f"unknown card {name!r}; known: {choices(cards())} (or give --vram in GiB)")
+    raise KvMathError(f"unknown card {name!r}; known: {choices(_cards())} (or give --vram in GiB)")
 
 
 def presets() -> dict:
@@ -138,7 +138,7 @@ def presets() -> dict:
 
 def preset(model_id: str, name: str) -> dict:
     """One preset. Raises KvMathError naming the model's presets."""
-    table = presets()
+    table = _presets()
     if model_id not in table:
         raise KvMathError(f"model {model_id!r} has no presets; models with presets: {choices(table)}")
     if name not in table[model_id]:
@@ -152,10 +152,16 @@ def preset(model_id: str, name: str) -> dict:
 def model_for_preset(name: str) -> str:
     """The first model (in the anchor's order) owning preset ``name``; raises KvMathError."""
     for m in ("qwen3.6-27b", "qwen3.6-35b-a3b", "gemma-4-31b", "gemma-4-26b-a4b"):
-        if name in presets().get(m, {}):
+        if name in _presets().get(m, {}):
             return m
-    every = sorted({n for p in presets().values() for n in p})
+    every = sorted({n for p in _presets().values() for n in p})
     raise KvMathError(f"unknown preset {name!r}; valid: {choices(every)}")
+
+
+# Read once per process for the budget's own lookups (the public functions above and below return copies)
+_cards = lru_cache(maxsize=1)(facts.cards)
+_presets = lru_cache(maxsize=1)(facts.presets)
+_deployments = lru_cache(maxsize=1)(facts.deployments)
 
 
 def deployments() -> dict:
@@ -172,7 +178,7 @@ _VARIANT_ALIASES = {
 
 def weights_gb(model_id: str, variant: str = "default") -> tuple[str, float]:
     """(deployments key, checkpoint GB) of ``variant`` for a known model. Raises KvMathError."""
-    dep = deployments().get(model_id)
+    dep = _deployments().get(model_id)
     if dep is None:
         raise KvMathError(f"no checkpoint sizes for {model_id!r}: pass --weights-gb (total GB of the checkpoint)")
     table = dep["weights_gb"]
@@ -530,7 +536,7 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
             raise KvMathError(f"{name} must be a finite number of GB >= 0, got {v!r}")
     extra_gb = 0.0
     if weights_gb_total is None:
-        variant, wgb = weights_gb(arch.name if arch.name in deployments() else str(model), weights_variant)
+        variant, wgb = weights_gb(arch.name if arch.name in _deployments() else str(model), weights_variant)
         extra_gb = coeffs.get(f"weights_extra_gb[{arch.name}/{variant}]", 0.0)
     else:
         if not _finite(weights_gb_total) or weights_gb_total <= 0:
@@ -592,7 +598,7 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
     else:
         outcome, refusal = "boots", None
     pool = p.num_blocks * p.bytes_per_block if p.boots and available > 0 else 0
-    if weights_gb_total is not None and weights_variant not in (None, "default") and arch.name in deployments():
+    if weights_gb_total is not None and weights_variant not in (None, "default") and arch.name in _deployments():
         try:
             vkey, vgb = weights_gb(arch.name, weights_variant)
         except KvMathError:
@@ -602,7 +608,7 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
             notes.append(f"weights: the given {weights_gb_total:g} GB replaces the {vkey} checkpoint's {vgb:g} GB"
                          + (f" and its fitted correction ({fitted:+.2f} GB)" if fitted else "")
                          + "; give the size vLLM loads")
-    if weights_gb_total is None and variant in deployments().get(arch.name, {}).get("projected_weights", ()):
+    if weights_gb_total is None and variant in _deployments().get(arch.name, {}).get("projected_weights", ()):
         notes.append(f"weights: the {variant} size ({wgb:g} GB) is a projection (the anchor's), not a measured "
                      f"checkpoint; {_CITES['projected_weights']}")
     if backend_note:
@@ -619,11 +625,11 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
         notes.append("non-KV terms use fitted Gemma 4 / MoE offsets (kvmath.calibration)")
     if batch_note:
         notes.append(batch_note)
-    if arch.name not in deployments():
+    if arch.name not in _deployments():
         notes.append("model outside the calibration set: the fitted non-KV terms are an extrapolation")
     else:
         cov = _COVERAGE
-        projected = weights_gb_total is None and variant in deployments()[arch.name].get("projected_weights", ())
+        projected = weights_gb_total is None and variant in _deployments()[arch.name].get("projected_weights", ())
         if (arch.name, variant) not in cov["checkpoints"] and not projected:
             notes.append(f"the fit has no boot of the {arch.name} {variant} checkpoint: expect errors beyond "
                          f"+/-{CALIBRATION_ERROR_GIB} GiB (up to {UNCOVERED_ERROR_GIB} GiB seen when a checkpoint "
@@ -882,7 +888,7 @@ def preset_budget(model_id: str, name: str, *, card: str = "rtx3090", use_compos
     drafter = vals.get("drafter")
     n_spec = 0
     if drafter:
-        n_spec = deployments()[model_id]["drafters"][drafter]["num_speculative_tokens"]
+        n_spec = _deployments()[model_id]["drafters"][drafter]["num_speculative_tokens"]
     kw = dict(card=card, mem_util=vals["mem_util"], tp=vals["tp"], kv_format=vals["kv_format"],
               max_model_len=vals["max_ctx"], max_num_seqs=vals["max_num_seqs"],
               max_num_batched_tokens=vals.get("max_num_batched_tokens"), num_speculative_tokens=n_spec,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 
 from ...formats import DTYPE_BYTES
 
@@ -38,13 +39,13 @@ class KVSpec:
     num_speculative_blocks: int = 0
     page_padded_bytes: int | None = None
 
-    @property
+    @cached_property  # the spec is frozen; a page is asked for thousands of times per plan
     def real_page_bytes(self) -> int:
         if self.kind == "mamba":
             return sum(math.prod(s) * DTYPE_BYTES[d] for s, d in zip(self.state_shapes, self.state_dtypes))
         return self.block_size * self.token_bytes
 
-    @property
+    @cached_property
     def page_size_bytes(self) -> int:
         """Bytes of one block of this layer (``page_size_bytes``): padded size when padded."""
         real = self.real_page_bytes
