@@ -190,7 +190,7 @@ def main(argv=None) -> int:
     if use_alarm:
         signal.signal(signal.SIGALRM, _alarm)
 
-    def one(part: str, kind: str, fn) -> None:
+    def one(part: str, kind: str, fn, detail: str = "") -> None:
         counts[f"{part}: cases"] += 1
         counts[f"{part}: cases: {kind}"] += 1
         t0 = time.perf_counter()
@@ -227,6 +227,7 @@ def main(argv=None) -> int:
         slowest[part] = max(slowest[part], dt)
         if dt > F.CASE_SECONDS:
             counts["cases over 2 s"] += 1
+            problems.append(f"{part} ({kind}) took {dt:.1f} s: {detail[:300]}")
 
     def run_hypothesis(n: int, strategy, body) -> None:
         cfg = settings(max_examples=max(1, n), database=None, deadline=None, phases=[Phase.generate],
@@ -260,7 +261,7 @@ def main(argv=None) -> int:
             def body(data):
                 prog = data.draw(st.sampled_from(["kvmath", "kvmath-fit"]))
                 argv = data.draw(C.cli_args(prog))
-                one("cli", prog, lambda: cli_case(prog, argv))
+                one("cli", prog, lambda: cli_case(prog, argv), detail=f"{prog} {' '.join(argv)}")
 
             run_hypothesis(n_part, st.data(), body)
     elapsed = time.perf_counter() - start
