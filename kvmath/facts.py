@@ -146,6 +146,12 @@ def deployments() -> dict:
     return read_json("deployments.json")["models"]
 
 
+def public_boots() -> list[dict]:
+    """Public vLLM boot reports, one row each with its URL and quoted log lines
+    (``data/measurements/vllm-public-boots.csv``)."""
+    return read_csv("measurements/vllm-public-boots.csv")
+
+
 def source_doc() -> dict:
     """The source document's stated figures (``data/source_doc.json``)."""
     return read_json("source_doc.json")
