@@ -25,8 +25,8 @@ from kvmath.model.checkpoint import (  # noqa: E402
 
 GIB = 2**30
 # kvmath dtype name -> the name safetensors' TensorSpec takes
-ST_NAME = {"BF16": "bfloat16", "F16": "float16", "F32": "float32", "F8_E4M3": "float8_e4m3fn", "I32": "int32",
-           "U8": "uint8", "I8": "int8", "I64": "int64"}
+ST_NAME = {"bf16": "bfloat16", "f16": "float16", "f32": "float32", "f8_e4m3": "float8_e4m3fn", "i32": "int32",
+           "u8": "uint8", "i8": "int8", "i64": "int64"}
 
 
 def write(path, tensors, metadata=None):
@@ -46,14 +46,14 @@ TINY = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 160, "num
 
 def test_header_table_matches_what_safetensors_wrote(tmp_path):
     layer = {  # one layer of each stored format vLLM reads
-        "model.layers.0.self_attn.q_proj.weight": ("F8_E4M3", (64, 64)),
-        "model.layers.0.self_attn.q_proj.weight_scale": ("F32", ()),
-        "model.layers.0.mlp.down_proj.qweight": ("I32", (160, 8)),
-        "model.layers.0.mlp.down_proj.qzeros": ("I32", (2, 8)),
-        "model.layers.0.mlp.down_proj.scales": ("F16", (2, 64)),
-        "model.layers.0.mlp.experts.gate_up_proj_blocks": ("U8", (4, 320, 2, 16)),
-        "model.layers.0.mlp.experts.gate_up_proj_scales": ("U8", (4, 320, 2)),
-        "model.norm.weight": ("BF16", (64,)),
+        "model.layers.0.self_attn.q_proj.weight": ("f8_e4m3", (64, 64)),
+        "model.layers.0.self_attn.q_proj.weight_scale": ("f32", ()),
+        "model.layers.0.mlp.down_proj.qweight": ("i32", (160, 8)),
+        "model.layers.0.mlp.down_proj.qzeros": ("i32", (2, 8)),
+        "model.layers.0.mlp.down_proj.scales": ("f16", (2, 64)),
+        "model.layers.0.mlp.experts.gate_up_proj_blocks": ("u8", (4, 320, 2, 16)),
+        "model.layers.0.mlp.experts.gate_up_proj_scales": ("u8", (4, 320, 2)),
+        "model.norm.weight": ("bf16", (64,)),
     }
     path = write(tmp_path / "model.safetensors", layer, {"format": "pt", "note": "kvmath test"})
     tensors, meta = read_safetensors_header(path)
@@ -66,8 +66,8 @@ def test_header_table_matches_what_safetensors_wrote(tmp_path):
 
 
 def test_folder_with_shards_and_index(tmp_path):
-    a = {"model.embed_tokens.weight": ("BF16", (1000, 64))}
-    b = {"lm_head.weight": ("BF16", (1000, 64))}
+    a = {"model.embed_tokens.weight": ("bf16", (1000, 64))}
+    b = {"lm_head.weight": ("bf16", (1000, 64))}
     write(tmp_path / "model-00001-of-00002.safetensors", a)
     write(tmp_path / "model-00002-of-00002.safetensors", b)
     index = {"metadata": {"total_size": 2 * 1000 * 64 * 2},
@@ -98,7 +98,7 @@ def test_index_only_folder_is_estimated(tmp_path):
     (lambda b: b[:-1], "past the data"),
 ])
 def test_malformed_headers_are_refused(tmp_path, mutate, message):
-    good = write(tmp_path / "good.safetensors", {"w": ("BF16", (4, 4))}).read_bytes()
+    good = write(tmp_path / "good.safetensors", {"w": ("bf16", (4, 4))}).read_bytes()
     bad = tmp_path / "bad.safetensors"
     bad.write_bytes(mutate(good))
     with pytest.raises(KvMathError, match=message):
@@ -106,7 +106,7 @@ def test_malformed_headers_are_refused(tmp_path, mutate, message):
 
 
 def test_offsets_that_disagree_with_shape_are_refused(tmp_path):
-    header = json.dumps({"w": {"dtype": "BF16", "shape": [4, 4], "data_offsets": [0, 30]}}).encode()
+    header = json.dumps({"w": {"dtype": "bf16", "shape": [4, 4], "data_offsets": [0, 30]}}).encode()
     p = tmp_path / "x.safetensors"
     p.write_bytes(struct.pack("<Q", len(header)) + header + bytes(32))
     with pytest.raises(KvMathError, match="holds 30 bytes"):
@@ -139,27 +139,27 @@ def test_estimate_round_trips_through_real_files(tmp_path, name):
 def test_quantised_tensor_shapes_by_hand():
     q = {t.name: (t.dtype, t.shape) for t in estimate_checkpoint(dict(TINY, quantization_config=QUANT["awq"])).tensors}
     # AWQ: qweight [in, out / 8], qzeros [in / group, out / 8], scales [in / group, out]; down_proj not converted
-    assert q["model.layers.0.mlp.gate_proj.qweight"] == ("I32", (64, 20))
-    assert q["model.layers.0.mlp.gate_proj.qzeros"] == ("I32", (2, 20))
-    assert q["model.layers.0.mlp.gate_proj.scales"] == ("F16", (2, 160))
-    assert q["model.layers.0.mlp.down_proj.weight"] == ("BF16", (64, 160))
+    assert q["model.layers.0.mlp.gate_proj.qweight"] == ("i32", (64, 20))
+    assert q["model.layers.0.mlp.gate_proj.qzeros"] == ("i32", (2, 20))
+    assert q["model.layers.0.mlp.gate_proj.scales"] == ("f16", (2, 160))
+    assert q["model.layers.0.mlp.down_proj.weight"] == ("bf16", (64, 160))
     g = {t.name: (t.dtype, t.shape) for t in estimate_checkpoint(dict(TINY, quantization_config=QUANT["gptq"])).tensors}
-    assert g["model.layers.0.mlp.down_proj.qweight"] == ("I32", (20, 64)) and g["model.layers.0.mlp.down_proj.g_idx"] == ("I32", (160,))
+    assert g["model.layers.0.mlp.down_proj.qweight"] == ("i32", (20, 64)) and g["model.layers.0.mlp.down_proj.g_idx"] == ("i32", (160,))
     f = {t.name: (t.dtype, t.shape) for t in estimate_checkpoint(dict(TINY, quantization_config=QUANT["fp8_block"])).tensors}
-    assert f["model.layers.0.mlp.up_proj.weight_scale_inv"] == ("F32", (2, 1))  # ceil(160 / 128), ceil(64 / 128)
+    assert f["model.layers.0.mlp.up_proj.weight_scale_inv"] == ("f32", (2, 1))  # ceil(160 / 128), ceil(64 / 128)
     n = {t.name: (t.dtype, t.shape) for t in estimate_checkpoint(dict(TINY, quantization_config=QUANT["nvfp4"])).tensors}
-    assert n["model.layers.0.mlp.up_proj.weight"] == ("U8", (160, 32))
-    assert n["model.layers.0.mlp.up_proj.weight_scale"] == ("F8_E4M3", (160, 4))
-    assert n["model.layers.0.mlp.up_proj.weight_scale_2"] == ("F32", ())
+    assert n["model.layers.0.mlp.up_proj.weight"] == ("u8", (160, 32))
+    assert n["model.layers.0.mlp.up_proj.weight_scale"] == ("f8_e4m3", (160, 4))
+    assert n["model.layers.0.mlp.up_proj.weight_scale_2"] == ("f32", ())
 
 
 def test_gpt_oss_mxfp4_tensors_match_the_published_layout():
     cfg = json.loads(facts.reference_config_path("openai__gpt-oss-20b.json").read_text())
     t = {x.name: (x.dtype, x.shape) for x in estimate_checkpoint(cfg).tensors}
     # gpt-oss-20b: 32 experts, H = I = 2880 -> blocks [32, 5760, 90, 16], scales [32, 5760, 90]
-    assert t["model.layers.0.mlp.experts.gate_up_proj_blocks"] == ("U8", (32, 5760, 90, 16))
-    assert t["model.layers.0.mlp.experts.down_proj_scales"] == ("U8", (32, 2880, 90))
-    assert t["model.layers.0.self_attn.sinks"] == ("BF16", (64,))
+    assert t["model.layers.0.mlp.experts.gate_up_proj_blocks"] == ("u8", (32, 5760, 90, 16))
+    assert t["model.layers.0.mlp.experts.down_proj_scales"] == ("u8", (32, 2880, 90))
+    assert t["model.layers.0.self_attn.sinks"] == ("bf16", (64,))
 
 
 def test_per_rank_rules_by_hand():

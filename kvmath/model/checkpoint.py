@@ -37,15 +37,15 @@ from pathlib import Path
 
 from ..errors import KvMathError, choices
 
-# safetensors dtype -> bits per element (huggingface/safetensors safetensors/src/tensor.rs ``Dtype``,
+# safetensors dtype (lower-cased: the header's "BF16" is "bf16" here) -> bits per element (huggingface/safetensors safetensors/src/tensor.rs ``Dtype``,
 # 0.6+: F4 = float4_e2m1 packed two per byte, F6_* six bits, E8M0 the MX scale)
 DTYPE_BITS: dict[str, int] = {
-    "BOOL": 8, "U8": 8, "I8": 8, "F8_E5M2": 8, "F8_E4M3": 8, "F8_E8M0": 8, "E8M0": 8,
-    "I16": 16, "U16": 16, "F16": 16, "BF16": 16,
-    "I32": 32, "U32": 32, "F32": 32, "I64": 64, "U64": 64, "F64": 64, "C64": 64,
-    "F4": 4, "F6_E2M3": 6, "F6_E3M2": 6,
+    "bool": 8, "u8": 8, "i8": 8, "f8_e5m2": 8, "f8_e4m3": 8, "f8_e8m0": 8, "e8m0": 8,
+    "i16": 16, "u16": 16, "f16": 16, "bf16": 16,
+    "i32": 32, "u32": 32, "f32": 32, "i64": 64, "u64": 64, "f64": 64, "c64": 64,
+    "f4": 4, "f6_e2m3": 6, "f6_e3m2": 6,
 }
-FLOAT_DTYPES = ("F16", "BF16", "F32", "F64")
+FLOAT_DTYPES = ("f16", "bf16", "f32", "f64")
 
 MAX_HEADER_BYTES = 100 * 2**20
 """Largest safetensors header read (the safetensors crate refuses headers over 100 MB, ``MAX_HEADER_SIZE``)."""
@@ -70,6 +70,7 @@ class Tensor:
 
 def tensor_bytes(dtype: str, shape) -> int:
     """Bytes of a tensor of ``dtype`` and ``shape`` (sub-byte types packed, rounded up to a byte)."""
+    dtype = dtype.lower() if isinstance(dtype, str) else dtype
     if dtype not in DTYPE_BITS:
         raise KvMathError(f"unknown safetensors dtype {dtype!r}; known: {choices(DTYPE_BITS)}")
     return -(-math.prod(shape) * DTYPE_BITS[dtype] // 8)
@@ -143,6 +144,7 @@ def read_safetensors_header(path) -> tuple[list[Tensor], dict]:
         if not isinstance(info, dict):
             raise KvMathError(f"{path}: entry {name[:80]!r} is not an object")
         dtype, shape, offs = info.get("dtype"), info.get("shape"), info.get("data_offsets")
+        dtype = dtype.lower() if isinstance(dtype, str) else dtype  # kvmath names dtypes in lower case
         if dtype not in DTYPE_BITS:
             raise KvMathError(f"{path}: tensor {name[:80]!r} has unknown dtype {str(dtype)[:20]!r}")
         if (not isinstance(shape, list) or len(shape) > 16
@@ -252,7 +254,7 @@ FORMAT_SOURCES: dict[str, str] = {
              "attention, router, embeddings stay bf16 (v0.10.1-v0.11)",
 }
 
-_DT = {"bfloat16": "BF16", "float16": "F16", "half": "F16", "float32": "F32", "float": "F32"}
+_DT = {"bfloat16": "bf16", "float16": "f16", "half": "f16", "float32": "f32", "float": "f32"}
 
 
 def _quant_method(config: dict) -> str | None:
@@ -354,48 +356,48 @@ class _Linear:
         if kind == "none":
             rows.append((f"{prefix}.weight", dt, (out, inp)))
         elif kind == "fp8_tensor":
-            rows.append((f"{prefix}.weight", "F8_E4M3", (out, inp)))
-            rows.append((f"{prefix}.weight_scale", "F32", ()))
+            rows.append((f"{prefix}.weight", "f8_e4m3", (out, inp)))
+            rows.append((f"{prefix}.weight_scale", "f32", ()))
             if getattr(self, "static", False) or self.method == "modelopt":
-                rows.append((f"{prefix}.input_scale", "F32", ()))
+                rows.append((f"{prefix}.input_scale", "f32", ()))
         elif kind == "fp8_block":
             bn, bk = self.block
-            rows.append((f"{prefix}.weight", "F8_E4M3", (out, inp)))
-            rows.append((f"{prefix}.weight_scale_inv", "F32", (-(-out // bn), -(-inp // bk))))
+            rows.append((f"{prefix}.weight", "f8_e4m3", (out, inp)))
+            rows.append((f"{prefix}.weight_scale_inv", "f32", (-(-out // bn), -(-inp // bk))))
         elif kind == "awq":
             pack = 32 // self.bits
             g = inp if self.group <= 0 else self.group
-            rows += [(f"{prefix}.qweight", "I32", (inp, out // pack)),
-                     (f"{prefix}.qzeros", "I32", (-(-inp // g), out // pack)),
-                     (f"{prefix}.scales", "F16", (-(-inp // g), out))]
+            rows += [(f"{prefix}.qweight", "i32", (inp, out // pack)),
+                     (f"{prefix}.qzeros", "i32", (-(-inp // g), out // pack)),
+                     (f"{prefix}.scales", "f16", (-(-inp // g), out))]
         elif kind == "gptq":
             pack = 32 // self.bits
             g = inp if self.group <= 0 else self.group
-            rows += [(f"{prefix}.qweight", "I32", (inp // pack, out)),
-                     (f"{prefix}.qzeros", "I32", (-(-inp // g), out // pack)),
-                     (f"{prefix}.scales", "F16", (-(-inp // g), out)),
-                     (f"{prefix}.g_idx", "I32", (inp,))]
+            rows += [(f"{prefix}.qweight", "i32", (inp // pack, out)),
+                     (f"{prefix}.qzeros", "i32", (-(-inp // g), out // pack)),
+                     (f"{prefix}.scales", "f16", (-(-inp // g), out)),
+                     (f"{prefix}.g_idx", "i32", (inp,))]
         elif kind == "nvfp4":
-            rows += [(f"{prefix}.weight", "U8", (out, inp // 2)),
-                     (f"{prefix}.weight_scale", "F8_E4M3", (out, inp // self.group)),
-                     (f"{prefix}.weight_scale_2", "F32", ()),
-                     (f"{prefix}.input_scale", "F32", ())]
+            rows += [(f"{prefix}.weight", "u8", (out, inp // 2)),
+                     (f"{prefix}.weight_scale", "f8_e4m3", (out, inp // self.group)),
+                     (f"{prefix}.weight_scale_2", "f32", ()),
+                     (f"{prefix}.input_scale", "f32", ())]
         elif kind == "ct_nvfp4":
-            rows += [(f"{prefix}.weight_packed", "U8", (out, inp // 2)),
-                     (f"{prefix}.weight_scale", "F8_E4M3", (out, inp // self.group)),
-                     (f"{prefix}.weight_global_scale", "F32", (1,)),
-                     (f"{prefix}.input_global_scale", "F32", (1,))]
+            rows += [(f"{prefix}.weight_packed", "u8", (out, inp // 2)),
+                     (f"{prefix}.weight_scale", "f8_e4m3", (out, inp // self.group)),
+                     (f"{prefix}.weight_global_scale", "f32", (1,)),
+                     (f"{prefix}.input_global_scale", "f32", (1,))]
         elif kind in ("ct_fp8", "ct_int8"):
-            rows.append((f"{prefix}.weight", "F8_E4M3" if kind == "ct_fp8" else "I8", (out, inp)))
+            rows.append((f"{prefix}.weight", "f8_e4m3" if kind == "ct_fp8" else "i8", (out, inp)))
             shape = (out, 1) if self.strategy == "channel" else (1,)
-            rows.append((f"{prefix}.weight_scale", "F32" if kind == "ct_fp8" else dt, shape))
+            rows.append((f"{prefix}.weight_scale", "f32" if kind == "ct_fp8" else dt, shape))
         elif kind == "ct_packed":
             g = inp if self.strategy == "channel" else self.group
-            rows += [(f"{prefix}.weight_packed", "I32", (out, inp * self.bits // 32)),
+            rows += [(f"{prefix}.weight_packed", "i32", (out, inp * self.bits // 32)),
                      (f"{prefix}.weight_scale", dt, (out, -(-inp // g))),
-                     (f"{prefix}.weight_shape", "I64", (2,))]
+                     (f"{prefix}.weight_shape", "i64", (2,))]
             if not self.sym:
-                rows.append((f"{prefix}.weight_zero_point", "I32", (out * self.bits // 32, -(-inp // g))))
+                rows.append((f"{prefix}.weight_zero_point", "i32", (out * self.bits // 32, -(-inp // g))))
         if bias:
             rows.append((f"{prefix}.bias", dt, (out,)))
         return rows
@@ -432,7 +434,7 @@ def estimate_checkpoint(config: dict) -> Checkpoint:
     tc = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
     q = config.get("quantization_config") or tc.get("quantization_config")
     dt_name = str(tc.get("torch_dtype") or tc.get("dtype") or config.get("torch_dtype") or "bfloat16")
-    dt = _DT.get(dt_name.replace("torch.", ""), "BF16")
+    dt = _DT.get(dt_name.replace("torch.", ""), "bf16")
     lin = _Linear(q if isinstance(q, dict) else None, dt)
     mt = str(tc.get("model_type") or config.get("model_type") or "")
     H = _int(tc, "hidden_size", "n_embd", "d_model")
@@ -471,11 +473,11 @@ def estimate_checkpoint(config: dict) -> Checkpoint:
             if mxfp4:
                 I = moe_inter
                 rows += [(f"{m}.router.weight", dt, (E, H)), (f"{m}.router.bias", dt, (E,)),
-                         (f"{m}.experts.gate_up_proj_blocks", "U8", (E, 2 * I, H // 32, 16)),
-                         (f"{m}.experts.gate_up_proj_scales", "U8", (E, 2 * I, H // 32)),
+                         (f"{m}.experts.gate_up_proj_blocks", "u8", (E, 2 * I, H // 32, 16)),
+                         (f"{m}.experts.gate_up_proj_scales", "u8", (E, 2 * I, H // 32)),
                          (f"{m}.experts.gate_up_proj_bias", dt, (E, 2 * I)),
-                         (f"{m}.experts.down_proj_blocks", "U8", (E, H, I // 32, 16)),
-                         (f"{m}.experts.down_proj_scales", "U8", (E, H, I // 32)),
+                         (f"{m}.experts.down_proj_blocks", "u8", (E, H, I // 32, 16)),
+                         (f"{m}.experts.down_proj_scales", "u8", (E, H, I // 32)),
                          (f"{m}.experts.down_proj_bias", dt, (E, H))]
                 continue
             gate_name = "router" if mt == "gpt_oss" else "gate"

@@ -108,14 +108,14 @@ def _axes(leaf: str, fused_experts: bool) -> tuple[int | None, int | None]:
 
 def _runtime_dtype(config: dict, dtype: str) -> str:
     if dtype != "auto":
-        d = {"bfloat16": "BF16", "bf16": "BF16", "float16": "F16", "fp16": "F16", "half": "F16",
-             "float32": "F32", "fp32": "F32"}.get(str(dtype).lower())
+        d = {"bfloat16": "bf16", "bf16": "bf16", "float16": "f16", "fp16": "f16", "half": "f16",
+             "float32": "f32", "fp32": "f32"}.get(str(dtype).lower())
         if d is None:
             raise KvMathError(f"--dtype {dtype!r}: one of auto, bfloat16, float16, float32")
         return d
     tc = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
     name = str(tc.get("torch_dtype") or tc.get("dtype") or config.get("torch_dtype") or "bfloat16")
-    return {"float16": "F16", "half": "F16"}.get(name.replace("torch.", ""), "BF16")
+    return {"float16": "f16", "half": "f16"}.get(name.replace("torch.", ""), "bf16")
 
 
 def _shard(t: Tensor, axis: int | None, size_on_rank) -> int:
