@@ -1,0 +1,206 @@
+"""llama.cpp on a card: weights per device (placement rules), compute buffers, budget, --fit, speed.
+
+Placement is tested on GGUF files written by ``gguf.GGUFWriter`` with real tensor shapes (Qwen3-30B-A3B's
+attention and expert matrices, two blocks) whose data region is left sparse, read back by kvmath's header
+reader; every expectation is derived by hand from the rules in ``placement.py``'s docstring.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kvmath import facts
+from kvmath.errors import KvMathError
+from kvmath.engines.llamacpp import budget as B
+from kvmath.engines.llamacpp.compute import GraphShape, compute_buffers
+from kvmath.engines.llamacpp.placement import Tensor, cuda_alloc_size, gpu_bytes, place, tensors_from_header
+from kvmath.model.gguf import read_header
+
+MiB = 2**20
+
+
+def _write_gguf(path, tensors, *, tied=False):
+    """A GGUF with these (name, numpy shape, ggml type) tensors; data written as zeros of the right size."""
+    import gguf
+
+    w = gguf.GGUFWriter(str(path), "qwen3moe")
+    w.add_block_count(2)
+    for name, shape, qtype in tensors:
+        if tied and name == "output.weight":
+            continue
+        elems, nbytes = gguf.GGML_QUANT_SIZES[qtype]
+        if qtype in (gguf.GGMLQuantizationType.F32,):
+            w.add_tensor(name, np.zeros(shape, dtype=np.float32))
+        else:
+            row = shape[-1] // elems * nbytes
+            raw = np.zeros((*shape[:-1], row), dtype=np.uint8)
+            w.add_tensor(name, raw, raw_shape=raw.shape, raw_dtype=qtype)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def _qwen3moe_tables(tmp_path, tied=False):
+    import gguf
+
+    Q4K, Q6K, F32 = gguf.GGMLQuantizationType.Q4_K, gguf.GGMLQuantizationType.Q6_K, gguf.GGMLQuantizationType.F32
+    E, H, KV, D, X, F = 2048, 32, 4, 128, 8, 768   # experts cut to 8 to keep the file small
+    t = [("token_embd.weight", (1024, E), Q4K)]
+    for i in range(2):
+        b = f"blk.{i}."
+        t += [(b + "attn_norm.weight", (E,), F32), (b + "attn_q.weight", (H * D, E), Q4K),
+              (b + "attn_k.weight", (KV * D, E), Q4K), (b + "attn_v.weight", (KV * D, E), Q6K),
+              (b + "attn_output.weight", (E, H * D), Q4K), (b + "ffn_gate_inp.weight", (X, E), F32),
+              (b + "ffn_gate_exps.weight", (X, F, E), Q4K), (b + "ffn_up_exps.weight", (X, F, E), Q4K),
+              (b + "ffn_down_exps.weight", (X, E, F), Q6K)]
+    t += [("output_norm.weight", (E,), F32), ("output.weight", (1024, E), Q6K)]
+    path = tmp_path / ("tied.gguf" if tied else "m.gguf")
+    _write_gguf(path, t, tied=tied)
+    return tensors_from_header(read_header(path))
+
+
+def test_all_layers_offloaded_keeps_only_the_input_on_the_host(tmp_path):
+    ts = _qwen3moe_tables(tmp_path)
+    p = place(ts, n_gpu_layers=99)
+    emb = next(t for t in ts if t.name == "token_embd.weight")
+    assert p.buffers["CPU_Mapped"] == emb.n_bytes             # rule 3, rule 6 (one tensor: its own span)
+    assert p.buffers["CUDA0"] == sum(cuda_alloc_size(t) for t in ts if t.name != "token_embd.weight")
+    assert p.offloaded == 3 and p.log_lines()[0] == "load_tensors: offloaded 3/3 layers to GPU"
+
+
+def test_ngl_counts_the_output_layer_as_the_last(tmp_path):
+    ts = _qwen3moe_tables(tmp_path)
+    p = place(ts, n_gpu_layers=2)                              # i_gpu_start = 2 + 1 - 2 = 1
+    assert p.device_of["blk.0.attn_q.weight"] == "CPU" and p.device_of["blk.1.attn_q.weight"] == "CUDA0"
+    assert p.device_of["output.weight"] == "CUDA0"
+    p1 = place(ts, n_gpu_layers=1)                             # only the output layer offloaded
+    assert p1.device_of["blk.1.attn_q.weight"] == "CPU" and p1.device_of["output.weight"] == "CUDA0"
+
+
+def test_n_cpu_moe_moves_the_experts_of_the_first_blocks_and_the_map_spans_the_gap(tmp_path):
+    ts = _qwen3moe_tables(tmp_path)
+    by = {t.name: t for t in ts}
+    p = place(ts, n_cpu_moe=1)
+    exps0 = [by[f"blk.0.ffn_{k}_exps.weight"] for k in ("gate", "up", "down")]
+    assert all(p.device_of[t.name] == "CPU" for t in exps0)
+    assert p.device_of["blk.1.ffn_up_exps.weight"] == "CUDA0"
+    # rule 6: the mapped span runs from token_embd to the end of blk.0's last expert tensor, blk.0's
+    # attention tensors (on the GPU) included
+    first = by["token_embd.weight"].offset
+    last = max(t.offset + t.n_bytes for t in exps0)
+    assert p.buffers["CPU_Mapped"] == last - first
+    assert p.buffers["CPU_Mapped"] > by["token_embd.weight"].n_bytes + sum(t.n_bytes for t in exps0)
+    # --no-mmap: pinned CUDA_Host buffer holds the sum; the embedding stays in plain CPU memory
+    q = place(ts, n_cpu_moe=1, mmap=False)
+    assert q.buffers["CUDA_Host"] == sum(t.n_bytes for t in exps0)
+    assert q.buffers["CPU"] == by["token_embd.weight"].n_bytes
+
+
+def test_override_tensor_first_match_wins_and_cpu_moe_is_every_block(tmp_path):
+    ts = _qwen3moe_tables(tmp_path)
+    p = place(ts, override_tensor=["blk\\.1\\.ffn_down_exps=CPU"])
+    assert p.device_of["blk.1.ffn_down_exps.weight"] == "CPU" and p.device_of["blk.1.ffn_up_exps.weight"] == "CUDA0"
+    allm = place(ts, cpu_moe=True)
+    assert sum(1 for n, d in allm.device_of.items() if "exps" in n and d == "CPU") == 6
+    with pytest.raises(KvMathError):
+        place(ts, override_tensor=["no-equals-sign"])
+
+
+def test_tied_output_duplicates_the_embedding_on_the_output_device(tmp_path):
+    ts = _qwen3moe_tables(tmp_path, tied=True)
+    emb = next(t for t in ts if t.name == "token_embd.weight")
+    p = place(ts)
+    untied_gpu = sum(cuda_alloc_size(t) for t in ts if t.name != "token_embd.weight")
+    assert gpu_bytes(p) == untied_gpu + cuda_alloc_size(emb)   # rule 4
+
+
+def test_tensor_split_by_layer_and_row():
+    ts = [Tensor(f"blk.{i}.attn_q.weight", (4096, 4096), "Q8_0", 4096 * 4096 // 32 * 34, i * 10**8)
+          for i in range(4)] + [Tensor("output.weight", (4096, 32000), "Q8_0", 4096 * 32000 // 32 * 34, 10**9)]
+    p = place(ts, n_devices=2, tensor_split=[1, 1])           # splits 0.5, 1.0 over act = 5 layers
+    assert [p.device_of[f"blk.{i}.attn_q.weight"] for i in range(4)] == ["CUDA0", "CUDA0", "CUDA0", "CUDA1"]
+    assert p.device_of["output.weight"] == "CUDA1"
+    r = place(ts, n_devices=2, tensor_split=[3, 1], split_mode="row")
+    assert r.buffers["CUDA0_Split"] == 4 * cuda_alloc_size(Tensor("x", (4096, 3072), "Q8_0", 3072 * 4352))
+    assert r.buffers["CUDA1_Split"] == 4 * cuda_alloc_size(Tensor("x", (4096, 1024), "Q8_0", 1024 * 4352))
+
+
+def test_cuda_row_padding():
+    # a Q4_K matrix 2880 wide (gpt-oss): 2880 % 512 = 320 -> 192 more elements = 192/256 blocks... padded by
+    # whole blocks of the missing elements: (512 - 320) // 256 * 144 = 0 bytes; 1000-wide q8_0: 24 elts -> 0
+    t = Tensor("w", (3000, 10), "Q8_0", 3000 // 32 * 34 * 10 + 0)
+    assert cuda_alloc_size(t) == -(-(t.n_bytes + (512 - 3000 % 512) // 32 * 34) // 128) * 128
+
+
+# --- compute buffers against public logs -------------------------------------------------------------------
+
+ROWS = [r for r in facts.read_csv("measurements/llamacpp-boots.csv") if r["compute_check"] == "yes"]
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[r["id"] for r in ROWS])
+def test_compute_buffer_within_5_percent_of_the_log(row):
+    sh = GraphShape(int(row["n_embd"]), int(row["n_vocab"]), int(row["n_head"]),
+                    int(row["n_embd"]) // int(row["n_head"]), int(row["n_ff"] or 0))
+    c = compute_buffers(sh, n_ubatch=int(row["n_ubatch"]), n_kv=int(row["n_ctx"]), flash_attn=row["flash_attn"] == "on")
+    logged = float(row["compute_device_mib"])
+    assert abs(c.device / MiB - logged) <= 0.05 * logged
+    if row["compute_host_mib"]:
+        assert abs(c.host / MiB - float(row["compute_host_mib"])) <= 0.05 * float(row["compute_host_mib"])
+
+
+def test_boot_rows_quote_their_lines_and_urls():
+    rows = facts.read_csv("measurements/llamacpp-boots.csv")
+    assert len(rows) >= 7
+    for r in rows:
+        assert r["url"].startswith("https://github.com/") and r["quoted_lines"]
+
+
+# --- budget, verdicts, --fit ----------------------------------------------------------------------------------
+
+def test_verdicts():
+    fit = B.device_budget(model_bytes=10 * 2**30, kv_bytes=2**30, compute_bytes=500 * MiB, total_mib=16000)
+    assert fit.verdict == "fits"
+    load = B.device_budget(model_bytes=15 * 2**30, kv_bytes=2**30, compute_bytes=500 * MiB, total_mib=16000)
+    assert load.verdict == "oom at load"
+    edge = B.device_budget(model_bytes=15000 * MiB, kv_bytes=0, compute_bytes=560 * MiB, total_mib=16000,
+                           cuda_context_mib=400, first_batch_mib=64)
+    assert edge.load_mib <= edge.free_mib and edge.verdict == "oom at first batch"
+
+
+def test_cards_have_the_16gb_set():
+    for alias in ("4060ti", "4070tisuper", "5060ti", "5070ti", "5080", "3060", "1070"):
+        c = B.card(alias)
+        assert c["total_gib"] > 7 and c["source"]
+
+
+def test_fit_reduces_an_unset_context_by_interpolation():
+    per_tok = 100_000
+    proj = lambda n_ctx, k: 10_000 * MiB + n_ctx * per_tok - k * 500 * MiB
+    a = B.fit_like_llamacpp(proj, free_mib=15_000, n_ctx=131072, n_ctx_set_by_user=False, n_blocks=40)
+    # target used = 13976 MiB -> n_ctx = 4096 + (131072 - 4096) * (13976 MiB - proj(4096)) / (proj(131072) - proj(4096))
+    want = 4096 + int((131072 - 4096) * (13976 * MiB - proj(4096, 0)) / (proj(131072, 0) - proj(4096, 0)))
+    assert a.action == "context reduced" and a.n_ctx == want - want % 256
+    b = B.fit_like_llamacpp(proj, free_mib=15_000, n_ctx=131072, n_ctx_set_by_user=True, n_blocks=40)
+    assert b.action == "experts moved" and proj(131072, b.n_cpu_moe_equivalent) <= 13976 * MiB
+    assert proj(131072, b.n_cpu_moe_equivalent - 1) > 13976 * MiB
+    c = B.fit_like_llamacpp(proj, free_mib=15_000, n_ctx=131072, n_ctx_set_by_user=True, n_blocks=40,
+                            overrides_set_by_user=True)
+    assert c.action.startswith("refused")
+
+
+def test_plan_and_command_line():
+    from kvmath.engines.llamacpp.fit import run
+
+    assert run(["-m", "gemma-4-26b-a4b", "-c", "32768", "-ctk", "q8_0", "-ctv", "q8_0", "--card", "5070ti"]) == 0
+    assert run(["-m", "gemma-4-26b-a4b", "--card", "nope"]) == 2
+
+
+def test_speed_model_moves_with_offload():
+    s0 = B.speed(dense_gpu_bytes=2 * 2**30, expert_gpu_bytes=16 * 2**30, expert_host_bytes=0, active_fraction=8 / 128,
+                 kv_bytes_read=0, gpu_bandwidth_gbs=896, host_bandwidth_gbs=60, active_params=3e9, gpu_tflops=40)
+    s1 = B.speed(dense_gpu_bytes=2 * 2**30, expert_gpu_bytes=8 * 2**30, expert_host_bytes=8 * 2**30,
+                 active_fraction=8 / 128, kv_bytes_read=0, gpu_bandwidth_gbs=896, host_bandwidth_gbs=60,
+                 active_params=3e9, gpu_tflops=40)
+    assert s1.tg_tokens_per_s < s0.tg_tokens_per_s and s1.bound == "host RAM"
