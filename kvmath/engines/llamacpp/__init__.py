@@ -196,17 +196,49 @@ class LlamaCppEngine(Engine):
                             "that many rollback snapshots per sequence (Qwen 3.5 / 3.6 hybrids)")
         g.add_argument("--llamacpp-build", dest="build", default=S,
                        help=f"which llama.cpp rules: {', '.join(list(BUILDS) + list(BUILD_ALIASES))}")
+        where = "the cache is sized for all layers; python -m kvmath.engines.llamacpp.fit prints the per-device budget"
         g.add_argument("-ngl", "--n-gpu-layers", dest="n_gpu_layers", default=S,
-                       help="accepted so launch flags paste; the cache is sized for all layers")
-        g.add_argument("--n-cpu-moe", dest="n_cpu_moe", type=int, default=S,
-                       help="accepted so launch flags paste; expert weights in RAM do not change the cache")
+                       help=f"layers on the GPU (a number, all or auto); {where}")
+        g.add_argument("--n-cpu-moe", "-ncmoe", dest="n_cpu_moe", type=int, default=S,
+                       help=f"experts of the first N layers in system RAM; {where}")
+        g.add_argument("-ot", "--override-tensor", dest="override_tensor", action="append", default=S,
+                       help=f"PATTERN=BUFFER tensor placement; {where}")
+        g.add_argument("-ts", "--tensor-split", dest="tensor_split", default=S,
+                       help=f"proportions per GPU (e.g. 3,1); {where}")
+        g.add_argument("-sm", "--split-mode", dest="split_mode", choices=("none", "layer", "row"), default=S,
+                       help=f"how weights are split over GPUs; {where}")
+        g.add_argument("--card", dest="card", default=S, help=f"card id or alias (data/cards.json); {where}")
+        g.add_argument("--fit-target", dest="fit_target", type=int, default=S,
+                       help=f"--fit's free-memory target per device in MiB (1024); {where}")
         return ["n_ctx", "n_parallel", "cache_type_k", "cache_type_v", "n_batch", "n_ubatch", "swa_full",
-                "flash_attn", "kv_unified", "spec_type", "spec_draft_n_max", "build", "n_gpu_layers", "n_cpu_moe"]
+                "flash_attn", "kv_unified", "spec_type", "spec_draft_n_max", "build", "n_gpu_layers", "n_cpu_moe",
+                "override_tensor", "tensor_split", "split_mode", "card", "fit_target"]
 
     def settings_from_cli(self, args: dict) -> dict:
         out = dict(args)
-        out.pop("n_gpu_layers", None)
-        out.pop("n_cpu_moe", None)
+        # placement flags do not change the cache: checked here so a bad value is refused, then set aside
+        # (the budget command, kvmath.engines.llamacpp.fit, uses them)
+        from .placement import _ngl, parse_override
+
+        if "n_gpu_layers" in out:
+            _ngl(out.pop("n_gpu_layers"), 0)
+        if out.get("n_cpu_moe", 0) is not None and out.pop("n_cpu_moe", 0) < 0:
+            raise KvMathError("--n-cpu-moe must be >= 0")
+        for spec in out.pop("override_tensor", None) or ():
+            for part in spec.split(","):
+                parse_override(part)
+        ts = out.pop("tensor_split", None)
+        if ts is not None:
+            try:
+                [float(x) for x in str(ts).replace("/", ",").split(",")]
+            except ValueError:
+                raise KvMathError(f"--tensor-split takes proportions like 3,1, got {_short(ts)}") from None
+        out.pop("split_mode", None)
+        if "card" in out:
+            from .budget import card
+
+            card(out.pop("card"))
+        out.pop("fit_target", None)
         spec_type, n_max = out.pop("spec_type", None), out.pop("spec_draft_n_max", None)
         if spec_type is not None or n_max is not None:
             if spec_type is None or n_max is None:
