@@ -85,7 +85,8 @@ browser:
 test: venv-test browser
 	$(VENV_ENV) $(VENV)/bin/python -m pytest
 
-# The long GGUF fuzz run (50,000 cases) with its counts; the suite runs a short version.
+# The long fuzz run (50,000 cases: GGUF headers, configs through every engine, the vLLM plan and budget,
+# command lines) with its counts; the suite runs a short version.
 fuzz: venv-test
 	$(VENV_ENV) $(VENV)/bin/python tools/fuzz.py
 

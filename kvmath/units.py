@@ -19,16 +19,21 @@ UNITS = {"B": 1, "KB": KB, "MB": MB, "GB": GB, "KiB": KiB, "MiB": MiB, "GiB": Gi
 def fmt_bytes(n: int | float, unit: str = "GiB", digits: int = 2) -> str:
     """Format ``n`` bytes in ``unit`` (one of B, KB, MB, GB, KiB, MiB, GiB), e.g. ``'1.50 GiB'``.
 
-    Raises KvMathError for an unknown unit.
+    ``n`` is a finite number of bytes of magnitude below 2^100, ``digits`` an integer in [0, 12].
+    Raises KvMathError otherwise, or for an unknown unit.
     """
-    from .errors import KvMathError, choices
-
-    if unit not in UNITS:
-        raise KvMathError(f"unknown unit {unit!r}; valid units: {choices(UNITS)}")
     import math
 
-    if not isinstance(n, (int, float)) or isinstance(n, bool) or not math.isfinite(n):
-        raise KvMathError(f"a byte count must be a finite number, got {n!r}")
+    from .errors import KvMathError, choices
+
+    if not isinstance(unit, str) or unit not in UNITS:
+        raise KvMathError(f"unknown unit {str(unit)[:20]!r}; valid units: {choices(UNITS)}")
+    if isinstance(digits, bool) or not isinstance(digits, int) or not 0 <= digits <= 12:
+        raise KvMathError(f"digits must be an integer in [0, 12], got {str(digits)[:20]}")
+    if isinstance(n, bool) or not isinstance(n, (int, float)) or (isinstance(n, float) and not math.isfinite(n)):
+        raise KvMathError(f"a byte count must be a finite number, got {str(n)[:40]}")
+    if abs(n) >= 2**100:
+        raise KvMathError("a byte count must be below 2^100 in magnitude")
     if unit == "B":
         return f"{int(n):,} B"
     return f"{n / UNITS[unit]:,.{digits}f} {unit}"

@@ -359,10 +359,7 @@ CALLS = {
 # Public functions outside this change's files that still raise another type for some wrong types
 # (valid_tp: kvmath/engines/__init__.py; fmt_bytes: kvmath/units.py). Strict: they fail the suite once fixed,
 # so the entry is removed then.
-KNOWN = {("valid_tp", 0): "valid_tp reads arch.num_attention_heads of whatever it is given (engines/__init__.py)",
-         ("fmt_bytes", 0): "fmt_bytes converts huge ints to float (units.py)",
-         ("fmt_bytes", "unit"): "fmt_bytes looks an unhashable unit up in a dict (units.py)",
-         ("fmt_bytes", "digits"): "fmt_bytes formats with digits unchecked (units.py)"}
+KNOWN: dict = {}  # API slots known to raise something else (none left)
 # ... and ones whose message repeats a 100,000-character argument whole (one line, but unbounded).
 LONG_ECHO = {"llamacpp_format", "llamacpp_type", "transformers_format", "vllm_format", "fmt_bytes", "llamacpp_memory",
              "vllm_plan"}

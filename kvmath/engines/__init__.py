@@ -31,8 +31,19 @@ def get_engine(name) -> Engine:
 
 
 def valid_tp(arch, engine="vllm", candidates=(1, 2, 4, 8, 16)) -> list[int]:
-    """The tensor-parallel sizes among ``candidates`` the engine (name or Engine) accepts for ``arch``."""
-    return _valid_tp(arch, get_engine(engine), tuple(candidates))
+    """The tensor-parallel sizes among ``candidates`` the engine (name or Engine) accepts for ``arch``.
+
+    Raises KvMathError when ``arch`` is not an Architecture or a candidate is not a positive integer."""
+    from ..model.specs import Architecture
+    from ..validate import check_positive
+
+    if not isinstance(arch, Architecture):
+        raise KvMathError(f"valid_tp needs an Architecture (kvmath.load_architecture), got {type(arch).__name__}")
+    try:
+        cands = tuple(candidates)
+    except TypeError:
+        raise KvMathError(f"candidates must be a sequence of TP sizes, got {type(candidates).__name__}") from None
+    return _valid_tp(arch, get_engine(engine), tuple(check_positive(c, "TP candidate", maximum=4096) for c in cands))
 
 
 def settings_owners() -> dict[str, tuple[str, ...]]:
