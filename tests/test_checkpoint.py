@@ -252,3 +252,19 @@ def test_llama_8b_exact_to_the_logged_decimals():
     assert w.total == 16_060_522_496 + 33_554_432  # 8,030,261,248 bf16 parameters + the 131072 x 128 rope cache
     assert loaded_bytes_per_rank(estimate_checkpoint(_config("llama-3.1-8b-bf16-tp1")),
                                  _config("llama-3.1-8b-bf16-tp1")).total == w.total
+
+
+def test_config_estimate_refuses_layouts_it_does_not_write():
+    # a Llama-style tensor table for Qwen 3.6 (GDN layers) or DeepSeek-V3 (MLA) would be silently wrong
+    import json
+
+    import pytest
+
+    from kvmath.errors import KvMathError
+    from kvmath.facts import reference_config_path
+    from kvmath.model.checkpoint import estimate_checkpoint
+
+    for name in ("Qwen__Qwen3.6-27B.json", "deepseek-ai__DeepSeek-V3.json", "nvidia__Nemotron-H-56B-Base-8K.json",
+                 "google__gemma-4-31B-it.json"):
+        with pytest.raises(KvMathError, match="safetensors headers"):
+            estimate_checkpoint(json.loads(reference_config_path(name).read_text()))

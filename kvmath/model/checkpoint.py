@@ -422,6 +422,11 @@ def tied_embeddings(config: dict) -> bool:
     return str(tc.get("model_type") or config.get("model_type") or "") not in _UNTIED_BY_DEFAULT
 
 
+ESTIMATED_MODEL_TYPES = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gpt_oss")
+"""Model types whose decoder is the Llama-style layout :func:`estimate_checkpoint` writes (attention with
+q/k/v/o projections, dense or routed MLP); any other is refused."""
+
+
 def estimate_checkpoint(config: dict) -> Checkpoint:
     """The tensors a checkpoint of ``config`` stores (a Llama-style decoder, with MoE experts, the
     ``quantization_config`` format and a vision tower from ``vision_config``). See :data:`FORMAT_SOURCES`.
@@ -437,6 +442,13 @@ def estimate_checkpoint(config: dict) -> Checkpoint:
     dt = _DT.get(dt_name.replace("torch.", ""), "bf16")
     lin = _Linear(q if isinstance(q, dict) else None, dt)
     mt = str(tc.get("model_type") or config.get("model_type") or "")
+    if mt not in ESTIMATED_MODEL_TYPES:
+        # a Llama-style table for another layout would be a silent wrong number (Qwen 3.6's GDN layers,
+        # MLA, Gemma 4's per-type widths, Mamba-2 mixers all store other tensors)
+        raise KvMathError(
+            f"kvmath estimates checkpoint tensors from config.json only for {', '.join(ESTIMATED_MODEL_TYPES)}; "
+            f"model_type {mt or '(none)'!r} needs its safetensors headers (pass the model folder) or the "
+            "checkpoint size (--weights-gb)")
     H = _int(tc, "hidden_size", "n_embd", "d_model")
     L = _int(tc, "num_hidden_layers", "n_layer", "num_layers")
     nh = _int(tc, "num_attention_heads", "n_head")
