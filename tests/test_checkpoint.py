@@ -268,3 +268,34 @@ def test_config_estimate_refuses_layouts_it_does_not_write():
                  "google__gemma-4-31B-it.json"):
         with pytest.raises(KvMathError, match="safetensors headers"):
             estimate_checkpoint(json.loads(reference_config_path(name).read_text()))
+
+
+def test_kvmath_fit_takes_weights_from_a_model_folder(tmp_path):
+    # A tiny Llama-style folder: config.json + one safetensors file (fp16). kvmath-fit needs no --weights-gb;
+    # the weights line is the tensors' bytes plus vLLM's rotary cos_sin cache [max_position, head_dim] fp16.
+    import json
+
+    import numpy as np
+    from safetensors.numpy import save_file
+
+    from kvmath.engines.vllm.budget import budget
+
+    H, L, nh, nkv, V, inter, pos = 256, 2, 4, 2, 1024, 512, 4096
+    hd = H // nh
+    cfg = {"model_type": "llama", "hidden_size": H, "num_hidden_layers": L, "num_attention_heads": nh,
+           "num_key_value_heads": nkv, "vocab_size": V, "intermediate_size": inter, "max_position_embeddings": pos,
+           "torch_dtype": "float16", "tie_word_embeddings": False}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    t = {"model.embed_tokens.weight": (V, H), "lm_head.weight": (V, H), "model.norm.weight": (H,)}
+    for i in range(L):
+        p = f"model.layers.{i}"
+        t.update({f"{p}.self_attn.q_proj.weight": (nh * hd, H), f"{p}.self_attn.k_proj.weight": (nkv * hd, H),
+                  f"{p}.self_attn.v_proj.weight": (nkv * hd, H), f"{p}.self_attn.o_proj.weight": (H, nh * hd),
+                  f"{p}.mlp.gate_proj.weight": (inter, H), f"{p}.mlp.up_proj.weight": (inter, H),
+                  f"{p}.mlp.down_proj.weight": (H, inter), f"{p}.input_layernorm.weight": (H,),
+                  f"{p}.post_attention_layernorm.weight": (H,)})
+    save_file({k: np.zeros(s, dtype=np.float16) for k, s in t.items()}, str(tmp_path / "model.safetensors"))
+    tensor_bytes = sum(int(np.prod(s)) * 2 for s in t.values())
+    b = budget(str(tmp_path), card="h100", max_model_len=2048, kv_format="fp16")
+    assert b.weights == tensor_bytes + pos * hd * 2
+    assert any("safetensors headers" in n for n in b.notes)

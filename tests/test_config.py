@@ -90,7 +90,7 @@ def test_bad_configs_raise_clear_errors(bad, match):
 
 
 def test_unknown_model_and_bad_files(tmp_path):
-    with pytest.raises(kvmath.KvMathError, match="known: gemma-4-26b-a4b"):
+    with pytest.raises(kvmath.KvMathError, match="known: .*gemma-4-26b-a4b"):
         kvmath.load_architecture("llama-9000")
     bad = tmp_path / "config.json"
     bad.write_text("{not json")

@@ -42,16 +42,19 @@ def load_architecture(src, *, name: str | None = None) -> Architecture:
     if isinstance(src, Architecture):
         return src
     if isinstance(src, dict):
-        return architecture_from_config(src, name=name or str(src.get("model_type") or "config"), source="config dict")
+        arch = architecture_from_config(src, name=name or str(src.get("model_type") or "config"), source="config dict")
+        return _with_config(arch, src, None)
     if not isinstance(src, (str, Path)):
         raise KvMathError(f"a model is an id, a path or a config dict, got {type(src).__name__}")
     text = str(src)
     if len(text) > 4096 or "\x00" in text:
         raise KvMathError("model path or id is too long or holds a NUL character")
     path = Path(text)
+    folder = None
     try:
         if path.is_dir() and (path / "config.json").is_file():  # a model folder, as downloaded
             name = name or path.name
+            folder = path
             path = path / "config.json"
         if path.suffix == ".gguf":
             return load_gguf_architecture(path, name=name)
@@ -67,10 +70,23 @@ def load_architecture(src, *, name: str | None = None) -> Architecture:
         except (OSError, UnicodeDecodeError) as e:
             raise KvMathError(f"{path}: cannot read ({e})") from None
         cfg = _parse_json(raw, str(path))
-        return architecture_from_config(cfg, name=name or path.stem, source=str(path))
+        arch = architecture_from_config(cfg, name=name or path.stem, source=str(path))
+        return _with_config(arch, cfg, folder)
     if path.suffix == ".json" or path.is_dir():
         raise KvMathError(f"{path}: no such config.json file (give a config.json, a folder holding one, or a known model id)")
     return _known(text, name)
+
+
+def _with_config(arch: Architecture, cfg: dict, folder: Path | None) -> Architecture:
+    """Keep the parsed config and the model folder on the Architecture (``extras["hf_config"]``,
+    ``extras["folder"]``) for the facts no layer spec carries (the checkpoint's tensors, its
+    ``quantization_config``), so no later stage reads the file again. Callers must not modify them."""
+    from dataclasses import replace
+
+    extras = dict(arch.extras, hf_config=cfg)
+    if folder is not None:
+        extras["folder"] = str(folder)
+    return replace(arch, extras=extras)
 
 
 @lru_cache(maxsize=256)

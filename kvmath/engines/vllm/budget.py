@@ -50,6 +50,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
+from pathlib import Path
 
 from ... import facts
 from ...errors import KvMathError, choices
@@ -191,6 +192,34 @@ def weights_gb(model_id: str, variant: str = "default") -> tuple[str, float]:
             return k, table[k]
     raise KvMathError(f"--weights-variant {variant} is not known for {model_id}; valid: "
                       f"{choices(['default'] + sorted(table))}")
+
+
+def checkpoint_weights_per_rank(arch, tp: int, *, enable_expert_parallel: bool = False):
+    """Weight bytes on rank 0 for a model kvmath has no published size for: from the safetensors headers
+    of its model folder when it was loaded from one, else from its config.json and ``quantization_config``
+    (``kvmath.model.checkpoint``; Llama-style layouts only, others are refused naming what is needed),
+    sharded as vLLM's layers shard them (``kvmath.engines.vllm.weights``). Returns ``(RankWeights, source)``,
+    the source naming where the tensors came from. Raises KvMathError."""
+    from ...model.checkpoint import read_checkpoint
+    from .weights import loaded_bytes_per_rank, weights_from_config
+
+    cfg = arch.extras.get("hf_config")
+    if not isinstance(cfg, dict):
+        raise KvMathError(f"no checkpoint size for {arch.name}: pass weights_gb_total (--weights-gb) or a model folder")
+    folder = arch.extras.get("folder")
+    if folder and (any(Path(folder).glob("*.safetensors")) or (Path(folder) / "model.safetensors.index.json").is_file()):
+        w = loaded_bytes_per_rank(read_checkpoint(folder), cfg, tp=tp, enable_expert_parallel=enable_expert_parallel)
+        source = "safetensors headers"
+    else:
+        try:
+            w = weights_from_config(cfg, tp=tp, enable_expert_parallel=enable_expert_parallel)
+        except KvMathError as e:
+            if "weights-gb" in str(e):
+                raise
+            raise KvMathError(f"{e}; give the checkpoint size (--weights-gb, weights_gb_total) or the model "
+                              "folder with its safetensors files") from None
+        source = "config.json estimate"
+    return w, source
 
 
 def _model_flags(arch) -> dict:
@@ -535,7 +564,15 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
         if not _finite(v) or v < 0:
             raise KvMathError(f"{name} must be a finite number of GB >= 0, got {v!r}")
     extra_gb = 0.0
-    if weights_gb_total is None:
+    derived_weights = None
+    if weights_gb_total is None and arch.name not in _deployments() and "hf_config" in arch.extras:
+        # no published size: the checkpoint's own tensors (safetensors headers of a model folder), or the
+        # tensors its config.json + quantization_config imply, placed on rank 0 as vLLM shards them
+        derived_weights, variant = checkpoint_weights_per_rank(arch, tp)
+        wgb, extra_gb = derived_weights.checkpoint_bytes / GB, 0.0
+        notes_weights = [f"weights: {derived_weights.total / GIB:.2f} GiB per card from the checkpoint's "
+                         f"{variant} ({wgb:.2f} GB in all)"] + [f"weights: {n}" for n in derived_weights.notes]
+    elif weights_gb_total is None:
         variant, wgb = weights_gb(arch.name if arch.name in _deployments() else str(model), weights_variant)
         extra_gb = coeffs.get(f"weights_extra_gb[{arch.name}/{variant}]", 0.0)
     else:
@@ -550,7 +587,7 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
         total, (c.get("name", card_id) if card_id != "custom" else ""), cc,
         vllm_settings.get("vllm_version", DEFAULT_VLLM_VERSION), L, max_num_batched_tokens, max_num_seqs)
     requested = math.ceil(total * mem_util)  # vllm/v1/worker/utils.py request_memory
-    weights = round((wgb + extra_gb) * GB / tp)
+    weights = derived_weights.total if derived_weights else round((wgb + extra_gb) * GB / tp)
     if weights <= 0:
         raise KvMathError(f"weights come out at {wgb + extra_gb:g} GB with weights_extra_gb {extra_gb:+g}: the "
                           "correction must leave a positive checkpoint size")
@@ -565,7 +602,7 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
                     max_num_batched_tokens=max_num_batched_tokens, num_speculative_tokens=num_speculative_tokens,
                     allow_long_max_model_len=allow_long_max_model_len, **vllm_settings)
     p = vplan(arch, max(available, 0), **settings)
-    notes = list(p.notes)
+    notes = list(p.notes) + (notes_weights if derived_weights else [])
     # the per-term split of what max_num_seqs requests hold, from this same plan (vllm.VllmEngine)
     from . import ENGINE
 

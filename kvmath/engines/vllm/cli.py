@@ -145,7 +145,9 @@ def build_parser() -> argparse.ArgumentParser:
                             "with the anchor calculator's flags.",
                 epilog="GiB = 2^30 B, GB = 1e9 B; figures are per card. Exit: 0 boots, 1 refused or OOM, 2 bad input.")
     p.add_argument("--model", help=f"model id ({', '.join(ANCHOR_MODELS)}); default: from --compose, else qwen3.6-27b")
-    p.add_argument("--config", help="any config.json (path); needs --weights-gb")
+    p.add_argument("--config", help="any config.json or model folder (path); the weights come from the folder's "
+                                    "safetensors headers, or from config.json + quantization_config for Llama-style "
+                                    "models, unless --weights-gb gives the checkpoint size")
     p.add_argument("--compose", help="an anchor preset (kvmath/data/presets.json)")
     p.add_argument("--kv-format", help="vLLM kv_cache_dtype (default: preset, else fp8_e5m2)")
     p.add_argument("--max-ctx", type=_positive_int("--max-ctx", 10**30),  # budget() bounds it after the model's maximum
@@ -278,7 +280,7 @@ def _resolve(args) -> tuple[str, dict, list[str]]:
             raise KvMathError("--weights-gb must be positive")
         kw["weights_gb_total"] = args.weights_gb
     elif args.config and arch.name not in B.deployments():
-        raise KvMathError(f"{args.config}: kvmath has no checkpoint size for this config; pass --weights-gb")
+        B.checkpoint_weights_per_rank(arch, 1)  # refuses early, naming what is missing, if nothing gives the size
     kw["weights_variant"] = args.weights_variant or vals.get("weights") or "default"
     if args.include_draft_kv:
         kw["draft_kv_gb"] = args.draft_kv_gb
