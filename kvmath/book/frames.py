@@ -41,10 +41,15 @@ def layer_groups_frame(d: Derivation):
     return pd.DataFrame(rows)
 
 
-def layer_pattern(arch) -> str:
-    """The layer-type sequence in run-length form, e.g. ``(3 x linear, 1 x full) x 16``."""
+def layer_pattern(arch, limit: int = 160) -> str:
+    """The layer-type sequence in run-length form, e.g. ``(3 x linear, 1 x full) x 16``.
+
+    A sequence with no repeating unit is written as its runs, cut to ``limit`` characters.
+    """
     short = {"full_attention": "full", "sliding_attention": "sliding", "linear_attention": "linear"}
     types = [short.get(layer.layer_type, layer.layer_type) for layer in arch.layers]
+    if not types:
+        return "no layers"
     for period in range(1, len(types) + 1):
         if len(types) % period == 0 and types == types[:period] * (len(types) // period):
             unit = types[:period]
@@ -56,8 +61,8 @@ def layer_pattern(arch) -> str:
                 runs.append(f"{j - i} x {unit[i]}")
                 i = j
             body = ", ".join(runs)
-            return f"({body}) x {len(types) // period}" if len(types) // period > 1 else body
-    return ", ".join(types)
+            return shorten(f"({body}) x {len(types) // period}" if len(types) // period > 1 else body, limit)
+    return shorten(", ".join(types), limit)
 
 
 def per_token_frame(model, engine="vllm", formats=BOOK_VLLM_FORMATS, tps=(1, 2, 4), **deployment):
@@ -255,3 +260,161 @@ def chapter_frames(model_id: str, card: str = "rtx3090", contexts=None) -> dict:
         curve = pd.DataFrame(recs)
         refusal = solve_max_model_len(b0, upper=262144)
     return {"table": table, "curve": curve, "refusal_context": refusal, "preset": first, "card": card}
+
+
+# ---------------------------------------------------------------------------------------------------
+# model chapters: what a chapter chooses for its model (every architecture, no per-model list)
+
+DEFAULT_CONTEXT = 131072
+"""Context a chapter takes when a config states no maximum length (said in the chapter)."""
+
+BUDGET_CARDS = ("rtx3090", "rtx5090", "a6000", "h100")
+"""The cards a chapter's default-deployment budget is priced on (``data/cards.json`` ids)."""
+
+
+def shorten(text: str, limit: int = 60) -> str:
+    """``text`` cut to ``limit`` characters at a word boundary, with an ellipsis (for table cells)."""
+    text = " ".join(str(text).split())
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1].rsplit(" ", 1)[0]
+    return cut.rstrip(",;:(") + "…"
+
+
+def chapter_context(arch) -> tuple[int, str]:
+    """(context a chapter prices, the sentence saying where it comes from).
+
+    The model's own maximum (vLLM's derived ``max_model_len``: ``max_position_embeddings``, rope scaling
+    applied); ``DEFAULT_CONTEXT`` when the config states none, and the sentence says so.
+    """
+    top = arch.derived_max_model_len or arch.max_position_embeddings
+    if top:
+        return int(top), "the model's maximum length, from its config"
+    return DEFAULT_CONTEXT, ("a choice, not the model's limit: the config states no maximum length "
+                             "(max_position_embeddings)")
+
+
+def vllm_chapter_flags(arch, kv_format: str, max_ctx: int, max_num_batched_tokens: int) -> tuple[dict, str]:
+    """(vLLM settings a chapter uses, why prefix caching is off or "").
+
+    vLLM's defaults (prefix caching on) where kvmath can derive them; where ``derive`` refuses the model with
+    prefix caching on (Mamba-2 and KDA layers: their prefix-caching state blocks are not modelled), prefix
+    caching off, with the refusal returned so the chapter can say it.
+    """
+    flags = {"max_num_batched_tokens": max_num_batched_tokens}
+    try:
+        derive(arch, engine="vllm", kv_format=kv_format, max_ctx=max_ctx, **flags)
+        return flags, ""
+    except KvMathError as e:
+        flags["enable_prefix_caching"] = False
+        derive(arch, engine="vllm", kv_format=kv_format, max_ctx=max_ctx, **flags)  # must work now
+        return flags, str(e)
+
+
+def format_verdicts(arch, candidates=None, *, max_ctx: int = 4096, **deployment) -> dict:
+    """``{format: None or the engine's refusal}`` for vLLM's formats on ``arch`` at TP 1.
+
+    ``candidates`` default: every ``--kv-cache-dtype`` vLLM has (``kvmath.engines.vllm.formats``). A format is
+    kept when ``derive`` accepts it (MLA takes bf16 / fp16 / fp8_e4m3 only; vLLM refuses page sizes it
+    cannot unify, e.g. TurboQuant on Gemma 4). Prefix caching off unless given: bytes per token do not
+    depend on it.
+    """
+    from ..engines.vllm.formats import VLLM_FORMATS
+
+    deployment.setdefault("enable_prefix_caching", False)
+    out = {}
+    for fmt in candidates or VLLM_FORMATS:
+        try:
+            derive(arch, engine="vllm", kv_format=fmt, tp=1, max_ctx=max_ctx, **deployment)
+            out[fmt] = None
+        except KvMathError as e:
+            out[fmt] = str(e)
+    return out
+
+
+def layer_kind_label(group) -> str:
+    """A layer group in words (``full attention``, ``Mamba-2``, ...) for tables."""
+    if group.kind == "attention":
+        return "sliding-window attention" if group.sliding else "full attention"
+    return {"mla": "multi-head latent attention", "gdn": "Gated DeltaNet", "mamba2": "Mamba-2",
+            "kda": "Kimi Delta Attention", "padding": "vLLM padding"}.get(
+        group.kind, "MoE block (no cache)" if group.layer_type == "moe" else "MLP block (no cache)")
+
+
+def _largest_boot_gb(kw: dict, tp: int) -> float | None:
+    """Largest checkpoint (GB, 2 decimals) with which ``budget(**kw)`` boots, or None if none does.
+
+    Weights enter the budget linearly (weights per card = GB * 1e9 / TP, subtracted from what the card
+    gives): solved from one budget, then checked at the answer and one step above it; bisection if the
+    check fails.
+    """
+    from ..engines.vllm.budget import budget
+
+    def boots(w):
+        return budget(weights_gb_total=w, **kw).outcome == "boots"
+
+    step = 0.01
+    if not boots(step):
+        return None
+    b = budget(weights_gb_total=step, **kw)
+    room = b.requested - (b.non_kv - b.weights) - b.kv_per_request  # bytes per card the weights may take
+    w = int(room * tp / 1e9 / step) * step
+    if w >= step and boots(w) and not boots(w + step):
+        return round(w, 2)
+    lo, hi = step, max(2 * w, 1.0)
+    while boots(hi):
+        lo, hi = hi, hi * 2
+    while hi - lo > step / 2:
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if boots(mid) else (lo, mid)
+    return round(int(lo / step) * step, 2)
+
+
+def default_budget_frame(model_id: str, *, max_model_len: int, cards=BUDGET_CARDS, tps=(1, 2, 4, 8),
+                         mem_util: float = 0.9, **vllm_flags):
+    """The default deployment of a model on a list of cards, one row per card and valid TP.
+
+    The deployment: ``--kv-cache-dtype auto``, one sequence of ``max_model_len`` tokens, ``gpu_memory_utilization``
+    ``mem_util``, ``vllm serve``'s batch defaults for the card; ``vllm_flags`` on top (prefix caching off for
+    the models ``vllm_chapter_flags`` says). Columns: card, TP, KV one request needs (GiB), largest checkpoint
+    that boots (GB; needs no checkpoint size), and for a model with checkpoint sizes
+    (``data/deployments.json``) the verdict with its default checkpoint. Returns ``(frame, notes)``: notes
+    are the budget's own notes and refusals, deduplicated, full text.
+    """
+    import pandas as pd
+
+    from ..engines.vllm.budget import budget, card as get_card
+
+    arch = load_architecture(model_id)
+    known = model_id in facts.deployments()
+    rows, notes = [], []
+    for c in cards:
+        for tp in valid_tp(arch, "vllm", tuple(tps)):
+            kw = dict(model=model_id, card=c, tp=tp, kv_format="auto", max_model_len=max_model_len, max_num_seqs=1,
+                      mem_util=mem_util, **vllm_flags)
+            row = {"card": get_card(c)["name"].replace("NVIDIA ", "").replace("GeForce ", ""), "TP": tp}
+            try:
+                probe = budget(weights_gb_total=0.01, **kw)
+            except KvMathError as e:
+                row["KV one request needs (GiB)"] = "refused"
+                row["largest checkpoint that boots (GB)"] = "refused"
+                notes.append(str(e))
+                rows.append(row)
+                continue
+            if not known:  # a known model's notes come from its own checkpoint's budget below
+                notes += list(probe.notes)
+            row["KV one request needs (GiB)"] = f"{probe.kv_per_request / GiB:,.2f}" if probe.kv_per_request else "refused"
+            if probe.outcome != "boots" and probe.refusal_kind in ("config", "startup", "mamba_blocks"):
+                row["largest checkpoint that boots (GB)"] = "refused"
+                notes.append(probe.refusal)
+            else:
+                w = _largest_boot_gb(kw, tp)
+                row["largest checkpoint that boots (GB)"] = f"{w:,.2f}" if w is not None else "none"
+            if known:
+                b = budget(**kw)
+                row[f"with the {b.weights_variant} checkpoint"] = b.outcome
+                if b.refusal:
+                    notes.append(b.refusal)
+                notes += list(b.notes)
+            rows.append(row)
+    return pd.DataFrame(rows), list(dict.fromkeys(n for n in notes if n))

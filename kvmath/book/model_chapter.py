@@ -20,9 +20,11 @@ build executes them like every other page, so their numbers always come from the
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import json
 import sys
+import time
 from pathlib import Path
 
 from ..errors import KvMathError
@@ -49,7 +51,9 @@ KEYS = [
     "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim",
     # mixture of experts (weights, dispatch)
     "num_experts", "num_local_experts", "num_experts_per_tok", "top_k_experts", "moe_intermediate_size",
-    "shared_expert_intermediate_size", "enable_moe_block", "tie_word_embeddings",
+    "shared_expert_intermediate_size", "enable_moe_block", "tie_word_embeddings", "n_routed_experts",
+    # multi-token prediction heads, and the length vLLM derives (rope scaling)
+    "num_nextn_predict_layers", "rope_scaling", "rope_parameters",
 ]
 
 
@@ -78,15 +82,29 @@ def write_model_facts(config_path: str | Path, model_id: str, *, title: str = ""
         "title": title or model_id,
         "hf_repo": hf_repo or model_id,
         "revision": revision or "unrecorded",
-        "source": f"{note or config_path.name}; sha256 {hashlib.sha256(raw).hexdigest()}",
+        "source": f"{note or _shown_path(config_path)}; sha256 {hashlib.sha256(raw).hexdigest()}",
         "wrapper_model_type": full.get("model_type"),
         "config": config,
     }
-    load_architecture(config)  # the kept keys alone must give the same layers
+    # the kept keys alone must give the same architecture (a field kvmath reads but KEYS lacks would differ)
+    whole, kept = load_architecture(config_path), load_architecture(config)
+    differ = [f.name for f in dataclasses.fields(whole)
+              if f.name not in ("name", "source", "extras") and getattr(whole, f.name) != getattr(kept, f.name)]
+    if differ or whole.extras != kept.extras:
+        raise KvMathError(f"{config_path.name}: the kept config keys give a different {', '.join(differ or ['extras'])}; "
+                          "add the config field kvmath reads for it to KEYS in kvmath/book/model_chapter.py")
     out_dir.mkdir(parents=True, exist_ok=True)
     out = Path(out_dir) / f"{model_id}.json"
     out.write_text(json.dumps(entry, indent=1) + "\n")
     return out
+
+
+def _shown_path(path: Path) -> str:
+    """A config's path as the facts cite it: relative to the repository when inside it (data/configs/...)."""
+    try:
+        return str(path.resolve().relative_to(ROOT))
+    except ValueError:
+        return path.name
 
 
 def title_of(model: str) -> str:
@@ -165,6 +183,10 @@ def main(argv=None) -> int:
     p.add_argument("--out", help="output .ipynb (default notebooks/generated/<id>.ipynb)")
     p.add_argument("--book", action="store_true", help="write every model chapter listed in _toc.yml")
     p.add_argument("--execute", action="store_true", help="run the chapter too (to check it outside the book)")
+    p.add_argument("--no-execute", action="store_true",
+                   help="with --book: write the chapters only (the book then shows them without outputs)")
+    p.add_argument("--jobs", type=int, default=None, help="with --book: chapters executed at once (default: CPUs)")
+    p.add_argument("--root", default=None, help="with --book: the book's folder (default: this checkout)")
     p.add_argument("--add-model", metavar="CONFIG", help="write kvmath/data/models/<id>.json from a config.json")
     p.add_argument("--id", help="the new model's id (with --add-model)")
     p.add_argument("--hf-repo", default="", help="its Hugging Face repo (with --add-model)")
@@ -177,9 +199,20 @@ def main(argv=None) -> int:
             print("wrote", write_model_facts(args.add_model, args.id, title=args.title, hf_repo=args.hf_repo,
                                              revision=args.revision))
         elif args.book:
-            for ch in book_chapters():
-                path = make_chapter(ch["model"], ROOT / ch["file"], title=ch["title"], execute=args.execute)
-                print("wrote", path.relative_to(ROOT))
+            root = Path(args.root).resolve() if args.root else ROOT
+            written = []
+            for ch in book_chapters(root / "_toc.yml"):
+                path = make_chapter(ch["model"], root / ch["file"], title=ch["title"],
+                                    template=root / "notebooks" / "model_chapter.md")
+                written.append(path)
+                print("wrote", path.relative_to(root), flush=True)
+            if not args.no_execute:
+                # executed here, in parallel; _config.yml keeps myst-nb from running them again
+                from .execute import execute_all
+
+                t0 = time.perf_counter()
+                execute_all(written, jobs=args.jobs, log=lambda line: print(line, flush=True))
+                print(f"executed {len(written)} model chapters in {time.perf_counter() - t0:.1f} s", flush=True)
         elif args.model:
             stem = Path(args.model).parent.name if Path(args.model).name == "config.json" else Path(args.model).stem
             out = args.out or ROOT / "notebooks" / "generated" / f"{stem}.ipynb"
