@@ -84,6 +84,7 @@ def render_text(d) -> str:
     ]
     width = max(len(label) for label, _ in totals)
     lines += ["", "Totals per card:"] + [f"  {label:<{width}}  {value}" for label, value in totals]
+    lines += [f"  note: {n}" for n in d.notes]
     return "\n".join(lines)
 
 
@@ -123,10 +124,17 @@ def _engine_block(d, extra: dict):
         from .engines.vllm.alloc import plan as vllm_plan
 
         plan = vllm_plan(d.arch, extra["kv_cache_memory_bytes"], d.settings)
+        blocks = (f"{plan.num_blocks:,} blocks" if plan.boots else
+                  f"room for {plan.available_kv_bytes // plan.bytes_per_block:,} blocks" if plan.bytes_per_block
+                  else "no blocks")
         head = (f"vLLM {plan.vllm_version} block plan for {plan.available_gib} GiB of KV memory per card: "
-                f"{plan.num_blocks:,} blocks of {plan.block_size} tokens, {plan.group_size} layers per group, "
+                f"{blocks} of {plan.block_size} tokens, {plan.group_size} layers per group, "
                 f"page {plan.page_size_bytes:,} B")
         verdict = "boots" if plan.boots else "refused at start-up"
+        seqs = d.settings.max_num_seqs
+        if plan.boots and not plan.fits_max_num_seqs:
+            verdict += (f"; {plan.max_concurrency:.2f} of the {seqs} max_num_seqs requests fit at full length at "
+                        "once, the others wait for blocks")
         lines = ["", head, f"  outcome: {verdict}"] + [f"  log: {line}" for line in plan.log_lines]
         lines += [f"  note: {n}" for n in plan.notes]
         return lines, {"vllm_plan": plan.to_dict()}

@@ -46,6 +46,12 @@ class Derivation:
         return sum(g.bytes_per_token * g.n_layers for g in self.groups if g.growing)
 
     @property
+    def notes(self) -> tuple[str, ...]:
+        """What the engine's allocation says it assumed or changed (vLLM: block alignment, drafter layers,
+        speculative tokens without drafter layers; llama.cpp: flash attention turned on, V padding)."""
+        return tuple(getattr(self.allocation, "notes", ()) or ())
+
+    @property
     def settings(self):
         """The engine's settings record (``VllmSettings``, ``LlamaCppSettings``, ``TransformersSettings``)."""
         return self.deployment
@@ -125,6 +131,7 @@ class Derivation:
                 }
                 for g in self.groups
             ],
+            "notes": list(self.notes),
             "totals": {
                 "bytes_per_token": self.bytes_per_token,
                 "growing_bytes": self.growing_bytes,
