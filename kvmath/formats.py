@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from .errors import KvMathError, choices
+from .validate import _short
 
 
 @dataclass(frozen=True)
@@ -115,9 +116,9 @@ DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float8_e4m3fn": 1, "f
 
 def lookup(table: dict[str, KVFormat], name: str, what: str) -> KVFormat:
     if not isinstance(name, str):
-        raise KvMathError(f"{what} must be a name, got {name!r}; valid: {choices(table)}")
+        raise KvMathError(f"{what} must be a name, got {_short(name)}; valid: {choices(table)}")
     key = name.lower()
     for fmt in table.values():
         if key == fmt.name or key in fmt.aliases:
             return fmt
-    raise KvMathError(f"unknown {what} {name!r}; valid: {choices(table)}")
+    raise KvMathError(f"unknown {what} {_short(name)}; valid: {choices(table)}")

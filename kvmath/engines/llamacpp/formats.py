@@ -4,6 +4,7 @@ TurboQuant fork's turbo types."""
 from __future__ import annotations
 
 from ...errors import KvMathError, choices
+from ...validate import _short
 from ...formats import ElementFormat, KVFormat
 
 # Values accepted by -ctk / -ctv (common/arg.cpp kv_cache_types).
@@ -42,13 +43,13 @@ def llamacpp_type(name: str) -> ElementFormat:
     Raises KvMathError naming the valid values.
     """
     if not isinstance(name, str):
-        raise KvMathError(f"llama.cpp cache type must be a name, got {name!r}; valid: {choices(LLAMACPP_CACHE_TYPES)}")
+        raise KvMathError(f"llama.cpp cache type must be a name, got {_short(name)}; valid: {choices(LLAMACPP_CACHE_TYPES)}")
     key = name.lower()
     if key in TURBO_TYPES:
         return TURBO_TYPES[key]
     if key not in LLAMACPP_CACHE_TYPES:
         raise KvMathError(
-            f"unknown llama.cpp cache type {name!r}; valid: {choices(LLAMACPP_CACHE_TYPES + tuple(TURBO_TYPES))}"
+            f"unknown llama.cpp cache type {_short(name)}; valid: {choices(LLAMACPP_CACHE_TYPES + tuple(TURBO_TYPES))}"
         )
     return _ggml(key)
 

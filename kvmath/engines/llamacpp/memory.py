@@ -67,6 +67,7 @@ import struct
 from dataclasses import dataclass, field
 
 from ...errors import KvMathError, choices
+from ...validate import _short
 from ...formats import ElementFormat
 from ...model.load import load_architecture
 from ...model.specs import SLIDING, Architecture, AttentionLayer, GatedDeltaNetLayer, KDALayer, MLALayer, Mamba2Layer
@@ -495,17 +496,17 @@ def llamacpp_memory(
     """
     arch = load_architecture(model)
     if BUILD_ALIASES.get(build, build) not in BUILDS:
-        raise KvMathError(f"unknown llama.cpp build {build!r}; known: {choices(list(BUILDS) + list(BUILD_ALIASES))}")
+        raise KvMathError(f"unknown llama.cpp build {_short(build)}; known: {choices(list(BUILDS) + list(BUILD_ALIASES))}")
     rules = BUILDS[BUILD_ALIASES.get(build, build)]
     fork_rules = None
     if fork is not None:
         key = _FORK_ALIASES.get(str(fork).lower(), str(fork).lower())
         if key not in FORKS:
-            raise KvMathError(f"unknown TurboQuant fork version {fork!r}; known: {choices(FORKS)} (or 'turboquant')")
+            raise KvMathError(f"unknown TurboQuant fork version {_short(fork)}; known: {choices(FORKS)} (or 'turboquant')")
         fork_rules = FORKS[key]
     fa = _FLASH_ATTN.get(flash_attn if isinstance(flash_attn, bool) else str(flash_attn).lower())
     if fa is None:
-        raise KvMathError(f"flash_attn must be one of auto, on, off; got {flash_attn!r}")
+        raise KvMathError(f"flash_attn must be one of auto, on, off; got {_short(flash_attn)}")
     n_parallel = _count(n_parallel, "n_parallel")
     n_ctx = _count(n_ctx, "n_ctx", minimum=0)
     n_batch = _count(n_batch, "n_batch")

@@ -77,6 +77,7 @@ from functools import lru_cache
 from dataclasses import asdict, dataclass, replace
 
 from ...errors import KvMathError
+from ...validate import _short
 from ...formats import DTYPE_BYTES, KVFormat
 from ...model.load import load_architecture
 from ...model.specs import FULL, SLIDING, Architecture, GatedDeltaNetLayer, MLALayer
@@ -687,7 +688,7 @@ def plan(model, available_kv_bytes: int | None, settings: VllmSettings | None = 
     if available_kv_bytes is not None and (isinstance(available_kv_bytes, bool)
                                            or not isinstance(available_kv_bytes, int)
                                            or not -2**62 < available_kv_bytes < 2**62):
-        raise KvMathError(f"available_kv_bytes must be an integer number of bytes, got {available_kv_bytes!r}")
+        raise KvMathError(f"available_kv_bytes must be an integer number of bytes, got {_short(available_kv_bytes)}")
     version = parse_version(s.vllm_version)
     lay = _layout(arch, s)
     L = lay.max_model_len
