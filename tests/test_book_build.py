@@ -29,14 +29,36 @@ def test_every_toc_page_built(built_book):
 
 
 def test_every_notebook_executed(built_book):
-    """Every chapter ran in force mode (myst-nb logs one line per executed notebook)."""
+    """Every chapter ran: the MyST chapters in force mode (myst-nb logs one line per executed notebook), the
+    model chapters before the build (``model_chapter --book``), every code cell of them with its output."""
+    import nbformat
+
     notebooks = [f"{d}.md" for d in toc_docnames()
                  if (ROOT / f"{d}.md").exists() and (ROOT / f"{d}.md").read_text().startswith("---\njupytext:")]
-    notebooks += [f"{d}.ipynb" for d in toc_docnames() if (ROOT / f"{d}.ipynb").exists()]
-    assert len(notebooks) >= 7
+    assert len(notebooks) >= 6
     for doc in notebooks:
         assert re.search(rf"{re.escape(doc)}: Executed notebook in [\d.]+ seconds", built_book.log), doc
+    generated = [ROOT / f"{d}.ipynb" for d in toc_docnames() if d.startswith("notebooks/generated/")]
+    assert len(generated) >= 22  # one per reference config (data/configs)
+    for path in generated:
+        nb = nbformat.read(path, as_version=4)
+        code = [c for c in nb.cells if c.cell_type == "code"]
+        assert all(c.execution_count for c in code), path
+        assert not [o for c in code for o in c.outputs if o.output_type == "error"], path
+        assert f"{path}: Excluded from execution" in built_book.log, path  # rendered as executed, not re-run
     assert not (built_book.html / "reports").exists(), "execution reports (tracebacks) were written"
+
+
+def test_every_reference_config_has_a_chapter():
+    import json
+
+    from kvmath.book.model_chapter import book_chapters
+
+    sources = {json.loads(p.read_text())["source"].split(";")[0].split(" (")[0]
+               for p in (ROOT / "data" / "models").glob("*.json")}
+    configs = {f"data/configs/{p.name}" for p in (ROOT / "data" / "configs").glob("*.json")}
+    assert configs <= sources, configs - sources
+    assert {ch["model"] for ch in book_chapters()} == {p.stem for p in (ROOT / "data" / "models").glob("*.json")}
 
 
 def test_published_model_pages_show_kvmath_numbers(built_book):
@@ -46,9 +68,15 @@ def test_published_model_pages_show_kvmath_numbers(built_book):
 
     chapters = book_chapters()
     assert {"llama-3.1-8b", "gpt-oss-20b"} <= {ch["model"] for ch in chapters}  # onboarded from configs
+    from kvmath.book import frames as report
+
     for ch in chapters:
         html = (built_book.html / ch["file"]).with_suffix(".html").read_text()
-        d = kvmath.derive(ch["model"], kv_format="bf16", max_ctx=262144, max_num_batched_tokens=2048)
+        arch = kvmath.load_architecture(ch["model"])
+        ctx, _ = report.chapter_context(arch)  # the model's own maximum length
+        flags, _ = report.vllm_chapter_flags(arch, "bf16", ctx, 2048)
+        d = kvmath.derive(arch, kv_format="bf16", max_ctx=ctx, **flags)
+        assert f'<span class="pasted-text">{ctx:,}</span>' in html, ch["model"]
         assert f'<span class="pasted-text">{d.bytes_per_token:,}</span>' in html, ch["model"]
         assert f'<span class="pasted-text">{d.total_bytes / kvmath.GiB:,.2f}</span>' in html, ch["model"]
         assert f"<h1>{ch['title']}" in html

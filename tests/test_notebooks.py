@@ -12,7 +12,17 @@ from kvmath.book import read_glue
 
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATE = ROOT / "notebooks" / "model_chapter.md"
-MODELS = ["qwen3.6-27b", "qwen3.6-35b-a3b", "gemma-4-31b", "gemma-4-26b-a4b"]
+MODELS = ["qwen3.6-27b", "qwen3.6-35b-a3b", "gemma-4-31b", "gemma-4-26b-a4b"]  # the models with presets
+# one model per architecture kind the template must handle without presets or checkpoint sizes
+OTHER_KINDS = ["nemotron-h-56b", "deepseek-v3", "kimi-linear-48b-a3b", "mistral-7b-v0.1"]
+
+
+def reference(model, fmt="bf16"):
+    """What a chapter quotes: one sequence at the model's maximum length, with the chapter's vLLM flags."""
+    arch = kvmath.load_architecture(model)
+    ctx, _ = report.chapter_context(arch)
+    flags, _ = report.vllm_chapter_flags(arch, fmt, ctx, 2048)
+    return ctx, flags, kvmath.derive(arch, kv_format=fmt, max_ctx=ctx, **flags)
 
 
 def execute(path: Path, **parameters) -> dict:
@@ -31,7 +41,7 @@ def chapter(model, **params):
     return _CHAPTERS[key]
 
 
-@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("model", MODELS + OTHER_KINDS)
 def test_model_chapter_glue_equals_kvmath(model):
     g = chapter(model)
     arch = kvmath.load_architecture(model)
@@ -39,7 +49,8 @@ def test_model_chapter_glue_equals_kvmath(model):
     assert g["n_layers"] == arch.num_hidden_layers
     assert (g["n_full"], g["n_sliding"], g["n_linear"]) == (
         counts.get("full_attention", 0), counts.get("sliding_attention", 0), counts.get("linear_attention", 0))
-    ref = kvmath.derive(model, kv_format="bf16", max_ctx=262144, max_num_batched_tokens=2048)
+    ctx, _, ref = reference(model)
+    assert g["ctx_tokens"] == ctx <= (arch.derived_max_model_len or ctx)  # never above the model's maximum
     assert g["ref_bytes_per_token"] == ref.bytes_per_token
     assert g["ref_total_gib"] == pytest.approx(ref.total_bytes / kvmath.GiB)
     assert g["fixed_bytes_per_seq"] == ref.fixed_bytes
@@ -48,6 +59,9 @@ def test_model_chapter_glue_equals_kvmath(model):
     for tp in kvmath.valid_tp(arch, "vllm", (1, 2, 4)):
         d = kvmath.derive(model, kv_format="bf16", tp=tp, max_ctx=4096)
         assert g[f"bytes_per_token_bf16_tp{tp}"] == d.bytes_per_token
+    if model not in MODELS:  # no checkpoint sizes, no source-document figures
+        assert g["weights_gb"] == 0.0 and g["doc_bytes_per_token"] == 0
+        return
     facts = report.deployment_facts(model)
     assert g["weights_gb"] == facts["weights_gb"][facts["default_weights"]]
     assert g["doc_bytes_per_token"] == report.source_doc()["per_token_tp1"][model]["bf16"]
@@ -103,6 +117,26 @@ def test_engines_chapter_glue_equals_kvmath():
     assert g["swa_transformers_tokens"] == 1024 - 1
 
 
+def test_chapter_formats_follow_the_engine():
+    # MLA takes bf16 / fp16 / fp8_e4m3 only: the chapter keeps those and shows the others as refused
+    v = report.format_verdicts(kvmath.load_architecture("deepseek-v3"))
+    assert [f for f, why in v.items() if why is None] == ["bf16", "fp16", "fp8_e4m3"]
+    assert all(why for f, why in v.items() if f not in ("bf16", "fp16", "fp8_e4m3"))
+    # a Mamba-2 model: prefix caching off, said
+    flags, why = report.vllm_chapter_flags(kvmath.load_architecture("nemotron-h-56b"), "bf16", 8192, 2048)
+    assert flags["enable_prefix_caching"] is False and "prefix" in why
+
+
+def test_largest_checkpoint_that_boots_is_the_boundary():
+    from kvmath.engines.vllm.budget import budget
+
+    frame, _ = report.default_budget_frame("llama-3.1-8b", max_model_len=131072, cards=("rtx5090",), tps=(1,))
+    w = float(frame["largest checkpoint that boots (GB)"].iloc[0])
+    kw = dict(card="rtx5090", tp=1, kv_format="auto", max_model_len=131072, max_num_seqs=1, mem_util=0.9)
+    assert budget("llama-3.1-8b", weights_gb_total=w, **kw).outcome == "boots"
+    assert budget("llama-3.1-8b", weights_gb_total=w + 0.01, **kw).outcome != "boots"
+
+
 def test_formula_chapter_checks_pass_and_match_kvmath():
     g = execute(ROOT / "notebooks" / "formula.md")
     # the chapter's hidden cells assert hand == kvmath; here the glued values are compared to kvmath again
@@ -115,12 +149,17 @@ def test_formula_chapter_checks_pass_and_match_kvmath():
 def test_quick_reference_headline_numbers():
     g = execute(ROOT / "notebooks" / "quick_reference.md")
     per_token = {}
-    for m in MODELS:  # the chapter's flags (2,048 batched tokens); models vLLM refuses there are left out
+    for m in kvmath.known_models():  # every model; those vLLM refuses at the chapter's flags are left out
+        arch = kvmath.load_architecture(m)
+        if g["qr_headline_tp"] not in kvmath.valid_tp(arch, "vllm", (g["qr_headline_tp"],)):
+            continue
         try:
-            per_token[m] = kvmath.derive(m, kv_format="fp8_e5m2", tp=g["qr_headline_tp"], max_ctx=4096,
-                                         max_num_batched_tokens=2048).bytes_per_token
+            ctx, flags, _ = reference(m)
+            d = kvmath.derive(m, kv_format="fp8_e5m2", tp=g["qr_headline_tp"], max_ctx=ctx, **flags)
         except kvmath.KvMathError:
             continue
+        if d.bytes_per_token:  # models with no full attention have no growing term to compare
+            per_token[m] = d.bytes_per_token
     assert g["qr_lightest_bytes_per_token"] == min(per_token.values())
     assert g["qr_heaviest_bytes_per_token"] == max(per_token.values())
 

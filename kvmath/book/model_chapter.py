@@ -89,9 +89,9 @@ def write_model_facts(config_path: str | Path, model_id: str, *, title: str = ""
     # the kept keys alone must give the same architecture (a field kvmath reads but KEYS lacks would differ)
     whole, kept = load_architecture(config_path), load_architecture(config)
     differ = [f.name for f in dataclasses.fields(whole)
-              if f.name not in ("name", "source", "extras") and getattr(whole, f.name) != getattr(kept, f.name)]
-    if differ or whole.extras != kept.extras:
-        raise KvMathError(f"{config_path.name}: the kept config keys give a different {', '.join(differ or ['extras'])}; "
+              if f.compare and f.name not in ("name", "source") and getattr(whole, f.name) != getattr(kept, f.name)]
+    if differ:
+        raise KvMathError(f"{config_path.name}: the kept config keys give a different {', '.join(differ)}; "
                           "add the config field kvmath reads for it to KEYS in kvmath/book/model_chapter.py")
     out_dir.mkdir(parents=True, exist_ok=True)
     out = Path(out_dir) / f"{model_id}.json"
