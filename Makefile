@@ -68,9 +68,10 @@ book: venv assets chapters
 	$(VENV_ENV) KVMATH_BOOK_BUILD=1 $(VENV)/bin/jb build . --all -W -n --keep-going
 
 # The model chapters (every notebooks/generated/<id> entry of _toc.yml) are written from one template,
-# notebooks/model_chapter.md, unexecuted; jb build executes them like every other page.
+# notebooks/model_chapter.md, and executed here in parallel (kvmath.book.execute, one kernel per CPU);
+# _config.yml keeps myst-nb from running them again, so jb build only renders them.
 chapters: venv
-	$(VENV_ENV) $(VENV)/bin/python -m kvmath.book.model_chapter --book
+	$(VENV_ENV) KVMATH_BOOK_BUILD=1 $(VENV)/bin/python -m kvmath.book.model_chapter --book
 
 # Debian's chromium for the page tests (tests/test_pages.py); installed only if missing.
 browser:
