@@ -240,8 +240,11 @@ def test_kimi_linear_per_engine():
     # mode "none" (prefix caching off): one block of the padded page per request. MLA page per token
     # 576 x 2 = 1,152 B -> block 16 * ceil(2170880 / 18432) = 1888 tokens, page 1888 * 1152 B.
     assert v.state_bytes_per_seq == 20 * 1888 * 1152
-    with pytest.raises(kvmath.KvMathError, match="enable_prefix_caching=False"):
-        kvmath.derive(KIMI, engine="vllm", max_ctx=4096, enable_prefix_caching=True)
+    # prefix caching on: Kimi Linear does not implement SupportsMambaPrefixCaching, so mamba_cache_mode is
+    # "align" (models/config.py MambaModelConfig) and a request holds 2 state blocks (MambaSpec
+    # max_memory_usage_bytes: page_size_bytes * (2 + num_speculative_blocks))
+    on = kvmath.derive(KIMI, engine="vllm", max_ctx=4096, enable_prefix_caching=True)
+    assert on.state_bytes_per_seq == 20 * 2 * 1888 * 1152
     _, shapes = state(kvmath.derive(KIMI, engine="vllm", max_ctx=4096, tp=2, num_speculative_tokens=2,
                                     enable_prefix_caching=False), "kda")
     assert shapes == {"conv": ((3 + 2, 6144), "bfloat16"), "recurrent": ((16, 128, 128), "float32")}
@@ -277,6 +280,13 @@ def test_nemotron_nano_mamba2_per_engine():
     assert sum(t.nbytes for t in g.state) == 3 * 6144 * 2 + 64 * 64 * 128 * 4 == 2_134_016
     # attention 2 x 128 x 2 x 2 = 1,024 B/token -> block 16 * ceil(2134016 / 16384) = 2096; one block per request
     assert v.state_bytes_per_seq == 23 * 2096 * 1024
+    # prefix caching on: NemotronH implements SupportsMambaPrefixCaching, so mamba_cache_mode is "all" and the
+    # block aligns to the SSD chunk (platforms/interface.py _align_hybrid_block_size, 0.24.0):
+    # chunk = lcm(chunk_size 128, 16) = 128; ceil(2,134,016 / 1,024) = 2,084 tokens per state -> block
+    # 128 * ceil(2084 / 128) = 2,176; "all" holds ceil(8192 / 2176) = 4 blocks per request per layer
+    on = kvmath.derive(NANO, engine="vllm", max_ctx=8192)
+    assert on.allocation.mamba_cache_mode == "all" and on.allocation.block_size == 2176
+    assert on.state_bytes_per_seq == 23 * 4 * 2176 * 1024
     _, shapes = state(kvmath.derive(NANO, engine="vllm", max_ctx=8192, tp=4, enable_prefix_caching=False), "mamba2")
     assert shapes == {"conv": ((3, 6144 // 4), "bfloat16"), "temporal": ((16, 64, 128), "float32")}
     # MambaMixer2: n_groups % tp == 0 or n_groups == 1

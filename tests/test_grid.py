@@ -133,8 +133,6 @@ VLLM_FLAGS = [
 def test_vllm_totals_are_the_plans_requests(model, flags, ctx, seqs):
     flags = dict(flags)
     kv_format, tp = flags.pop("kv_format", None), flags.pop("tp", 1)
-    if model in (CONFIG["kimi-linear"], CONFIG["nemotron-nano"]):
-        flags["enable_prefix_caching"] = False  # kvmath's Mamba-2 / KDA vLLM plan (mode "none")
     try:
         d = kvmath.derive(model, kv_format=kv_format, tp=tp, max_ctx=ctx, max_num_seqs=seqs, **flags)
     except kvmath.KvMathError as e:  # vLLM's start-up refusals, a TP the heads refuse, MLA formats

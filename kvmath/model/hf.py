@@ -784,7 +784,8 @@ def _granitemoehybrid(c: _Config, name: str, source: str) -> Architecture:
             layers.append(AttentionLayer(i, FULL, kv, head_dim, head_dim))
         else:
             layers.append(Mamba2Layer(i, m_heads, m_dim, state, groups, kernel))
-    return _arch(c, name, source, layers, heads)
+    # GraniteMoeHybridConfig: mamba_chunk_size defaults to 256
+    return _arch(c, name, source, layers, heads, mamba_chunk_size=c.int("mamba_chunk_size", 256))
 
 
 def _no_window(c: _Config) -> None:
@@ -981,5 +982,7 @@ def _nemotron_h(c: _Config, name: str, source: str) -> Architecture:
         else:
             layers.append(NoCacheLayer(i, t))
     ssm = c.raw("mamba_ssm_cache_dtype")
-    return _arch(c, name, source, layers, heads,
+    # NemotronHConfig: chunk_size defaults to 128 (and takes a legacy mamba_chunk_size kwarg)
+    chunk = c.int("mamba_chunk_size", None) if c.has("mamba_chunk_size") else c.int("chunk_size", 128)
+    return _arch(c, name, source, layers, heads, mamba_chunk_size=chunk,
                  mamba_ssm_dtype=_dtype_name(ssm, "mamba_ssm_cache_dtype") if ssm is not None else None)

@@ -227,7 +227,9 @@ class Architecture:
     experts; 0 for a dense model), ``derived_max_model_len``: the longest ``max_model_len`` vLLM accepts
     without ``VLLM_ALLOW_LONG_MAX_MODEL_LEN`` (vllm/config/model.py ``_get_and_verify_max_len``:
     ``max_position_embeddings``, or ``original_max_position_embeddings x factor`` under a YaRN-type
-    ``rope_scaling``), None when the config states no length.
+    ``rope_scaling``), None when the config states no length. ``mamba_chunk_size``: the SSD chunk size of a
+    Mamba-2 model (``mamba_chunk_size`` or ``chunk_size``, the transformers config class's default when the
+    config omits it), which vLLM aligns its prefix-caching state blocks to; None for other models.
     """
 
     name: str
@@ -243,6 +245,7 @@ class Architecture:
     vocab_size: int = 0
     num_experts: int = 0
     derived_max_model_len: int | None = None
+    mamba_chunk_size: int | None = None
     extras: dict = field(default_factory=dict, compare=False, hash=False)
 
     @property

@@ -86,10 +86,13 @@ from .log import format_gib, gib_band
 from .settings import DEFAULT_VLLM_VERSION, READ_VERSIONS, VllmSettings, in_flight_tokens, parse_version
 from .specs import KVGroup, KVSpec
 
-# Model types whose vLLM model class implements SupportsMambaPrefixCaching ("all" mode). Qwen 3.5 / 3.6
-# and Qwen3-Next do not (model_executor/models/*.py in 0.20.0-0.26.0: only bamba, falcon_h1,
-# granitemoehybrid, jamba, mamba, mamba2, nemotron_h, zamba2), so "all" falls back to "align".
-_SUPPORTS_MAMBA_PREFIX_CACHING: frozenset[str] = frozenset()
+# Model types whose vLLM model class implements SupportsMambaPrefixCaching, so prefix caching runs their
+# state in mamba_cache_mode "all" (MambaModelConfig.verify_and_update_config, models/config.py l.417-421,
+# 0.24.0). The classes that declare it in model_executor/models/*.py, 0.24.0: bamba, falcon_h1,
+# granitemoehybrid, jamba, mamba, mamba2, nemotron_h, zamba2 (of these, kvmath reads granitemoehybrid and
+# nemotron_h). Qwen 3.5 / 3.6, Qwen3-Next and Kimi Linear do not: "all" falls back to "align".
+_SUPPORTS_MAMBA_PREFIX_CACHING: frozenset[str] = frozenset(
+    {"bamba", "falcon_h1", "granitemoehybrid", "jamba", "mamba", "mamba2", "nemotron_h", "zamba2"})
 
 # Per-token-head quantisation modes (kv_cache_interface.py KVQuantMode.is_per_token_head).
 _PTH = ("int8_per_token_head", "fp8_per_token_head")
@@ -386,12 +389,6 @@ def _layout(arch: Architecture, s: VllmSettings) -> VllmLayout:
             "(Platform._align_hybrid_block_size), so kvmath has no vLLM plan for it")
     hybrid = bool(state_layers)
     refusal = long_refusal
-    if s.enable_prefix_caching and any(not isinstance(x, GatedDeltaNetLayer) for x in state_layers):
-        kinds = sorted({type(x).__name__ for x in state_layers if not isinstance(x, GatedDeltaNetLayer)})
-        raise KvMathError(
-            f"{arch.name}: kvmath has checked vLLM's prefix-caching state blocks (mamba_cache_mode align / all) "
-            f"for Gated DeltaNet layers only, not for {', '.join(kinds)}; pass enable_prefix_caching=False "
-            "(--no-enable-prefix-caching) for the mode 'none' plan")
 
     # --- cache mode (MambaModelConfig.verify_and_update_config, models/config.py l.404-461)
     mode = "none"
@@ -433,9 +430,9 @@ def _layout(arch: Architecture, s: VllmSettings) -> VllmLayout:
             attn_1tok = ref_fmt.token_bytes(h, k_dim, k_dim)
         a = max(s.kernel_block_size, s.block_size)
         if mode == "all":
-            base = s.mamba_block_size
-            if base is None:
-                raise KvMathError("mamba_cache_mode 'all' needs mamba_block_size (GDN configs carry no chunk size)")
+            # platforms/interface.py l.752-760 (0.24.0): base_chunk_size = the user's mamba_block_size or
+            # model_config.get_mamba_chunk_size() (mamba_chunk_size / chunk_size; 2048 when the config has none)
+            base = s.mamba_block_size or arch.mamba_chunk_size or 2048
             chunk = math.lcm(base, a)
             tokens_per_state = -(-mamba_state // attn_1tok)
             attn_block = chunk * -(-tokens_per_state // chunk)
