@@ -109,3 +109,20 @@ def built_book(tmp_path_factory: pytest.TempPathFactory) -> BuiltBook:
         )
     print(f"\n[built_book] {html} in {seconds:.1f} s")
     return BuiltBook(html=html, log=log, returncode=proc.returncode, seconds=seconds)
+
+
+@pytest.fixture(scope="session")
+def book_html(request: pytest.FixtureRequest) -> BuiltBook:
+    """The built book for tests that only read or serve the HTML (pages, workflow checks).
+
+    ``KVMATH_PREBUILT_BOOK=<dir>/_build/html`` reuses a build made with the README's command
+    (so page checks can be rerun without executing every chapter again); otherwise this is
+    :func:`built_book`, the session's own build.
+    """
+    pre = os.environ.get("KVMATH_PREBUILT_BOOK")
+    if pre:
+        html = Path(pre).resolve()
+        if not (html / "index.html").is_file():
+            pytest.fail(f"KVMATH_PREBUILT_BOOK={pre}: no index.html there", pytrace=False)
+        return BuiltBook(html=html, log="", returncode=0, seconds=0.0)
+    return request.getfixturevalue("built_book")

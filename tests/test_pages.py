@@ -1,16 +1,28 @@
-"""Every page of the TOC, opened in headless Debian Chromium, renders offline and cleanly.
+"""Every page of the TOC, opened in headless Debian Chromium at 1280 px and at 390 px, offline.
 
 The built HTML is served on 127.0.0.1 by a threaded ``http.server``; Playwright drives
-``/usr/bin/chromium`` (Debian's package: ``apt-get install -y chromium``).  For each page:
+``/usr/bin/chromium`` (Debian's package: ``apt-get install -y chromium``). Each page is loaded
+once per width (:class:`PageReport`, cached for the module) and each check is its own test,
+so a page that fails one check still reports the others:
 
-* no ``pageerror`` and no console error, except the known-harmless ones in ``HARMLESS``;
-* no request to any host other than 127.0.0.1 (others are aborted and reported), and no
-  failed or >= 400 request to the local server (e.g. a missing vendored font);
-* every Altair chart drew a Vega view (``canvas`` / ``svg.marks`` inside ``.vega-embed``),
-  every ``alt.binding_range`` parameter has its ``input[type=range]``, and moving it
-  redraws the chart;
-* every ipywidget view rendered (``.jupyter-widgets``; sliders as ``.widget-slider``);
-* math was typeset by the vendored MathJax (``mjx-container``).
+* ``test_console_clean``: no ``pageerror`` and no console error at all;
+* ``test_offline``: every request to a host other than 127.0.0.1 is refused (route
+  interception) and counted, and the count is 0; no failed or >= 400 local request;
+* ``test_no_horizontal_scroll``: ``document.scrollingElement.scrollWidth <= innerWidth + 1``
+  (a wide table or equation scrolls inside its own box instead);
+* ``test_no_missing_values``: no table cell or glued text reads ``nan`` / ``NaN`` / ``None``
+  / ``<NA>`` / ``NaT``;
+* ``test_no_error_outputs``: no cell shows a traceback or stderr output;
+* ``test_charts_drawn``: every Altair chart drew a Vega view (``canvas`` / ``svg.marks``
+  with a nonzero size) that fits its column (no chart scrolls at phone width);
+* ``test_controls_redraw``: every input bound to a chart (range, select, radio, checkbox)
+  changes the drawn chart when it is changed (no kernel involved);
+* ``test_widgets_render``: every ipywidget view rendered (``.jupyter-widgets``);
+* ``test_math_typeset``: math was typeset by the vendored MathJax (``mjx-container``), and at
+  1280 px no display equation is wider than the text column.
+
+A check that fails because of a chapter's content (not the site) is listed in ``XFAIL`` with
+the page and the reason, as a strict xfail: when the chapter is fixed, the test says so.
 
 A full-page screenshot of each page goes to ``<build>/screenshots/`` and, if the
 environment variable ``KVMATH_SCREENSHOTS`` names a folder, there too.
@@ -18,6 +30,7 @@ environment variable ``KVMATH_SCREENSHOTS`` names a folder, there too.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import http.server
 import os
@@ -45,29 +58,32 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 RENDER_TIMEOUT_MS = 30_000
+REDRAW_TIMEOUT_MS = 5_000
+WIDTHS = (1280, 390)
+DOCS = toc_docnames()
 
-# Console errors / page errors that are known and harmless, each with the reason.
-HARMLESS: list[tuple[re.Pattern[str], str]] = [
-    (
-        re.compile(r"Identifier 'THEBE_JS_URL' has already been declared"),
-        "sphinx-thebe (always loaded by JB1) injects its config <script> twice on every "
-        "page; thebe itself is off (launch_buttons.thebe: false), so nothing uses it",
-    ),
-    (
-        re.compile(r"Cannot read properties of undefined \(reading 'Queue'\)"),
-        "@jupyter-widgets/html-manager calls the MathJax 2 API MathJax.Hub.Queue; the page "
-        "has MathJax 3. Only widget labels' math is affected; the widgets render",
-    ),
-]
+# (check, doc, width or None for both) -> reason. Only content problems belong here; each is a
+# strict xfail, so a fixed chapter turns it into a failure that asks for the entry to go.
+_DEPLOYMENTS_NAN = ("the deployments table (one row per preset: minimal, long-text, ...) shows 'nan' cells "
+                    "(and raw True/False) from the notebook's DataFrame; the chapter should format them")
+XFAIL: dict[tuple[str, str, int | None], str] = {
+    **{("missing", f"notebooks/generated/{m}", None): _DEPLOYMENTS_NAN
+       for m in ("qwen3.6-27b", "qwen3.6-35b-a3b", "gemma-4-31b", "gemma-4-26b-a4b")},
+    ("math", "notebooks/calibration", 1280): (
+        "the display equation 'requested = ceil(total x u), available_KV = requested - (weights + "
+        "drafter + ...)' is 890 px wide in a 688 px column; the chapter should split it "
+        "(aligned, one relation per line)"),
+}
 
 
-def _harmless(text: str, seen: list[str] | None = None) -> bool:
-    for pattern, _reason in HARMLESS:
-        if pattern.search(text):
-            if seen is not None:
-                seen.append(text)
-            return True
-    return False
+def _params(check: str, widths=WIDTHS):
+    out = []
+    for doc in DOCS:
+        for w in widths:
+            reason = XFAIL.get((check, doc, w)) or XFAIL.get((check, doc, None))
+            marks = [pytest.mark.xfail(strict=True, reason=f"{doc}: {reason}")] if reason else []
+            out.append(pytest.param(doc, w, id=f"{doc}@{w}", marks=marks))
+    return out
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -83,8 +99,8 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
 
 
 @pytest.fixture(scope="module")
-def server(built_book):
-    handler = functools.partial(_QuietHandler, directory=str(built_book.html))
+def server(book_html):
+    handler = functools.partial(_QuietHandler, directory=str(book_html.html))
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     httpd.daemon_threads = True
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
@@ -122,6 +138,50 @@ _VIEW_SNAPSHOT = """(embed) => {
   return el.tagName === 'CANVAS' ? el.toDataURL() : el.outerHTML;
 }"""
 
+_LAYOUT = """() => {
+  const W = window.innerWidth;
+  const wide = [];
+  for (const el of document.querySelectorAll('body *')) {
+    const r = el.getBoundingClientRect();
+    if (r.width === 0 || r.right <= W + 1) continue;
+    let p = el.parentElement, boxed = false;
+    for (; p; p = p.parentElement) {
+      const o = getComputedStyle(p).overflowX;
+      if ((o === 'auto' || o === 'scroll' || o === 'hidden') && p.getBoundingClientRect().right <= W + 1) { boxed = true; break; }
+    }
+    if (!boxed) wide.push(`${el.tagName.toLowerCase()}.${String(el.className.baseVal ?? el.className).split(' ')[0]} right=${Math.round(r.right)}`);
+  }
+  return {scrollWidth: document.scrollingElement.scrollWidth, innerWidth: W, wide: wide.slice(0, 8)};
+}"""
+
+_MISSING = """() => {
+  const bad = /^\\s*(nan|NaN|None|<NA>|NaT)\\s*$/;
+  const out = [];
+  for (const el of document.querySelectorAll('.bd-article td, .bd-article th, .bd-article .pasted-text, .bd-article .pasted-inline')) {
+    if (bad.test(el.textContent)) {
+      const tr = el.closest('tr');
+      out.push(`${el.tagName.toLowerCase()} "${el.textContent.trim()}" in row "${tr ? tr.textContent.trim().replace(/\\s+/g, ' ').slice(0, 80) : ''}"`);
+    }
+  }
+  return out;
+}"""
+
+_ERROR_OUTPUTS = """() => [...document.querySelectorAll('.bd-article .output.traceback, .bd-article .output.stderr')]
+  .map(e => e.textContent.trim().split('\\n').filter(Boolean).slice(-1)[0] || '').map(t => t.slice(0, 200))"""
+
+_CHARTS = """() => [...document.querySelectorAll('.kv-vega')].map((div, i) => {
+  const c = div.querySelector('canvas, svg.marks');
+  if (!c) return {i, drawn: false};
+  const r = c.getBoundingClientRect();
+  const box = div.parentElement ? div.parentElement.clientWidth : window.innerWidth;
+  return {i, drawn: r.width > 0 && r.height > 0, width: Math.round(r.width), height: Math.round(r.height),
+          box, fits: r.width <= box + 1 && r.right <= window.innerWidth + 1};
+})"""
+
+_EQUATIONS = """() => [...document.querySelectorAll('.bd-article mjx-container[display="true"]')]
+  .map(m => ({sw: m.scrollWidth, cw: m.clientWidth, tex: (m.closest('div.math') || m).getAttribute('id') || ''}))
+  .filter(e => e.sw > e.cw + 1)"""
+
 _MOVE_RANGE = """(input) => {
   const lo = parseFloat(input.min), hi = parseFloat(input.max), v = parseFloat(input.value);
   input.value = String(Math.abs(v - hi) > Math.abs(v - lo) ? hi : lo);
@@ -130,111 +190,283 @@ _MOVE_RANGE = """(input) => {
   return input.value;
 }"""
 
+_CHANGE_SELECT = """(sel) => {
+  const opts = [...sel.options].map(o => o.value);
+  const next = opts.find(v => v !== sel.value);
+  if (next === undefined) return null;
+  sel.value = next;
+  sel.dispatchEvent(new Event('change', {bubbles: true}));
+  return next;
+}"""
 
-@pytest.mark.parametrize("doc", toc_docnames())
-def test_page_renders_offline(doc, built_book, server, browser):
-    html_path = built_book.html / f"{doc}.html"
-    source = html_path.read_text(errors="replace")
-    n_charts = source.count('class="kv-vega"')
-    n_ranges = source.count('"input": "range"')
-    n_widgets = source.count('type="application/vnd.jupyter.widget-view+json"')
-    has_math = bool(re.search(r'class="math[ "]', source))
+_CHANGE_RADIO = """(bind) => {
+  const radios = [...bind.querySelectorAll('input[type=radio]')];
+  const next = radios.find(r => !r.checked);
+  if (!next) return null;
+  next.checked = true;
+  next.dispatchEvent(new Event('change', {bubbles: true}));
+  return next.value;
+}"""
 
-    errors: list[str] = []
-    external: list[str] = []
-    local_failures: list[str] = []
-    harmless_seen: list[str] = []
+_SET_VALUE = """(el, v) => {
+  el.value = v;
+  el.dispatchEvent(new Event('input', {bubbles: true}));
+  el.dispatchEvent(new Event('change', {bubbles: true}));
+}"""
 
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
+_CHECK = """(el) => { el.checked = true; el.dispatchEvent(new Event('change', {bubbles: true})); }"""
+
+_CHANGE_CHECKBOX = """(box) => {
+  box.checked = !box.checked;
+  box.dispatchEvent(new Event('change', {bubbles: true}));
+  return String(box.checked);
+}"""
+
+
+@dataclasses.dataclass
+class PageReport:
+    doc: str
+    width: int
+    errors: list[str] = dataclasses.field(default_factory=list)
+    external: list[str] = dataclasses.field(default_factory=list)
+    local_failures: list[str] = dataclasses.field(default_factory=list)
+    layout: dict = dataclasses.field(default_factory=dict)
+    missing: list[str] = dataclasses.field(default_factory=list)
+    error_outputs: list[str] = dataclasses.field(default_factory=list)
+    n_charts: int = 0
+    charts: list[dict] = dataclasses.field(default_factory=list)
+    n_bound_ranges: int = 0
+    controls: list[tuple[str, bool]] = dataclasses.field(default_factory=list)
+    n_widgets: int = 0
+    widgets_seen: int = 0
+    sliders_expected: bool = False
+    sliders_seen: int = 0
+    has_math: bool = False
+    math_typeset: bool = False
+    wide_equations: list[dict] = dataclasses.field(default_factory=list)
+    problems: list[str] = dataclasses.field(default_factory=list)  # timeouts while loading
+
+
+def _redrew(page, embed, before) -> bool:
+    for _ in range(REDRAW_TIMEOUT_MS // 100):  # Vega re-renders asynchronously
+        page.wait_for_timeout(100)
+        if embed.evaluate(_VIEW_SNAPSHOT) != before:
+            return True
+    return False
+
+
+def _change(bind):
+    """Change one bound control; return a function that puts it back, or None if it has one state."""
+    if bind.locator("input[type=range]").count():
+        rng = bind.locator("input[type=range]").first
+        old = rng.input_value()
+        rng.evaluate(_MOVE_RANGE)
+        return lambda: rng.evaluate(_SET_VALUE, old)
+    if bind.locator("select").count():
+        sel = bind.locator("select").first
+        old = sel.input_value()
+        if sel.evaluate(_CHANGE_SELECT) is None:
+            return None  # one option only: nothing to change
+        return lambda: sel.evaluate(_SET_VALUE, old)
+    if bind.locator("input[type=radio]").count():
+        old = bind.locator("input[type=radio]:checked").first
+        if bind.evaluate(_CHANGE_RADIO) is None:
+            return None
+        return lambda: old.evaluate(_CHECK)
+    if bind.locator("input[type=checkbox]").count():
+        box = bind.locator("input[type=checkbox]").first
+        box.evaluate(_CHANGE_CHECKBOX)
+        return lambda: box.evaluate(_CHANGE_CHECKBOX)
+    return None  # a text input or a bare element: nothing to drive generically
+
+
+def _exercise_controls(page, rep: PageReport) -> None:
+    """Change every input bound to a chart, from the page's initial state (each one is put back
+    before the next), and record whether its own chart redrew."""
+    binds = page.locator(".vega-embed .vega-bindings .vega-bind")
+    for i in range(binds.count()):
+        bind = binds.nth(i)
+        label = bind.locator(".vega-bind-name")
+        name = ((label.first.text_content() if label.count() else "") or f"control {i}").strip()
+        embed = bind.locator("xpath=ancestor::div[contains(@class,'vega-embed')][1]")
+        before = embed.evaluate(_VIEW_SNAPSHOT)
+        undo = _change(bind)
+        if undo is None:
+            continue
+        rep.controls.append((f"chart control '{name}' (#{i})", _redrew(page, embed, before)))
+        undo()
+        page.wait_for_timeout(300)  # let the chart settle back
+
+
+def _load(browser, server, built_book, doc: str, width: int) -> PageReport:
+    from playwright.sync_api import TimeoutError as PWTimeout
+
+    page_file = built_book.html / f"{doc}.html"
+    if os.environ.get("KVMATH_PREBUILT_BOOK") and not page_file.is_file():
+        pytest.skip(f"{doc} is not in the prebuilt book (KVMATH_PREBUILT_BOOK)")
+    source = page_file.read_text(errors="replace")
+    rep = PageReport(doc=doc, width=width)
+    rep.n_charts = source.count('class="kv-vega"')
+    rep.n_bound_ranges = source.count('"input": "range"')
+    rep.n_widgets = source.count('type="application/vnd.jupyter.widget-view+json"')
+    rep.sliders_expected = "IntSliderModel" in source or "FloatSliderModel" in source
+    rep.has_math = bool(re.search(r'class="math[ "]', source))
+
+    context = browser.new_context(viewport={"width": width, "height": 900})
     page = context.new_page()
 
     def route(r):
-        host = urlsplit(r.request.url).hostname
-        if host == "127.0.0.1":
+        if urlsplit(r.request.url).hostname == "127.0.0.1":
             r.continue_()
         else:
-            external.append(r.request.url)
+            rep.external.append(r.request.url)
             r.abort()
 
     context.route("**/*", route)
-    page.on(
-        "pageerror",
-        lambda exc: None if _harmless(str(exc), harmless_seen) else errors.append(f"pageerror: {exc}"),
-    )
+    page.on("pageerror", lambda exc: rep.errors.append(f"pageerror: {exc}"))
     page.on(
         "console",
-        lambda m: errors.append(f"console.{m.type}: {m.text} @ {m.location.get('url')}")
-        if m.type == "error" and not _harmless(m.text, harmless_seen)
-        else None,
+        lambda m: rep.errors.append(f"console.{m.type}: {m.text} @ {m.location.get('url')}")
+        if m.type == "error" else None,
     )
     page.on(
         "response",
-        lambda resp: local_failures.append(f"{resp.status} {resp.url}")
-        if resp.status >= 400 and urlsplit(resp.url).hostname == "127.0.0.1"
-        else None,
+        lambda resp: rep.local_failures.append(f"{resp.status} {resp.url}")
+        if resp.status >= 400 and urlsplit(resp.url).hostname == "127.0.0.1" else None,
     )
     page.on(
         "requestfailed",
-        lambda req: local_failures.append(f"failed {req.url}: {req.failure}")
-        if urlsplit(req.url).hostname == "127.0.0.1"
-        else None,
+        lambda req: rep.local_failures.append(f"failed {req.url}: {req.failure}")
+        if urlsplit(req.url).hostname == "127.0.0.1" else None,
     )
+
+    def wait(js: str, what: str) -> bool:
+        try:
+            page.wait_for_function(js, timeout=RENDER_TIMEOUT_MS)
+            return True
+        except PWTimeout:
+            rep.problems.append(f"timed out waiting for {what}")
+            return False
 
     try:
         page.goto(f"{server}/{doc}.html", wait_until="load")
+        if rep.n_charts:
+            wait("""() => [...document.querySelectorAll('.kv-vega')].every(d => d.querySelector('canvas, svg.marks'))""",
+                 "every chart to draw")
+        if rep.n_widgets:
+            wait(f"() => document.querySelectorAll('.jupyter-widgets').length >= {rep.n_widgets}",
+                 f"{rep.n_widgets} widget views")
+        if rep.has_math:
+            wait("() => document.querySelector('mjx-container') !== null", "MathJax")
+        page.wait_for_timeout(500)  # charts fit their column; late errors and requests arrive
 
-        if n_charts:
-            page.wait_for_function(
-                """() => [...document.querySelectorAll('.kv-vega')].every(
-                       d => d.querySelector('canvas, svg.marks'))""",
-                timeout=RENDER_TIMEOUT_MS,
-            )
-            assert page.locator(".vega-embed").count() >= n_charts
-            ranges = page.locator(".vega-embed .vega-bindings input[type=range]")
-            assert ranges.count() >= n_ranges, f"{ranges.count()} sliders for {n_ranges} range bindings"
-            # Moving each slider redraws its own chart (no kernel involved).
-            for i in range(ranges.count()):
-                rng = ranges.nth(i)
-                embed = rng.locator("xpath=ancestor::div[contains(@class,'vega-embed')][1]")
-                before = embed.evaluate(_VIEW_SNAPSHOT)
-                rng.evaluate(_MOVE_RANGE)
-                after = before
-                for _ in range(50):  # Vega re-renders asynchronously
+        rep.layout = page.evaluate(_LAYOUT)
+        rep.missing = page.evaluate(_MISSING)
+        rep.error_outputs = page.evaluate(_ERROR_OUTPUTS)
+        rep.charts = page.evaluate(_CHARTS)
+        rep.widgets_seen = page.locator(".jupyter-widgets").count()
+        rep.sliders_seen = page.locator(".widget-slider").count()
+        rep.math_typeset = page.locator("mjx-container").count() > 0
+        rep.wide_equations = page.evaluate(_EQUATIONS)
 
-                    page.wait_for_timeout(100)
-                    after = embed.evaluate(_VIEW_SNAPSHOT)
-                    if after != before:
-                        break
-                assert after != before, f"moving slider {i} did not redraw its chart"
-        else:
-            assert n_ranges == 0
-
-        if n_widgets:
-            page.wait_for_selector(".jupyter-widgets", timeout=RENDER_TIMEOUT_MS)
-            page.wait_for_function(
-                f"() => document.querySelectorAll('.jupyter-widgets').length >= {n_widgets}",
-                timeout=RENDER_TIMEOUT_MS,
-            )
-            if "IntSliderModel" in source or "FloatSliderModel" in source:
-                assert page.locator(".widget-slider").count() >= 1
-
-        if has_math:
-            page.wait_for_selector("mjx-container", timeout=RENDER_TIMEOUT_MS)
-
-        page.wait_for_timeout(500)  # let late errors and requests arrive
         shots = built_book.build_dir / "screenshots"
         shots.mkdir(exist_ok=True)
-        shot = shots / (doc.replace("/", "__") + ".png")
+        shot = shots / f"{doc.replace('/', '__')}@{width}.png"
         page.screenshot(path=str(shot), full_page=True)
         if os.environ.get("KVMATH_SCREENSHOTS"):
             dest = Path(os.environ["KVMATH_SCREENSHOTS"])
             dest.mkdir(parents=True, exist_ok=True)
             shutil.copy(shot, dest / shot.name)
+
+        _exercise_controls(page, rep)
+        page.wait_for_timeout(300)  # errors raised by a redraw
     finally:
         context.close()
+    return rep
 
-    if harmless_seen:
-        print(f"[{doc}] known-harmless errors:", *sorted(set(harmless_seen)), sep="\n  ")
-    assert not errors, "\n".join(errors)
-    assert not external, "requests to other hosts:\n" + "\n".join(sorted(set(external)))
-    assert not local_failures, "failed local requests:\n" + "\n".join(local_failures)
+
+@pytest.fixture(scope="module")
+def report(book_html, server, browser):
+    cache: dict[tuple[str, int], PageReport] = {}
+
+    def get(doc: str, width: int) -> PageReport:
+        if (doc, width) not in cache:
+            cache[(doc, width)] = _load(browser, server, book_html, doc, width)
+        return cache[(doc, width)]
+
+    return get
+
+
+# The checks ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("doc,width", _params("console"))
+def test_console_clean(doc, width, report):
+    rep = report(doc, width)
+    assert not rep.errors, f"{len(rep.errors)} console errors:\n" + "\n".join(rep.errors)
+
+
+@pytest.mark.parametrize("doc,width", _params("offline"))
+def test_offline(doc, width, report):
+    rep = report(doc, width)
+    assert len(rep.external) == 0, f"{len(rep.external)} requests to other hosts refused:\n" + "\n".join(
+        sorted(set(rep.external)))
+    assert not rep.local_failures, "failed local requests:\n" + "\n".join(rep.local_failures)
+
+
+@pytest.mark.parametrize("doc,width", _params("scroll"))
+def test_no_horizontal_scroll(doc, width, report):
+    lay = report(doc, width).layout
+    assert lay["scrollWidth"] <= lay["innerWidth"] + 1, (
+        f"page scrolls sideways: scrollWidth {lay['scrollWidth']} > {lay['innerWidth']}; "
+        "wider than the window, outside any scroll box: " + ", ".join(lay["wide"]))
+
+
+@pytest.mark.parametrize("doc,width", _params("missing"))
+def test_no_missing_values(doc, width, report):
+    missing = report(doc, width).missing
+    assert not missing, f"{len(missing)} cells read as a missing value:\n" + "\n".join(missing[:20])
+
+
+@pytest.mark.parametrize("doc,width", _params("error_outputs", widths=(1280,)))
+def test_no_error_outputs(doc, width, report):
+    errs = report(doc, width).error_outputs
+    assert not errs, f"{len(errs)} cells show a traceback or stderr:\n" + "\n".join(errs)
+
+
+@pytest.mark.parametrize("doc,width", _params("charts"))
+def test_charts_drawn(doc, width, report):
+    rep = report(doc, width)
+    assert len(rep.charts) == rep.n_charts, f"{len(rep.charts)} chart containers for {rep.n_charts} charts"
+    undrawn = [c for c in rep.charts if not c["drawn"]]
+    assert not undrawn, f"charts not drawn: {undrawn}; {rep.problems}"
+    unfit = [c for c in rep.charts if not c["fits"]]
+    assert not unfit, f"charts wider than their column at {width} px: {unfit}"
+
+
+@pytest.mark.parametrize("doc,width", _params("controls"))
+def test_controls_redraw(doc, width, report):
+    rep = report(doc, width)
+    ranges = [c for c in rep.controls if True]
+    assert len(ranges) >= rep.n_bound_ranges, f"{len(ranges)} controls driven for {rep.n_bound_ranges} range bindings"
+    dead = [name for name, ok in rep.controls if not ok]
+    assert not dead, "changing these did not redraw their chart: " + ", ".join(dead)
+
+
+@pytest.mark.parametrize("doc,width", _params("widgets"))
+def test_widgets_render(doc, width, report):
+    rep = report(doc, width)
+    assert rep.widgets_seen >= rep.n_widgets, f"{rep.widgets_seen} widget views for {rep.n_widgets}; {rep.problems}"
+    if rep.sliders_expected:
+        assert rep.sliders_seen >= 1, "slider models in the page state, but no .widget-slider rendered"
+
+
+@pytest.mark.parametrize("doc,width", _params("math"))
+def test_math_typeset(doc, width, report):
+    rep = report(doc, width)
+    if rep.has_math:
+        assert rep.math_typeset, f"math not typeset by MathJax; {rep.problems}"
+    if width >= 1000:
+        assert not rep.wide_equations, (
+            f"display equations wider than the text column at {width} px (cut off / need a scroll): "
+            f"{rep.wide_equations}")

@@ -12,6 +12,19 @@ script a page needs is served from the book itself (see shared/book-toolchain.md
   here) and ``widgets/embed-amd.js`` plus its icon fonts (npm ``@jupyter-widgets/html-manager``, the 1.0.x line that matches
   ipywidgets 8.1) -- the static ipywidgets manager used by myst-nb.
 * ``mathjax/es5/...`` (npm ``mathjax`` 3.x) -- so ``$...$`` math renders offline.
+* ``widgets/mathjax2-shim.js`` (written here) -- html-manager 1.0.x typesets widget labels
+  with the MathJax 2 call ``MathJax.Hub.Queue(...)``; the shim answers it with MathJax 3.
+* ``kvmath-book.css`` (written here) -- the site-wide layout rules: wide tables and
+  equations scroll inside their own box, long inline code wraps, charts and widgets fit
+  a 390 px phone column.
+
+The vega bundle also gets a small wrapper around ``vegaEmbed`` that fits every single or
+layered chart with a fixed width to its column (``view.width(...)``), again on resize.
+
+This module is also the book's local Sphinx extension (``sphinx.local_extensions`` in
+``_config.yml``); :func:`setup` drops the duplicated / unused sphinx-thebe scripts, keeps
+the pydata header's second search box out, and takes the repository URL for the launch
+buttons from the CI environment when ``_config.yml`` leaves it empty.
 
 npm packages are fetched with ``npm pack`` from the npm registry into a cache dir
 (``$KVMATH_ASSET_CACHE``, default ``<repo>/.cache/book-assets``) and unpacked from
@@ -52,7 +65,149 @@ EMBED_AMD = ASSETS / "widgets" / "embed-amd.js"
 REQUIRE_CONFIG = ASSETS / "widgets" / "require-config.js"
 MATHJAX_DIR = ASSETS / "mathjax"
 MATHJAX_ENTRY = MATHJAX_DIR / "es5" / "tex-mml-chtml.js"
-OUTPUTS = [VEGA_BUNDLE, REQUIRE_JS, REQUIRE_CONFIG, EMBED_AMD, MATHJAX_ENTRY]
+MATHJAX_SHIM = ASSETS / "widgets" / "mathjax2-shim.js"
+SITE_CSS = ASSETS / "kvmath-book.css"
+OUTPUTS = [VEGA_BUNDLE, REQUIRE_JS, REQUIRE_CONFIG, EMBED_AMD, MATHJAX_ENTRY, MATHJAX_SHIM, SITE_CSS]
+
+# Loaded before embed-amd.js on pages with widgets (nb_ipywidgets_js in _config.yml).
+# html-manager 1.0.x (@jupyter-widgets/controls) does
+#   if (window.MathJax !== undefined) MathJax.Hub.Queue(["Typeset", MathJax.Hub, el])
+# which is the MathJax 2 API; with MathJax 3 on the page it throws "reading 'Queue'".
+MATHJAX_SHIM_JS = """\
+// Written by tools/book_assets.py: answer html-manager's MathJax 2 call
+// MathJax.Hub.Queue(["Typeset", MathJax.Hub, element]) with MathJax 3's typesetPromise.
+(function () {
+  var pending = [];
+  function typeset(el) {
+    var mj = window.MathJax;
+    if (mj && mj.startup && mj.startup.promise && mj.typesetPromise) {
+      mj.startup.promise.then(function () { return mj.typesetPromise([el]); })
+        .catch(function (e) { console.warn("MathJax typeset of a widget label:", e); });
+    } else {
+      pending.push(el);
+    }
+  }
+  var hub = {
+    Queue: function () {
+      for (var i = 0; i < arguments.length; i++) {
+        var job = arguments[i];
+        if (Array.isArray(job) && job[0] === "Typeset" && job[2]) typeset(job[2]);
+        else if (typeof job === "function") job();
+      }
+    }
+  };
+  var mj = window.MathJax = window.MathJax || {};
+  mj.Hub = hub;
+  if (mj.version) return;  // MathJax 3 is already loaded
+  // Still the configuration object: MathJax 3 replaces window.MathJax when it loads,
+  // so hang the shim on the new object in startup.ready.
+  mj.startup = mj.startup || {};
+  var ready = mj.startup.ready;
+  mj.startup.ready = function () {
+    if (ready) ready(); else window.MathJax.startup.defaultReady();
+    window.MathJax.Hub = hub;
+    pending.splice(0).forEach(typeset);
+  };
+})();
+"""
+
+# Appended (inside the IIFE) to the vega bundle: a single or layered Vega-Lite chart with a
+# fixed width is narrowed to its column when the column is narrower (phone widths), and
+# widened back up to its own width, again on every resize. Other charts (facets, concats)
+# are scaled by the CSS below. Every embedded view is listed in window.kvmathVegaViews.
+VEGA_FIT_JS = """
+// kvmath (tools/book_assets.py): fit fixed-width charts to their column.
+(function () {
+  var embed = window.vegaEmbed;
+  if (typeof embed !== "function") return;
+  var charts = [];
+  window.kvmathVegaViews = [];
+  function drawnWidth(el) {
+    var c = el.querySelector("canvas, svg.marks");
+    if (!c) return null;
+    var w = c.tagName === "CANVAS" ? parseFloat(c.style.width) || c.width : parseFloat(c.getAttribute("width"));
+    return isFinite(w) ? w : null;
+  }
+  function fit(rec) {
+    var box = rec.el.parentElement ? rec.el.parentElement.clientWidth : 0;
+    var drawn = drawnWidth(rec.el);
+    if (!box || drawn == null) return Promise.resolve();
+    var cur = rec.view.width();
+    var target = Math.max(120, Math.min(rec.width, Math.floor(box - (drawn - cur)) - 2));
+    if (Math.abs(target - cur) < 1) return Promise.resolve();
+    return rec.view.width(target).runAsync();
+  }
+  function fixedWidth(spec) {
+    return spec && typeof spec.width === "number" &&
+      !(spec.facet || spec.hconcat || spec.vconcat || spec.concat || spec.repeat);
+  }
+  var wrapped = function (el, spec, opts) {
+    return embed(el, spec, opts).then(function (res) {
+      window.kvmathVegaViews.push(res.view);
+      var node = typeof el === "string" ? document.querySelector(el) : el;
+      if (node && fixedWidth(res.spec || spec)) {
+        var rec = {el: node, view: res.view, width: (res.spec || spec).width};
+        charts.push(rec);
+        // twice: the axis and legend space depends on the width
+        return fit(rec).then(function () { return fit(rec); }).then(function () { return res; });
+      }
+      return res;
+    });
+  };
+  for (var k in embed) wrapped[k] = embed[k];
+  window.vegaEmbed = wrapped;
+  var timer = null;
+  window.addEventListener("resize", function () {
+    clearTimeout(timer);
+    timer = setTimeout(function () { charts.forEach(function (r) { fit(r).then(function () { return fit(r); }); }); }, 100);
+  });
+})();
+"""
+
+# Site-wide layout (html_css_files in _config.yml). The page itself never scrolls sideways:
+# whatever is wider than the text column scrolls inside its own box or shrinks to fit.
+SITE_CSS_TEXT = """\
+/* Written by tools/book_assets.py (html_css_files in _config.yml). */
+
+/* Wide output tables (pandas, Markdown; in a cell's output or glued into a figure) scroll
+   inside their own box. */
+.bd-article div.output, .bd-article div.pasted-inline, .bd-article figure {
+  max-width: 100%;
+  overflow-x: auto;
+}
+.bd-article div.output table { margin-bottom: 0.5rem; }
+
+/* Display equations wider than the column scroll inside their own box, with a visible bar. */
+div.math, mjx-container[display="true"] {
+  max-width: 100%;
+  overflow-x: auto;
+  overflow-y: hidden;
+}
+mjx-container[display="true"] { padding-bottom: 0.25rem; }
+
+/* Long inline code and URLs wrap instead of widening the page (break-word keeps
+   table columns at their natural width; only prose lines break). */
+code.literal, code.literal span.pre, .bd-article a { overflow-wrap: break-word; }
+code.literal span.pre { white-space: normal; }
+
+/* Charts: fixed-width single/layered charts are narrowed by the vegaEmbed wrapper;
+   anything else (facets, concatenations) is scaled down to the column. */
+.vega-embed { max-width: 100%; }
+.vega-embed > canvas, .vega-embed > svg.marks { max-width: 100%; height: auto !important; }
+.vega-embed .vega-bindings { display: flex; flex-wrap: wrap; gap: 0.25rem 1rem; }
+.vega-embed .vega-bind { max-width: 100%; }
+.vega-embed .vega-bind select, .vega-embed .vega-bind input[type=range] { max-width: 100%; }
+
+/* ipywidgets: never wider than the column. */
+.cell_output .jupyter-widgets, .cell_output .widget-box, .cell_output .widget-inline-hbox {
+  max-width: 100%;
+}
+@media (max-width: 600px) {
+  .cell_output .widget-inline-hbox { flex-wrap: wrap; }
+  .cell_output .widget-inline-hbox .widget-label { width: 100%; text-align: left; }
+  .cell_output .widget-slider, .cell_output .widget-dropdown, .cell_output .widget-text { width: 100%; }
+}
+"""
 
 # Loaded between require.js and embed-amd.js (nb_ipywidgets_js in _config.yml).
 # embed-amd.js defines the AMD module "@jupyter-widgets/html-manager/dist/libembed-amd"
@@ -148,7 +303,7 @@ def write_vega_bundle() -> None:
     tmp = VEGA_BUNDLE.with_suffix(".js.tmp")
     # The IIFE keeps the bundle's top-level consts out of the page's global scope;
     # the bundle itself assigns window.vegaEmbed / window.vega / window.vegaLite.
-    tmp.write_text("(function(){\n" + js + "\n})();\n", encoding="utf-8")
+    tmp.write_text("(function(){\n" + js + "\n" + VEGA_FIT_JS + "\n})();\n", encoding="utf-8")
     os.replace(tmp, VEGA_BUNDLE)
 
 
@@ -168,6 +323,11 @@ def write_widgets() -> None:
     members.update({m: EMBED_AMD.parent / Path(m).name for m in fonts})
     _extract(tgz, members)
     REQUIRE_CONFIG.write_text(REQUIRE_CONFIG_JS, encoding="utf-8")
+    MATHJAX_SHIM.write_text(MATHJAX_SHIM_JS, encoding="utf-8")
+
+
+def write_css() -> None:
+    SITE_CSS.write_text(SITE_CSS_TEXT, encoding="utf-8")
 
 
 def write_mathjax() -> None:
@@ -202,10 +362,86 @@ def main(argv: list[str] | None = None) -> int:
     write_vega_bundle()
     write_widgets()
     write_mathjax()
+    write_css()
     STAMP.write_text(json.dumps(want, indent=1, sort_keys=True) + "\n")
     for p in OUTPUTS:
         print(f"book_assets: wrote {p.relative_to(ROOT)} ({p.stat().st_size:,} bytes)")
     return 0
+
+
+# -- Sphinx extension (``sphinx.local_extensions: {book_assets: tools}`` in _config.yml) --------
+
+
+def _repository_from_env() -> str:
+    """The repository URL from the environment: ``KVMATH_BOOK_REPOSITORY``, else GitHub
+    Actions' ``GITHUB_SERVER_URL``/``GITHUB_REPOSITORY`` (set on every workflow run)."""
+    explicit = os.environ.get("KVMATH_BOOK_REPOSITORY", "").strip()
+    if explicit:
+        return explicit.rstrip("/")
+    repo = os.environ.get("GITHUB_REPOSITORY", "").strip()
+    if repo:
+        return os.environ.get("GITHUB_SERVER_URL", "https://github.com").rstrip("/") + "/" + repo
+    return ""
+
+
+def _site_config(app, config) -> None:
+    from sphinx.util import logging
+
+    log = logging.getLogger("book_assets")
+    opts = config.html_theme_options
+    # pydata-sphinx-theme 0.17 puts a search field in the header unless navbar_persistent
+    # is set; sphinx-book-theme already has one in the sidebar -> two boxes at desktop width.
+    opts.setdefault("navbar_persistent", [])
+    if not opts.get("repository_url"):
+        url = _repository_from_env()
+        if url:
+            opts["repository_url"] = url
+    launch = dict(opts.get("launch_buttons") or {})
+    hubs = [k for k in ("binderhub_url", "jupyterhub_url", "colab_url", "deepnote_url") if launch.get(k)]
+    if hubs and not opts.get("repository_url"):
+        # sphinx-book-theme builds launch links from the repository URL (and fails without one).
+        log.info("book_assets: no repository URL (_config.yml repository.url, KVMATH_BOOK_REPOSITORY "
+                 "or GITHUB_REPOSITORY): launch buttons left out of this build")
+        for k in hubs:
+            launch[k] = ""
+        opts["launch_buttons"] = launch
+
+
+def _asset_name(asset) -> str:
+    return str(getattr(asset, "filename", asset) or "")
+
+
+def _page_assets(app, pagename, templatename, context, doctree) -> None:
+    """Per page: drop duplicated inline scripts, and sphinx-thebe when thebe is off.
+
+    Sphinx 7.4 registers a body-only script added after the builder started (sphinx-thebe's
+    ``const THEBE_JS_URL = ...``, togglebutton's selector) twice -- once as filename None,
+    once as "" -- so the page declares the const twice ("already been declared").
+    """
+    launch = app.config.html_theme_options.get("launch_buttons") or {}
+    thebe_on = str(launch.get("thebe", False)).lower() == "true"
+    scripts = context.get("script_files")
+    if scripts is not None:
+        seen, keep = set(), []
+        for js in scripts:
+            attrs = dict(getattr(js, "attributes", {}) or {})
+            key = (_asset_name(js), tuple(sorted(attrs.items())))
+            if key in seen:
+                continue
+            seen.add(key)
+            if not thebe_on and ("THEBE_JS_URL" in attrs.get("body", "") or _asset_name(js).endswith("sphinx-thebe.js")):
+                continue
+            keep.append(js)
+        scripts[:] = keep
+    css = context.get("css_files")
+    if css is not None and not thebe_on:
+        css[:] = [c for c in css if not _asset_name(c).endswith("sphinx-thebe.css")]
+
+
+def setup(app):
+    app.connect("config-inited", _site_config, priority=900)
+    app.connect("html-page-context", _page_assets, priority=900)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
 
 
 if __name__ == "__main__":
