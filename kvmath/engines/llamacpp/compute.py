@@ -1,26 +1,36 @@
-"""Compute buffers: what ``sched_reserve`` / ``llama_context`` log as ``CUDA0 compute buffer size`` and
-``CUDA_Host compute buffer size``, derived from the graph llama.cpp reserves.
+"""Compute buffers: what ``sched_reserve`` logs as ``<device> compute buffer size`` (``CPU`` on a CPU build,
+``CUDA0`` / ``CUDA_Host`` on a CUDA one), from the graph llama.cpp reserves.
 
-llama.cpp 0c1e570 ``src/llama-context.cpp`` reserves the prompt-processing graph with ``n_tokens =
-n_ubatch`` and ``n_outputs = min(n_ubatch, n_outputs_max)`` (``n_outputs_max`` defaults to ``n_batch``),
-then the one-token graph, and sizes each backend's compute buffer to the larger peak. ``ggml-alloc``
-frees a tensor as soon as its last consumer has run, so the buffer is the largest set of tensors alive at
-one point of the graph, not their sum. With ``T = n_ubatch``, ``E = n_embd``, ``V = n_vocab``, ``H`` query
-heads, ``n_kv`` the cells of the largest cache (``build_attn_inp_kq_mask``: ``n_kv x T``, f16 with flash
-attention, f32 without), the phases whose peak can be the largest are (all activations f32):
+llama.cpp 0c1e570 ``src/llama-context.cpp`` reserves the prompt-processing graph with ``n_tokens = T =
+n_ubatch`` (``n_ubatch`` capped at ``n_batch``) and ``n_outputs = T`` (the log's ``graph_reserve: ... n_tokens
+= 512, n_seqs = 1, n_outputs = 512``), then the one-token graph, and sizes each backend's compute buffer to
+the larger peak. ``ggml-alloc`` frees a tensor after its last consumer, so the buffer is the largest set of
+tensors alive at one point of the graph, not their sum. With ``E = n_embd``, ``V = n_vocab``, ``H`` query
+heads of ``d_k`` / ``d_v``, ``H_kv`` KV heads, ``n_kv`` the cells of each cache (all of them at reserve time),
+the phases whose peak can be the largest are (activations f32, 4 bytes):
 
-1. output: the logits ``V x T`` and the normed hidden state ``E x T`` (``build_inp_out_ids`` keeps every
-   token at reserve time): ``4 T (V + E)``. Only on the device that holds the output layer.
-2. attention without flash attention: ``kq = K^T Q`` is ``n_kv x T x H`` f32, soft-maxed in place, with the
-   mask copied to the device and a few ``E x T`` activations alive: ``4 H n_kv T + mask + a 4 E T``.
-3. attention with flash attention: the output ``H d x T`` and Q / K / V views, plus the mask:
-   ``mask + b 4 E T`` (no ``n_kv x T x H`` matrix).
-4. feed-forward: dense ``c 4 n_ff T``; MoE: the selected experts' gate / up activations
-   ``n_used n_ff_exp T`` and the router logits ``n_expert T``: ``c 4 n_used n_ff_exp T + 4 n_expert T``.
+1. **output**: the logits ``V x T`` and ``c_out`` hidden-state vectors ``E x T`` (the residual, the normed
+   state, the ``out_ids`` rows): ``4 T V + c_out 4 T E``.
+2. **attention without flash attention**: ``kq = K^T Q``, ``n_kv x T x H`` f32 (soft-maxed in place), every
+   cache's mask (``n_kv x T``, f32), and the attention activations: ``c_e`` vectors ``E x T`` plus Q, K, V and
+   the attention output (``H d_k``, ``H_kv d_k``, ``H_kv d_v``, ``H d_v`` per token).
+3. **attention with flash attention**: no ``n_kv x T x H`` matrix: the masks (f16) and the same activations.
+4. **feed-forward** (dense: gate and up, ``2 x 4 n_ff T``; MoE: the selected experts' gate and up
+   ``2 x 4 n_used n_ff_exp T`` and the router logits ``4 n_expert T``), plus one ``E x T``.
 
-``a``, ``b``, ``c`` are counts of live activations, read off the graph (``a = 4``: residual, normed input,
-Q and the attention output; ``b = 4``; ``c = 2``: gate and up before the product). They are checked, not
-fitted, against the public logs in ``data/measurements/llamacpp-boots.csv``; the errors are in the chapter.
+The counts ``c_out`` and ``c_e`` are the number of ``E x T`` tensors alive at those points. They are not
+derived from a graph walk here: they were read off real llama.cpp output, per backend, and are integers:
+
+- ``cpu`` (``tests/fixtures/llamacpp/compute_fixtures.json``: 98 dry runs of 0c1e570's CPU build on GGUFs
+  with the real tensor shapes of 7 models): ``c_out = 3``, ``c_e = 3``;
+- ``cuda`` (the public CUDA logs in ``data/measurements/llamacpp-boots.csv``, 2024-2025 builds, every layer
+  offloaded: the embeddings' ``get_rows`` runs on the host, so one vector fewer lives on the device):
+  ``c_out = 1`` and the attention term ``4`` vectors ``E x T`` without the Q/K/V/output split.
+
+What is not modelled, so the per-case errors (chapter, tests) show it: where ggml-alloc's placement leaves
+a hole (a freed tensor too small for the next one), the buffer is larger than the largest live set: on the
+CPU build Qwen 3.6 27B at ``-c 262144`` holds the f16 mask *and* the logits (761 MiB against 515 modelled);
+the gated-delta-net / Mamba-2 chunk tensors of the recurrent layers; gpt-oss's attention sinks.
 
 The host compute buffer (``CUDA_Host``) with every layer offloaded holds the graph inputs llama.cpp fills
 on the CPU: the embeddings ``get_rows`` output ``E x T`` f32, the masks (one per cache, SWA too), the
@@ -33,14 +43,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 MiB = 2**20
-LIVE_ATTN = 4   # a
-LIVE_FA = 4     # b
-LIVE_FFN = 2    # c
+
+LIVE = {
+    # backend: (c_out, c_e, attention activations split into Q / K / V / output)
+    "cpu": (3, 3, True),
+    "cuda": (1, 4, False),
+}
+"""Live ``E x T`` vectors at the output (``c_out``) and in attention (``c_e``), per backend (see above)."""
+LIVE_FFN = 2   # gate and up before their product
 
 
 @dataclass(frozen=True)
 class GraphShape:
-    """The graph dimensions the compute buffer depends on (from an Architecture or a GGUF header)."""
+    """The graph dimensions the compute buffer depends on (from an Architecture, a config or a GGUF header)."""
 
     n_embd: int
     n_vocab: int
@@ -50,11 +65,20 @@ class GraphShape:
     n_expert: int = 0
     n_expert_used: int = 0
     n_ff_exp: int = 0
+    n_head_kv: int = 0          # 0: as many as query heads
+    head_dim_v: int = 0         # 0: head_dim
+
+    @property
+    def attn_floats(self) -> int:
+        """Q, K, V and attention output floats per token (H d_k + H_kv d_k + H_kv d_v + H d_v)."""
+        dv = self.head_dim_v or self.head_dim
+        hkv = self.n_head_kv or self.n_head
+        return self.n_head * self.head_dim + hkv * self.head_dim + hkv * dv + self.n_head * dv
 
 
 @dataclass(frozen=True)
 class ComputeBuffers:
-    device: int                 # bytes, the GPU that holds the output layer (CUDA0 on one card)
+    device: int                 # bytes, the device that holds the output layer (CUDA0 on one card; CPU on a CPU build)
     host: int                   # bytes, CUDA_Host
     phases: dict                # phase -> bytes on the device
     dominant: str
@@ -69,35 +93,59 @@ def shape_from_config(config: dict, *, n_vocab: int | None = None) -> GraphShape
     cfg = config.get("text_config", config)
     e = cfg.get("hidden_size") or 0
     heads = cfg.get("num_attention_heads") or 0
-    hd = cfg.get("head_dim") or (e // heads if heads else 0)
+    hd = cfg.get("global_head_dim") or cfg.get("head_dim") or (e // heads if heads else 0)
+    kvh = cfg.get("num_key_value_heads") or heads
     return GraphShape(
         n_embd=int(e), n_vocab=int(n_vocab or cfg.get("vocab_size") or 0), n_head=int(heads), head_dim=int(hd),
         n_ff=int(cfg.get("intermediate_size") or 0),
         n_expert=int(cfg.get("num_experts") or cfg.get("num_local_experts") or cfg.get("n_routed_experts") or 0),
         n_expert_used=int(cfg.get("num_experts_per_tok") or cfg.get("top_k_experts") or 0),
-        n_ff_exp=int(cfg.get("moe_intermediate_size") or cfg.get("expert_intermediate_size") or 0))
+        n_ff_exp=int(cfg.get("moe_intermediate_size") or cfg.get("expert_intermediate_size") or 0),
+        n_head_kv=int(kvh if not isinstance(kvh, list) else max(kvh)))
+
+
+def shape_from_gguf(metadata: dict) -> GraphShape:
+    """A GraphShape from GGUF metadata (``<arch>.embedding_length`` ...; per-layer arrays: their maximum)."""
+    arch = metadata["general.architecture"]
+
+    def k(name, default=0):
+        v = metadata.get(f"{arch}.{name}", default)
+        return max(v) if isinstance(v, list) else v
+
+    n_vocab = metadata.get(f"{arch}.vocab_size") or len(metadata.get("tokenizer.ggml.tokens", ()))
+    e, h = int(k("embedding_length")), int(k("attention.head_count"))
+    dk = int(k("attention.key_length") or (e // h if h else 0))
+    n_exp = int(k("expert_count"))
+    return GraphShape(n_embd=e, n_vocab=int(n_vocab), n_head=h, head_dim=dk,
+                      n_ff=0 if n_exp and not metadata.get(f"{arch}.feed_forward_length") else int(k("feed_forward_length")),
+                      n_expert=n_exp, n_expert_used=int(k("expert_used_count")),
+                      n_ff_exp=int(k("expert_feed_forward_length")), n_head_kv=int(k("attention.head_count_kv") or h),
+                      head_dim_v=int(k("attention.value_length") or dk))
 
 
 def compute_buffers(shape: GraphShape, *, n_ubatch: int, n_kv: int, flash_attn: bool, n_kv_swa: int = 0,
                     n_outputs: int | None = None, output_on_device: bool = True,
-                    all_layers_on_device: bool = True) -> ComputeBuffers:
-    """The CUDA0 and CUDA_Host compute buffers for one reserve (see the module docstring).
+                    all_layers_on_device: bool = True, backend: str = "cuda") -> ComputeBuffers:
+    """The device and host compute buffers for one reserve (see the module docstring).
 
     ``n_kv`` is the cell count of the full-attention cache (``n_ctx_seq`` padded; all cells at reserve
-    time), ``n_kv_swa`` that of the sliding-window cache (0 if none).
+    time), ``n_kv_swa`` that of the sliding-window cache (0 if none). ``backend``: ``"cuda"`` (CUDA0 with
+    every layer offloaded) or ``"cpu"`` (a CPU build, where the one device holds the whole graph).
     """
+    c_out, c_e, split = LIVE[backend]
     T = int(n_ubatch)
     E, V, H = shape.n_embd, shape.n_vocab, shape.n_head
     n_out = T if n_outputs is None else min(T, int(n_outputs))
     mask_b = 2 if flash_attn else 4
     mask = n_kv * T * mask_b + n_kv_swa * T * mask_b
+    act = 4 * T * (c_e * E + (shape.attn_floats if split else 0))
     phases: dict[str, int] = {}
     if output_on_device:
-        phases["output (logits)"] = 4 * n_out * V + 4 * T * E
+        phases["output (logits)"] = 4 * n_out * V + c_out * 4 * T * E
     if flash_attn:
-        phases["attention (flash)"] = mask + LIVE_FA * 4 * E * T
+        phases["attention (flash)"] = mask + act
     else:
-        phases["attention (kq matrix)"] = 4 * H * max(n_kv, n_kv_swa) * T + mask + LIVE_ATTN * 4 * E * T
+        phases["attention (kq matrix)"] = 4 * H * max(n_kv, n_kv_swa) * T + mask + act
     if shape.n_expert and shape.n_ff_exp:
         phases["experts"] = LIVE_FFN * 4 * shape.n_expert_used * shape.n_ff_exp * T + 4 * shape.n_expert * T \
             + 4 * E * T
