@@ -122,9 +122,17 @@ def test_chapter_formats_follow_the_engine():
     v = report.format_verdicts(kvmath.load_architecture("deepseek-v3"))
     assert [f for f, why in v.items() if why is None] == ["bf16", "fp16", "fp8_e4m3"]
     assert all(why for f, why in v.items() if f not in ("bf16", "fp16", "fp8_e4m3"))
-    # a Mamba-2 model: prefix caching off, said
-    flags, why = report.vllm_chapter_flags(kvmath.load_architecture("nemotron-h-56b"), "bf16", 8192, 2048)
-    assert flags["enable_prefix_caching"] is False and "prefix" in why
+    # vLLM's defaults where kvmath derives them; prefix caching off, with the reason, where it does not
+    for m in ("nemotron-h-56b", "kimi-linear-48b-a3b", "qwen3.6-27b"):
+        arch = kvmath.load_architecture(m)
+        flags, why = report.vllm_chapter_flags(arch, "bf16", 8192, 2048)
+        if "enable_prefix_caching" in flags:
+            assert flags["enable_prefix_caching"] is False and why
+            with pytest.raises(kvmath.KvMathError):
+                kvmath.derive(arch, kv_format="bf16", max_ctx=8192, max_num_batched_tokens=2048)
+        else:
+            assert why == ""
+        kvmath.derive(arch, kv_format="bf16", max_ctx=8192, **flags)
 
 
 def test_largest_checkpoint_that_boots_is_the_boundary():
