@@ -7,6 +7,8 @@
 #   make book    execute every chapter and build the HTML -> _build/html/ (installs the book's lock only)
 #   make test    python -m pytest (builds the book once, checks pages in headless Chromium)
 #   make bench   time a full book build and each chapter; one fit prediction, the solver, a 10^6 sweep
+#   make lab     JupyterLab from the project's environment; chapters' .md files open as notebooks
+#                (LAB_ARGS="--port=8899 --no-browser" to pass flags, LAB_ROOT=dir for another root)
 #   make lock    regenerate requirements-book.lock and requirements-test.lock from their .in files
 #                in a throw-away venv
 #   make clean   remove build outputs; `make distclean` also removes .venv and the npm cache
@@ -26,7 +28,7 @@ CHROMIUM ?= /usr/bin/chromium
 VENV_ENV := PATH="$(BIN):$$PATH" JUPYTER_PATH="$(abspath $(VENV))/share/jupyter" \
             PYDEVD_DISABLE_FILE_VALIDATION=1
 
-.PHONY: fuzz all venv venv-test assets chapters book test bench lock browser clean distclean
+.PHONY: fuzz all venv venv-test assets chapters book test bench lock browser clean distclean lab
 
 all: book
 
@@ -72,6 +74,21 @@ book: venv assets chapters
 # _config.yml keeps myst-nb from running them again, so jb build only renders them.
 chapters: venv
 	$(VENV_ENV) KVMATH_BOOK_BUILD=1 $(VENV)/bin/python -m kvmath.book.model_chapter --book
+
+# JupyterLab (pinned in requirements-book.lock, with jupytext and jupyterlab-myst) from the venv. The
+# chapters are MyST Markdown notebooks: jupytext opens them as notebooks by default ("Jupytext
+# Notebook" as the default viewer of markdown / myst files, written to the venv's labconfig, the
+# lowest-priority settings layer, so a user's own choice still wins), and jupyterlab-myst renders
+# the prose. The model is the first code cell's `model` (a known id or a config.json path).
+# KVMATH_BOOK_BUILD is not set here: kvmath.book.setup_book() picks the live chart renderer. tests/test_lab.py drives it.
+LAB_ARGS ?=
+LAB_ROOT ?= $(CURDIR)
+lab: venv chapters
+	@mkdir -p $(VENV)/etc/jupyter/labconfig
+	@$(VENV)/bin/python -c "import json, sys; viewers = {'markdown': 'Jupytext Notebook', 'myst': 'Jupytext Notebook'}; \
+		json.dump({'@jupyterlab/docmanager-extension:plugin': {'defaultViewers': viewers}}, \
+		open(sys.argv[1], 'w'), indent=1)" $(VENV)/etc/jupyter/labconfig/default_setting_overrides.json
+	$(VENV_ENV) $(VENV)/bin/jupyter lab --ServerApp.root_dir="$(LAB_ROOT)" $(LAB_ARGS)
 
 # Debian's chromium for the page tests (tests/test_pages.py); installed only if missing.
 browser:
