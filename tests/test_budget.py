@@ -21,7 +21,8 @@ def test_requested_is_ceil_of_total_times_util():
     total = round(23.69 * GIB)
     assert b.total_bytes == total and b.requested == math.ceil(total * 0.92)
     assert b.available_kv == b.requested - b.non_kv
-    assert b.non_kv == b.weights + b.drafter_weights + b.activation + b.overhead + b.model_offset + b.draft_kv
+    assert b.non_kv == (b.weights + b.drafter_weights + b.activation + b.profile_peak + b.cudagraph + b.overhead
+                        + b.model_offset + b.draft_kv)
     assert b.weights == round(17.5e9 / 2)
 
 
@@ -42,8 +43,10 @@ def test_gdn_scratch_exact():
     assert h == 96 * 2**20
     assert gdn_scratch_bytes(arch, 2, 8192) == h + 8192 * 24 * 128 * 2
     assert gdn_scratch_bytes(load_architecture("gemma-4-31b"), 2, 8192) == 0
+    # vLLM's profile run does not allocate them at T_b: GDN's _forward_core returns early without attention
+    # metadata, and _warmup_prefill_kernels runs the chunked kernels on 64 tokens (qwen_gdn_linear_attn.py)
     b1 = budget("qwen3.6-27b", tp=2, kv_format="fp8_e5m2", max_model_len=1000, max_num_batched_tokens=8192)
-    assert b1.gdn_scratch == gdn_scratch_bytes(arch, 2, 1000)  # min(T_b, max_model_len)
+    assert b1.gdn_scratch == gdn_scratch_bytes(arch, 2, 64) == 24 * 128 * 128 * 2 + 64 * 24 * 128 * 2
 
 
 def test_three_outcomes():
@@ -152,12 +155,13 @@ def test_chapter_frames():
     assert list(t["preset"]) == list(presets()["qwen3.6-35b-a3b"])
     assert {"outcome", "available KV GiB", "largest max_model_len", "anchor verdict"} <= set(t.columns)
     assert set(f["curve"]["term"]) >= {"available KV", "KV one request needs"}
-    assert f["refusal_context"] > 0
+    assert f["refusal_context"] >= 0  # 0 when no preset is refused at the derived activation
 
 
 def test_coefficients_documented():
-    assert set(COEFFICIENTS) == {"const_gib", "per_inv_tp_gib", "per_8k_batched_tokens_per_tp_gib", "gemma4_gib",
-                                 "moe_gib", "peak_over_requested_gib", "weights_extra_gb[gemma-4-31b/awq]"}
+    from kvmath.engines.vllm.calibration import FIT_TERMS
+
+    assert set(COEFFICIENTS) == set(FIT_TERMS) | {"peak_over_requested_gib", "weights_extra_gb[gemma-4-31b/awq]"}
 
 
 def test_bad_input():
@@ -263,9 +267,11 @@ def test_solver_searches_below_a_zero_estimate():
     # (smaller activation) boot. The solver must search the whole range, not stop at the estimate.
     from kvmath.engines.vllm.budget import budget, rebudget, solve_max_model_len
 
-    b = budget("qwen3.6-27b", tp=1, kv_format="bf16", mem_util=0.86, max_num_batched_tokens=8192,
+    b = budget("qwen3.6-27b", tp=1, kv_format="bf16", mem_util=0.9, max_num_batched_tokens=8192,
                max_model_len=262144)
-    assert b.outcome == "refused" and b.estimated_max_model_len == 0
+    # the derived profile-run peak no longer depends on max_model_len (the profile forward is T_b tokens
+    # whatever the length), so vLLM's estimate is a real answer here; the solver must still agree with it
+    assert b.outcome == "refused"
     L = solve_max_model_len(b)
     assert L > 1000
     assert rebudget(b, max_model_len=L).outcome == "boots"

@@ -61,10 +61,13 @@ def test_goals_on_the_rows_that_specify_their_boot():
     kvmath refuses."""
     s = summary()
     sp = s["specified"]
-    assert sp["available_gib"]["n"] >= 15 and sp["available_within_0_5_gib"] == sp["available_gib"]["n"]
-    assert sp["pool_tokens_pct"]["n"] >= 10 and sp["pool_within_5_pct"] == sp["pool_tokens_pct"]["n"]
+    # in sample, every boot but F35 (the 23.52 GB checkpoint, its only boot: 0.67 GiB under its log, so its
+    # pool 7 % short) is within 0.5 GiB and 5 %
+    assert sp["available_gib"]["n"] >= 15 and sp["available_misses"] == ["F35"]
+    assert sp["pool_tokens_pct"]["n"] >= 10 and sp["pool_misses"] == ["F35"]
     assert sp["outcome_misses"] == ["C16", "F11b", "F12", "F32"]
-    assert sp["outcome_misses_marginal"] == ["C16", "F11b"]
+    # C16 is no longer inside the (narrower, 0.16 GiB) band; F11b is
+    assert sp["outcome_misses_marginal"] == ["F11b"]
     assert sp["boots_agrees"] == sp["priced"] - 3  # F12 does not boot either way
     # the anchor's peaks against kvmath's, on the same rows and in the same unit
     assert s["peak_gib_on_anchor_rows"]["n"] == s["anchor_peak_gib"]["n"] >= 15
@@ -137,7 +140,8 @@ def test_calibration_error_band_is_the_leave_one_deployment_out_error():
     uncovered = [abs(e) for g in groups if not g["covered"] for e in g["errors_gib"].values()]
     assert len(covered) >= 6 and max(uncovered) > CALIBRATION_ERROR_GIB
     assert sorted(i for g in groups for i in g["ids"]) == sorted(leave_one_out())  # every fit row once
-    assert max(abs(e) for e in leave_one_out().values()) <= CALIBRATION_ERROR_GIB  # rows are easier
+    # a row left out alone is easier than its deployment, but a checkpoint's only boot (F35) is not covered
+    assert max(abs(e) for e in leave_one_out().values()) <= UNCOVERED_ERROR_GIB
 
 
 def test_awq_correction_is_what_the_awq_boots_need():
@@ -195,8 +199,11 @@ def test_presets_show_their_measured_boots():
 
 def test_projected_weights_note_matches_the_projected_boots():
     """kvmath.engines.vllm.budget's note on projected nvfp4 sizes quotes F17's and F26's errors: keep it true."""
+    from kvmath.engines.vllm.budget import _CITES
+
     recs = {r["id"]: r for r in compare()}
-    assert all(0.8 <= -recs[i]["available_error_gib"] <= 0.9 for i in ("F17", "F26"))
+    errs = sorted(abs(recs[i]["available_error_gib"]) for i in ("F17", "F26"))
+    assert f"{errs[0]:.1f}-{errs[-1]:.1f} GiB" in _CITES["projected_weights"]
 
 
 def test_calibration_json_is_what_the_fit_writes():

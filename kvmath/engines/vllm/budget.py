@@ -71,6 +71,9 @@ FLA_CHUNK = 64  # chunk_delta_h.py: chunk_size=64 (the caller never passes anoth
 _CALIBRATION = facts.read_json("calibration/vllm_non_kv.json")
 
 COEFFICIENTS: dict = _CALIBRATION["coefficients"]
+KNOWN_COEFFICIENTS = ("const_gib", "per_inv_tp_gib", "per_8k_batched_tokens_per_tp_gib", "per_graph_mib", "gemma4_gib",
+                      "moe_gib", "peak_over_requested_gib")
+"""Every fitted term the budget can price; the calibration JSON ships the ones the fit keeps (a missing one is 0)."""
 """GiB per card, except ``weights_extra_gb[model/variant]`` (GB of the whole checkpoint): ``const_gib`` and
 ``per_inv_tp_gib`` (CUDA graphs, workspace, memory outside PyTorch), ``per_8k_batched_tokens_per_tp_gib``
 (activation), ``gemma4_gib`` / ``moe_gib`` (model offsets), ``peak_over_requested_gib`` (nvidia-smi peak
@@ -274,6 +277,8 @@ class Budget:
     drafter_weights: int
     gdn_scratch: int
     activation_fitted: int
+    profile_peak: int
+    cudagraph: int
     overhead: int
     model_offset: int
     draft_kv: int
@@ -297,6 +302,8 @@ class Budget:
 
     @property
     def activation(self) -> int:
+        """The GDN warm-up buffers + the fitted per-batched-token term (0 when the fit keeps none); the
+        derived torch peak of the profile run is ``profile_peak``."""
         return self.gdn_scratch + self.activation_fitted
 
     @property
@@ -336,8 +343,10 @@ class Budget:
         return [
             (f"weights ({self.weights_variant})", self.weights),
             ("drafter weights", self.drafter_weights),
-            ("activation peak", self.activation),
-            ("CUDA graphs + workspace + non-torch", self.overhead),
+            ("activation peak (profile run, derived)", self.profile_peak),
+            ("GDN warm-up + fitted activation", self.activation),
+            ("CUDA graphs (first capture derived + per graph fitted)", self.cudagraph),
+            ("non-torch memory (fitted)", self.overhead),
             ("model offset (fitted: Gemma 4 +, MoE -)", self.model_offset),
             ("draft KV (reserved)", self.draft_kv),
         ]
@@ -353,7 +362,8 @@ class Budget:
             "num_speculative_tokens": self.num_speculative_tokens, "weights_variant": self.weights_variant,
             "requested_bytes": self.requested, "weights_bytes": self.weights,
             "drafter_weights_bytes": self.drafter_weights, "gdn_scratch_bytes": self.gdn_scratch,
-            "activation_bytes": self.activation, "overhead_bytes": self.overhead,
+            "activation_bytes": self.activation, "profile_peak_bytes": self.profile_peak,
+            "cudagraph_bytes": self.cudagraph, "overhead_bytes": self.overhead,
             "model_offset_bytes": self.model_offset, "draft_kv_bytes": self.draft_kv,
             "non_kv_bytes": self.non_kv, "available_kv_bytes": self.available_kv,
             "available_kv_gib": self.available_kv / GIB,
@@ -382,9 +392,14 @@ JSON_FIELDS = {
     "requested_bytes": "vLLM's requested memory: ceil(total * gpu_memory_utilization)",
     "weights_bytes": "checkpoint bytes on this card (GB size * 1e9 / TP)",
     "drafter_weights_bytes": "drafter checkpoint bytes on this card (/ TP)",
-    "gdn_scratch_bytes": "FLA chunked-prefill h + v_new buffers of GDN layers (exact, bf16)",
-    "activation_bytes": "gdn_scratch + fitted per-batched-token activation",
-    "overhead_bytes": "fitted CUDA graphs + workspace + memory outside PyTorch",
+    "gdn_scratch_bytes": "FLA h + v_new buffers of the GDN warm-up on 64 tokens (exact, bf16; the profile run "
+                         "skips the chunked kernels at max_num_batched_tokens)",
+    "activation_bytes": "gdn_scratch + fitted per-batched-token activation (0 when the fit keeps none)",
+    "profile_peak_bytes": "derived torch peak of vLLM's profile run: forward of max_num_batched_tokens, sampler "
+                          "on max_num_seqs rows, multimodal encoder (kvmath.engines.vllm.activation)",
+    "cudagraph_bytes": "CUDA graph estimate vLLM subtracts: first capture (forward at the largest capture size, "
+                       "derived) + fitted per-graph memory x graphs",
+    "overhead_bytes": "fitted memory outside PyTorch (const + per 1/TP)",
     "model_offset_bytes": "fitted Gemma 4 / MoE offset",
     "draft_kv_bytes": "--draft-kv-gb reserved out of the KV memory",
     "non_kv_bytes": "sum of the non-KV terms",
@@ -426,14 +441,26 @@ def gdn_scratch_bytes(arch, tp: int, tokens: int) -> int:
     return -(-tokens // FLA_CHUNK) * hv * g.k_head_dim * g.v_head_dim * 2 + tokens * hv * g.v_head_dim * 2
 
 
-def _non_kv(arch, flags, tp, batched, max_model_len, coeffs) -> tuple[int, int, int, int]:
-    """(gdn_scratch, activation_fitted, overhead, model_offset) in bytes."""
+def _non_kv(arch, flags, tp, batched, max_model_len, coeffs, *, max_num_seqs: int = 1, num_speculative_tokens: int = 0,
+            enforce_eager: bool = False, enable_expert_parallel: bool = False, last_stage: bool = True):
+    """(gdn_scratch, activation_fitted, profile_peak, cudagraph, overhead, model_offset, ProfilePeak) in bytes.
+
+    ``profile_peak`` is the derived torch peak of vLLM's profile run and ``cudagraph`` the derived first
+    CUDA graph capture plus the fitted per-graph memory (``kvmath.engines.vllm.activation``); the rest are the
+    fitted terms the calibration JSON keeps (a coefficient it does not ship is 0)."""
+    from .activation import gdn_warmup_bytes, profile_peak
+
     c = coeffs
-    scratch = gdn_scratch_bytes(arch, tp, min(batched, max_model_len))
-    act = round(c["per_8k_batched_tokens_per_tp_gib"] * batched / 8192 / tp * GIB)
-    over = round((c["const_gib"] + c["per_inv_tp_gib"] / tp) * GIB)
-    off = round(((c["gemma4_gib"] if flags["gemma4"] else 0) + (c["moe_gib"] if flags["moe"] else 0)) * GIB)
-    return scratch, act, over, off
+    pk = profile_peak(arch, tp=tp, max_num_batched_tokens=batched, max_num_seqs=max_num_seqs,
+                      max_model_len=max_model_len, num_speculative_tokens=num_speculative_tokens,
+                      enable_expert_parallel=enable_expert_parallel, enforce_eager=enforce_eager, last_stage=last_stage)
+    scratch = gdn_warmup_bytes(arch, tp)
+    act = round(c.get("per_8k_batched_tokens_per_tp_gib", 0.0) * batched / 8192 / tp * GIB)
+    graphs = pk.cudagraph_first + round(c.get("per_graph_mib", 0.0) * pk.num_graphs * 2**20)
+    over = round((c.get("const_gib", 0.0) + c.get("per_inv_tp_gib", 0.0) / tp) * GIB)
+    off = round(((c.get("gemma4_gib", 0.0) if flags["gemma4"] else 0) + (c.get("moe_gib", 0.0) if flags["moe"] else 0))
+                * GIB)
+    return scratch, act, pk.torch_peak, graphs, over, off, pk
 
 
 ATTENTION_BACKENDS = ("FLASH_ATTN", "FLASHINFER", "TRITON_ATTN")
@@ -475,7 +502,9 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
            max_num_batched_tokens: int | None = None, num_speculative_tokens: int = 0, weights_variant: str = "default",
            weights_gb_total: float | None = None, drafter_gb: float = 0.0, draft_kv_gb: float = 0.0,
            coefficients: dict | None = None, check_card: bool = True, allow_long_max_model_len: bool = False,
-           attention_backend: str | None = None, dflash: bool = False, **vllm_settings) -> Budget:
+           attention_backend: str | None = None, dflash: bool = False, enforce_eager: bool = False,
+           enable_expert_parallel: bool = False, last_stage: bool = True, weights_bytes: int | None = None,
+           **vllm_settings) -> Budget:
     """The per-card budget of ``model`` on vLLM and its verdict.
 
     ``model``: a known model id, a config.json path or dict. ``card``: a card id (``kvmath/data/cards.json``)
@@ -512,7 +541,8 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
     check_name(weights_variant, "weights_variant", maximum=64)
     check_name(attention_backend, "attention_backend", maximum=64, optional=True)
     for name, v in (("check_card", check_card), ("allow_long_max_model_len", allow_long_max_model_len),
-                    ("dflash", dflash)):
+                    ("dflash", dflash), ("enforce_eager", enforce_eager),
+                    ("enable_expert_parallel", enable_expert_parallel), ("last_stage", last_stage)):
         check_bool(v, name)
     for name, v in (("drafter_gb", drafter_gb), ("draft_kv_gb", draft_kv_gb)):
         check_number(v, f"{name} (GB)", 0, MAX_GB)
@@ -525,8 +555,9 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
     if coefficients is not None and not isinstance(coefficients, dict):
         raise KvMathError(f"coefficients must be a dict like kvmath.budget.COEFFICIENTS, got {_short(coefficients)}")
     for k, v in (coefficients or {}).items():
-        if not isinstance(k, str) or k not in COEFFICIENTS:
-            raise KvMathError(f"unknown coefficient {_short(k)}; valid: {choices(sorted(COEFFICIENTS))}")
+        if not isinstance(k, str) or (k not in COEFFICIENTS and k not in KNOWN_COEFFICIENTS):
+            raise KvMathError(f"unknown coefficient {_short(k)}; valid: "
+                              f"{choices(sorted(set(COEFFICIENTS) | set(KNOWN_COEFFICIENTS)))}")
         check_number(v, f"coefficient {k} (GiB)", -2**20, 2**20)
     arch = load_architecture(model)
     flags = _model_flags(arch)
@@ -568,7 +599,7 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
     if weights_gb_total is None and arch.name not in _deployments() and "hf_config" in arch.extras:
         # no published size: the checkpoint's own tensors (safetensors headers of a model folder), or the
         # tensors its config.json + quantization_config imply, placed on rank 0 as vLLM shards them
-        derived_weights, variant = checkpoint_weights_per_rank(arch, tp)
+        derived_weights, variant = checkpoint_weights_per_rank(arch, tp, enable_expert_parallel=enable_expert_parallel)
         wgb, extra_gb = derived_weights.checkpoint_bytes / GB, 0.0
         notes_weights = [f"weights: {derived_weights.total / GIB:.2f} GiB per card from the checkpoint's "
                          f"{variant} ({wgb:.2f} GB in all)"] + [f"weights: {n}" for n in derived_weights.notes]
@@ -588,13 +619,18 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
         vllm_settings.get("vllm_version", DEFAULT_VLLM_VERSION), L, max_num_batched_tokens, max_num_seqs)
     requested = math.ceil(total * mem_util)  # vllm/v1/worker/utils.py request_memory
     weights = derived_weights.total if derived_weights else round((wgb + extra_gb) * GB / tp)
+    if weights_bytes is not None:  # a pipeline stage's own share (kvmath.engines.vllm.parallel)
+        weights = int(weights_bytes)
     if weights <= 0:
         raise KvMathError(f"weights come out at {wgb + extra_gb:g} GB with weights_extra_gb {extra_gb:+g}: the "
                           "correction must leave a positive checkpoint size")
     drafter = round(drafter_gb * GB / tp)
     draft_kv = round(draft_kv_gb * GB)
-    scratch, act, over, off = _non_kv(arch, flags, tp, max_num_batched_tokens, L, coeffs)
-    non_kv = weights + drafter + scratch + act + over + off + draft_kv
+    scratch, act, peak, graphs, over, off, _pk = _non_kv(
+        arch, flags, tp, max_num_batched_tokens, L, coeffs, max_num_seqs=max_num_seqs,
+        num_speculative_tokens=num_speculative_tokens, enforce_eager=enforce_eager,
+        enable_expert_parallel=enable_expert_parallel, last_stage=last_stage)
+    non_kv = weights + drafter + scratch + act + peak + graphs + over + off + draft_kv
     available = requested - non_kv
     if dflash:
         vllm_settings.setdefault("drafter_kv_layers", 0)
@@ -614,7 +650,7 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
     if not p.boots and not p.needed_bytes and p.refusal:
         # vLLM's configuration checks (VllmConfig validation) run before any memory is touched
         outcome, refusal, refusal_kind = "refused", p.refusal, "config"
-    elif requested + round(coeffs["peak_over_requested_gib"] * GIB) > total:
+    elif requested + round(coeffs.get("peak_over_requested_gib", 0.0) * GIB) > total:
         # gpu_worker.py init needs free memory >= requested, and the CUDA context, NCCL and the CUDA graphs
         # captured after the KV cache live outside it (the fitted peak overhead)
         outcome, refusal, refusal_kind = "oom", (
@@ -658,7 +694,7 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
     if extra_gb:
         notes.append(f"weights: the {variant} checkpoint's {wgb:g} GB plus a fitted {extra_gb:+.2f} GB "
                      "(the boot logs show more loaded than the profile size; kvmath.calibration)")
-    if flags["gemma4"] or flags["moe"]:
+    if (flags["gemma4"] and coeffs.get("gemma4_gib")) or (flags["moe"] and coeffs.get("moe_gib")):
         notes.append("non-KV terms use fitted Gemma 4 / MoE offsets (kvmath.calibration)")
     if batch_note:
         notes.append(batch_note)
@@ -678,14 +714,15 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
         model=arch.name, card=card_id, total_bytes=total, mem_util=mem_util, tp=tp, kv_format=p.kv_format,
         max_model_len=L, max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
         num_speculative_tokens=num_speculative_tokens, weights_variant=variant, requested=requested,
-        weights=weights, drafter_weights=drafter, gdn_scratch=scratch, activation_fitted=act, overhead=over,
+        weights=weights, drafter_weights=drafter, gdn_scratch=scratch, activation_fitted=act, profile_peak=peak,
+        cudagraph=graphs, overhead=over,
         model_offset=off, draft_kv=draft_kv, non_kv=non_kv, available_kv=available, outcome=outcome, plan=p,
         pool_bytes=pool, pool_tokens=p.gpu_kv_cache_tokens if outcome == "boots" else 0,
         max_concurrency=p.max_concurrency if outcome == "boots" else 0.0,
         estimated_max_model_len=p.estimated_max_model_len if available > 0 and refusal_kind != "startup" else 0,
         kv_per_request=p.needed_bytes, growing_kv=growing_kv, sliding_kv=sliding_kv,
         state_bytes=state_kv,
-        peak_bytes=requested + round(coeffs["peak_over_requested_gib"] * GIB), refusal=refusal,
+        peak_bytes=requested + round(coeffs.get("peak_over_requested_gib", 0.0) * GIB), refusal=refusal,
         refusal_kind=refusal_kind,
         notes=tuple(notes),
         settings=dict(_model=model, card=card, total_gib=total_gib, mem_util=mem_util, tp=tp, kv_format=kv_format,
@@ -694,7 +731,8 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
                       weights_gb_total=weights_gb_total, drafter_gb=drafter_gb, draft_kv_gb=draft_kv_gb,
                       coefficients=coefficients, check_card=check_card,
                       allow_long_max_model_len=allow_long_max_model_len, attention_backend=attention_backend,
-                      dflash=dflash, **vllm_settings),
+                      dflash=dflash, enforce_eager=enforce_eager, enable_expert_parallel=enable_expert_parallel,
+                      last_stage=last_stage, weights_bytes=weights_bytes, **vllm_settings),
     )
 
 

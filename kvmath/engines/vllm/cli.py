@@ -437,6 +437,8 @@ def run(argv=None) -> int:
                                  default=str))
             else:
                 print(calibration.table_text())
+                print()
+                print(calibration.cv_text())
             return 0
         from .budget import CALIBRATION_ERROR_GIB, budget, solve_max_model_len, solve_max_model_len_with_headroom
         from ...model.load import load_architecture
