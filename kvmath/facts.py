@@ -155,3 +155,17 @@ def public_boots() -> list[dict]:
 def source_doc() -> dict:
     """The source document's stated figures (``data/source_doc.json``)."""
     return read_json("source_doc.json")
+
+
+# --- llama.cpp speed ----------------------------------------------------------------------------
+
+def llamacpp_speed_runs() -> list[dict]:
+    """Published llama-bench / llama-server speed runs, one row each with its URL and quoted table line
+    (``data/measurements/llamacpp-speed.csv``)."""
+    return read_csv("measurements/llamacpp-speed.csv")
+
+
+def llamacpp_speed_calibration() -> dict:
+    """The fitted constants of the llama.cpp speed model (``data/calibration/llamacpp_speed.json``,
+    written by ``python -m kvmath.engines.llamacpp.speed --write``)."""
+    return read_json("calibration/llamacpp_speed.json")
