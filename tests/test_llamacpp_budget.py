@@ -146,15 +146,70 @@ def test_compute_buffer_within_5_percent_of_the_log(row):
     c = compute_buffers(sh, n_ubatch=int(row["n_ubatch"]), n_kv=int(row["n_ctx"]), flash_attn=row["flash_attn"] == "on")
     logged = float(row["compute_device_mib"])
     assert abs(c.device / MiB - logged) <= 0.05 * logged
-    if row["compute_host_mib"]:
+    if row["compute_host_mib"] and row["id"] not in HOST_COMPUTE_MISSES:
         assert abs(c.host / MiB - float(row["compute_host_mib"])) <= 0.05 * float(row["compute_host_mib"])
+
+
+# P15 (Feb 2024, before n_ubatch): the CUDA0 buffer is within 0.1 %, but that build's CUDA_Host buffer (24.00
+# MiB) is not the current graph's split (kvmath: 40.0 MiB); kept visible here rather than dropped.
+HOST_COMPUTE_MISSES = {"P15"}
+
+
+def test_host_compute_misses_stay_misses():
+    for r in ROWS:
+        if r["id"] in HOST_COMPUTE_MISSES:
+            sh = GraphShape(int(r["n_embd"]), int(r["n_vocab"]), int(r["n_head"]), int(r["n_embd"]) // int(r["n_head"]),
+                            int(r["n_ff"] or 0))
+            c = compute_buffers(sh, n_ubatch=int(r["n_ubatch"]), n_kv=int(r["n_ctx"]), flash_attn=r["flash_attn"] == "on")
+            assert abs(c.host / MiB - float(r["compute_host_mib"])) > 0.05 * float(r["compute_host_mib"])
 
 
 def test_boot_rows_quote_their_lines_and_urls():
     rows = facts.read_csv("measurements/llamacpp-boots.csv")
-    assert len(rows) >= 7
+    assert len(rows) >= 20
     for r in rows:
-        assert r["url"].startswith("https://github.com/") and r["quoted_lines"]
+        assert r["url"].startswith("https://github.com/") and r["quoted_lines"] and r["compute_check"]
+        for part in (r["model_buffers_mib"], r["kv_buffers_mib"], r["rs_buffers_mib"]):
+            for item in filter(None, part.split(";")):
+                device, mib = item.split("=")
+                assert device and float(mib) >= 0
+                assert mib in r["quoted_lines"] or f"{float(mib):.2f}" in r["quoted_lines"]   # copied, not typed
+
+
+# KV / RS buffers against the cache model, for the public rows whose shapes are a known model's (stated in the
+# row's notes as assumed where the excerpt does not name it). Tolerance: 0.5 MiB (the printed figure is
+# rounded to 0.01 MiB; buffer lines add up to 0.13 MiB of alignment padding over the summed size line).
+KV_CHECKS = {
+    "P01": dict(model="mistral-7b-v0.1", n_ctx=2048, flash_attn="off", kv_mib=256.00),
+    "P02": dict(model="mistral-7b-v0.1", n_ctx=32768, flash_attn="off", kv_mib=4096.00),
+    "P05": dict(model="qwen3.5-35b-a3b", n_ctx=4096, n_parallel=4, kv_unified=True, kv_mib=80.00, rs_mib=134.00 + 117.25),
+    "P13": dict(model="qwen3.6-27b", n_ctx=180224, cache_type_k="turbo3", cache_type_v="turbo2", fork="turboquant",
+                n_rs_seq=2, kv_mib=1988.25, rs_mib=448.88),
+    "P18": dict(model="qwen2.5-7b", n_ctx=2048, flash_attn="off", kv_mib=112.00),
+}
+
+
+@pytest.mark.parametrize("rid", sorted(KV_CHECKS))
+def test_public_kv_and_rs_buffers(rid):
+    from kvmath.engines.llamacpp.memory import llamacpp_memory
+
+    kw = dict(KV_CHECKS[rid])
+    kv, rs = kw.pop("kv_mib"), kw.pop("rs_mib", None)
+    row = next(r for r in facts.read_csv("measurements/llamacpp-boots.csv") if r["id"] == rid)
+    assert f"{kv:.2f}" in row["quoted_lines"]
+    m = llamacpp_memory(kw.pop("model"), **kw)
+    assert abs(m.kv_bytes / MiB - kv) <= 0.5
+    if rs is not None:
+        assert abs(m.recurrent_bytes / MiB - rs) <= 0.5
+
+
+def test_every_public_row_is_checked_or_says_why_not():
+    # report per row: compute checked (compute_check == yes), KV/RS checked (KV_CHECKS), or the stated reason
+    rows = facts.read_csv("measurements/llamacpp-boots.csv")
+    checked = {r["id"] for r in ROWS} | set(KV_CHECKS)
+    for r in rows:
+        assert r["id"] in checked or r["compute_check"].startswith("no: ")
+    assert len(checked) >= 7
 
 
 # --- budget, verdicts, --fit ----------------------------------------------------------------------------------
