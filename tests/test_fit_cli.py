@@ -214,3 +214,22 @@ def test_preset_kv_format_the_card_cannot_run_names_the_preset(capsys):
     code = main(["--model", "gemma-4-31b", "--compose", "gemma-single"])
     err = capsys.readouterr().err
     assert code == 2 and "preset gemma-single sets --kv-format fp8_e4m3" in err
+
+
+def test_pipeline_data_expert_parallel_flags(capsys):
+    """--pipeline-parallel-size: every stage's budget, the pool the smallest stage's blocks; --tensor-parallel-size
+    is --tp; --data-parallel-size multiplies the pool; --enable-expert-parallel shrinks a MoE model's weights."""
+    common = ["--kv-format", "fp8_e5m2", "--max-ctx", "65536", "--max-num-seqs", "2", "--max-num-batched-tokens",
+              "4096", "--mem-util", "0.9"]
+    code, out, _ = run(capsys, "--model", "qwen3.6-27b", "--tensor-parallel-size", "1", "--pipeline-parallel-size", "4",
+                       *common, "--json")
+    d = json.loads(out)
+    assert code == 0 and d["layers_per_stage"] == [16, 16, 16, 16] and d["cards"] == 4
+    assert d["num_blocks"] == min(s["num_blocks"] for s in d["stages"])
+    code, out, _ = run(capsys, "--model", "qwen3.6-27b", "--tp", "1", "-pp", "4", "-dp", "2", *common, "--json")
+    d2 = json.loads(out)
+    assert d2["total_pool_tokens"] == 2 * d["pool_tokens"] and d2["cards"] == 8
+    code, out, _ = run(capsys, "--model", "qwen3.6-35b-a3b", "--tp", "2", "-dp", "2", "--enable-expert-parallel", *common)
+    assert code == 0 and "expert parallelism" in out and "stage 0" in out
+    code, _, err = run(capsys, "--model", "qwen3.6-27b", "-pp", "4", "--layer-partition", "1,2,3", *common)
+    assert code == 2 and "does not match" in err

@@ -236,7 +236,7 @@ def sampler_terms(arch, max_num_seqs: int, tp: int = 1, *, num_sms: int = 128) -
     - ``Sampler.forward``: ``logits.to(float32)`` [S, V] fp32 (sampler.py);
     - ``TopKTopPSampler.forward_native`` (ops/topk_topp_sampler.py), run as the second warm-up: with
       S < 8 the PyTorch path ``apply_top_k_top_p_pytorch``: ``sort`` values fp32 + indices int64, the
-      top-k mask (bool), ``probs_sort`` fp32 (cumsum in place) and the top-p mask (bool): 22 B per
+      top-k mask (bool), ``probs_sort`` fp32 (cumsum in place) and the top-p mask (bool): 18 B per
       element; with S >= 8 the Triton path, in place, with a cached [min(S, SMs), V] fp32 buffer; then
       ``softmax`` fp32 and the exponential noise ``q`` fp32 (``random_sample``): 8 B per element.
     """

@@ -25,12 +25,15 @@ Terms, per card (one tensor-parallel rank), exact integers in bytes:
   (``FITTED_CHECKPOINTS``: the Gemma 4 31B AWQ checkpoint), a fitted correction in GB is added.
 - drafter weights: the drafter checkpoint / TP (MTP assistant, DFlash); built-in MTP heads are in
   the checkpoint.
-- activation peak: the FLA chunked gated-delta-rule buffers of GDN models, exactly
-  (``h = ceil(T / 64) * (Hv / TP) * dk * dv * 2`` B in bf16 plus ``v_new = T * (Hv / TP) * dv * 2`` B,
-  vllm/model_executor/layers/fla/ops/chunk_delta_h.py, ``T = min(max_num_batched_tokens,
-  max_model_len)``), plus an empirical term proportional to ``max_num_batched_tokens / TP``.
-- CUDA graphs, workspace and memory outside PyTorch: an empirical constant plus a term in ``1 / TP``,
-  plus a Gemma 4 offset (262k vocabulary, vision tower) and a MoE offset (dispatch buffers).
+- activation peak (``profile_peak``): the torch peak of vLLM's profile run, derived term by term from the
+  tensors it allocates (``kvmath.engines.vllm.activation``: the forward of ``max_num_batched_tokens``
+  tokens, the sampler on ``max_num_seqs`` rows, the multimodal encoder's budget); the GDN chunk buffers
+  only at the 64-token warm-up (the profile run skips the chunked kernels at ``max_num_batched_tokens``).
+- CUDA graphs (``cudagraph``): the estimate vLLM subtracts before sizing the KV cache
+  (``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS`` defaults to 1 in 0.20-0.33): the first capture, derived
+  as the forward at the largest capture size.
+- memory outside PyTorch (``overhead``): the fitted ``const_gib + per_inv_tp_gib / TP``; the fit may also
+  keep per-graph, per-batched-token and Gemma 4 / MoE terms (``KNOWN_COEFFICIENTS``; 0 when it does not).
 - draft KV override (``draft_kv_bytes``): KV of a drafter with its own cache layers (DFlash),
   reserved out of the pool when given.
 - the pool itself (growing full-attention KV, sliding-window blocks, GDN state blocks, MTP drafter

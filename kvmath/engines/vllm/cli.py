@@ -154,7 +154,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="max_model_len (default: preset, else 180000 or the model maximum if smaller)")
     p.add_argument("--max-num-seqs", type=_positive_int("--max-num-seqs"), help="max_num_seqs (default: preset, else 1)")
     p.add_argument("--sequences", type=_positive_int("--sequences"), help="alias of --max-num-seqs")
-    p.add_argument("--tp", type=_positive_int("--tp", MAX_TP), help="tensor_parallel_size (default: preset, else 1)")
+    p.add_argument("--tp", "--tensor-parallel-size", dest="tp", type=_positive_int("--tp", MAX_TP),
+                   help="tensor_parallel_size (default: preset, else 1)")
+    p.add_argument("--pipeline-parallel-size", "-pp", dest="pp", type=_positive_int("--pipeline-parallel-size", MAX_TP),
+                   default=1, help="pipeline stages (vLLM's layer split; each stage's own budget, the pool the "
+                                   "minimum over stages)")
+    p.add_argument("--data-parallel-size", "-dp", dest="dp", type=_positive_int("--data-parallel-size", MAX_TP),
+                   default=1, help="independent engines (one pool each)")
+    p.add_argument("--enable-expert-parallel", action="store_true",
+                   help="place MoE experts whole over TP x DP ranks instead of slicing them over TP")
+    p.add_argument("--layer-partition", default=None, help="VLLM_PP_LAYER_PARTITION: layers per stage, e.g. 21,22,21")
     p.add_argument("--gpus", type=_positive_int("--gpus", MAX_TP), help="GPUs in the box (informational; >= TP)")
     p.add_argument("--mem-util", type=_mem_util, help="gpu_memory_utilization (default: preset, else 0.95)")
     p.add_argument("--vram", type=_vram, help="card memory as PyTorch reports it, GiB ('25.4GB' for 1e9 B)")
@@ -444,6 +453,8 @@ def run(argv=None) -> int:
         from ...model.load import load_architecture
 
         model, kw, notes = _resolve(args)
+        if args.pp > 1 or args.dp > 1 or args.enable_expert_parallel:
+            return _print_parallel(model, kw, notes, args)
         try:
             b = budget(model, **kw)
         except KvMathError as e:
@@ -501,6 +512,38 @@ def run(argv=None) -> int:
     else:
         print(render_text(b, largest, anchor, notes, bd, args.compose, safe, arch.max_position_embeddings))
     return 0 if b.outcome == "boots" else 1
+
+
+def _print_parallel(model, kw, notes, args) -> int:
+    """``--pipeline-parallel-size`` / ``--data-parallel-size`` / ``--enable-expert-parallel``: every stage's budget
+    and the unified pool (``kvmath.engines.vllm.parallel``)."""
+    from .parallel import parallel_budget
+
+    kw = dict(kw)
+    tp = kw.pop("tp", 1)
+    pb = parallel_budget(model, tp=tp, pp=args.pp, dp=args.dp, enable_expert_parallel=args.enable_expert_parallel,
+                         layer_partition=args.layer_partition, **kw)
+    if args.json:
+        print(json.dumps({"tp": pb.tp, "pp": pb.pp, "dp": pb.dp, "cards": pb.cards,
+                          "enable_expert_parallel": pb.enable_expert_parallel, "layers_per_stage": list(pb.layers),
+                          "num_blocks": pb.num_blocks, "pool_tokens": pb.pool_tokens,
+                          "total_pool_tokens": pb.total_pool_tokens, "outcome": pb.outcome,
+                          "limiting_stage": pb.limiting_stage, "notes": list(notes) + list(pb.notes),
+                          "stages": [s.to_dict() for s in pb.stages]}, indent=1))
+    else:
+        s0 = pb.stages[0]
+        print(f"{s0.model} on {pb.cards} x {s0.card}: TP={pb.tp} x PP={pb.pp} x DP={pb.dp}"
+              + (" with expert parallelism" if pb.enable_expert_parallel else "") + f": {pb.outcome}")
+        for i, (n, b) in enumerate(zip(pb.layers, pb.stages)):
+            print(f"  stage {i}: {n} layers, weights {b.weights / GIB:.2f} GiB, activation {b.profile_peak / GIB:.2f} GiB,"
+                  f" CUDA graphs {b.cudagraph / GIB:.2f} GiB, available KV {b.available_kv / GIB:.2f} GiB, "
+                  f"{b.plan.num_blocks if b.plan else 0:,} blocks, {b.outcome}"
+                  + (f" ({b.refusal})" if b.refusal else ""))
+        print(f"Pool: {pb.num_blocks:,} blocks on every worker (the smallest stage's), {pb.pool_tokens:,} tokens per "
+              f"engine, {pb.total_pool_tokens:,} over {pb.dp} engine(s)")
+        for n in list(notes) + list(pb.notes):
+            print(f"Note: {n}")
+    return 0 if pb.outcome == "boots" else 1
 
 
 def main(argv=None) -> int:

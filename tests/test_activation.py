@@ -1,0 +1,183 @@
+"""The profile-run terms of kvmath.engines.vllm.activation, each derived by hand from vLLM's tensor shapes
+(0.24.0), and the pipeline split of kvmath.engines.vllm.parallel against vLLM's get_pp_indices."""
+
+import ast
+import pathlib
+
+import pytest
+
+from kvmath.engines.vllm.activation import (activation_frame, capture_sizes, encoder_terms, forward_peak_bytes,
+                                            forward_terms, gdn_warmup_bytes, num_cudagraphs, padded_vocab,
+                                            profile_peak, sampler_peak_bytes, sampler_terms)
+from kvmath.engines.vllm.budget import budget
+from kvmath.engines.vllm.parallel import parallel_budget, pp_indices, pp_partitions
+from kvmath.errors import KvMathError
+from kvmath.model.load import load_architecture
+
+
+def terms(arch, T, tp, **kw):
+    return {t.name: t.bytes for t in forward_terms(arch, T, tp, **kw)}
+
+
+def test_dense_gdn_forward_qwen27b():
+    # Qwen 3.6 27B: H 5120, I 17408; attention 24 q heads, 4 kv heads, d 256; GDN 16 k / 48 v heads of 128
+    a = load_architecture("qwen3.6-27b")
+    T, tp = 8192, 2
+    t = terms(a, T, tp)
+    assert t["residual stream"] == 2 * T * 5120 * 2
+    assert t["MLP (gate_up, act)"] == T * (2 * 17408 // 2 + 17408 // 2) * 2
+    assert t["attention (qkv, q/k normed, output)"] == T * (12 * 256 + 2 * 2 * 256) * 2 + T * (12 + 2) * 256 * 2 \
+        + T * 12 * 256 * 2
+    qkvz = T * (2 * 8 * 128 + 2 * 24 * 128) * 2
+    assert t["GDN projections (qkvz, ba, core out, norm out)"] == qkvz + T * 2 * 24 * 2 + 2 * T * 24 * 128 * 2
+    assert t["all-reduce output"] == T * 5120 * 2
+    # the peak: residual stream + all-reduce output + the largest layer set (here the MLP)
+    layer = max(t["MLP (gate_up, act)"], t["attention (qkv, q/k normed, output)"],
+                t["GDN projections (qkvz, ba, core out, norm out)"])
+    assert forward_peak_bytes(a, T, tp) == t["residual stream"] + t["all-reduce output"] + layer
+
+
+def test_fused_moe_caches_qwen35b():
+    # fused_experts_impl: cache13 = M * top_k * max(N, K), cache2 = (M * top_k, N // 2); N = w1 rows = 2 I_e / TP
+    a = load_architecture("qwen3.6-35b-a3b")  # E 256, top-k 8, I_e 512, shared 512, H 2048
+    T, tp = 4096, 2
+    N = 2 * 512 // tp
+    moe = T * 256 * 2 + T * 8 * 8 + T * 8 * max(N, 2048) * 2 + T * 8 * (N // 2) * 2 + T * 2048 * 2
+    moe += T * 3 * 512 // tp * 2 + T * 2048 * 2  # shared expert gate_up + act, and its output
+    assert terms(a, T, tp)["fused MoE (router, cache13, cache2, output)"] == moe
+    # expert parallelism: experts whole, N = 2 I_e
+    N = 1024
+    ep = T * 256 * 2 + T * 8 * 8 + T * 8 * max(N, 2048) * 2 + T * 8 * (N // 2) * 2 + T * 2048 * 2 \
+        + T * 3 * 512 // tp * 2 + T * 2048 * 2
+    assert terms(a, T, tp, enable_expert_parallel=True)["fused MoE (router, cache13, cache2, output)"] == ep
+
+
+def test_gemma4_k_eq_v_attention_and_dense_beside_moe():
+    a = load_architecture("gemma-4-26b-a4b")
+    t = terms(a, 1024, 1)
+    assert "dense MLP (gate_up, act)" in t and t["dense MLP (gate_up, act)"] == 1024 * 3 * 2112 * 2
+    # the largest attention set: sliding 16 q / 8 kv heads of 256 vs full k_eq_v 16 q / 2 kv heads of 512
+    sliding = 1024 * (16 * 256 + 2 * 8 * 256) * 2 + 1024 * 24 * 256 * 2 + 1024 * 16 * 256 * 2
+    full = 1024 * (16 * 512 + 2 * 512) * 2 + 1024 * 18 * 512 * 2 + 1024 * 16 * 512 * 2
+    assert t["attention (qkv, q/k normed, output)"] == max(sliding, full)
+
+
+def test_gdn_warmup_is_one_chunk():
+    # _warmup_prefill_kernels: T = 64 -> h [1, 1, Hv, 128, 128] + v_new [1, 64, Hv, 128], bf16
+    a = load_architecture("qwen3.6-27b")
+    assert gdn_warmup_bytes(a, 2) == 24 * 128 * 128 * 2 + 64 * 24 * 128 * 2
+    assert gdn_warmup_bytes(load_architecture("gemma-4-31b"), 2) == 0
+
+
+def test_sampler_terms_small_and_large_batch():
+    a = load_architecture("qwen3.6-27b")
+    V = padded_vocab(248320, 2)
+    assert V == 248320  # 124160 per rank is a multiple of 64
+    # S < 8: PyTorch sort path, 4 + 8 + 1 + 4 + 1 = 18 B per logit beside the fp32 copy
+    t = {x.name: x.bytes for x in sampler_terms(a, 4, 2)}
+    assert t["logits fp32"] == 4 * V * 4 and t["top-k/top-p temporaries"] == 4 * V * 18
+    assert sampler_peak_bytes(a, 4, 2) == 4 * 5120 * 2 + 4 * V * 2 + 4 * V * 4 + 4 * V * 18
+    # S >= 8: Triton path, a [min(S, SMs), V] fp32 buffer, then softmax + noise (8 B)
+    t = {x.name: x.bytes for x in sampler_terms(a, 256, 1)}
+    assert t["top-k/top-p temporaries"] == 128 * V * 4
+    assert sampler_peak_bytes(a, 256, 1) == 256 * 5120 * 2 + 256 * V * (2 + 4 + 8)
+    assert padded_vocab(201088, 1) == 201088 and padded_vocab(201090, 1) == 201152
+
+
+def test_capture_sizes_as_vllm_lists_them():
+    # _set_cudagraph_sizes: max = min(max_num_seqs * (1 + spec) * 2, 512, T)
+    assert capture_sizes(2, 8192, 3) == [1, 2, 4, 8, 16]
+    assert capture_sizes(1, 4096) == [1, 2]
+    full = capture_sizes(256, 8192)
+    assert full[:4] == [1, 2, 4, 8] and full[-1] == 512 and len(full) == 3 + 31 + 17
+    assert capture_sizes(256, 100) == [1, 2, 4] + list(range(8, 101, 8)) + [100]
+    assert num_cudagraphs(2, 8192, 3) == 5 + 4 and num_cudagraphs(2, 8192, 3, enforce_eager=True) == 0
+
+
+def test_encoder_budget_gemma4():
+    # default_output_length 280 soft tokens, pooling 3 -> 2520 patches an image; budget 4096 -> 14 images
+    a = load_architecture("gemma-4-31b")
+    t = {x.name: x.bytes for x in encoder_terms(a, 4096, 4, 131072)}
+    P = 14 * 2520
+    assert t["vision tower (hidden, residual, MLP)"] == P * (2 * 1152 + 3 * 4304) * 2
+    assert t["encoder cache outputs"] == 14 * 280 * 5376 * 2
+    assert encoder_terms(load_architecture("qwen3.6-27b"), 4096, 4, 131072) == []
+
+
+def test_profile_peak_is_max_over_phases_and_budget_uses_it():
+    a = load_architecture("qwen3.6-27b")
+    p = profile_peak(a, tp=2, max_num_batched_tokens=8192, max_num_seqs=2, max_model_len=262144,
+                     num_speculative_tokens=3)
+    assert p.torch_peak == max(p.phases.values())
+    assert p.largest_capture == 16 and p.cudagraph_first == forward_peak_bytes(a, 16, 2)
+    b = budget("qwen3.6-27b", tp=2, kv_format="fp8_e5m2", max_model_len=262144, max_num_seqs=2,
+               max_num_batched_tokens=8192, num_speculative_tokens=3)
+    assert b.profile_peak == p.torch_peak and b.cudagraph >= p.cudagraph_first
+    assert budget("qwen3.6-27b", tp=2, max_model_len=4096, enforce_eager=True).cudagraph == 0
+
+
+def test_activation_frame():
+    f = activation_frame("gemma-4-26b-a4b", max_num_batched_tokens=4096, max_num_seqs=4, tp=2)
+    assert {"phase", "term", "shape", "MiB per card", "vLLM source"} <= set(f.columns)
+    assert "torch peak increase (max over phases)" in set(f["term"])
+
+
+def _vllm_get_pp_indices():
+    """vLLM's own get_pp_indices (0.24.0), when its source is on this machine; else None."""
+    src = pathlib.Path("/tmp/vw/src/0.24.0/vllm/distributed/utils.py")
+    if not src.is_file():
+        return None
+    tree = ast.parse(src.read_text())
+    fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "get_pp_indices")
+
+    class Envs:
+        VLLM_PP_LAYER_PARTITION = None
+
+    class Log:
+        def info(self, *a, **k):
+            pass
+
+    ns = {"envs": Envs, "logger": Log()}
+    exec(compile(ast.Module([fn], []), str(src), "exec"), ns)
+    return ns["get_pp_indices"]
+
+
+@pytest.mark.parametrize("L,P", [(64, 2), (64, 3), (61, 4), (30, 4), (40, 3), (60, 7), (27, 5), (5, 5)])
+def test_pp_split_matches_get_pp_indices(L, P):
+    # vllm/distributed/utils.py get_pp_indices: L // P each; `for i in range(2, remaining_layers + 2):
+    # partitions[-i] += 1` (the remainder to the stages before the last, from the second-to-last back)
+    parts = pp_partitions(L, P)
+    assert sum(parts) == L and max(parts) - min(parts) <= 1
+    if L % P:
+        assert parts[-1] == L // P
+    real = _vllm_get_pp_indices()
+    if real is not None:
+        assert [pp_indices(L, r, P) for r in range(P)] == [real(L, r, P) for r in range(P)]
+    assert pp_partitions(61, 4) == [15, 15, 16, 15] and pp_partitions(64, 3) == [21, 22, 21]
+
+
+def test_pp_layer_partition_env_rule():
+    assert pp_partitions(10, 4, "1,2,3,4") == [1, 2, 3, 4]
+    for bad in ("1,2,3", "1,2,3,5", "a,b,c,d"):
+        with pytest.raises(KvMathError):
+            pp_partitions(10, 4, bad)
+
+
+def test_pipeline_pool_is_the_minimum_over_stages_and_dp_multiplies():
+    kw = dict(card="rtx3090", kv_format="fp8_e5m2", max_model_len=65536, max_num_seqs=2, max_num_batched_tokens=4096,
+              mem_util=0.9)
+    pb = parallel_budget("qwen3.6-27b", tp=1, pp=4, **kw)
+    assert pb.layers == (16, 16, 16, 16) and pb.outcome == "boots"
+    assert pb.num_blocks == min(s.plan.num_blocks for s in pb.stages)
+    # the end stages hold the embedding / lm_head: less memory for KV than the middle ones
+    assert pb.stages[0].available_kv < pb.stages[1].available_kv
+    assert sum(s.weights for s in pb.stages) == pytest.approx(budget("qwen3.6-27b", **kw).weights, abs=4)
+    pb2 = parallel_budget("qwen3.6-27b", tp=1, pp=4, dp=2, **kw)
+    assert pb2.total_pool_tokens == 2 * pb2.pool_tokens == 2 * pb.pool_tokens and pb2.cards == 8
+
+
+def test_expert_parallel_weights_shrink_with_dp():
+    kw = dict(card="rtx3090", kv_format="fp8_e5m2", max_model_len=65536, max_num_seqs=2, max_num_batched_tokens=4096)
+    one = parallel_budget("qwen3.6-35b-a3b", tp=2, **kw).stages[0].weights
+    ep = parallel_budget("qwen3.6-35b-a3b", tp=2, dp=2, enable_expert_parallel=True, **kw).stages[0].weights
+    assert one / 2 < ep < one
