@@ -58,7 +58,8 @@ from pathlib import Path
 from ... import facts
 from ...errors import KvMathError, choices
 from ...model.load import load_architecture
-from ...validate import MAX_GB, MAX_TOKENS, MAX_TP, _short, check_bool, check_name, check_number, check_positive
+from ...validate import (MAX_GB, MAX_TOKENS, MAX_TP, _short, check_bool, check_count, check_name, check_number,
+                         check_positive)
 from ...validate import is_finite_number as _finite
 from .alloc import plan as vplan
 from .formats import VLLM_FORMATS, vllm_format
@@ -540,6 +541,9 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
     if max_model_len is not None:  # bounded by MAX_TOKENS below, after the model's own maximum is named
         max_model_len = check_positive(max_model_len, "max_model_len", maximum=10**30)
     check_number(mem_util, "mem_util (gpu_memory_utilization)", 0, 1, open_min=True)
+    num_speculative_tokens = check_count(num_speculative_tokens, "num_speculative_tokens", maximum=1024)
+    if weights_bytes is not None:
+        weights_bytes = check_count(weights_bytes, "weights_bytes", maximum=2**60)
     check_name(kv_format, "kv_format", maximum=64)
     check_name(weights_variant, "weights_variant", maximum=64)
     check_name(attention_backend, "attention_backend", maximum=64, optional=True)
