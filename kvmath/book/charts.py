@@ -68,3 +68,22 @@ def per_token_bars(frame, *, title: str):
         yOffset="tp:O",
         tooltip=["format", "tp", alt.Tooltip("bytes_per_token:Q", format=",")],
     ).properties(title=title, width=520)
+
+
+def activation_lines(frame, *, title: str, seqs_choices, tp_choices):
+    """The profile run's peak (MiB per card) against ``max_num_batched_tokens``, one line per phase, with
+    bound inputs for ``max_num_seqs`` and TP (``kvmath.book.frames.activation_grid``: columns
+    max_num_batched_tokens, max_num_seqs, tp, phase, mib)."""
+    import altair as alt
+
+    seqs = alt.param(name="act_seqs", value=int(seqs_choices[0]),
+                     bind=alt.binding_select(options=[int(s) for s in seqs_choices], name="max_num_seqs "))
+    tp = alt.param(name="act_tp", value=int(tp_choices[0]),
+                   bind=alt.binding_radio(options=[int(t) for t in tp_choices], name="TP "))
+    return alt.Chart(frame).mark_line(point=True).encode(
+        x=alt.X("max_num_batched_tokens:Q", scale=alt.Scale(type="log", base=2), title="max_num_batched_tokens"),
+        y=alt.Y("mib:Q", title="MiB per card"),
+        color=alt.Color("phase:N", title="phase"),
+        tooltip=["phase", alt.Tooltip("max_num_batched_tokens:Q", format=","), alt.Tooltip("mib:Q", format=",.1f")],
+    ).add_params(seqs, tp).transform_filter(
+        (alt.datum.max_num_seqs == seqs) & (alt.datum.tp == tp)).properties(title=title, width=520)

@@ -418,3 +418,30 @@ def default_budget_frame(model_id: str, *, max_model_len: int, cards=BUDGET_CARD
                 notes += list(b.notes)
             rows.append(row)
     return pd.DataFrame(rows), list(dict.fromkeys(n for n in notes if n))
+
+
+def activation_grid(model, *, tokens=(512, 1024, 2048, 4096, 8192, 16384), seqs=(1, 16, 256), tps=(1,)):
+    """The profile run's peak per phase (forward, sampler, encoder, total, first CUDA-graph capture) over a
+    grid of ``max_num_batched_tokens`` x ``max_num_seqs`` x TP, MiB per card, from
+    ``kvmath.engines.vllm.activation.activation_frame`` (phase total rows). Combinations vLLM's scheduler
+    refuses (``max_num_seqs`` above ``max_num_batched_tokens``) are left out."""
+    import pandas as pd
+
+    from ..engines.vllm.activation import activation_frame
+
+    rows = []
+    for tp in tps:
+        for s in seqs:
+            for t in tokens:
+                if s > t:
+                    continue
+                f = activation_frame(model, max_num_batched_tokens=t, max_num_seqs=s, tp=tp)
+                keep = f["term"].astype(str).str.endswith("phase peak") | f["phase"].isin(["total", "cudagraph"])
+                for _, r in f[keep].iterrows():
+                    label = {"total": "peak (largest phase)", "cudagraph": "first CUDA-graph capture"}.get(
+                        r["phase"], r["phase"])
+                    rows.append({"max_num_batched_tokens": t, "max_num_seqs": s, "tp": tp,
+                                 "phase": label, "mib": float(r["MiB per card"])})
+    out = pd.DataFrame(rows)
+    empty = out.groupby("phase")["mib"].max() == 0  # e.g. the encoder phase of a text-only model
+    return out[~out["phase"].isin(empty[empty].index)].reset_index(drop=True)
