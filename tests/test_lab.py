@@ -95,6 +95,10 @@ def lab(tmp_path_factory):
     for var, sub in (("JUPYTER_RUNTIME_DIR", "runtime"), ("JUPYTERLAB_WORKSPACES_DIR", "workspaces"),
                      ("JUPYTERLAB_SETTINGS_DIR", "user-settings")):
         env[var] = str(base / sub)
+    # every cell in the DOM (JupyterLab 4 otherwise renders only the cells near the viewport)
+    tracker = base / "user-settings" / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings"
+    tracker.parent.mkdir(parents=True)
+    tracker.write_text('{"windowingMode": "none"}')
     lab_args = " ".join([
         "--no-browser", "--ip=127.0.0.1", f"--port={port}", "--ServerApp.port_retries=0",
         f"--IdentityProvider.token={token}",

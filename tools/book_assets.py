@@ -185,9 +185,9 @@ div.math, mjx-container[display="true"] {
 }
 mjx-container[display="true"] { padding-bottom: 0.25rem; }
 
-/* Long inline code and URLs wrap instead of widening the page (break-word keeps
+/* Long inline code, URLs and words (an engine's message quoting a URL) wrap instead of widening the page (break-word keeps
    table columns at their natural width; only prose lines break). */
-code.literal, code.literal span.pre, .bd-article a { overflow-wrap: break-word; }
+.bd-article, code.literal, code.literal span.pre { overflow-wrap: break-word; }
 code.literal span.pre { white-space: normal; }
 
 /* Charts: fixed-width single/layered charts are narrowed by the vegaEmbed wrapper;
