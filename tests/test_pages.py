@@ -16,7 +16,8 @@ so a page that fails one check still reports the others:
 * ``test_charts_drawn``: every Altair chart drew a Vega view (``canvas`` / ``svg.marks``
   with a nonzero size) that fits its column (no chart scrolls at phone width);
 * ``test_controls_redraw``: every input bound to a chart (range, select, radio, checkbox)
-  changes the drawn chart when it is changed (no kernel involved);
+  changes the drawn chart when it is changed (for a select or radio group: one of its other
+  options does); no kernel involved;
 * ``test_widgets_render``: every ipywidget view rendered (``.jupyter-widgets``);
 * ``test_math_typeset``: math was typeset by the vendored MathJax (``mjx-container``), and at
   1280 px no display equation is wider than the text column.
@@ -198,24 +199,6 @@ _MOVE_RANGE = """(input) => {
   return input.value;
 }"""
 
-_CHANGE_SELECT = """(sel) => {
-  const opts = [...sel.options].map(o => o.value);
-  const next = opts.find(v => v !== sel.value);
-  if (next === undefined) return null;
-  sel.value = next;
-  sel.dispatchEvent(new Event('change', {bubbles: true}));
-  return next;
-}"""
-
-_CHANGE_RADIO = """(bind) => {
-  const radios = [...bind.querySelectorAll('input[type=radio]')];
-  const next = radios.find(r => !r.checked);
-  if (!next) return null;
-  next.checked = true;
-  next.dispatchEvent(new Event('change', {bubbles: true}));
-  return next.value;
-}"""
-
 _SET_VALUE = """(el, v) => {
   el.value = v;
   el.dispatchEvent(new Event('input', {bubbles: true}));
@@ -255,55 +238,59 @@ class PageReport:
     problems: list[str] = dataclasses.field(default_factory=list)  # timeouts while loading
 
 
-def _redrew(page, embed, before) -> bool:
-    for _ in range(REDRAW_TIMEOUT_MS // 100):  # Vega re-renders asynchronously
+def _redrew(page, embed, before, timeout_ms: int = REDRAW_TIMEOUT_MS) -> bool:
+    for _ in range(timeout_ms // 100):  # Vega re-renders asynchronously
         page.wait_for_timeout(100)
         if embed.evaluate(_VIEW_SNAPSHOT) != before:
             return True
     return False
 
 
-def _change(bind):
-    """Change one bound control; return a function that puts it back, or None if it has one state."""
+def _options(bind):
+    """The ways to change one bound control: a list of (apply, undo) pairs, one per other state."""
     if bind.locator("input[type=range]").count():
         rng = bind.locator("input[type=range]").first
         old = rng.input_value()
-        rng.evaluate(_MOVE_RANGE)
-        return lambda: rng.evaluate(_SET_VALUE, old)
+        return [(lambda: rng.evaluate(_MOVE_RANGE), lambda: rng.evaluate(_SET_VALUE, old))]
     if bind.locator("select").count():
         sel = bind.locator("select").first
         old = sel.input_value()
-        if sel.evaluate(_CHANGE_SELECT) is None:
-            return None  # one option only: nothing to change
-        return lambda: sel.evaluate(_SET_VALUE, old)
+        values = [v for v in sel.evaluate("(s) => [...s.options].map(o => o.value)") if v != old]
+        return [((lambda v=v: sel.evaluate(_SET_VALUE, v)), lambda: sel.evaluate(_SET_VALUE, old)) for v in values]
     if bind.locator("input[type=radio]").count():
+        radios = bind.locator("input[type=radio]")
         old = bind.locator("input[type=radio]:checked").first
-        if bind.evaluate(_CHANGE_RADIO) is None:
-            return None
-        return lambda: old.evaluate(_CHECK)
+        others = [radios.nth(j) for j in range(radios.count()) if not radios.nth(j).is_checked()]
+        return [((lambda r=r: r.evaluate(_CHECK)), lambda: old.evaluate(_CHECK)) for r in others]
     if bind.locator("input[type=checkbox]").count():
         box = bind.locator("input[type=checkbox]").first
-        box.evaluate(_CHANGE_CHECKBOX)
-        return lambda: box.evaluate(_CHANGE_CHECKBOX)
-    return None  # a text input or a bare element: nothing to drive generically
+        return [(lambda: box.evaluate(_CHANGE_CHECKBOX), lambda: box.evaluate(_CHANGE_CHECKBOX))]
+    return []  # a text input or a bare element: nothing to drive generically
 
 
 def _exercise_controls(page, rep: PageReport) -> None:
-    """Change every input bound to a chart, from the page's initial state (each one is put back
-    before the next), and record whether its own chart redrew."""
+    """Change every input bound to a chart, from the page's initial state (each change is put back
+    before the next), and record whether its own chart redrew. A select or radio group counts as
+    redrawing when one of its other options changes the chart (two options may draw the same)."""
     binds = page.locator(".vega-embed .vega-bindings .vega-bind")
     for i in range(binds.count()):
         bind = binds.nth(i)
         label = bind.locator(".vega-bind-name")
         name = ((label.first.text_content() if label.count() else "") or f"control {i}").strip()
         embed = bind.locator("xpath=ancestor::div[contains(@class,'vega-embed')][1]")
-        before = embed.evaluate(_VIEW_SNAPSHOT)
-        undo = _change(bind)
-        if undo is None:
+        options = _options(bind)
+        if not options:
             continue
-        rep.controls.append((f"chart control '{name}' (#{i})", _redrew(page, embed, before)))
-        undo()
-        page.wait_for_timeout(300)  # let the chart settle back
+        redrew = False
+        for k, (apply, undo) in enumerate(options):
+            before = embed.evaluate(_VIEW_SNAPSHOT)
+            apply()
+            redrew = _redrew(page, embed, before, REDRAW_TIMEOUT_MS if k == 0 else 1500)
+            undo()
+            page.wait_for_timeout(300)  # let the chart settle back
+            if redrew:
+                break
+        rep.controls.append((f"chart control '{name}' (#{i})", redrew))
 
 
 def _load(browser, server, built_book, doc: str, width: int) -> PageReport:
