@@ -14,7 +14,7 @@ import struct
 import numpy as np
 import pytest
 
-safetensors = pytest.importorskip("safetensors")
+import safetensors  # pinned in requirements-test.lock (via transformers)
 from safetensors import TensorSpec, serialize_file  # noqa: E402
 
 from kvmath import KvMathError, facts  # noqa: E402

@@ -314,7 +314,7 @@ def test_gemma4_per_layer_config_form_reads_the_full_layers_exactly():
 
 
 def test_gemma4_per_layer_config_as_transformers_writes_it():
-    transformers = pytest.importorskip("transformers")
+    import transformers  # pinned in requirements-test.lock
     cfg = json.loads(GEMMA4_31B.read_text())
     saved = json.loads(transformers.Gemma4Config(**cfg).to_json_string(use_diff=True))
     t = saved["text_config"]
@@ -452,7 +452,7 @@ def test_gemma3_defaults_are_transformers_defaults():
     a = kvmath.load_architecture(cfg)
     assert {(l.num_kv_heads, l.head_dim) for l in a.layers} == {(4, 256)}
     assert a.layer_type_counts() == {"sliding_attention": 29, "full_attention": 5}
-    transformers = pytest.importorskip("transformers")
+    import transformers  # pinned in requirements-test.lock
     built = transformers.Gemma3TextConfig(**{k: v for k, v in cfg["text_config"].items() if k != "model_type"})
     assert (built.num_key_value_heads, built.head_dim, built.num_attention_heads) == (4, 256, 8)
     assert [l.layer_type for l in a.layers] == built.layer_types
@@ -469,7 +469,7 @@ def test_granite_hybrid_mamba2_and_attention():
     assert (attn.num_kv_heads, attn.head_dim) == (2, 64)  # 256 / 4
     assert kvmath.derive(GRANITE_H_MIN, engine="transformers", max_ctx=1024).bytes_per_token == 1 * 2 * 64 * 2 * 2
     # transformers' own config class agrees on the layer kinds and the Mamba-2 head width
-    transformers = pytest.importorskip("transformers")
+    import transformers  # pinned in requirements-test.lock
     built = transformers.GraniteMoeHybridConfig(**{k: v for k, v in GRANITE_H_MIN.items() if k != "model_type"})
     assert built.layer_types == ["linear_attention", "linear_attention", "full_attention", "linear_attention"]
     assert built.mamba_d_head == m.head_dim
@@ -518,7 +518,7 @@ def test_new_families_match_transformers_real_cache(family):
     """kvmath's transformers total against the DynamicCache a scaled-down random model really fills
     (tests/realcache.py: cache fields kept, widths of everything else shrunk), window cut to 16 tokens
     and long models cut to 12 layers (the Gemma 3 pattern keeps its two full layers)."""
-    pytest.importorskip("torch")
+    import torch  # noqa: F401 - pinned in requirements-test.lock
     import sys
     sys.path.insert(0, str(Path(__file__).parent))
     from realcache import transformers_cache_bytes

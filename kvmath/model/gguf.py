@@ -60,7 +60,7 @@ from typing import Any
 
 from ..errors import KvMathError, choices
 from .hf import architecture_from_config
-from ..validate import MAX_INT, MAX_LAYERS, MAX_TOKENS, _short
+from ..validate import MAX_INT, MAX_LAYERS, MAX_TOKENS, _short, check_count
 from .specs import Architecture
 
 # GGUF general.architecture -> the transformers model_type kvmath's config loader knows.
@@ -730,14 +730,7 @@ def _gguf_version() -> str:
 
 def _int(value, what: str, minimum: int = 0, maximum: int = MAX_INT) -> int:
     """A GGUF integer field in ``[minimum, maximum]`` (an integral float is accepted); KvMathError naming it."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        if isinstance(value, float) and math.isfinite(value) and value.is_integer():
-            value = int(value)
-        else:
-            raise KvMathError(f"GGUF field {what} must be an integer, got {_short(value)}")
-    if not minimum <= value <= maximum:
-        raise KvMathError(f"GGUF field {what} must be in [{minimum}, {maximum:,}], got {_short(value)}")
-    return value
+    return check_count(value, f"GGUF field {what}", minimum=minimum, maximum=maximum)
 
 
 def _per_layer(value, n: int, what: str, minimum: int = 0) -> list[int]:
