@@ -91,19 +91,37 @@ MAX_NAME = 200
 
 
 def resolve_model(name: str) -> dict:
-    """The data entry of a known model by kvmath id (``qwen3.6-27b``) or HF repo (``Qwen/Qwen3.6-27B``).
+    """The data entry of a known model by kvmath id (``qwen3.6-27b``) or HF repo (``Qwen/Qwen3.6-27B``):
+    a copy the caller may change.
 
     Raises KvMathError naming the closest known id when one is near, else listing them all.
     """
-    models = _models()
+    return copy.deepcopy(model_entry(name))
+
+
+@lru_cache(maxsize=256)
+def _entry_by_key(key: str) -> dict | None:
+    for entry in _models().values():
+        if key == entry["id"] or key == entry["hf_repo"].lower():
+            return entry
+    return None
+
+
+def model_entry(name: str) -> dict:
+    """``resolve_model`` without the copy: the shared entry itself, for readers on a hot path (the vLLM
+    budget reads the kept config several times per call). Callers must not change it.
+
+    Raises KvMathError as ``resolve_model`` does.
+    """
     if not isinstance(name, str):
         raise KvMathError(f"a model is a known id or a config path, got {type(name).__name__}")
     if len(name) > MAX_NAME:
         raise KvMathError(f"model name is {len(name)} characters long; ids and paths are at most {MAX_NAME}")
     key = name.strip().lower()
-    for entry in models.values():
-        if key == entry["id"] or key == entry["hf_repo"].lower():
-            return copy.deepcopy(entry)
+    found = _entry_by_key(key)
+    if found is not None:
+        return found
+    models = _models()
     names = list(models) + [e["hf_repo"].lower() for e in models.values()]
     near = difflib.get_close_matches(key, names, n=1, cutoff=0.75)
     if near:

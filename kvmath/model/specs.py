@@ -8,7 +8,7 @@ becomes depends on the engine and the cache format; that is ``kvmath.engines``' 
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 FULL = "full_attention"
 SLIDING = "sliding_attention"
@@ -247,6 +247,19 @@ class Architecture:
     derived_max_model_len: int | None = None
     mamba_chunk_size: int | None = None
     extras: dict = field(default_factory=dict, compare=False, hash=False)
+
+    def __hash__(self) -> int:
+        # The fields' hash, computed once: engines key their caches by the Architecture, and hashing 64
+        # layer records on every call cost more than the plan itself. Not pickled (str hashes differ
+        # between processes).
+        h = self.__dict__.get("_hash")
+        if h is None:
+            h = hash(tuple(getattr(self, f.name) for f in fields(self) if f.hash is not False and f.compare))
+            object.__setattr__(self, "_hash", h)
+        return h
+
+    def __getstate__(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
 
     @property
     def is_moe(self) -> bool:

@@ -22,6 +22,29 @@ _COMMON = ("max_model_len", "max_num_seqs", "tensor_parallel_size", "kv_cache_dt
 _KINDS = ((GatedDeltaNetLayer, "gdn"), (Mamba2Layer, "mamba2"), (KDALayer, "kda"))
 
 
+_COUNTS: dict[int, tuple] = {}
+
+
+def _spec_counts(final_layers: tuple) -> tuple:
+    """((spec, number of layers), ...) of a plan's final layers, kept per tuple (a cached layout's plans
+    share it; the entry holds the tuple alive; at most 1,024 entries)."""
+    hit = _COUNTS.get(id(final_layers))
+    if hit is not None and hit[0] is final_layers:
+        return hit[1]
+    counts: dict[int, list] = {}
+    for _, spec in final_layers:
+        c = counts.get(id(spec))
+        if c is None:
+            counts[id(spec)] = [spec, 1]
+        else:
+            c[1] += 1
+    result = tuple((spec, n) for spec, n in counts.values())
+    if len(_COUNTS) >= 1024:
+        _COUNTS.clear()
+    _COUNTS[id(final_layers)] = (final_layers, result)
+    return result
+
+
 class VllmEngine(Engine):
     name = "vllm"
     label = "vLLM"
@@ -53,6 +76,19 @@ class VllmEngine(Engine):
 
     def cache_format(self, allocation: VllmPlan):
         return vllm_format(allocation.kv_format)
+
+    def kv_split(self, p: VllmPlan) -> tuple[int, int, int]:
+        """(growing, sliding, state): bytes per card that ``max_num_seqs`` requests of ``max_model_len`` hold
+        in full-attention / MLA layers (drafter layers and windows charged in full included), in sliding
+        windows, and in Mamba / DeltaNet state. The sums of ``layer_groups``' ``growing``, ``sliding`` and
+        ``is_state`` terms, without building the groups (the budget's hot path); padding slots are in none."""
+        s = p.settings
+        L, seqs = p.max_model_len, s.max_num_seqs
+        in_flight = in_flight_tokens(s)
+        out = {"full_attention": 0, "sliding_window": 0, "mamba": 0}
+        for spec, n in _spec_counts(p.final_layers):
+            out[spec.kind] += n * spec.max_memory_usage_bytes(L, in_flight)
+        return out["full_attention"] * seqs, out["sliding_window"] * seqs, out["mamba"] * seqs
 
     def layer_groups(self, arch: Architecture, p: VllmPlan) -> tuple[LayerGroup, ...]:
         s = p.settings

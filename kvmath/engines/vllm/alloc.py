@@ -347,8 +347,26 @@ def _state_of(layer, arch: Architecture, s: VllmSettings) -> tuple[tuple, tuple]
     return tuple(t.shape for t in ts), tuple(t.dtype for t in ts)
 
 
-@lru_cache(maxsize=512)  # Architecture and VllmSettings are frozen: a layout is a pure function of both
 def _layout(arch: Architecture, s: VllmSettings) -> VllmLayout:
+    """The layout at ``s``; computed once per model and settings other than ``max_model_len`` wherever the
+    length enters only the record's ``max_model_len`` (not above the derived maximum, and no Mamba block
+    that takes the length, as mode 'none' does). A sweep over lengths then reuses one layout."""
+    L = s.max_model_len
+    derived = arch.derived_max_model_len
+    if L and (not derived or L <= derived) and L != 1:
+        base = _layout_at(arch, _at_length_one(s))
+        if base.refusal is None and (base.mamba_block_size is None or base.mamba_cache_mode != "none"):
+            return replace(base, max_model_len=L)
+    return _layout_at(arch, s)
+
+
+@lru_cache(maxsize=512)
+def _at_length_one(s: VllmSettings) -> VllmSettings:
+    return replace(s, max_model_len=1)
+
+
+@lru_cache(maxsize=512)  # Architecture and VllmSettings are frozen: a layout is a pure function of both
+def _layout_at(arch: Architecture, s: VllmSettings) -> VllmLayout:
     version = parse_version(s.vllm_version)
     notes: list[str] = []
     if version > (0, 27):
@@ -650,6 +668,36 @@ def kv_cache_groups(
     return groups, warnings, None
 
 
+_GROUPS: dict[tuple, tuple] = {}
+
+
+def _groups_of(layers: tuple[tuple[str, KVSpec], ...], s: VllmSettings):
+    """``kv_cache_groups(layers, s)`` and the final (name, spec) list, kept for the layers tuple of a cached layout (the grouping reads only
+    the specs, the hybrid-manager switch and the version): a sweep over lengths groups once. A refusal is
+    kept too. Keyed by the tuple's identity, which the entry holds alive; at most 1,024 entries."""
+    key = (id(layers), s.disable_hybrid_kv_cache_manager, s.vllm_version)
+    hit = _GROUPS.get(key)
+    if hit is not None and hit[0] is layers:
+        result = hit[1]
+    else:
+        try:
+            groups, warns, uniform = kv_cache_groups(list(layers), s)
+            if uniform is not None:
+                final = tuple(zip(groups[0].layer_names, uniform))
+            else:
+                final = tuple((n, g.spec) for g in groups for n in g.layer_names)
+            result = (groups, warns, uniform, final)
+        except _Refused as e:
+            result = e
+        if len(_GROUPS) >= 1024:
+            _GROUPS.clear()
+        _GROUPS[key] = (layers, result)
+    if isinstance(result, _Refused):
+        raise result
+    groups, warns, uniform, final = result
+    return groups, list(warns), uniform, final
+
+
 # ---------------------------------------------------------------------------------------------------
 # the plan
 
@@ -699,11 +747,7 @@ def plan(model, available_kv_bytes: int | None, settings: VllmSettings | None = 
     final: tuple[tuple[str, KVSpec], ...] = ()
     if refusal is None:
         try:
-            groups, warns, uniform_specs = kv_cache_groups(list(lay.layers), s)
-            if uniform_specs is not None:
-                final = tuple(zip(groups[0].layer_names, uniform_specs))
-            else:
-                final = tuple((n, g.spec) for g in groups for n in g.layer_names)
+            groups, warns, uniform_specs, final = _groups_of(lay.layers, s)
             log += [f"WARNING {w}" for w in warns]
         except _Refused as e:
             refusal = e.args[0]
@@ -763,7 +807,8 @@ def plan(model, available_kv_bytes: int | None, settings: VllmSettings | None = 
             estimated = estimate(check)
             refusal = memory_refusal_message(s.vllm_version, L, needed, check, estimated)
         else:
-            estimated = estimate(check)
+            # need() is monotone in the length and need(L) fits: the binary search would end at L itself
+            estimated = L
         # get_num_blocks / get_kv_cache_config_from_groups
         num_blocks = max((available_kv_bytes or 0) // per_block, 0)
         if s.num_gpu_blocks_override is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from ...errors import KvMathError, choices
 from ...validate import MAX_TOKENS, MAX_TP, _short, check_bool, check_count, check_name, check_positive
@@ -21,6 +22,13 @@ TOKEN_FORMULAS = ("groups", "concurrency")
 def parse_version(version: str | tuple) -> tuple[int, int]:
     """``"0.24.0"`` / ``"v0.24"`` / ``(0, 24)`` -> ``(0, 24)``. Raises KvMathError for other forms or
     for releases before 0.20 (whose rules were not read)."""
+    if isinstance(version, str) and len(version) <= 64:
+        return _parse_version(version)  # remembered: every plan reads its settings' version several times
+    return _parse_version.__wrapped__(version)
+
+
+@lru_cache(maxsize=256)
+def _parse_version(version: str | tuple) -> tuple[int, int]:
     if isinstance(version, tuple):
         parts = list(version[:2])
     else:
