@@ -149,6 +149,18 @@ def test_vllm_totals_are_the_plans_requests(model, flags, ctx, seqs):
     short = plan(d.arch, one.needed_bytes - 1, d.settings)
     assert not short.boots and short.estimated_max_model_len < ctx
     assert d.total_bytes == sum(g.bytes for g in d.groups)
+    # the budget's fast split (no group records built) is the groups' split, term by term
+    from kvmath.engines.vllm import ENGINE
+
+    groups = ENGINE.layer_groups(d.arch, d.allocation)
+    assert ENGINE.kv_split(d.allocation) == (sum(g.bytes for g in groups if g.growing),
+                                             sum(g.bytes for g in groups if g.sliding),
+                                             sum(g.bytes for g in groups if g.is_state))
+    # the layout reused across lengths (computed at length 1, its length then replaced) is the layout
+    # computed at this length from scratch
+    from kvmath.engines.vllm import alloc
+
+    assert alloc._layout(d.arch, d.settings) == alloc._layout_at.__wrapped__(d.arch, d.settings)
 
 
 def test_vllm_disable_hybrid_manager_charges_sliding_layers_in_full():
