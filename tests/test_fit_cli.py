@@ -233,3 +233,81 @@ def test_pipeline_data_expert_parallel_flags(capsys):
     assert code == 0 and "expert parallelism" in out and "stage 0" in out
     code, _, err = run(capsys, "--model", "qwen3.6-27b", "-pp", "4", "--layer-partition", "1,2,3", *common)
     assert code == 2 and "does not match" in err
+
+
+# --- a pasted `vllm serve` line ------------------------------------------------------------------------
+
+def _json(capsys, *argv):
+    code, out, err = run(capsys, *argv, "--json")
+    return code, (json.loads(out) if out.strip() else None), err
+
+
+def test_vllm_serve_line_is_the_same_budget_as_kvmath_fit_flags(capsys):
+    code1, a, _ = _json(capsys, "vllm", "serve", "Qwen/Qwen3.6-27B", "--tensor-parallel-size", "2",
+                        "--gpu-memory-utilization", "0.9", "--kv-cache-dtype", "fp8_e5m2", "--max-model-len", "32k",
+                        "--max-num-seqs", "4", "--max-num-batched-tokens", "8k", "--port", "8000",
+                        "--served-model-name", "q", "qq", "--trust-remote-code")
+    code2, b, _ = _json(capsys, "--model", "qwen3.6-27b", "--tp", "2", "--mem-util", "0.9", "--kv-format", "fp8_e5m2",
+                        "--max-ctx", "32000", "--max-num-seqs", "4", "--max-num-batched-tokens", "8000")
+    assert code1 == code2 == 0
+    # vLLM's human_readable_int: lowercase k is 10^3 (vllm/engine/arg_utils.py)
+    assert a["max_model_len"] == 32000 and a["max_num_batched_tokens"] == 8000
+    for key in ("available_kv_gib", "pool_tokens", "outcome", "tp", "kv_format", "mem_util"):
+        assert a[key] == b[key], key
+    assert any("ignored (they do not change memory): --port, --served-model-name, --trust-remote-code" in n
+               for n in a["notes"])
+
+
+def test_max_model_len_auto_is_vllms_auto_fit(capsys):
+    # qwen3.6-27b on one RTX 3090 at fp8_e5m2: the full 262,144 tokens do not fit one request, so vLLM's
+    # _auto_fit_max_model_len lowers max_model_len to the longest length the KV memory holds
+    code, d, _ = _json(capsys, "vllm", "serve", "Qwen/Qwen3.6-27B", "--max-model-len", "auto",
+                       "--kv-cache-dtype", "fp8_e5m2", "--card", "rtx3090")
+    assert code == 0 and d["outcome"] == "boots" and d["max_model_len"] < 262144
+    L = d["max_model_len"]
+    assert any(n.startswith(f"Auto-fit max_model_len: reduced from 262144 to {L} ") for n in d["notes"])
+    # the fitted length boots and one token more is refused at the same settings
+    code, nxt, _ = _json(capsys, "--model", "qwen3.6-27b", "--max-ctx", str(L + 1), "--kv-format", "fp8_e5m2",
+                         "--mem-util", "0.95")
+    assert code == 1 and nxt["outcome"] == "refused"
+    # -1 is the same request
+    code, d2, _ = _json(capsys, "--model", "qwen3.6-27b", "--max-model-len", "-1", "--kv-format", "fp8_e5m2")
+    assert d2["max_model_len"] == L
+
+
+def test_max_model_len_auto_keeps_the_full_length_when_it_fits(capsys):
+    code, d, _ = _json(capsys, "--model", "qwen3.6-27b", "--max-model-len", "auto", "--kv-format", "fp8_e5m2",
+                       "--tensor-parallel-size", "2")
+    assert code == 0 and d["max_model_len"] == 262144
+    assert "Auto-fit max_model_len: full model context length 262144 fits in available GPU memory" in d["notes"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--quantization", "fp8"], "--quantization is not modelled"),
+    (["--cpu-offload-gb", "4"], "--cpu-offload-gb is not modelled"),
+    (["--speculative-config", '{"method": "eagle", "num_speculative_tokens": 3}'], "only the model's own MTP"),
+    (["--speculative-config", "{nope"], "--speculative-config is not JSON"),
+    (["--max-model-len", "12.5K"], "decimals are not allowed with binary suffixes"),
+    (["--max-model-len", "-2"], "--max-ctx must be >= 1, got -2"),
+])
+def test_vllm_flags_kvmath_does_not_model_are_refused(capsys, argv, message):
+    try:
+        code = main(["vllm", "serve", "Qwen/Qwen3.6-27B", *argv])
+    except SystemExit as e:  # argparse errors
+        code = e.code
+    out = capsys.readouterr()
+    assert code == 2 and message in out.err and out.err.count("\n") == 1 and not out.out, out.err
+
+
+def test_speculative_config_mtp_is_the_models_mtp(capsys):
+    code, a, _ = _json(capsys, "Qwen/Qwen3.6-27B", "--speculative-config",
+                       '{"method": "mtp", "num_speculative_tokens": 2}', "--max-model-len", "32768")
+    code2, b, _ = _json(capsys, "--model", "qwen3.6-27b", "--mtp", "--num-speculative-tokens", "2", "--max-ctx", "32768")
+    assert a["num_speculative_tokens"] == b["num_speculative_tokens"] == 2
+    assert a["available_kv_gib"] == b["available_kv_gib"] and a["pool_tokens"] == b["pool_tokens"]
+
+
+def test_enforce_eager_drops_the_cuda_graph_term(capsys):
+    _, a, _ = _json(capsys, "--model", "qwen3.6-27b", "--max-ctx", "32768")
+    _, b, _ = _json(capsys, "--model", "qwen3.6-27b", "--max-ctx", "32768", "--enforce-eager")
+    assert b["available_kv_gib"] > a["available_kv_gib"]

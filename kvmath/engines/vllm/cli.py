@@ -139,22 +139,131 @@ def _vram(text):
     return v
 
 
+AUTO_FIT = -1  # vLLM's --max-model-len -1 / auto (human_readable_int_or_auto, vllm/utils/argparse_utils.py 0.27.0)
+
+
+def _vllm_int(name, maximum: int = MAX_TOKENS):
+    """vLLM's integer flag syntax (``8192``, ``8k``, ``16K``; vllm.engine.arg_utils ``human_readable_int``),
+    bounded to [1, maximum]."""
+    def conv(text):
+        from . import human_readable_int
+
+        if re.fullmatch(r"\s*-?[0-9]{1,30}\s*", text):  # a plain integer: the range message
+            return _int_in(name, 1, maximum)(text)
+        try:
+            v = human_readable_int(text)
+        except argparse.ArgumentTypeError as e:
+            raise argparse.ArgumentTypeError(f"{name}: {e}") from None
+        if v > maximum:
+            raise argparse.ArgumentTypeError(f"{name} must be <= {maximum:,}, got {v:,}")
+        return v
+    return conv
+
+
+def _max_model_len(text):
+    """``--max-model-len`` as vLLM 0.27 reads it: ``-1`` or ``auto`` (auto-fit, returned as AUTO_FIT), else a
+    human-readable integer. The bound past the model's maximum is budget()'s."""
+    if text.strip() == "-1" or text.strip().lower() == "auto":
+        return AUTO_FIT
+    return _vllm_int("--max-ctx", 10**30)(text)
+
+
+def _speculative_config(text):
+    """vLLM's ``--speculative-config`` JSON: the method and ``num_speculative_tokens``. Only the model's own MTP
+    layers are modelled from it; a separate draft model needs its weights (--drafter-gb)."""
+    if len(text) > 2000:
+        raise argparse.ArgumentTypeError(f"--speculative-config is {len(text):,} characters long (at most 2,000)")
+    try:
+        cfg = json.loads(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--speculative-config is not JSON: {_cut(text)}") from None
+    if not isinstance(cfg, dict):
+        raise argparse.ArgumentTypeError("--speculative-config must be a JSON object")
+    method = str(cfg.get("method") or "")
+    n = cfg.get("num_speculative_tokens")
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 1024:
+        raise argparse.ArgumentTypeError(f"--speculative-config needs num_speculative_tokens in [1, 1024], got {_cut(str(n))}")
+    if method not in ("mtp", "qwen3_next_mtp", "deepseek_mtp", "ernie_mtp"):
+        raise argparse.ArgumentTypeError(
+            f"--speculative-config method {_cut(method)}: only the model's own MTP layers are modelled; for a "
+            "draft model give --drafter-gb (its weights, GB) and --num-speculative-tokens")
+    return {"method": method, "num_speculative_tokens": n}
+
+
+# vllm serve flags that change nothing kvmath prices (networking, naming, parsing, logging): accepted so a
+# pasted line works, and listed in a note
+IGNORED_VLLM_FLAGS = {
+    "--host": 1, "--port": 1, "--served-model-name": "+", "--api-key": 1, "--trust-remote-code": 0,
+    "--disable-log-requests": 0, "--disable-log-stats": 0, "--enable-log-requests": 0, "--uvicorn-log-level": 1,
+    "--chat-template": 1, "--tool-call-parser": 1, "--enable-auto-tool-choice": 0, "--reasoning-parser": 1,
+    "--download-dir": 1, "--tokenizer": 1, "--seed": 1, "--generation-config": 1, "--revision": 1,
+    "--disable-uvicorn-access-log": 0, "--tokenizer-mode": 1,
+}
+# vllm serve flags that change memory in ways kvmath does not model: refused rather than ignored
+REFUSED_VLLM_FLAGS = {
+    "--quantization": "online quantisation changes the weights in memory; give the quantised checkpoint "
+                      "(--config of its folder) or its size (--weights-gb) instead",
+    "-q": "online quantisation changes the weights in memory; give the quantised checkpoint or --weights-gb",
+    "--cpu-offload-gb": "weight offload to the CPU is not modelled",
+    "--dtype": "a dtype other than the checkpoint's changes the weights and activations; not modelled",
+    "--kv-cache-memory-bytes": "use the kvmath command (kvmath --engine vllm --kv-cache-memory-bytes ...) to plan "
+                               "a fixed KV size",
+    "--num-gpu-blocks-override": "use the kvmath command (kvmath --engine vllm) for a fixed block count",
+    "--limit-mm-per-prompt": "the multimodal profiling budget follows the model's defaults only",
+    "--kv-offloading-size": "KV offloading is not modelled",
+    "--swap-space": "the CPU swap space is host memory; it does not change the GPU budget (drop the flag)",
+}
+
+
+class _Ignored(argparse.Action):
+    def __call__(self, parser, namespace, values, option_string=None):
+        namespace.ignored_flags = getattr(namespace, "ignored_flags", []) + [option_string]
+
+
+def _refuse(flag: str, why: str):
+    class _Refused(argparse.Action):
+        def __call__(self, parser, namespace, values, option_string=None):
+            parser.error(f"{flag} is not modelled by kvmath-fit: {why}")
+    return _Refused
+
+
+def _strip_serve(argv: list[str]) -> list[str]:
+    """A pasted ``vllm serve MODEL ...`` line (also ``python -m vllm.entrypoints.openai.api_server``) without its
+    command words."""
+    argv = list(argv)
+    if argv[:2] == ["vllm", "serve"]:
+        return argv[2:]
+    if argv[:1] == ["serve"]:
+        return argv[1:]
+    if argv[:3] == ["python", "-m", "vllm.entrypoints.openai.api_server"] or \
+            argv[:3] == ["python3", "-m", "vllm.entrypoints.openai.api_server"]:
+        return argv[3:]
+    return argv
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="kvmath-fit",
                 description="Per-card vLLM memory budget and verdict (boots / refused / out of memory), "
                             "with the anchor calculator's flags.",
                 epilog="GiB = 2^30 B, GB = 1e9 B; figures are per card. Exit: 0 boots, 1 refused or OOM, 2 bad input.")
-    p.add_argument("--model", help=f"model id ({', '.join(ANCHOR_MODELS)}); default: from --compose, else qwen3.6-27b")
+    p.add_argument("model_tag", nargs="?", default=None, metavar="MODEL",
+                   help="as in 'vllm serve MODEL': a known model id or HF repo (as --model), or a config.json / "
+                        "model folder (as --config); a pasted 'vllm serve' prefix is dropped")
+    p.add_argument("--model", help="a known model id or HF repo (kvmath-fit --list-models); default: from --compose, "
+                                   "else qwen3.6-27b")
     p.add_argument("--config", help="any config.json or model folder (path); the weights come from the folder's "
                                     "safetensors headers, or from config.json + quantization_config for Llama-style "
                                     "models, unless --weights-gb gives the checkpoint size")
     p.add_argument("--compose", help="an anchor preset (kvmath/data/presets.json)")
-    p.add_argument("--kv-format", help="vLLM kv_cache_dtype (default: preset, else fp8_e5m2)")
-    p.add_argument("--max-ctx", type=_positive_int("--max-ctx", 10**30),  # budget() bounds it after the model's maximum
-                   help="max_model_len (default: preset, else 180000 or the model maximum if smaller)")
-    p.add_argument("--max-num-seqs", type=_positive_int("--max-num-seqs"), help="max_num_seqs (default: preset, else 1)")
+    p.add_argument("--kv-format", "--kv-cache-dtype", dest="kv_format",
+                   help="vLLM kv_cache_dtype (default: preset, else fp8_e5m2)")
+    p.add_argument("--max-ctx", "--max-model-len", dest="max_ctx", type=_max_model_len,
+                   help="max_model_len, as vLLM reads it (8192, 32k, 128K; -1 or auto: vLLM's auto-fit, the "
+                        "model's maximum reduced to what the KV memory holds); default: preset, else 180000 or "
+                        "the model maximum if smaller")
+    p.add_argument("--max-num-seqs", type=_vllm_int("--max-num-seqs"), help="max_num_seqs (default: preset, else 1)")
     p.add_argument("--sequences", type=_positive_int("--sequences"), help="alias of --max-num-seqs")
-    p.add_argument("--tp", "--tensor-parallel-size", dest="tp", type=_positive_int("--tp", MAX_TP),
+    p.add_argument("--tp", "--tensor-parallel-size", "-tp", dest="tp", type=_positive_int("--tp", MAX_TP),
                    help="tensor_parallel_size (default: preset, else 1)")
     p.add_argument("--pipeline-parallel-size", "-pp", dest="pp", type=_positive_int("--pipeline-parallel-size", MAX_TP),
                    default=1, help="pipeline stages (vLLM's layer split; each stage's own budget, the pool the "
@@ -165,7 +274,20 @@ def build_parser() -> argparse.ArgumentParser:
                    help="place MoE experts whole over TP x DP ranks instead of slicing them over TP")
     p.add_argument("--layer-partition", default=None, help="VLLM_PP_LAYER_PARTITION: layers per stage, e.g. 21,22,21")
     p.add_argument("--gpus", type=_positive_int("--gpus", MAX_TP), help="GPUs in the box (informational; >= TP)")
-    p.add_argument("--mem-util", type=_mem_util, help="gpu_memory_utilization (default: preset, else 0.95)")
+    p.add_argument("--mem-util", "--gpu-memory-utilization", dest="mem_util", type=_mem_util,
+                   help="gpu_memory_utilization (default: preset, else 0.95)")
+    p.add_argument("--enforce-eager", action="store_true", default=False,
+                   help="vLLM --enforce-eager: no CUDA graphs (no capture memory, no Mamba decode-block check)")
+    p.add_argument("--enable-prefix-caching", dest="enable_prefix_caching", action="store_true", default=None,
+                   help="vLLM's default for generative models; sets the Mamba cache mode of hybrid models")
+    p.add_argument("--no-enable-prefix-caching", dest="enable_prefix_caching", action="store_false")
+    p.add_argument("--speculative-config", type=_speculative_config, default=None,
+                   help="vLLM's JSON, e.g. '{\"method\": \"mtp\", \"num_speculative_tokens\": 3}' (MTP only; "
+                        "other methods need --drafter-gb)")
+    for flag, nargs in IGNORED_VLLM_FLAGS.items():
+        p.add_argument(flag, nargs=nargs, action=_Ignored, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    for flag, why in REFUSED_VLLM_FLAGS.items():
+        p.add_argument(flag, nargs="?", action=_refuse(flag, why), default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     p.add_argument("--vram", type=_vram, help="card memory as PyTorch reports it, GiB ('25.4GB' for 1e9 B)")
     p.add_argument("--card", help="a known card (rtx3090, rtx4090, rtx5090, a100, h100, ...); default rtx3090")
     mtp = p.add_mutually_exclusive_group()
@@ -177,7 +299,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="speculative tokens (default: the drafter's)")
     p.add_argument("--weights-variant", help="checkpoint: default, int4, awq, bf16, gptq, nvfp4, ...")
     p.add_argument("--weights-gb", type=_nonneg_float("--weights-gb"), help="total checkpoint GB (1e9 B), for --config")
-    p.add_argument("--max-num-batched-tokens", type=_positive_int("--max-num-batched-tokens"),
+    p.add_argument("--max-num-batched-tokens", type=_vllm_int("--max-num-batched-tokens"),
                    help="max_num_batched_tokens (default: preset, else vllm serve's default for the card: "
                    "2048 below 70 GiB or on an A100, 8192 from 70 GiB, 16384 from 160 GiB in vLLM 0.28+)")
     p.add_argument("--vllm-version", help="whose block rules (default 0.24.0)")
@@ -254,6 +376,28 @@ def _resolve(args) -> tuple[str, dict, list[str]]:
     arch = load_architecture(model)
     if not (args.max_ctx or vals.get("max_ctx")) and arch.max_position_embeddings:
         kw["max_model_len"] = min(180000, arch.max_position_embeddings)  # the anchor's default, within the model
+    if args.max_ctx == AUTO_FIT:
+        # vllm/config/model.py _get_and_verify_max_len (0.27.0 l.2336-2339): -1 starts from the derived maximum;
+        # the KV planner then lowers it to what the memory holds (kv_cache_utils.py _auto_fit_max_model_len)
+        top = arch.derived_max_model_len or arch.max_position_embeddings
+        if not top:
+            raise KvMathError(f"--max-model-len auto: {arch.name}'s config states no max_position_embeddings to "
+                              "start the auto-fit from; give a length")
+        kw["max_model_len"] = top
+    if args.enforce_eager:
+        kw["enforce_eager"] = True
+    if args.enable_prefix_caching is not None:
+        kw["enable_prefix_caching"] = args.enable_prefix_caching
+    if args.speculative_config:
+        n = args.speculative_config["num_speculative_tokens"]
+        if args.num_speculative_tokens and args.num_speculative_tokens != n:
+            raise KvMathError("--speculative-config and --num-speculative-tokens disagree; pass one")
+        if args.mtp is False:
+            raise KvMathError("--speculative-config asks for MTP and --no-mtp refuses it; pass one")
+        args.mtp, args.num_speculative_tokens = True, n
+    ignored = getattr(args, "ignored_flags", [])
+    if ignored:
+        notes.append(f"ignored (they do not change memory): {', '.join(dict.fromkeys(ignored))}")
     drafters = B.deployments().get(arch.name, {}).get("drafters", {})
     drafter = vals.get("drafter")
     mtp = args.mtp if args.mtp is not None else vals.get("mtp", False)
@@ -436,7 +580,18 @@ def render_text(b, largest: int, anchor, notes, breakdown=None, compose=None, sa
 
 def run(argv=None) -> int:
     """The command itself; ``main`` runs it guarded against its environment (kvmath.clitools)."""
+    argv = _strip_serve(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
+    if args.model_tag is not None:
+        import os
+
+        if args.model or args.config:
+            print("kvmath-fit: error: give the model once: as MODEL, --model or --config", file=sys.stderr)
+            return 2
+        if os.path.exists(args.model_tag):
+            args.config = args.model_tag
+        else:
+            args.model = args.model_tag
     try:
         if args.calibration:
             from . import calibration
@@ -461,6 +616,9 @@ def run(argv=None) -> int:
             if args.compose and not args.kv_format and "cannot run on" in str(e):
                 raise KvMathError(f"preset {args.compose} sets {e}; choose one with --kv-format") from None
             raise
+        if args.max_ctx == AUTO_FIT:
+            b, note = _auto_fit(model, kw, b)
+            notes.append(note)
         arch = load_architecture(model)
         top = max(b.max_model_len, arch.max_position_embeddings or 0)
         largest = solve_max_model_len(b, upper=top)
@@ -512,6 +670,27 @@ def run(argv=None) -> int:
     else:
         print(render_text(b, largest, anchor, notes, bd, args.compose, safe, arch.max_position_embeddings))
     return 0 if b.outcome == "boots" else 1
+
+
+def _auto_fit(model, kw: dict, b):
+    """vLLM's ``--max-model-len -1``: the budget at the derived maximum, lowered to the longest length the KV
+    memory holds when that one is refused for memory (kv_cache_utils.py ``_auto_fit_max_model_len``, vLLM
+    0.20.0-0.27.0; kv_cache_planning.py in 0.33.0), with vLLM's log line. Returns (budget, note); a budget
+    that holds not even one token keeps its refusal, with vLLM's auto-fit error as the reason."""
+    from .budget import budget
+
+    top = b.max_model_len
+    if b.outcome == "boots":
+        return b, f"Auto-fit max_model_len: full model context length {top} fits in available GPU memory"
+    if b.outcome != "refused" or b.refusal_kind != "memory":
+        return b, "Auto-fit max_model_len: not reached (vLLM stops before the KV cache is planned)"
+    est = b.plan.estimated_max_model_len if b.plan else 0
+    if not est:
+        return b, ("Auto-fit max_model_len fails: vLLM: 'Cannot auto-fit max_model_len: not enough GPU memory "
+                   "available to serve even a single token. Try increasing `gpu_memory_utilization`.'")
+    fitted = budget(model, **dict(kw, max_model_len=est))
+    return fitted, (f"Auto-fit max_model_len: reduced from {top} to {est} to fit in available GPU memory "
+                    f"({b.available_kv / GIB:.2f} GiB available for KV cache)")
 
 
 def _print_parallel(model, kw, notes, args) -> int:
