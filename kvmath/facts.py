@@ -142,6 +142,28 @@ def reference_config_path(filename: str) -> Path:
     return path
 
 
+def reference_config(model_id: str) -> dict | None:
+    """The whole reference ``config.json`` of a known model (the file its entry's ``source`` names under
+    ``data/configs/``), parsed; None when the entry names no such file. The entry's own ``config`` keeps only
+    the keys the Architecture reads; the weights estimate needs the rest (``intermediate_size``,
+    ``quantization_config``, ``vision_config``, ...). Raises KvMathError for an unknown model."""
+    name = reference_config_name(model_id)
+    return copy.deepcopy(_reference_config(name)) if name else None
+
+
+def reference_config_name(model_id: str) -> str | None:
+    """The file name under ``data/configs/`` that a known model's ``source`` names, or None."""
+    import re
+
+    m = re.match(r"data/configs/([^\s;()]+\.json)", str(model_entry(model_id).get("source", "")))
+    return m.group(1) if m else None
+
+
+@lru_cache(maxsize=64)
+def _reference_config(filename: str) -> dict:
+    return json.loads(reference_config_path(filename).read_text(encoding="utf-8"))
+
+
 def reference_configs() -> list[str]:
     """File names of the reference configs (``data/configs/*.json``)."""
     return sorted(p.name for p in (data_dir() / "configs").glob("*.json"))
@@ -173,6 +195,12 @@ def public_boots() -> list[dict]:
 def source_doc() -> dict:
     """The source document's stated figures (``data/source_doc.json``)."""
     return read_json("source_doc.json")
+
+
+def errata() -> dict:
+    """The source documents' checkable claims, one record each, with the check that tests it
+    (``data/errata.json``; ``kvmath.book.errata`` runs them)."""
+    return read_json("errata.json")
 
 
 # --- llama.cpp speed ----------------------------------------------------------------------------

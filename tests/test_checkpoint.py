@@ -264,7 +264,7 @@ def test_config_estimate_refuses_layouts_it_does_not_write():
     from kvmath.facts import reference_config_path
     from kvmath.model.checkpoint import estimate_checkpoint
 
-    for name in ("Qwen__Qwen3.6-27B.json", "deepseek-ai__DeepSeek-V3.json", "nvidia__Nemotron-H-56B-Base-8K.json",
+    for name in ("deepseek-ai__DeepSeek-V3.json", "nvidia__Nemotron-H-56B-Base-8K.json",
                  "google__gemma-4-31B-it.json"):
         with pytest.raises(KvMathError, match="safetensors headers"):
             estimate_checkpoint(json.loads(reference_config_path(name).read_text()))
@@ -299,3 +299,37 @@ def test_kvmath_fit_takes_weights_from_a_model_folder(tmp_path):
     b = budget(str(tmp_path), card="h100", max_model_len=2048, kv_format="fp16")
     assert b.weights == tensor_bytes + pos * hd * 2
     assert any("safetensors headers" in n for n in b.notes)
+
+
+# --- the config-only estimate against transformers' own model classes ---------------------------------------
+# transformers builds each model from its real config.json on the meta device (shapes, no memory): its
+# parameters are the tensors a bf16 checkpoint stores (MTP layers, which vLLM loads only for speculative
+# decoding, are not in the model; tied embeddings count once). An independent implementation of every layout.
+META_MODELS = ["llama-3.1-8b", "llama-3.1-70b", "mistral-7b-v0.1", "qwen2.5-7b", "qwen3-32b", "gpt-oss-20b",
+               "gpt-oss-120b", "qwen3.6-27b", "qwen3.6-35b-a3b", "qwen3.5-27b", "qwen3.5-35b-a3b",
+               "qwen3-next-80b-a3b"]
+
+
+@pytest.mark.parametrize("model", META_MODELS)
+def test_config_estimate_counts_transformers_parameters(model):
+    import torch
+    from transformers import CONFIG_MAPPING, AutoModelForCausalLM, AutoModelForImageTextToText
+
+    cfg = facts.reference_config(model)
+    cfg.pop("quantization_config", None)  # transformers' meta model is the unquantised layout
+    conf = CONFIG_MAPPING[cfg["model_type"]](**{k: v for k, v in cfg.items() if k != "model_type"})
+    auto = AutoModelForImageTextToText if "vision_config" in cfg else AutoModelForCausalLM
+    with torch.device("meta"):
+        m = auto.from_config(conf)
+    real = sum(p.numel() for p in m.parameters())
+    assert sum(t.numel for t in estimate_checkpoint(cfg).tensors) == real
+
+
+def test_qwen36_27b_gdn_layer_by_hand():
+    # Qwen 3.6 27B: 48 GDN layers of n_k = 16 key heads (d_k 128), n_v = 48 value heads (d_v 128), conv 4,
+    # hidden 5,120: in_proj_qkv (2*16*128 + 48*128 = 10,240) x 5,120, in_proj_z 6,144 x 5,120,
+    # in_proj_b / in_proj_a 48 x 5,120, conv1d 10,240 x 4, dt_bias + A_log 2 x 48, norm 128, out_proj 5,120 x 6,144
+    per_layer = 10240 * 5120 + 6144 * 5120 + 2 * 48 * 5120 + 10240 * 4 + 2 * 48 + 128 + 5120 * 6144
+    rows = [t for t in estimate_checkpoint(facts.reference_config("qwen3.6-27b")).tensors if ".linear_attn." in t.name]
+    assert sum(t.numel for t in rows) == 48 * per_layer
+    assert {t.dtype for t in rows} == {"bf16"}

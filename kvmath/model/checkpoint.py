@@ -422,9 +422,77 @@ def tied_embeddings(config: dict) -> bool:
     return str(tc.get("model_type") or config.get("model_type") or "") not in _UNTIED_BY_DEFAULT
 
 
-ESTIMATED_MODEL_TYPES = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gpt_oss")
-"""Model types whose decoder is the Llama-style layout :func:`estimate_checkpoint` writes (attention with
-q/k/v/o projections, dense or routed MLP); any other is refused."""
+ESTIMATED_MODEL_TYPES = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gpt_oss",
+                         "qwen3_5_text", "qwen3_5_moe_text", "qwen3_next")
+"""Model types whose checkpoint layout :func:`estimate_checkpoint` writes: the Llama-style decoder (attention with
+q/k/v/o projections, dense or routed MLP) and the Qwen3-Next / Qwen 3.5 / 3.6 hybrid (Gated DeltaNet and gated
+full-attention layers, dense or routed MLP, the Qwen 3.5 vision tower); any other is refused."""
+
+_GDN_TYPES = ("qwen3_5_text", "qwen3_5_moe_text", "qwen3_next")
+
+
+def _gdn_layer(lin: "_Linear", p: str, tc: dict, H: int, fused: bool) -> list[tuple[str, str, tuple]]:
+    """One Gated DeltaNet mixer (``linear_attn``) as the checkpoint stores it: transformers
+    models/qwen3_5/modeling_qwen3_5.py ``Qwen3_5GatedDeltaNet`` (``in_proj_qkv`` [2 n_k d_k + n_v d_v, H],
+    ``in_proj_z`` [n_v d_v, H], ``in_proj_b`` / ``in_proj_a`` [n_v, H]) or, ``fused``, Qwen3-Next's
+    ``in_proj_qkvz`` [2 n_k d_k + 2 n_v d_v, H] and ``in_proj_ba`` [2 n_v, H]; then ``conv1d`` [conv_dim, 1, K],
+    ``dt_bias`` and ``A_log`` [n_v], the gated RMSNorm [d_v] and ``out_proj`` [H, n_v d_v]."""
+    nk, dk = _int(tc, "linear_num_key_heads"), _int(tc, "linear_key_head_dim")
+    nv, dv = _int(tc, "linear_num_value_heads"), _int(tc, "linear_value_head_dim")
+    K = _int(tc, "linear_conv_kernel_dim", default=4)
+    dt = lin.dt
+    a = f"{p}.linear_attn"
+    conv = 2 * nk * dk + nv * dv
+    if fused:
+        rows = lin.tensors(f"{a}.in_proj_qkvz", conv + nv * dv, H) + lin.tensors(f"{a}.in_proj_ba", 2 * nv, H)
+    else:
+        rows = (lin.tensors(f"{a}.in_proj_qkv", conv, H) + lin.tensors(f"{a}.in_proj_z", nv * dv, H)
+                + lin.tensors(f"{a}.in_proj_b", nv, H) + lin.tensors(f"{a}.in_proj_a", nv, H))
+    rows += [(f"{a}.conv1d.weight", dt, (conv, 1, K)), (f"{a}.dt_bias", dt, (nv,)), (f"{a}.A_log", dt, (nv,)),
+             (f"{a}.norm.weight", dt, (dv,))]
+    return rows + lin.tensors(f"{a}.out_proj", H, nv * dv)
+
+
+def _qwen_vision(vc: dict, dt: str) -> list[tuple[str, str, tuple]]:
+    """The Qwen 3.5 / 3.6 vision tower (transformers models/qwen3_5/modeling_qwen3_5.py ``Qwen3_5VisionModel``):
+    a 3-D patch embedding with bias, learned position embeddings [num_position_embeddings, width], ``depth``
+    blocks (LayerNorms with bias, fused ``qkv`` [3 width, width], ``proj``, a two-matrix MLP, all with biases)
+    and the patch merger (LayerNorm over width, then [w m^2, w m^2] and [out, w m^2] with biases, m the
+    spatial merge size). Deepstack mergers (``deepstack_visual_indexes``) are refused."""
+    if vc.get("deepstack_visual_indexes"):
+        raise KvMathError("vision_config deepstack_visual_indexes: deepstack mergers are not estimated; pass the "
+                          "model folder with its safetensors files")
+    w, n, ff = _int(vc, "hidden_size"), _int(vc, "depth"), _int(vc, "intermediate_size")
+    ch, ps, tps = _int(vc, "in_channels", default=3), _int(vc, "patch_size"), _int(vc, "temporal_patch_size", default=2)
+    m2 = _int(vc, "spatial_merge_size", default=2) ** 2
+    out = _int(vc, "out_hidden_size")
+    v = "model.visual"
+    rows = [(f"{v}.patch_embed.proj.weight", dt, (w, ch, tps, ps, ps)), (f"{v}.patch_embed.proj.bias", dt, (w,))]
+    if _int(vc, "num_position_embeddings", default=0):
+        rows.append((f"{v}.pos_embed.weight", dt, (vc["num_position_embeddings"], w)))
+    for i in range(n):
+        b = f"{v}.blocks.{i}"
+        for name, shape in (("norm1", (w,)), ("norm2", (w,))):
+            rows += [(f"{b}.{name}.weight", dt, shape), (f"{b}.{name}.bias", dt, shape)]
+        rows += [(f"{b}.attn.qkv.weight", dt, (3 * w, w)), (f"{b}.attn.qkv.bias", dt, (3 * w,)),
+                 (f"{b}.attn.proj.weight", dt, (w, w)), (f"{b}.attn.proj.bias", dt, (w,)),
+                 (f"{b}.mlp.linear_fc1.weight", dt, (ff, w)), (f"{b}.mlp.linear_fc1.bias", dt, (ff,)),
+                 (f"{b}.mlp.linear_fc2.weight", dt, (w, ff)), (f"{b}.mlp.linear_fc2.bias", dt, (w,))]
+    mg = f"{v}.merger"
+    rows += [(f"{mg}.norm.weight", dt, (w,)), (f"{mg}.norm.bias", dt, (w,)),
+             (f"{mg}.linear_fc1.weight", dt, (w * m2, w * m2)), (f"{mg}.linear_fc1.bias", dt, (w * m2,)),
+             (f"{mg}.linear_fc2.weight", dt, (out, w * m2)), (f"{mg}.linear_fc2.bias", dt, (out,))]
+    return rows
+
+
+def _layer_is_linear(tc: dict, i: int) -> bool:
+    """Qwen 3.5 / 3.6 / Qwen3-Next: ``layer_types[i] == 'linear_attention'``, else every
+    ``full_attention_interval``-th layer (1-based) is full attention."""
+    lt = tc.get("layer_types")
+    if isinstance(lt, list) and i < len(lt):
+        return lt[i] == "linear_attention"
+    n = _int(tc, "full_attention_interval", default=4)
+    return (i + 1) % n != 0
 
 
 def estimate_checkpoint(config: dict) -> Checkpoint:
@@ -468,18 +536,27 @@ def estimate_checkpoint(config: dict) -> Checkpoint:
     if not tied:
         rows.append(("lm_head.weight", dt, (V, H)))
     mxfp4 = lin.method == "mxfp4"
+    gdn = mt in _GDN_TYPES
     for i in range(L):
         p = f"{base}.layers.{i}"
         rows += [(f"{p}.input_layernorm.weight", dt, (H,)), (f"{p}.post_attention_layernorm.weight", dt, (H,))]
         a = f"{p}.self_attn"
-        rows += lin.tensors(f"{a}.q_proj", nh * hd, H, qkv_bias)
-        rows += lin.tensors(f"{a}.k_proj", nkv * hd, H, qkv_bias)
-        rows += lin.tensors(f"{a}.v_proj", nkv * hd, H, qkv_bias)
-        rows += lin.tensors(f"{a}.o_proj", H, nh * hd, mt == "gpt_oss")
-        if mt in ("qwen3", "qwen3_moe"):
+        if gdn and _layer_is_linear(tc, i):
+            rows += _gdn_layer(lin, p, tc, H, fused=mt == "qwen3_next")
+        elif gdn:  # gated full attention: q_proj holds the query and its output gate (attn_output_gate)
+            gate = 2 if tc.get("attn_output_gate", True) else 1
+            rows += lin.tensors(f"{a}.q_proj", nh * hd * gate, H) + lin.tensors(f"{a}.k_proj", nkv * hd, H)
+            rows += lin.tensors(f"{a}.v_proj", nkv * hd, H) + lin.tensors(f"{a}.o_proj", H, nh * hd)
             rows += [(f"{a}.q_norm.weight", dt, (hd,)), (f"{a}.k_norm.weight", dt, (hd,))]
-        if mt == "gpt_oss":
-            rows.append((f"{a}.sinks", dt, (nh,)))
+        else:
+            rows += lin.tensors(f"{a}.q_proj", nh * hd, H, qkv_bias)
+            rows += lin.tensors(f"{a}.k_proj", nkv * hd, H, qkv_bias)
+            rows += lin.tensors(f"{a}.v_proj", nkv * hd, H, qkv_bias)
+            rows += lin.tensors(f"{a}.o_proj", H, nh * hd, mt == "gpt_oss")
+            if mt in ("qwen3", "qwen3_moe"):
+                rows += [(f"{a}.q_norm.weight", dt, (hd,)), (f"{a}.k_norm.weight", dt, (hd,))]
+            if mt == "gpt_oss":
+                rows.append((f"{a}.sinks", dt, (nh,)))
         m = f"{p}.mlp"
         if E and i >= first_dense:
             if mxfp4:
@@ -494,10 +571,13 @@ def estimate_checkpoint(config: dict) -> Checkpoint:
                 continue
             gate_name = "router" if mt == "gpt_oss" else "gate"
             rows.append((f"{m}.{gate_name}.weight", dt, (E, H)))
+            if mt == "gpt_oss":
+                rows.append((f"{m}.router.bias", dt, (E,)))
             for e in range(E):
                 x = f"{m}.experts.{e}"
-                rows += lin.tensors(f"{x}.gate_proj", moe_inter, H) + lin.tensors(f"{x}.up_proj", moe_inter, H)
-                rows += lin.tensors(f"{x}.down_proj", H, moe_inter)
+                eb = mt == "gpt_oss"  # gpt-oss experts carry biases (gate_up_proj_bias, down_proj_bias)
+                rows += lin.tensors(f"{x}.gate_proj", moe_inter, H, eb) + lin.tensors(f"{x}.up_proj", moe_inter, H, eb)
+                rows += lin.tensors(f"{x}.down_proj", H, moe_inter, eb)
             si = shared_inter or (n_shared * moe_inter)
             if si:
                 name = "shared_expert" if shared_inter else "shared_experts"
@@ -509,7 +589,9 @@ def estimate_checkpoint(config: dict) -> Checkpoint:
             rows += lin.tensors(f"{m}.gate_proj", inter, H) + lin.tensors(f"{m}.up_proj", inter, H)
             rows += lin.tensors(f"{m}.down_proj", H, inter)
     vc = config.get("vision_config")
-    if isinstance(vc, dict) and tc is not config:
+    if isinstance(vc, dict) and tc is not config and gdn:
+        rows += _qwen_vision(vc, dt)
+    elif isinstance(vc, dict) and tc is not config:
         rows += _vision_tower(vc, dt, H)
     ac = config.get("audio_config")
     if isinstance(ac, dict) and tc is not config:
