@@ -249,8 +249,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("model_tag", nargs="?", default=None, metavar="MODEL",
                    help="as in 'vllm serve MODEL': a known model id or HF repo (as --model), or a config.json / "
                         "model folder (as --config); a pasted 'vllm serve' prefix is dropped")
-    p.add_argument("--model", help="a known model id or HF repo (kvmath-fit --list-models); default: from --compose, "
-                                   "else qwen3.6-27b")
+    from ...facts import cards, known_models
+
+    p.add_argument("--model", help=f"a known model id or its HF repo ({', '.join(sorted(known_models()))}); default: "
+                                   "from --compose, else qwen3.6-27b")
     p.add_argument("--config", help="any config.json or model folder (path); the weights come from the folder's "
                                     "safetensors headers, or from config.json + quantization_config for Llama-style "
                                     "models, unless --weights-gb gives the checkpoint size")
@@ -289,7 +291,7 @@ def build_parser() -> argparse.ArgumentParser:
     for flag, why in REFUSED_VLLM_FLAGS.items():
         p.add_argument(flag, nargs="?", action=_refuse(flag, why), default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     p.add_argument("--vram", type=_vram, help="card memory as PyTorch reports it, GiB ('25.4GB' for 1e9 B)")
-    p.add_argument("--card", help="a known card (rtx3090, rtx4090, rtx5090, a100, h100, ...); default rtx3090")
+    p.add_argument("--card", help=f"a known card ({', '.join(sorted(cards()))}); default rtx3090")
     mtp = p.add_mutually_exclusive_group()
     mtp.add_argument("--mtp", dest="mtp", action="store_true", default=None, help="use the model's MTP drafter")
     mtp.add_argument("--no-mtp", dest="mtp", action="store_false", help="no MTP drafter")
