@@ -408,6 +408,7 @@ _QKV_BIAS = {"qwen2", "qwen2_moe", "qwen2_vl", "qwen2_5_vl", "gpt_oss"}
 # transformers' config classes whose tie_word_embeddings default is False (PretrainedConfig's default is
 # True: Gemma, Gemma 2 / 3 / 4 and most small models tie); read from each configuration_<type>.py
 _UNTIED_BY_DEFAULT = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "qwen3_next",
+                      "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text", "nemotron_h",
                       "gpt_oss", "phi3", "deepseek_v3", "deepseek_v2", "glm4", "glm4_moe", "minimax_m2"}
 
 
@@ -423,10 +424,11 @@ def tied_embeddings(config: dict) -> bool:
 
 
 ESTIMATED_MODEL_TYPES = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gpt_oss",
-                         "qwen3_5_text", "qwen3_5_moe_text", "qwen3_next")
+                         "qwen3_5_text", "qwen3_5_moe_text", "qwen3_next", "deepseek_v3", "gemma2", "nemotron_h")
 """Model types whose checkpoint layout :func:`estimate_checkpoint` writes: the Llama-style decoder (attention with
-q/k/v/o projections, dense or routed MLP) and the Qwen3-Next / Qwen 3.5 / 3.6 hybrid (Gated DeltaNet and gated
-full-attention layers, dense or routed MLP, the Qwen 3.5 vision tower); any other is refused."""
+q/k/v/o projections, dense or routed MLP), Gemma 2 (four norms per layer), DeepSeek-V3 (MLA attention, shared and
+routed experts), the Qwen3-Next / Qwen 3.5 / 3.6 hybrid (Gated DeltaNet and gated full-attention layers, the
+Qwen 3.5 vision tower) and Nemotron-H (Mamba-2, attention, MLP and MoE blocks); any other is refused."""
 
 _GDN_TYPES = ("qwen3_5_text", "qwen3_5_moe_text", "qwen3_next")
 
@@ -485,6 +487,81 @@ def _qwen_vision(vc: dict, dt: str) -> list[tuple[str, str, tuple]]:
     return rows
 
 
+def _mla(lin: "_Linear", a: str, tc: dict, H: int, nh: int) -> list[tuple[str, str, tuple]]:
+    """DeepSeek-V2 / V3 multi-head latent attention (transformers models/deepseek_v3/modeling_deepseek_v3.py
+    ``DeepseekV3Attention``): ``q_a_proj`` [q_lora, H] + ``q_a_layernorm`` + ``q_b_proj`` [n_h (d_nope + d_rope),
+    q_lora] (``q_proj`` [n_h (d_nope + d_rope), H] when ``q_lora_rank`` is null), ``kv_a_proj_with_mqa``
+    [kv_lora + d_rope, H], ``kv_a_layernorm`` [kv_lora], ``kv_b_proj`` [n_h (d_nope + d_v), kv_lora] and
+    ``o_proj`` [H, n_h d_v]."""
+    qr, kr = tc.get("q_lora_rank"), _int(tc, "kv_lora_rank")
+    nope, rope, dv = _int(tc, "qk_nope_head_dim"), _int(tc, "qk_rope_head_dim"), _int(tc, "v_head_dim")
+    dt = lin.dt
+    if isinstance(qr, int) and qr > 0:
+        rows = lin.tensors(f"{a}.q_a_proj", qr, H) + [(f"{a}.q_a_layernorm.weight", dt, (qr,))]
+        rows += lin.tensors(f"{a}.q_b_proj", nh * (nope + rope), qr)
+    else:
+        rows = lin.tensors(f"{a}.q_proj", nh * (nope + rope), H)
+    rows += lin.tensors(f"{a}.kv_a_proj_with_mqa", kr + rope, H) + [(f"{a}.kv_a_layernorm.weight", dt, (kr,))]
+    return rows + lin.tensors(f"{a}.kv_b_proj", nh * (nope + dv), kr) + lin.tensors(f"{a}.o_proj", H, nh * dv)
+
+
+def _nemotron_h(lin: "_Linear", tc: dict, dt: str) -> list[tuple[str, str, tuple]]:
+    """Nemotron-H (transformers models/nemotron_h/modeling_nemotron_h.py): one mixer per block after an
+    RMSNorm, by ``hybrid_override_pattern``: ``M`` Mamba-2 (``in_proj`` [2 d_in + 2 g N + h, H] with
+    d_in = ``mamba_num_heads`` x ``mamba_head_dim``, ``conv1d`` [d_in + 2 g N, 1, K] with its bias, ``dt_bias``,
+    ``A_log``, ``D`` [h], the gated norm [d_in], ``out_proj`` [H, d_in]); ``*`` attention (q/k/v/o); ``-`` a
+    squared-ReLU MLP (``up_proj``, ``down_proj``); ``E`` routed experts with the same two-matrix MLP, a router
+    with its fp32 ``e_score_correction_bias`` and shared experts."""
+    H, V = _int(tc, "hidden_size"), _int(tc, "vocab_size")
+    pat = tc.get("hybrid_override_pattern")
+    if not isinstance(pat, str) or not pat or set(pat) - set("M*-E"):
+        raise KvMathError("nemotron_h config needs hybrid_override_pattern of M, *, - and E to estimate the checkpoint")
+    nh, nkv = _int(tc, "num_attention_heads"), _int(tc, "num_key_value_heads")
+    hd = tc.get("head_dim") if isinstance(tc.get("head_dim"), int) else H // nh
+    h, hdim = _int(tc, "mamba_num_heads"), _int(tc, "mamba_head_dim")
+    g, N, K = _int(tc, "n_groups", default=1), _int(tc, "ssm_state_size"), _int(tc, "conv_kernel", default=4)
+    d_in = h * hdim
+    conv = d_in + 2 * g * N
+    inter = _int(tc, "intermediate_size")
+    E = _int(tc, "n_routed_experts", default=0)
+    moe_i = _int(tc, "moe_intermediate_size", default=inter)
+    sh_i = _int(tc, "moe_shared_expert_intermediate_size", default=0)
+    bias = bool(tc.get("use_bias", False))
+    rows = [("backbone.embeddings.weight", dt, (V, H)), ("backbone.norm_f.weight", dt, (H,))]
+    if not tied_embeddings({"text_config": tc, **tc}):
+        rows.append(("lm_head.weight", dt, (V, H)))
+    for i, kind in enumerate(pat):
+        p = f"backbone.layers.{i}"
+        x = f"{p}.mixer"
+        rows.append((f"{p}.norm.weight", dt, (H,)))
+        if kind == "M":
+            rows += lin.tensors(f"{x}.in_proj", 2 * d_in + 2 * g * N + h, H, bias)
+            rows += [(f"{x}.conv1d.weight", dt, (conv, 1, K))]
+            if tc.get("use_conv_bias", True):
+                rows.append((f"{x}.conv1d.bias", dt, (conv,)))
+            rows += [(f"{x}.dt_bias", dt, (h,)), (f"{x}.A_log", dt, (h,)), (f"{x}.D", dt, (h,)),
+                     (f"{x}.norm.weight", dt, (d_in,))]
+            rows += lin.tensors(f"{x}.out_proj", H, d_in, bias)
+        elif kind == "*":
+            ab = bool(tc.get("attention_bias", False))
+            rows += lin.tensors(f"{x}.q_proj", nh * hd, H, ab) + lin.tensors(f"{x}.k_proj", nkv * hd, H, ab)
+            rows += lin.tensors(f"{x}.v_proj", nkv * hd, H, ab) + lin.tensors(f"{x}.o_proj", H, nh * hd, ab)
+        elif kind == "-":
+            mb = bool(tc.get("mlp_bias", False))
+            rows += lin.tensors(f"{x}.up_proj", inter, H, mb) + lin.tensors(f"{x}.down_proj", H, inter, mb)
+        else:
+            if not E:
+                raise KvMathError("nemotron_h pattern has E blocks but the config states no n_routed_experts")
+            rows += [(f"{x}.gate.weight", dt, (E, H)), (f"{x}.gate.e_score_correction_bias", "f32", (E,))]
+            for e in range(E):
+                rows += lin.tensors(f"{x}.experts.{e}.up_proj", moe_i, H) + lin.tensors(f"{x}.experts.{e}.down_proj",
+                                                                                         H, moe_i)
+            if sh_i:
+                rows += lin.tensors(f"{x}.shared_experts.up_proj", sh_i, H)
+                rows += lin.tensors(f"{x}.shared_experts.down_proj", H, sh_i)
+    return rows
+
+
 def _layer_is_linear(tc: dict, i: int) -> bool:
     """Qwen 3.5 / 3.6 / Qwen3-Next: ``layer_types[i] == 'linear_attention'``, else every
     ``full_attention_interval``-th layer (1-based) is full attention."""
@@ -517,6 +594,10 @@ def estimate_checkpoint(config: dict) -> Checkpoint:
             f"kvmath estimates checkpoint tensors from config.json only for {', '.join(ESTIMATED_MODEL_TYPES)}; "
             f"model_type {mt or '(none)'!r} needs its safetensors headers (pass the model folder) or the "
             "checkpoint size (--weights-gb)")
+    if mt == "nemotron_h":
+        rows = _nemotron_h(lin, tc, dt)
+        tensors = tuple(Tensor(n, d, tuple(s), tensor_bytes(d, s)) for n, d, s in rows)
+        return Checkpoint(tensors, "estimated from config.json", True, _quant_method(config))
     H = _int(tc, "hidden_size", "n_embd", "d_model")
     L = _int(tc, "num_hidden_layers", "n_layer", "num_layers")
     nh = _int(tc, "num_attention_heads", "n_head")
@@ -540,8 +621,13 @@ def estimate_checkpoint(config: dict) -> Checkpoint:
     for i in range(L):
         p = f"{base}.layers.{i}"
         rows += [(f"{p}.input_layernorm.weight", dt, (H,)), (f"{p}.post_attention_layernorm.weight", dt, (H,))]
+        if mt == "gemma2":  # Gemma 2's sandwich norms around the MLP (modeling_gemma2.py Gemma2DecoderLayer)
+            rows += [(f"{p}.pre_feedforward_layernorm.weight", dt, (H,)),
+                     (f"{p}.post_feedforward_layernorm.weight", dt, (H,))]
         a = f"{p}.self_attn"
-        if gdn and _layer_is_linear(tc, i):
+        if mt == "deepseek_v3":
+            rows += _mla(lin, a, tc, H, nh)
+        elif gdn and _layer_is_linear(tc, i):
             rows += _gdn_layer(lin, p, tc, H, fused=mt == "qwen3_next")
         elif gdn:  # gated full attention: q_proj holds the query and its output gate (attn_output_gate)
             gate = 2 if tc.get("attn_output_gate", True) else 1
@@ -573,6 +659,8 @@ def estimate_checkpoint(config: dict) -> Checkpoint:
             rows.append((f"{m}.{gate_name}.weight", dt, (E, H)))
             if mt == "gpt_oss":
                 rows.append((f"{m}.router.bias", dt, (E,)))
+            if tc.get("topk_method") == "noaux_tc":  # DeepSeek-V3's router bias, kept in fp32 by the checkpoint
+                rows.append((f"{m}.gate.e_score_correction_bias", "f32", (E,)))
             for e in range(E):
                 x = f"{m}.experts.{e}"
                 eb = mt == "gpt_oss"  # gpt-oss experts carry biases (gate_up_proj_bias, down_proj_bias)
