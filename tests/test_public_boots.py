@@ -41,6 +41,10 @@ def test_row_schema(row):
 
 
 def test_counts():
-    models = {r["model"] for r in ROWS}
-    gpus = {r["gpu"] for r in ROWS if not r["gpu"].startswith("unstated")}
-    assert len(models) >= 10 and len(gpus) >= 5
+    # issue #11's corpus: at least 60 public boots, of at least 15 models, 5 GPU kinds and 4 vLLM versions
+    boots = [r for r in ROWS if r["outcome"] == "boots"]
+    models = {r["model"] for r in boots}
+    gpus = {r["gpu"] for r in boots if not r["gpu"].startswith("unstated")}
+    versions = {m.group(0) for r in boots if (m := re.search(r"\b0\.\d+", r["vllm_version"]))}
+    assert len(boots) >= 60 and len(models) >= 15 and len(gpus) >= 5 and len(versions) >= 4, (
+        len(boots), len(models), len(gpus), sorted(versions))
