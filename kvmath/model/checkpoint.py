@@ -424,11 +424,14 @@ def tied_embeddings(config: dict) -> bool:
 
 
 ESTIMATED_MODEL_TYPES = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gpt_oss",
-                         "qwen3_5_text", "qwen3_5_moe_text", "qwen3_next", "deepseek_v3", "gemma2", "nemotron_h")
+                         "qwen3_5_text", "qwen3_5_moe_text", "qwen3_next", "deepseek_v3", "gemma2", "nemotron_h",
+                         "gemma4_text")
 """Model types whose checkpoint layout :func:`estimate_checkpoint` writes: the Llama-style decoder (attention with
 q/k/v/o projections, dense or routed MLP), Gemma 2 (four norms per layer), DeepSeek-V3 (MLA attention, shared and
 routed experts), the Qwen3-Next / Qwen 3.5 / 3.6 hybrid (Gated DeltaNet and gated full-attention layers, the
-Qwen 3.5 vision tower) and Nemotron-H (Mamba-2, attention, MLP and MoE blocks); any other is refused."""
+Qwen 3.5 vision tower), Nemotron-H (Mamba-2, attention, MLP and MoE blocks) and Gemma 4 (sliding and global
+attention of their own widths, the dense MLP beside the experts, the Gemma 4 vision tower); any other is
+refused."""
 
 _GDN_TYPES = ("qwen3_5_text", "qwen3_5_moe_text", "qwen3_next")
 
@@ -562,6 +565,101 @@ def _nemotron_h(lin: "_Linear", tc: dict, dt: str) -> list[tuple[str, str, tuple
     return rows
 
 
+def _gemma4(lin: "_Linear", config: dict, tc: dict, dt: str) -> list[tuple[str, str, tuple]]:
+    """Gemma 4 (transformers models/gemma4/modeling_gemma4.py): tied embeddings; per layer a ``layer_scalar``,
+    four norms (seven with experts), attention by ``layer_types`` — sliding layers ``head_dim`` wide with
+    ``num_key_value_heads``, full layers ``global_head_dim`` wide with ``num_global_key_value_heads`` and no
+    ``v_proj`` under ``attention_k_eq_v`` — q / k norms, the dense MLP (``intermediate_size``) and, with
+    ``enable_moe_block``, a router (``scale`` [H], ``per_expert_scale`` [E], ``proj`` [E, H]) and experts
+    (``gate_up_proj`` [2 I_e, H], ``down_proj`` [H, I_e] each). The vision tower: see ``_gemma4_vision``.
+    Per-layer inputs, KV-shared layers and clipped linears (Gemma 3n-style configs) are refused."""
+    H, V = _int(tc, "hidden_size"), _int(tc, "vocab_size")
+    for key in ("hidden_size_per_layer_input", "num_kv_shared_layers"):
+        if tc.get(key):
+            raise KvMathError(f"gemma4 config {key} = {tc[key]!r}: those layers are not estimated; pass the model "
+                              "folder with its safetensors files")
+    lt = tc.get("layer_types")
+    L = _int(tc, "num_hidden_layers")
+    if not isinstance(lt, list) or len(lt) != L:
+        raise KvMathError("gemma4 config needs layer_types (one per layer) to estimate the checkpoint")
+    nh, nkv, hd = _int(tc, "num_attention_heads"), _int(tc, "num_key_value_heads"), _int(tc, "head_dim")
+    ghd = _int(tc, "global_head_dim", default=hd)
+    gkv = _int(tc, "num_global_key_value_heads", default=nkv)
+    k_eq_v = bool(tc.get("attention_k_eq_v", False))
+    inter = _int(tc, "intermediate_size")
+    moe = bool(tc.get("enable_moe_block"))
+    E = _int(tc, "num_experts", default=0) if moe else 0
+    Ie = _int(tc, "expert_intermediate_size", "moe_intermediate_size", default=0) if moe else 0
+    if moe and not (E and Ie):
+        raise KvMathError("gemma4 config enables the MoE block without num_experts and expert_intermediate_size")
+    base = "model.language_model"
+    rows = [(f"{base}.embed_tokens.weight", dt, (V, H)), (f"{base}.norm.weight", dt, (H,))]
+    if not tied_embeddings(config):
+        rows.append(("lm_head.weight", dt, (V, H)))
+    for i, kind in enumerate(lt):
+        p = f"{base}.layers.{i}"
+        rows.append((f"{p}.layer_scalar", dt, (1,)))
+        norms = ["input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
+                 "post_feedforward_layernorm"]
+        if moe:
+            norms += ["post_feedforward_layernorm_1", "post_feedforward_layernorm_2", "pre_feedforward_layernorm_2"]
+        rows += [(f"{p}.{n}.weight", dt, (H,)) for n in norms]
+        a = f"{p}.self_attn"
+        full = kind == "full_attention"
+        w, kv = (ghd, gkv) if full else (hd, nkv)
+        rows += lin.tensors(f"{a}.q_proj", nh * w, H) + lin.tensors(f"{a}.k_proj", kv * w, H)
+        if not (full and k_eq_v):
+            rows += lin.tensors(f"{a}.v_proj", kv * w, H)
+        rows += lin.tensors(f"{a}.o_proj", H, nh * w) + [(f"{a}.q_norm.weight", dt, (w,)),
+                                                          (f"{a}.k_norm.weight", dt, (w,))]
+        m = f"{p}.mlp"
+        rows += lin.tensors(f"{m}.gate_proj", inter, H) + lin.tensors(f"{m}.up_proj", inter, H)
+        rows += lin.tensors(f"{m}.down_proj", H, inter)
+        if moe:
+            rows += [(f"{p}.router.scale", dt, (H,)), (f"{p}.router.per_expert_scale", dt, (E,))]
+            rows += lin.tensors(f"{p}.router.proj", E, H)
+            for e in range(E):
+                rows += lin.tensors(f"{p}.experts.{e}.gate_up_proj", 2 * Ie, H)
+                rows += lin.tensors(f"{p}.experts.{e}.down_proj", H, Ie)
+    vc = config.get("vision_config")
+    if isinstance(vc, dict):
+        rows += _gemma4_vision(vc, dt, H)
+    if isinstance(config.get("audio_config"), dict):
+        raise KvMathError("gemma4 audio_config: the audio tower is not estimated; pass the model folder with its "
+                          "safetensors files")
+    return rows
+
+
+def _gemma4_vision(vc: dict, dt: str, text_hidden: int) -> list[tuple[str, str, tuple]]:
+    """The Gemma 4 vision tower (modeling_gemma4.py ``Gemma4VisionModel``): a patch projection [w, 3 p^2] and a
+    2-D position table [2, position_embedding_size, w]; per encoder layer q / k / v / o [n_h d, w] (each a
+    ``.linear``), q / k norms [d], a gated MLP and four norms; the ``std_bias`` / ``std_scale`` buffers when
+    ``standardize``; then ``embed_vision.embedding_projection`` [H, w]."""
+    if vc.get("use_clipped_linears"):
+        raise KvMathError("gemma4 vision_config use_clipped_linears: clipped linears are not estimated; pass the "
+                          "model folder with its safetensors files")
+    w, n, ff = _int(vc, "hidden_size"), _int(vc, "num_hidden_layers"), _int(vc, "intermediate_size")
+    nh, hd, ps = _int(vc, "num_attention_heads"), _int(vc, "head_dim"), _int(vc, "patch_size")
+    nkv = _int(vc, "num_key_value_heads", default=nh)
+    pos = _int(vc, "position_embedding_size")
+    v = "model.vision_tower"
+    rows = [(f"{v}.patch_embedder.input_proj.weight", dt, (w, 3 * ps * ps)),
+            (f"{v}.patch_embedder.position_embedding_table", dt, (2, pos, w))]
+    for i in range(n):
+        p = f"{v}.encoder.layers.{i}"
+        a = f"{p}.self_attn"
+        rows += [(f"{a}.q_proj.linear.weight", dt, (nh * hd, w)), (f"{a}.k_proj.linear.weight", dt, (nkv * hd, w)),
+                 (f"{a}.v_proj.linear.weight", dt, (nkv * hd, w)), (f"{a}.o_proj.linear.weight", dt, (w, nh * hd)),
+                 (f"{a}.q_norm.weight", dt, (hd,)), (f"{a}.k_norm.weight", dt, (hd,))]
+        rows += [(f"{p}.mlp.gate_proj.linear.weight", dt, (ff, w)), (f"{p}.mlp.up_proj.linear.weight", dt, (ff, w)),
+                 (f"{p}.mlp.down_proj.linear.weight", dt, (w, ff))]
+        rows += [(f"{p}.{nm}.weight", dt, (w,)) for nm in ("input_layernorm", "post_attention_layernorm",
+                                                           "pre_feedforward_layernorm", "post_feedforward_layernorm")]
+    if vc.get("standardize"):
+        rows += [(f"{v}.std_bias", dt, (w,)), (f"{v}.std_scale", dt, (w,))]
+    return rows + [("model.embed_vision.embedding_projection.weight", dt, (text_hidden, w))]
+
+
 def _layer_is_linear(tc: dict, i: int) -> bool:
     """Qwen 3.5 / 3.6 / Qwen3-Next: ``layer_types[i] == 'linear_attention'``, else every
     ``full_attention_interval``-th layer (1-based) is full attention."""
@@ -594,8 +692,8 @@ def estimate_checkpoint(config: dict) -> Checkpoint:
             f"kvmath estimates checkpoint tensors from config.json only for {', '.join(ESTIMATED_MODEL_TYPES)}; "
             f"model_type {mt or '(none)'!r} needs its safetensors headers (pass the model folder) or the "
             "checkpoint size (--weights-gb)")
-    if mt == "nemotron_h":
-        rows = _nemotron_h(lin, tc, dt)
+    if mt in ("nemotron_h", "gemma4_text"):
+        rows = _nemotron_h(lin, tc, dt) if mt == "nemotron_h" else _gemma4(lin, config, tc, dt)
         tensors = tuple(Tensor(n, d, tuple(s), tensor_bytes(d, s)) for n, d, s in rows)
         return Checkpoint(tensors, "estimated from config.json", True, _quant_method(config))
     H = _int(tc, "hidden_size", "n_embd", "d_model")
