@@ -254,8 +254,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", help=f"a known model id or its HF repo ({', '.join(sorted(known_models()))}); default: "
                                    "from --compose, else qwen3.6-27b")
     p.add_argument("--config", help="any config.json or model folder (path); the weights come from the folder's "
-                                    "safetensors headers, or from config.json + quantization_config for Llama-style "
-                                    "models, unless --weights-gb gives the checkpoint size")
+                                    "safetensors headers, or from config.json + quantization_config (the layouts of "
+                                    "kvmath.model.checkpoint.ESTIMATED_MODEL_TYPES), unless --weights-gb gives the "
+                                    "checkpoint size")
     p.add_argument("--compose", help="an anchor preset (kvmath/data/presets.json)")
     p.add_argument("--kv-format", "--kv-cache-dtype", dest="kv_format",
                    help="vLLM kv_cache_dtype (default: preset, else fp8_e5m2)")
