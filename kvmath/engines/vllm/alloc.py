@@ -360,9 +360,14 @@ def _layout(arch: Architecture, s: VllmSettings) -> VllmLayout:
     return _layout_at(arch, s)
 
 
-@lru_cache(maxsize=512)
 def _at_length_one(s: VllmSettings) -> VllmSettings:
-    return replace(s, max_model_len=1)
+    """``s`` at ``max_model_len`` 1, copied without re-running the settings' validation (``s`` passed it, and
+    1 is a valid length): the key of the layout shared by every length."""
+    import copy
+
+    t = copy.copy(s)
+    object.__setattr__(t, "max_model_len", 1)
+    return t
 
 
 @lru_cache(maxsize=512)  # Architecture and VllmSettings are frozen: a layout is a pure function of both
