@@ -255,18 +255,18 @@ def test_llama_8b_exact_to_the_logged_decimals():
 
 
 def test_config_estimate_refuses_layouts_it_does_not_write():
-    # a Llama-style tensor table for Qwen 3.6 (GDN layers) or DeepSeek-V3 (MLA) would be silently wrong
-    import json
+    # a Llama-style tensor table for a layout kvmath does not write would be silently wrong
+    from kvmath.model.checkpoint import ESTIMATED_MODEL_TYPES
 
-    import pytest
-
-    from kvmath.errors import KvMathError
-    from kvmath.facts import reference_config_path
-    from kvmath.model.checkpoint import estimate_checkpoint
-
-    for name in ("moonshotai__Kimi-Linear-48B-A3B-Instruct.json",):
+    for mt in ("falcon_h1", "minimax", "jamba", "mamba2"):
+        assert mt not in ESTIMATED_MODEL_TYPES
         with pytest.raises(KvMathError, match="safetensors headers"):
-            estimate_checkpoint(json.loads(reference_config_path(name).read_text()))
+            estimate_checkpoint({"model_type": mt, "hidden_size": 64, "num_hidden_layers": 2,
+                                 "num_attention_heads": 4, "vocab_size": 100})
+    gemma = facts.reference_config("gemma-4-31b")
+    gemma["text_config"]["hidden_size_per_layer_input"] = 256  # Gemma 3n-style per-layer inputs
+    with pytest.raises(KvMathError, match="hidden_size_per_layer_input"):
+        estimate_checkpoint(gemma)
 
 
 def test_kvmath_fit_takes_weights_from_a_model_folder(tmp_path):
@@ -307,7 +307,7 @@ def test_kvmath_fit_takes_weights_from_a_model_folder(tmp_path):
 META_MODELS = ["llama-3.1-8b", "llama-3.1-70b", "mistral-7b-v0.1", "qwen2.5-7b", "qwen3-32b", "gpt-oss-20b",
                "gpt-oss-120b", "qwen3.6-27b", "qwen3.6-35b-a3b", "qwen3.5-27b", "qwen3.5-35b-a3b",
                "qwen3-next-80b-a3b", "deepseek-v3", "gemma-2-9b", "nemotron-3-nano-30b-a3b", "nemotron-h-56b",
-               "gemma-4-31b", "gemma-4-26b-a4b"]
+               "gemma-4-31b", "gemma-4-26b-a4b", "kimi-linear-48b-a3b"]
 
 
 @pytest.mark.parametrize("model", META_MODELS)

@@ -425,13 +425,13 @@ def tied_embeddings(config: dict) -> bool:
 
 ESTIMATED_MODEL_TYPES = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gpt_oss",
                          "qwen3_5_text", "qwen3_5_moe_text", "qwen3_next", "deepseek_v3", "gemma2", "nemotron_h",
-                         "gemma4_text")
+                         "gemma4_text", "kimi_linear")
 """Model types whose checkpoint layout :func:`estimate_checkpoint` writes: the Llama-style decoder (attention with
 q/k/v/o projections, dense or routed MLP), Gemma 2 (four norms per layer), DeepSeek-V3 (MLA attention, shared and
 routed experts), the Qwen3-Next / Qwen 3.5 / 3.6 hybrid (Gated DeltaNet and gated full-attention layers, the
-Qwen 3.5 vision tower), Nemotron-H (Mamba-2, attention, MLP and MoE blocks) and Gemma 4 (sliding and global
-attention of their own widths, the dense MLP beside the experts, the Gemma 4 vision tower); any other is
-refused."""
+Qwen 3.5 vision tower), Nemotron-H (Mamba-2, attention, MLP and MoE blocks), Gemma 4 (sliding and global
+attention of their own widths, the dense MLP beside the experts, the Gemma 4 vision tower) and Kimi Linear (Kimi
+Delta Attention and MLA layers, shared and routed experts); any other is refused."""
 
 _GDN_TYPES = ("qwen3_5_text", "qwen3_5_moe_text", "qwen3_next")
 
@@ -506,6 +506,26 @@ def _mla(lin: "_Linear", a: str, tc: dict, H: int, nh: int) -> list[tuple[str, s
         rows = lin.tensors(f"{a}.q_proj", nh * (nope + rope), H)
     rows += lin.tensors(f"{a}.kv_a_proj_with_mqa", kr + rope, H) + [(f"{a}.kv_a_layernorm.weight", dt, (kr,))]
     return rows + lin.tensors(f"{a}.kv_b_proj", nh * (nope + dv), kr) + lin.tensors(f"{a}.o_proj", H, nh * dv)
+
+
+def _kda(lin: "_Linear", a: str, tc: dict, H: int) -> list[tuple[str, str, tuple]]:
+    """A Kimi Delta Attention mixer (moonshotai/Kimi-Linear-48B-A3B-Instruct modeling_kimi.py; transformers
+    models/kimi_linear, which fuses the three short convolutions into one): q / k / v projections [h d, H], a
+    short convolution per projection [h d, 1, K], the forget gate (``A_log`` [h], ``dt_bias`` [h d], low-rank
+    ``f_a_proj`` [d, H] and ``f_b_proj`` [h d, d]), ``b_proj`` [h, H], the low-rank output gate (``g_a_proj``,
+    ``g_b_proj``), ``o_norm`` [d] and ``o_proj`` [H, h d]; h, d and K from ``linear_attn_config``."""
+    lac = tc.get("linear_attn_config") if isinstance(tc.get("linear_attn_config"), dict) else {}
+    h, d = _int(lac, "num_heads"), _int(lac, "head_dim")
+    K = _int(lac, "short_conv_kernel_size", default=4)
+    dt = lin.dt
+    rows = lin.tensors(f"{a}.q_proj", h * d, H) + lin.tensors(f"{a}.k_proj", h * d, H) + lin.tensors(f"{a}.v_proj",
+                                                                                                      h * d, H)
+    rows += [(f"{a}.{x}_conv1d.weight", dt, (h * d, 1, K)) for x in ("q", "k", "v")]
+    rows += [(f"{a}.A_log", dt, (1, 1, h, 1)), (f"{a}.dt_bias", dt, (h * d,))]
+    rows += lin.tensors(f"{a}.f_a_proj", d, H) + lin.tensors(f"{a}.f_b_proj", h * d, d)
+    rows += lin.tensors(f"{a}.b_proj", h, H)
+    rows += lin.tensors(f"{a}.g_a_proj", d, H) + lin.tensors(f"{a}.g_b_proj", h * d, d)
+    return rows + [(f"{a}.o_norm.weight", dt, (d,))] + lin.tensors(f"{a}.o_proj", H, h * d)
 
 
 def _nemotron_h(lin: "_Linear", tc: dict, dt: str) -> list[tuple[str, str, tuple]]:
@@ -706,7 +726,7 @@ def estimate_checkpoint(config: dict) -> Checkpoint:
     E = _int(tc, "num_local_experts", "num_experts", "n_routed_experts", default=0)
     moe_inter = _int(tc, "moe_intermediate_size", default=inter)
     shared_inter = _int(tc, "shared_expert_intermediate_size", default=0)
-    n_shared = _int(tc, "n_shared_experts", default=0)
+    n_shared = _int(tc, "n_shared_experts", "num_shared_experts", default=0)
     first_dense = _int(tc, "first_k_dense_replace", default=0)
     qkv_bias = bool(tc.get("attention_bias", mt in _QKV_BIAS))
     tied = tied_embeddings(config)
@@ -725,6 +745,11 @@ def estimate_checkpoint(config: dict) -> Checkpoint:
         a = f"{p}.self_attn"
         if mt == "deepseek_v3":
             rows += _mla(lin, a, tc, H, nh)
+        elif mt == "kimi_linear":  # kda_layers / full_attn_layers count layers from 1
+            kda = (tc.get("linear_attn_config") or {}).get("kda_layers")
+            if not isinstance(kda, list):
+                raise KvMathError("kimi_linear config needs linear_attn_config.kda_layers to estimate the checkpoint")
+            rows += _kda(lin, a, tc, H) if i + 1 in kda else _mla(lin, a, tc, H, nh)
         elif gdn and _layer_is_linear(tc, i):
             rows += _gdn_layer(lin, p, tc, H, fused=mt == "qwen3_next")
         elif gdn:  # gated full attention: q_proj holds the query and its output gate (attn_output_gate)
@@ -757,7 +782,7 @@ def estimate_checkpoint(config: dict) -> Checkpoint:
             rows.append((f"{m}.{gate_name}.weight", dt, (E, H)))
             if mt == "gpt_oss":
                 rows.append((f"{m}.router.bias", dt, (E,)))
-            if tc.get("topk_method") == "noaux_tc":  # DeepSeek-V3's router bias, kept in fp32 by the checkpoint
+            if tc.get("topk_method") == "noaux_tc" or mt == "kimi_linear":  # the router bias, fp32 in the checkpoint
                 rows.append((f"{m}.gate.e_score_correction_bias", "f32", (E,)))
             for e in range(E):
                 x = f"{m}.experts.{e}"
