@@ -205,8 +205,10 @@ def _config(check: str) -> dict:
             "config_groups": {"group_0": {"weights": {"num_bits": 8, "type": "int", "strategy": "channel"}}}})
     if check == "gpt-oss-20b-tp1":
         return ref("openai__gpt-oss-20b.json")
-    if check == "gpt-oss-120b-tp1":
+    if check in ("gpt-oss-120b-tp1", "gpt-oss-120b-tp4"):
         return ref("openai__gpt-oss-120b.json")
+    if check.startswith(("qwen3-32b-bf16", "qwen3.5-27b-bf16", "gemma-4-26b-a4b-bf16")):
+        return facts.reference_config(check.split("-bf16")[0])
     if check == "qwen3-4b-tp1":  # Qwen/Qwen3-4B config.json values (hidden 2560, 36 layers, 32/8 heads, tied)
         return {"model_type": "qwen3", "hidden_size": 2560, "intermediate_size": 9728, "num_hidden_layers": 36,
                 "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 151936,
@@ -221,13 +223,27 @@ def _config(check: str) -> dict:
 # (the largest |predicted - logged| accepted, GiB; why) per check: exact where every tensor is modelled,
 # else the kernel repacking the module docstring says is not modelled (MXFP4 padding, Marlin)
 TOLERANCE = {
-    "llama-3.1-8b-bf16-tp1": (0.00005, "every tensor and the rope cache modelled: equal to the 4 logged decimals"),
+    "llama-3.1-8b-bf16-tp1": (0.00015, "every tensor and the rope cache modelled: equal to the 4 logged decimals of "
+                                       "the V0 logs (14.9888); vLLM 0.11.0 on an L4 (P92) logs 14.9889, 0.12 MiB more"),
     "llama-3.1-70b-w8a8-tp1": (0.02, "scale dtypes of the int8 scheme"),
     "qwen3-4b-tp1": (0.2, "ROCm boot; 0.18 GiB unexplained"),
     "r1-distill-qwen-14b-tp2": (0.2, "V0 TP2 boot; 0.16 GiB unexplained"),
     "gpt-oss-20b-tp1": (0.9, "MXFP4 expert padding after loading not modelled"),
     "gpt-oss-120b-tp1": (5.2, "MXFP4 padding / Marlin repacking not modelled (64.38 Triton, 65.97 Marlin)"),
+    "gpt-oss-120b-tp4": (2.0, "A100 (sm_80, no MXFP4 kernel): 1.87 GiB of repacking per rank not modelled"),
+    "qwen3-32b-bf16-tp1": (0.0, "every tensor modelled: equal to the logged decimals"),
+    # TP > 1: every multi-GPU check logs 0.05-0.14 GiB per rank above the tensors (qwen3-32b TP2 +0.068,
+    # TP8 +0.048, qwen3.5-27b TP4 +0.139); not modelled
+    "qwen3-32b-bf16-tp2": (0.08, "TP > 1: 0.068 GiB per rank above the tensors, not modelled"),
+    "qwen3-32b-bf16-tp8": (0.06, "TP > 1: 0.048 GiB per rank above the tensors, not modelled"),
+    "qwen3.5-27b-bf16-tp4": (0.15, "TP > 1: 0.139 GiB per rank above the tensors, not modelled"),
+    "gemma-4-26b-a4b-bf16-tp1": (0.2, "0.18 GiB above the tensors and two rope caches, not explained"),
 }
+
+
+def _decimals_tolerance(logged: str) -> float:
+    """Half the last digit the log printed (14.99 -> 0.005): a figure is exact when it rounds to the log."""
+    return 0.5 * 10 ** -len(logged.split(".")[1]) if "." in logged else 0.5
 
 
 def public_rows_with_checks():
@@ -241,7 +257,8 @@ def test_weights_per_rank_against_logged_model_loading(row):
     tp = int(row["weights_check"].rsplit("-tp", 1)[1])
     predicted = weights_from_config(_config(row["weights_check"]), tp=tp).gib
     limit, _why = TOLERANCE[row["weights_check"]]
-    assert abs(predicted - logged) <= limit, (row["id"], predicted, logged)
+    assert abs(predicted - logged) <= max(limit, _decimals_tolerance(row["model_loading_gib"])), (
+        row["id"], predicted, logged)
     if row["weights_check"].startswith("gpt-oss"):
         assert predicted < logged  # the unmodelled padding only adds
 

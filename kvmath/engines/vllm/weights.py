@@ -54,10 +54,21 @@ VOCAB_PADDING = 64  # vocab_parallel_embedding.py DEFAULT_VOCAB_PADDING_SIZE
 
 COLUMN = {"q_proj", "k_proj", "v_proj", "qkv_proj", "query_key_value", "c_attn", "gate_proj", "up_proj",
           "gate_up_proj", "w1", "w3", "fc1", "c_fc", "dense_h_to_4h", "q_b_proj", "kv_b_proj", "in_proj",
-          "linear_fc1", "wq", "wk", "wv"}
+          "linear_fc1", "wq", "wk", "wv",
+          # Gated DeltaNet (qwen3_next.py / qwen3_5.py: in_proj_qkvz and in_proj_ba, which vLLM builds from
+          # Qwen 3.5's in_proj_qkv + in_proj_z and in_proj_b + in_proj_a) and its short convolution, a
+          # ColumnParallelLinear over the channels; Mamba-2's conv1d (mamba_mixer2.py); Kimi Delta Attention's
+          # projections and convolutions (kda.py); the Qwen vision tower's fused qkv (QKVParallelLinear)
+          "in_proj_qkvz", "in_proj_ba", "in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a", "conv1d",
+          "q_conv1d", "k_conv1d", "v_conv1d", "b_proj", "f_b_proj", "g_b_proj", "qkv"}
 ROW = {"o_proj", "down_proj", "dense", "w2", "fc2", "c_proj", "out_proj", "dense_4h_to_h", "linear_fc2", "wo"}
-VOCAB = {"embed_tokens", "lm_head", "wte", "embed_out", "word_embeddings", "output", "tok_embeddings"}
-REPLICATED_LINEAR = {"gate", "router", "shared_expert_gate", "q_a_proj", "kv_a_proj_with_mqa"}
+VOCAB = {"embed_tokens", "lm_head", "wte", "embed_out", "word_embeddings", "output", "tok_embeddings", "embeddings"}
+REPLICATED_LINEAR = {"gate", "router", "shared_expert_gate", "q_a_proj", "kv_a_proj_with_mqa", "f_a_proj", "g_a_proj"}
+# per-head parameters of the recurrent mixers, split with the heads (qwen3_next.py ``A_log`` / ``dt_bias`` of
+# num_v_heads // tp; mamba_mixer2.py ``A``, ``D``, ``dt_bias`` of num_heads // tp; kda.py ``A_log`` [1, 1, h / tp, 1])
+HEAD_SHARDED = {"dt_bias", "A_log", "D"}
+# Mamba-2's gated norm is split over the inner width (mamba_mixer2.py Mixer2RMSNormGated: hidden_size // tp)
+SHARDED_NORM_PARENTS = ("mixer",)
 IN_FIRST = {"qweight", "qzeros", "scales", "g_idx"}  # AWQ / GPTQ layout [in, out]
 _FLOAT_LEAVES = {"weight", "bias", "sinks"}
 
@@ -203,6 +214,16 @@ def weights_per_rank(checkpoint: Checkpoint, config: dict, *, tp: int = 1, enabl
             continue
         if module == "self_attn" and leaf == "sinks":  # gpt-oss: one sink per query head, split with the heads
             acc["sharded"] += _shard(t, 0, on_rank)
+            continue
+        if leaf in HEAD_SHARDED and module in ("linear_attn", "mixer", "self_attn"):
+            axis = max(range(len(t.shape)), key=lambda i: t.shape[i]) if t.shape else None
+            acc["sharded"] += _shard(t, axis, on_rank)
+            continue
+        if module == "norm" and prefix.rsplit(".", 1)[0].endswith(SHARDED_NORM_PARENTS) and ".mixer." in f".{prefix}.":
+            acc["sharded"] += _shard(t, 0, on_rank)
+            continue
+        if module == "proj" and prefix.endswith(".attn.proj") and tower:  # Qwen vision attention output: row
+            acc["sharded" if tp > 1 else "replicated"] += _shard(t, 1, on_rank)
             continue
         acc["replicated"] += t.nbytes
     if tied and not has_lm_head:
