@@ -396,7 +396,9 @@ def test_chapter_glue_equals_kvmath():
                              progress_bar=False)
     glued = read_glue(nb)
     text = path.read_text()
-    used = set(re.findall(r"\{glue:text\}`([^`]+)`", text)) | set(re.findall(r"\{glue:figure\} (\S+)", text))
+    used = (set(re.findall(r"\{glue:text\}`([^`]+)`", text)) | set(re.findall(r"\{eval\}`glued\.(\w+)`", text))
+            | set(re.findall(r"\{glue:figure\} (\S+)", text)))
+    assert used
     assert used - set(glued) == set()
     g = {k[:-5]: v for k, v in glued.items() if k.endswith("__raw")}
     for key, model in (("q", "qwen3.6-35b-a3b"), ("g", "gemma-4-26b-a4b")):

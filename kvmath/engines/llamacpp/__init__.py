@@ -210,9 +210,12 @@ class LlamaCppEngine(Engine):
         g.add_argument("--card", dest="card", default=S, help=f"card id or alias (data/cards.json); {where}")
         g.add_argument("--fit-target", dest="fit_target", type=int, default=S,
                        help=f"--fit's free-memory target per device in MiB (1024); {where}")
+        g.add_argument("--quant-mix", dest="quant_mix", default=S,
+                       help=f"llama-quantize mix of the weights when no .gguf is given (Q4_K_M, Q5_K_M, Q6_K, Q8_0, "
+                            f"IQ4_XS, ...); {where}")
         return ["n_ctx", "n_parallel", "cache_type_k", "cache_type_v", "n_batch", "n_ubatch", "swa_full",
                 "flash_attn", "kv_unified", "spec_type", "spec_draft_n_max", "build", "n_gpu_layers", "n_cpu_moe",
-                "override_tensor", "tensor_split", "split_mode", "card", "fit_target"]
+                "override_tensor", "tensor_split", "split_mode", "card", "fit_target", "quant_mix"]
 
     def settings_from_cli(self, args: dict) -> dict:
         out = dict(args)
@@ -239,6 +242,10 @@ class LlamaCppEngine(Engine):
 
             card(out.pop("card"))
         out.pop("fit_target", None)
+        if "quant_mix" in out:
+            from .quantmix import check_mix
+
+            check_mix(out.pop("quant_mix"))
         spec_type, n_max = out.pop("spec_type", None), out.pop("spec_draft_n_max", None)
         if spec_type is not None or n_max is not None:
             if spec_type is None or n_max is None:

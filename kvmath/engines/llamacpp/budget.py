@@ -232,13 +232,22 @@ def plan(model, config: dict, *, n_ctx: int, cache_type_k: str = "f16", cache_ty
          n_ubatch: int = 512, n_batch: int = 2048, flash_attn: str = "auto", n_gpu_layers=-1, n_cpu_moe: int = 0,
          weights=None, tensors=None, override_tensor=(), mmap: bool = True, card_id: str = "rtx5070ti",
          total_mib: float | None = None, cuda_context_mib: float = CUDA_CONTEXT_MIB, headroom_mib: float = 0.0,
-         n_parallel: int = 1, fork: str | None = None):
+         n_parallel: int = 1, fork: str | None = None, tool: str = "llama-server", n_draft: int = 0):
     """The per-device budget of one llama.cpp launch on one card (``CUDA0``).
 
     Weights: from a tensor table (``tensors``, :mod:`placement`, exact) or a :class:`WeightBytes` estimate
     (``weights``; every layer offloaded, ``--n-cpu-moe`` applied). Cache: :func:`memory.llamacpp_memory`
     (exact). Compute: :func:`compute.compute_buffers` from the config's shapes.
+
+    ``tool`` decides how many output rows the reserved prompt graph has (llama.cpp 0c1e570
+    ``src/llama-context.cpp``: ``n_outputs_pp = min(n_ubatch, cparams.n_outputs_max)``): ``llama-server``
+    sets ``n_outputs_max`` to ``-np x (1 + draft tokens)`` (``tools/server/server-context.cpp``
+    ``server_output_limits``, ``common/speculative.cpp`` ``common_speculative_get_output_limits``; ``n_draft``
+    = ``--spec-draft-n-max`` with a draft), so its logits are a few rows; ``llama-fit-params``, ``llama-bench``
+    and other ``common`` tools leave it 0 (= ``n_batch``): every token of the micro-batch is an output.
     """
+    if tool not in ("llama-server", "llama-fit-params", "common"):
+        raise KvMathError(f"tool must be llama-server, llama-fit-params or common, got {tool!r}")
     from .compute import compute_buffers, shape_from_config
     from .memory import llamacpp_memory
     from .placement import gpu_bytes, place
@@ -271,8 +280,9 @@ def plan(model, config: dict, *, n_ctx: int, cache_type_k: str = "f16", cache_ty
     swa = [c for c in mem.kv if c.kind == "SWA"]
     n_kv = max((c.cells for c in full), default=0)
     n_kv_swa = max((c.cells for c in swa), default=0)
+    n_outputs = min(n_batch, n_parallel * (1 + max(int(n_draft), 0))) if tool == "llama-server" else None
     cb = compute_buffers(shape_from_config(cfg), n_ubatch=min(n_ubatch, n_batch, mem.n_ctx), n_kv=n_kv,
-                         n_kv_swa=n_kv_swa, flash_attn=fa_on, output_on_device=on_dev)
+                         n_kv_swa=n_kv_swa, flash_attn=fa_on, output_on_device=on_dev, n_outputs=n_outputs)
     if total_mib is None:
         total_mib = card(card_id)["total_gib"] * 1024
     b = device_budget(model_bytes=model_dev, kv_bytes=kv_dev, rs_bytes=rs_dev, compute_bytes=cb.device,

@@ -27,10 +27,20 @@ derived from a graph walk here: they were read off real llama.cpp output, per ba
   offloaded: the embeddings' ``get_rows`` runs on the host, so one vector fewer lives on the device):
   ``c_out = 1`` and the attention term ``4`` vectors ``E x T`` without the Q/K/V/output split.
 
-What is not modelled, so the per-case errors (chapter, tests) show it: where ggml-alloc's placement leaves
-a hole (a freed tensor too small for the next one), the buffer is larger than the largest live set: on the
-CPU build Qwen 3.6 27B at ``-c 262144`` holds the f16 mask *and* the logits (761 MiB against 515 modelled);
-the gated-delta-net / Mamba-2 chunk tensors of the recurrent layers; gpt-oss's attention sinks.
+The masks are graph inputs, so they stay allocated until the last attention layer has read them: they are
+counted beside the feed-forward phases too (it decides Nemotron 3 Nano's buffer at 256K, where the MoE
+phase of an early layer plus the 256 MiB mask is the peak).
+
+What is not modelled, so the per-case errors (chapter, tests) show it: ggml-alloc's placement. Read off a
+build of 0c1e570's ggml-alloc.c with its ``AT_PRINTF`` trace turned on (``tests/fixtures/llamacpp/README.md``):
+the logits are larger than any freed block, so ggml-alloc puts them at the end of the buffer, above the
+highest tensor still alive, which is the last layer's residual stream (``ffn_out-<last>``, ``E x T`` f32).
+Where that residual sits depends on what was alive when it was allocated: Gemma 4 31B at ``-c 4096`` has 31.5
+MiB alive below the logits (kvmath's three vectors) but its residual at 69.0 MiB, so the buffer is 79.5 +
+512 = 591.5 MiB instead of 543.5; Qwen 3.6 27B at ``-c 262144`` has its residual just above the 256 MiB mask
+(276.0 + 485.0 = 761.0 MiB). The buffer then lies between the live set (``device``) and the logits placed
+above the peak of all earlier phases (``device_upper``); every dry run does. Also not modelled: the
+gated-delta-net / Mamba-2 chunk tensors of the recurrent layers; gpt-oss's attention sinks.
 
 The host compute buffer (``CUDA_Host``) with every layer offloaded holds the graph inputs llama.cpp fills
 on the CPU: the embeddings ``get_rows`` output ``E x T`` f32, the masks (one per cache, SWA too), the
@@ -82,6 +92,7 @@ class ComputeBuffers:
     host: int                   # bytes, CUDA_Host
     phases: dict                # phase -> bytes on the device
     dominant: str
+    device_upper: int = 0       # bytes: the logits placed above the peak of the earlier phases (see module doc)
 
     def log_lines(self, device_name: str = "CUDA0", prefix: str = "sched_reserve") -> list[str]:
         return [f"{prefix}: {device_name:>10} compute buffer size = {self.device / MiB:8.2f} MiB",
@@ -146,11 +157,14 @@ def compute_buffers(shape: GraphShape, *, n_ubatch: int, n_kv: int, flash_attn: 
         phases["attention (flash)"] = mask + act
     else:
         phases["attention (kq matrix)"] = 4 * H * max(n_kv, n_kv_swa) * T + mask + act
+    # the masks are graph inputs, alive until the last attention layer: beside every earlier feed-forward
     if shape.n_expert and shape.n_ff_exp:
         phases["experts"] = LIVE_FFN * 4 * shape.n_expert_used * shape.n_ff_exp * T + 4 * shape.n_expert * T \
-            + 4 * E * T
+            + 4 * E * T + mask
     if shape.n_ff:
-        phases["feed-forward"] = LIVE_FFN * 4 * shape.n_ff * T + 4 * E * T
+        phases["feed-forward"] = LIVE_FFN * 4 * shape.n_ff * T + 4 * E * T + mask
     dominant = max(phases, key=phases.get)
     host = 4 * E * T + mask + 8 * T
-    return ComputeBuffers(phases[dominant], host, phases, dominant)
+    earlier = max((v for k, v in phases.items() if k != "output (logits)"), default=0)
+    upper = max(phases[dominant], phases.get("output (logits)", 0) + earlier)
+    return ComputeBuffers(phases[dominant], host, phases, dominant, upper)

@@ -36,6 +36,12 @@ class Case:
     model_kvmath_mib: float
     context_logged_mib: float
     context_kvmath_mib: float
+    compute_upper_kvmath_mib: float = 0.0   # the logits placed above the earlier phases' peak (compute.py)
+
+    @property
+    def compute_in_range(self) -> bool:
+        """The printed buffer lies between kvmath's live set (less 5 %) and its placement upper bound."""
+        return 0.95 * self.compute_kvmath_mib <= self.compute_logged_mib <= self.compute_upper_kvmath_mib
 
     @property
     def compute_error_pct(self) -> float:
@@ -107,7 +113,7 @@ def cases(data: dict | None = None) -> list[Case]:
             ctx_k = (mem.kv_bytes + mem.recurrent_bytes) / MiB
             out.append(Case(name, tuple(r["flags"]), r["command"], logged, cb.device / MiB, cb.dominant, float(tot),
                             (model_b + mem.kv_bytes + mem.recurrent_bytes + cb.device) / MiB, float(mod),
-                            model_b / MiB, float(ctx), ctx_k))
+                            model_b / MiB, float(ctx), ctx_k, cb.device_upper / MiB))
     return out
 
 
@@ -118,5 +124,6 @@ def summary(cs: list[Case] | None = None) -> dict:
             "compute_within_5pct": sum(abs(c.compute_error_pct) <= 5 for c in cs),
             "compute_within_1pct": sum(abs(c.compute_error_pct) <= 1 for c in cs),
             "compute_max_abs_pct": max(abs(c.compute_error_pct) for c in cs),
+            "compute_in_range": sum(c.compute_in_range for c in cs),
             "total_within_100mib": sum(abs(c.total_error_mib) <= 100 for c in cs),
             "total_max_abs_mib": max(abs(c.total_error_mib) for c in cs)}

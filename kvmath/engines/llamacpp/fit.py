@@ -2,8 +2,9 @@
 
 Prints the per-device budget (model / KV / RS / compute, CUDA context, headroom), the verdict, the smallest
 ``--n-cpu-moe`` and the largest ``-c`` that fit, what ``--fit`` would do (its projected-memory lines), and a
-tokens/s estimate. Weights come from a GGUF's tensor table (``--gguf``) or are estimated from the config at
-``--weight-bits``. Exit status 0 fits, 1 does not, 2 bad input.
+tokens/s estimate. Weights come from a GGUF's tensor table (``-m file.gguf``), or from the config's tensor
+shapes in a named llama-quantize mix (``--quant-mix Q4_K_M``: :mod:`quantmix`, per-tensor types as llama.cpp
+chooses them), or at a flat ``--weight-bits``. Exit status 0 fits, 1 does not, 2 bad input.
 """
 
 from __future__ import annotations
@@ -36,7 +37,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cuda-context-mib", type=float, default=None)
     p.add_argument("--headroom-mib", type=float, default=0.0)
     p.add_argument("--fit-target", type=int, default=None, help="--fit's free-memory target per device (MiB)")
-    p.add_argument("--weight-bits", type=float, default=4.8, help="bits per weight for the config estimate")
+    p.add_argument("--quant-mix", default=None,
+                   help="llama-quantize mix the weights are estimated in when no .gguf is given (Q4_K_M, Q5_K_M, "
+                        "Q6_K, Q8_0, IQ4_XS, ...; per-tensor types by llama.cpp's rules); without it --weight-bits")
+    p.add_argument("--imatrix", action="store_true", help="the mix was made with an importance matrix")
+    p.add_argument("--weight-bits", type=float, default=4.8,
+                   help="bits per weight for the config estimate when no --quant-mix is given")
     p.add_argument("--host-bandwidth-gbs", type=float, default=60.0, help="system RAM bandwidth (GB/s)")
     p.add_argument("--json", action="store_true")
     return p
@@ -52,6 +58,8 @@ def run(argv=None) -> int:
     try:
         tensors = None
         if str(a.model).endswith(".gguf"):
+            if a.quant_mix is not None:
+                raise KvMathError("--quant-mix estimates a file from config.json; a .gguf has its own tensor types")
             from ...model.gguf import read_gguf, read_header
 
             g = read_gguf(a.model)
@@ -65,7 +73,13 @@ def run(argv=None) -> int:
                 with open(a.model, encoding="utf-8") as f:
                     cfg = json.load(f)
             arch = load_architecture(cfg if not isinstance(a.model, str) or a.model.endswith(".json") else a.model)
-            weights = estimate_weights(cfg, bits_per_weight=a.weight_bits)
+            if a.quant_mix is not None:
+                from .quantmix import check_mix
+                from .weights import weights_from_mix
+
+                tensors, weights = weights_from_mix(cfg, check_mix(a.quant_mix), imatrix=a.imatrix)
+            else:
+                weights = estimate_weights(cfg, bits_per_weight=a.weight_bits)
         c = B.card(a.card)
         total = c["total_gib"] * 1024
         ctx0 = a.n_ctx or (cfg.get("text_config", cfg).get("max_position_embeddings") or 4096)
@@ -100,7 +114,7 @@ def run(argv=None) -> int:
            "host_compute_mib": round(s.host_compute_mib, 2), "host_model_mib": round(s.host_model_mib, 2),
            "load_mib": round(b.load_mib, 2), "verdict": b.verdict, "spare_mib": round(b.spare_mib, 2),
            "smallest_n_cpu_moe": best_moe, "largest_ctx": best_ctx, "fit": fa.__dict__ | {"lines": list(fa.lines)},
-           "notes": list(s.notes)}
+           "weights": weights.source, "notes": list(s.notes)}
     if a.json:
         print(json.dumps(out, indent=1))
     else:
