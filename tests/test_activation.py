@@ -7,8 +7,9 @@ import pathlib
 import pytest
 
 from kvmath.engines.vllm.activation import (activation_frame, capture_sizes, encoder_terms, forward_peak_bytes,
-                                            forward_terms, gdn_warmup_bytes, num_cudagraphs, padded_vocab,
-                                            profile_peak, sampler_peak_bytes, sampler_terms)
+                                            forward_terms, full_cudagraphs, gdn_warmup_bytes, num_cudagraphs,
+                                            padded_vocab, profile_peak, release_rules, sampler_peak_bytes,
+                                            sampler_terms)
 from kvmath.engines.vllm.budget import budget
 from kvmath.engines.vllm.parallel import parallel_budget, pp_indices, pp_partitions
 from kvmath.errors import KvMathError
@@ -73,10 +74,10 @@ def test_sampler_terms_small_and_large_batch():
     a = load_architecture("qwen3.6-27b")
     V = padded_vocab(248320, 2)
     assert V == 248320  # 124160 per rank is a multiple of 64
-    # S < 8: PyTorch sort path, 4 + 8 + 1 + 4 + 1 = 18 B per logit beside the fp32 copy
+    # S < 8: PyTorch sort path, whose peak is the sort: values 4 + indices 8 + the sort's transient 20 B
     t = {x.name: x.bytes for x in sampler_terms(a, 4, 2)}
-    assert t["logits fp32"] == 4 * V * 4 and t["top-k/top-p temporaries"] == 4 * V * 18
-    assert sampler_peak_bytes(a, 4, 2) == 4 * 5120 * 2 + 4 * V * 2 + 4 * V * 4 + 4 * V * 18
+    assert t["logits fp32"] == 4 * V * 4 and t["top-k/top-p temporaries"] == 4 * V * 32
+    assert sampler_peak_bytes(a, 4, 2) == 4 * 5120 * 2 + 4 * V * 2 + 4 * V * 4 + 4 * V * 32
     # S >= 8: Triton path, a [min(S, SMs), V] fp32 buffer, then softmax + noise (8 B)
     t = {x.name: x.bytes for x in sampler_terms(a, 256, 1)}
     assert t["top-k/top-p temporaries"] == 128 * V * 4
@@ -94,14 +95,80 @@ def test_capture_sizes_as_vllm_lists_them():
     assert num_cudagraphs(2, 8192, 3) == 5 + 4 and num_cudagraphs(2, 8192, 3, enforce_eager=True) == 0
 
 
-def test_encoder_budget_gemma4():
-    # default_output_length 280 soft tokens, pooling 3 -> 2520 patches an image; budget 4096 -> 14 images
+def test_sort_sampler_matches_vllms_logged_peak_activation():
+    """Releases before the Triton top-k/top-p kernel sort at every batch size. vLLM's own "Peak Activation"
+    of two such boots at max_num_seqs 1024, max_num_batched_tokens 8192 (the llm-d config explorer's table,
+    https://github.com/llm-d/llm-d-benchmark/blob/356b8e03d75b98163f970d2a7aae00292dcc291d/config_explorer/
+    empirical-vllm-memory-results.md): Qwen3-32B 5.64 GiB, gpt-oss-120b 7.38 GiB. By hand, the sampler phase:
+    hidden states [8192, H] bf16 + [1024, H] + logits [1024, V] bf16 (2 B) and fp32 (4 B) + the sort
+    (4 + 8 + 20 B)."""
+    for model, V, H, logged in (("qwen3-32b", 151936, 5120, 5.64), ("gpt-oss-120b", 201088, 2880, 7.38)):
+        a = load_architecture(model)
+        by_hand = 8192 * H * 2 + 1024 * H * 2 + 1024 * V * (2 + 4 + 4 + 8 + 20)
+        p = profile_peak(a, tp=1, max_num_batched_tokens=8192, max_num_seqs=1024, max_model_len=16000,
+                         sort_top_k_top_p=True)
+        assert p.phases["sampler"] == by_hand == p.torch_peak
+        assert abs(by_hand / 2**30 - logged) < 0.07, model
+    assert release_rules("0.11.0")["sort_top_k_top_p"] and not release_rules("0.19.0")["sort_top_k_top_p"]
+    assert not release_rules("0.19")["estimate_cudagraphs"] and release_rules(None)["estimate_cudagraphs"]
+    with pytest.raises(KvMathError):
+        release_rules("latest")
+
+
+def test_encoder_budget_gemma4_profiles_video():
+    # gemma4_mm.py: the video item (32 frames x (70 + 2 + 6) = 2496 tokens) outranks an image (280); 70 soft tokens
+    # x pooling 3^2 = 630 patches a frame; budget max(4096, 2496) -> 1 video, 32 frames
     a = load_architecture("gemma-4-31b")
-    t = {x.name: x.bytes for x in encoder_terms(a, 4096, 4, 131072)}
-    P = 14 * 2520
-    assert t["vision tower (hidden, residual, MLP)"] == P * (2 * 1152 + 3 * 4304) * 2
-    assert t["encoder cache outputs"] == 14 * 280 * 5376 * 2
-    assert encoder_terms(load_architecture("qwen3.6-27b"), 4096, 4, 131072) == []
+    per_frame_cost = 630 * 4 * 10240 * 8  # _encoder_chunk's cost of one frame
+    budget_3090 = int(23.69 * 2**30) // 10  # min(free // 2, total // 10) with total // 10 the smaller
+    chunk = budget_3090 // per_frame_cost
+    assert chunk == 12
+    t = {x.name: x.bytes for x in encoder_terms(a, 4096, 4, 131072, chunk_budget_bytes=budget_3090)}
+    one_hot = chunk * 630 * 2 * 10240 * (8 + 2)  # F.one_hot int64 + its bf16 cast
+    beside = chunk * 630 * 3 * 16 * 16 * 4 + 32 * 630 * 1152 * 2  # the chunk's patches fp32, frames encoded so far
+    assert t["vision tower (position one-hot, patches, frames encoded)"] == one_hot + beside
+    assert t["encoder cache outputs"] == 2496 * 5376 * 2
+    # 0.20.0-0.21.0: one frame at a time
+    t1 = {x.name: x.bytes for x in encoder_terms(a, 4096, 4, 131072, frame_loop=True)}
+    assert t1["vision tower (position one-hot, patches, frames encoded)"] == (
+        630 * 2 * 10240 * 10 + 630 * 3 * 16 * 16 * 4 + 32 * 630 * 1152 * 2)
+
+
+def test_encoder_budget_qwen36_vision():
+    """Qwen 3.6: the largest image is 16777216 pixels (preprocessor size.longest_edge) -> 16384 tokens, as vLLM
+    logs "Encoder cache will be initialized with a budget of 16384 tokens, and profiled with 1 image items"
+    (https://github.com/noonghunna/club-3090/issues/602); 4 patches a token. Per rank at TP 2: patches
+    [65536, 3 x 2 x 16 x 16] + position embeddings, residual, norm [65536, 1152] each + fc1 and its gelu
+    [65536, 4304 / 2] each, bf16."""
+    a = load_architecture("qwen3.6-27b")
+    t = {x.name: x.bytes for x in encoder_terms(a, 8192, 2, 262144, tp=2)}
+    P = 65536
+    assert t["vision tower (patches, position embeddings, residual, norm, MLP)"] == P * (1536 + 3 * 1152 + 2 * 2152) * 2
+    assert t["encoder cache outputs"] == 16384 * 5120 * 2
+    # max_num_batched_tokens 32768 -> the budget holds two images
+    assert {x.name: x.bytes for x in encoder_terms(a, 32768, 2, 262144, tp=2)}["encoder cache outputs"] == 2 * 16384 * 5120 * 2
+
+
+def test_cudagraph_estimate_matches_vllms_logs():
+    """vLLM's "Estimated CUDA graph memory" for Qwen3.6-27B AutoRound + MTP 3 on RTX 3090s: 0.13 GiB with
+    "PIECEWISE=5 (largest=16)" at TP 2, max_num_seqs 2 (https://github.com/noonghunna/club-3090/issues/104) and
+    0.17 GiB with "PIECEWISE=7 (largest=32)" at TP 4, max_num_seqs 4 (https://github.com/noonghunna/club-3090/pull/44).
+    FlashInfer (an fp8 KV cache on sm_86) cannot replay FULL graphs of a 1 + 3 token decode: PIECEWISE only."""
+    a = load_architecture("qwen3.6-27b")
+    assert not full_cudagraphs(3, "fp8_e5m2", 86) and full_cudagraphs(0, "fp8_e5m2", 86)
+    assert full_cudagraphs(3, "bf16", 86) and full_cudagraphs(3, "fp8_e5m2", 86, triton_attention=True)
+    for tp, seqs, graphs, largest, logged in ((2, 2, 5, 16, 0.13), (4, 4, 7, 32, 0.17)):
+        p = profile_peak(a, tp=tp, max_num_batched_tokens=8192, max_num_seqs=seqs, max_model_len=262144,
+                         num_speculative_tokens=3, full_cudagraphs=False)
+        assert dict(p.cudagraph_modes) == {"PIECEWISE": (graphs, largest)}
+        per_graph = 410 * 2**10 * 64
+        assert p.cudagraph == forward_peak_bytes(a, largest, tp) + graphs * per_graph
+        assert abs(p.cudagraph / 2**30 - logged) < 0.01
+        b = budget("qwen3.6-27b", tp=tp, kv_format="fp8_e5m2", max_model_len=262144, max_num_seqs=seqs,
+                   max_num_batched_tokens=8192, num_speculative_tokens=3)
+        assert b.cudagraph == p.cudagraph
+    # vLLM 0.19 and older do not subtract it
+    assert budget("qwen3.6-27b", tp=2, max_model_len=4096, profile_release="0.19.0").cudagraph == 0
 
 
 def test_profile_peak_is_max_over_phases_and_budget_uses_it():

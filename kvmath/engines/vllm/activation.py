@@ -12,14 +12,16 @@ buffers are outside ``requested = ceil(total x gpu_memory_utilization)``. Then
   allocated, not reserved, so fragmentation does not count. This module derives it (``profile_peak``).
 - ``non_torch_increase``: memory outside PyTorch's allocator allocated after the snapshot (kernel
   modules loaded by the first forward, cuBLAS / cuDNN handles, NCCL's lazily created buffers on the
-  first all-reduce): no tensor shape gives it; the budget fits it (``const_gib``, ``per_inv_tp_gib``).
+  first all-reduce): no tensor shape gives it; the budget fits it (``const_gib``, ``tp_gt1_gib``).
 - ``cudagraph_estimate`` (``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS``, default "1" in every release
   0.20.0-0.33.0, so subtracted *before* the KV cache is sized): gpu_model_runner.py
   ``profile_cudagraph_memory`` captures the two largest graphs of each mode and charges
   ``first_capture + (n - 1) x second_capture``. The first capture holds the graph pool's activations
   of the largest capture size (derived here as the forward peak at that size); the per-graph part is
-  fitted (``per_graph_mib``) times the number of graphs (``capture_sizes``, vllm/config/vllm.py
-  ``_set_cudagraph_sizes``).
+  ``CUDAGRAPH_BYTES_PER_LAYER`` x layers (read from vLLM's logged estimates) times the number of graphs
+  (``capture_sizes``, vllm/config/vllm.py ``_set_cudagraph_sizes``; ``full_cudagraphs`` for the modes):
+  ``cudagraph_estimate_bytes``.
+- Releases before 0.20.0 (public boots of 0.10-0.19) profile differently: ``release_rules``.
 
 The profile run (vllm/v1/worker/gpu_model_runner.py ``profile_run``, 0.24.0; the same structure in
 0.20.0-0.33.0):
@@ -48,6 +50,7 @@ quantisation (the int4 / fp8 GEMMs of these checkpoints write 16-bit outputs).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache, wraps
 
 from ... import facts
 
@@ -74,7 +77,7 @@ def _cfg(arch) -> dict:
     c = arch.extras.get("hf_config")
     if not isinstance(c, dict):
         try:
-            c = facts.resolve_model(arch.name).get("config", {})
+            c = facts.model_entry(arch.name).get("config", {})
         except Exception:  # noqa: BLE001 - an unknown name: no extra keys
             c = {}
     t = c.get("text_config")
@@ -87,16 +90,24 @@ def _vision_cfg(arch) -> dict | None:
     if isinstance(c, dict):
         return c.get("vision_config") if isinstance(c.get("vision_config"), dict) else None
     try:
-        m = facts.resolve_model(arch.name)
+        m = facts.model_entry(arch.name)
     except Exception:  # noqa: BLE001
         return None
-    src = str(m.get("source", ""))
-    if not src.startswith("data/configs/"):
+    name = facts.reference_config_name(m["id"])
+    if not name:
         return None
+    v = _reference_vision(name)
+    return dict(v) if v is not None else None
+
+
+@lru_cache(maxsize=64)
+def _reference_vision(filename: str) -> dict | None:
+    """The ``vision_config`` of a reference config file (read once), with ``_soft_tokens`` from
+    ``vision_soft_tokens_per_image``; None when the file has none or cannot be read."""
     import json
 
     try:
-        raw = json.loads(facts.reference_config_path(src.split()[0].split("/")[-1]).read_text())
+        raw = json.loads(facts.reference_config_path(filename).read_text())
     except (OSError, ValueError):
         return None
     v = raw.get("vision_config")
@@ -122,6 +133,26 @@ def moe_dims(arch) -> dict:
             "dense_beside": bool(c.get("enable_moe_block")) and _int(c, "intermediate_size") > 0}
 
 
+def _memo(fn):
+    """``fn(arch, ...)`` remembered per Architecture object and arguments; a list result is handed out as a
+    new list each call (Terms are frozen). The budget asks for the same forward at every length. Keyed by
+    the object's identity as well as its fields: the config keys read here (intermediate sizes, top-k)
+    live in ``extras``, which Architecture equality ignores; the key holds the object alive."""
+    @lru_cache(maxsize=2048)
+    def cached(arch, _identity, *a, **k):
+        r = fn(arch, *a, **k)
+        return tuple(r) if isinstance(r, list) else r
+
+    @wraps(fn)
+    def wrapper(arch, *a, **k):
+        r = cached(arch, id(arch), *a, **k)
+        return list(r) if isinstance(r, tuple) else r
+
+    wrapper.cache_clear = cached.cache_clear
+    return wrapper
+
+
+@_memo
 def forward_terms(arch, tokens: int, tp: int = 1, *, enable_expert_parallel: bool = False) -> list[Term]:
     """The largest live set of each layer kind in the dummy forward of ``tokens`` tokens, per card.
 
@@ -201,6 +232,7 @@ def forward_terms(arch, tokens: int, tp: int = 1, *, enable_expert_parallel: boo
     return out
 
 
+@_memo
 def forward_peak_bytes(arch, tokens: int, tp: int = 1, **kw) -> int:
     """Residual stream + all-reduce output + the largest layer set (``forward_terms``)."""
     terms = forward_terms(arch, tokens, tp, **kw)
@@ -209,6 +241,7 @@ def forward_peak_bytes(arch, tokens: int, tp: int = 1, **kw) -> int:
     return always + max(layer, default=0)
 
 
+@_memo
 def gdn_warmup_bytes(arch, tp: int = 1) -> int:
     """The FLA chunked buffers the profile run does allocate: ``_warmup_prefill_kernels`` on one chunk of
     T = 64 tokens (qwen_gdn_linear_attn.py, 0.20.0-0.33.0): ``h`` [1, 1, Hv, dk, dv] and ``v_new``
@@ -228,17 +261,23 @@ def padded_vocab(vocab: int, tp: int = 1) -> int:
     return -(-per // 64) * 64 * tp
 
 
-def sampler_terms(arch, max_num_seqs: int, tp: int = 1, *, num_sms: int = 128) -> list[Term]:
+@_memo
+def sampler_terms(arch, max_num_seqs: int, tp: int = 1, *, num_sms: int = 128,
+                  sort_top_k_top_p: bool = False) -> list[Term]:
     """``_dummy_sampler_run`` (gpu_model_runner.py, 0.24.0) on S = ``max_num_seqs`` rows, per card:
 
     - ``rand_like`` of the last hidden states [S, H] and the logits [S, V] in the activation dtype
       (``LogitsProcessor``: lm_head on [S, V / TP], gathered to every rank's full padded vocabulary);
     - ``Sampler.forward``: ``logits.to(float32)`` [S, V] fp32 (sampler.py);
     - ``TopKTopPSampler.forward_native`` (ops/topk_topp_sampler.py), run as the second warm-up: with
-      S < 8 the PyTorch path ``apply_top_k_top_p_pytorch``: ``sort`` values fp32 + indices int64, the
-      top-k mask (bool), ``probs_sort`` fp32 (cumsum in place) and the top-p mask (bool): 18 B per
-      element; with S >= 8 the Triton path, in place, with a cached [min(S, SMs), V] fp32 buffer; then
-      ``softmax`` fp32 and the exponential noise ``q`` fp32 (``random_sample``): 8 B per element.
+      S < 8 the PyTorch path ``apply_top_k_top_p_pytorch``, whose peak is the ``logits.sort``: values fp32 +
+      indices int64 and the sort's own transient, ``SORT_TRANSIENT_BYTES`` per element (the top-k / top-p
+      masks, ``probs_sort`` and the scatter that follow hold less: 1 + 4 + 1 (+ 4) B); with S >= 8 the
+      Triton path, in place, with a cached [min(S, SMs), V] fp32 buffer; then ``softmax`` fp32 and the
+      exponential noise ``q`` fp32 (``random_sample``): 8 B per element.
+
+    ``sort_top_k_top_p``: the PyTorch sort path at every S, as releases before the Triton kernel ran it
+    (``release_rules``).
     """
     S = int(max_num_seqs)
     H = arch.hidden_size
@@ -250,10 +289,11 @@ def sampler_terms(arch, max_num_seqs: int, tp: int = 1, *, num_sms: int = 128) -
            Term("logits (model dtype)", S * V * ACT_BYTES, f"[{S}, {V}]", "sampler",
                 "layers/logits_processor.py, gathered over TP"),
            Term("logits fp32", S * V * 4, f"[{S}, {V}] fp32", "sampler", "v1/sample/sampler.py logits.to(float32)")]
-    if S < 8:
-        top = S * V * (4 + 8 + 1 + 4 + 1)
-        shape = f"[{S}, {V}] x (4 + 8 + 1 + 4 + 1) B"
-        src = "ops/topk_topp_sampler.py apply_top_k_top_p_pytorch (sort, masks, probs_sort)"
+    if sort_top_k_top_p or S < 8:
+        top = S * V * (4 + 8 + SORT_TRANSIENT_BYTES)
+        shape = f"[{S}, {V}] x (4 + 8 + {SORT_TRANSIENT_BYTES}) B"
+        src = ("ops/topk_topp_sampler.py apply_top_k_top_p_pytorch: logits.sort values fp32 + indices int64 and the "
+               "sort's own transient (SORT_TRANSIENT_BYTES)")
     else:
         top = min(S, num_sms) * V * 4
         shape = f"[min({S}, SMs), {V}] fp32"
@@ -264,6 +304,7 @@ def sampler_terms(arch, max_num_seqs: int, tp: int = 1, *, num_sms: int = 128) -
     return out
 
 
+@_memo
 def sampler_peak_bytes(arch, max_num_seqs: int, tp: int = 1, **kw) -> int:
     """Hidden + logits + fp32 logits + the larger of the top-k/top-p phase and the sampling phase."""
     t = {x.name: x.bytes for x in sampler_terms(arch, max_num_seqs, tp, **kw)}
@@ -274,7 +315,7 @@ def sampler_peak_bytes(arch, max_num_seqs: int, tp: int = 1, **kw) -> int:
 
 
 def encoder_terms(arch, max_num_batched_tokens: int, max_num_seqs: int, max_model_len: int,
-                  tp: int = 1) -> list[Term]:
+                  tp: int = 1, *, chunk_budget_bytes: int | None = None, frame_loop: bool = False) -> list[Term]:
     """The multimodal encoder's profiling budget (images, the modality with the most tokens per item of
     these models): ``items = max(1, min(budget // tokens_per_item, S x max(1, min(limit, L // tokens_per_item))))``
     with budget = max(max_num_batched_tokens, tokens_per_item) (encoder_cache_manager.py
@@ -283,10 +324,17 @@ def encoder_terms(arch, max_num_batched_tokens: int, max_num_seqs: int, max_mode
     ``default_output_length`` soft tokens, ``pooling_kernel_size^2`` patches each. Terms: the vision tower's
     largest live set (hidden and residual [P, Hv] plus its MLP [P, 2 Iv] + [P, Iv], P = items x patches;
     the vision tower is replicated on every TP rank in these models' vLLM files) and the encoder cache
-    [items x tokens_per_item, H] kept through the forward."""
+    [items x tokens_per_item, H] kept through the forward. Gemma 4 (``gemma4_vision``) profiles video:
+    ``_gemma4_video_encoder_terms`` (``chunk_budget_bytes``, ``frame_loop``); Qwen 3.5 / 3.6:
+    ``_qwen_vl_encoder_terms``."""
     v = _vision_cfg(arch)
     if not v:
         return []
+    if v.get("model_type") in QWEN_VL_MAX_PIXELS and v.get("spatial_merge_size"):
+        return _qwen_vl_encoder_terms(arch, v, max_num_batched_tokens, max_num_seqs, max_model_len, tp)
+    if v.get("model_type") == "gemma4_vision" and _int(v, "position_embedding_size"):
+        return _gemma4_video_encoder_terms(arch, v, max_num_batched_tokens, max_num_seqs, max_model_len,
+                                           chunk_budget_bytes, frame_loop)
     tok = _int(v, "default_output_length", "_soft_tokens")
     pool = _int(v, "pooling_kernel_size", default=1)
     hv, iv = _int(v, "hidden_size"), _int(v, "intermediate_size")
@@ -301,6 +349,101 @@ def encoder_terms(arch, max_num_batched_tokens: int, max_num_seqs: int, max_mode
                  "gpu_model_runner.py profile_run embed_multimodal on the dummy batch"),
             Term("encoder cache outputs", items * tok * arch.hidden_size * e,
                  f"[{items} x {tok}, {arch.hidden_size}]", "encoder", "gpu_model_runner.py self.encoder_cache")]
+
+
+GEMMA4_VIDEO_FRAMES, GEMMA4_VIDEO_SOFT_TOKENS = 32, 70
+"""vllm/model_executor/models/gemma4_mm.py (0.20.0-0.33.0) ``_VIDEO_MAX_FRAMES`` and ``_VIDEO_MAX_SOFT_TOKENS``:
+the profiling video has 32 frames of 70 soft tokens; ``get_mm_max_tokens_per_item`` counts 32 x (70 + 2 + 6)
+= 2,496 tokens for it against 280 for an image, so the profile encodes video ("profiled with 1 video items of
+the maximum feature size", https://github.com/noonghunna/club-3090/issues/372)."""
+
+
+def _gemma4_video_encoder_terms(arch, v: dict, max_num_batched_tokens: int, max_num_seqs: int, max_model_len: int,
+                                chunk_budget_bytes: int | None, frame_loop: bool) -> list[Term]:
+    """Gemma 4's encoder profile (gemma4_mm.py ``_process_video_input``): ``items`` videos as for every
+    encoder, 32 frames each of 70 x pooling_kernel_size^2 = 630 patches. 0.22.0-0.33.0 encode the frames in
+    chunks of ``_encoder_chunk`` frames = min(frames, max(1, chunk_budget // (patches x 4 x
+    position_embedding_size x 8))), chunk_budget = min(free // 2, total // 10) bytes of the card when the
+    encoder runs (``chunk_budget_bytes``; None: one chunk of every frame). Its docstring names the peak: HF's
+    ``Gemma4VisionPatchEmbedder._position_embeddings`` builds ``F.one_hot`` of the (x, y) positions,
+    [chunk, patches, 2, position_embedding_size] int64, and casts it to bf16: 10 B per element. 0.20.0-0.21.0
+    (``frame_loop``) encode one frame at a time. Beside the transient: the chunk's patches [chunk x patches,
+    3 x patch^2] fp32 and the frames encoded so far [frames x patches, Hv] bf16. The tower's own live set per
+    chunk (hidden and residual [P, Hv] plus its MLP [P, 3 Iv]) is smaller. Replicated on every TP rank."""
+    pool = _int(v, "pooling_kernel_size", default=1)
+    hv, iv, pos = _int(v, "hidden_size"), _int(v, "intermediate_size"), _int(v, "position_embedding_size")
+    patch = _int(v, "patch_size", default=16)
+    per_frame = GEMMA4_VIDEO_SOFT_TOKENS * pool * pool
+    tok = GEMMA4_VIDEO_FRAMES * (GEMMA4_VIDEO_SOFT_TOKENS + 2 + 6)
+    budget = max(int(max_num_batched_tokens), tok)
+    items = max(1, min(budget // tok, int(max_num_seqs) * max(1, int(max_model_len) // tok)))
+    frames = items * GEMMA4_VIDEO_FRAMES
+    if frame_loop:
+        chunk = 1
+    elif chunk_budget_bytes is None:
+        chunk = frames
+    else:
+        chunk = min(frames, max(1, int(chunk_budget_bytes) // (per_frame * 4 * pos * 8)))
+    e = ACT_BYTES
+    one_hot = chunk * per_frame * 2 * pos * (8 + 2)
+    tower = chunk * per_frame * (2 * hv + 3 * iv) * e
+    beside = chunk * per_frame * 3 * patch * patch * 4 + frames * per_frame * hv * e
+    return [Term("vision tower (position one-hot, patches, frames encoded)", max(one_hot, tower) + beside,
+                 f"{items} video x {GEMMA4_VIDEO_FRAMES} frames x {per_frame} patches, {chunk} frames a chunk: "
+                 f"[{chunk}, {per_frame}, 2, {pos}] x (8 + 2) B + patches + [{frames * per_frame}, {hv}]", "encoder",
+                 "gemma4_mm.py _process_video_input / _encoder_chunk; HF Gemma4VisionPatchEmbedder one-hot"),
+            Term("encoder cache outputs", items * tok * arch.hidden_size * e,
+                 f"[{items} x {tok}, {arch.hidden_size}]", "encoder", "gpu_model_runner.py self.encoder_cache")]
+
+
+SORT_TRANSIENT_BYTES = 20
+"""Bytes per element of [S, V] that ``torch.sort`` holds on the GPU beyond its outputs (values fp32 4 B + indices
+int64 8 B) while it sorts the logits: the copy it sorts and the radix sort's double buffers. Read from vLLM's own
+profile of two boots of a release with the sort path at S = 1024 (the llm-d config explorer's table,
+https://github.com/llm-d/llm-d-benchmark/blob/356b8e03d75b98163f970d2a7aae00292dcc291d/config_explorer/empirical-vllm-memory-results.md,
+"Peak Activation (GiB)"): Qwen3-32B 5.64 (V 151,936) and gpt-oss-120b 7.38 (V 201,088), both the sampler phase;
+with the forward's hidden states [8192, H] and the logits in bf16 (2 B) and fp32 (4 B) they leave 20.4 and 20.3 B
+per element. tests/test_activation.py re-derives both."""
+
+
+QWEN_VL_MAX_PIXELS = {"qwen3_5": 16777216, "qwen3_5_moe": 16777216}
+"""Pixels of the largest image vLLM profiles for a Qwen 3.5 / 3.6 vision tower (the vision config's
+``model_type``): the image processor's ``size.longest_edge`` (preprocessor_config.json of Qwen/Qwen3.6-27B and
+Qwen/Qwen3.6-35B-A3B), which ``Qwen2VLProcessingInfo.get_image_size_with_most_features`` (qwen2_vl.py,
+0.20.0-0.33.0) turns into the dummy image: 16777216 / (16^2 x 2^2) = 16,384 tokens, as vLLM logs it ("Encoder
+cache will be initialized with a budget of 16384 tokens, and profiled with 1 image items of the maximum feature
+size", https://github.com/noonghunna/club-3090/issues/602)."""
+
+
+def _qwen_vl_encoder_terms(arch, v: dict, max_num_batched_tokens: int, max_num_seqs: int, max_model_len: int,
+                           tp: int) -> list[Term]:
+    """The Qwen 3.5 / 3.6 vision tower on its profiling batch (vllm/model_executor/models/qwen3_vl.py
+    ``Qwen3_VisionTransformer.forward``, 0.24.0; Qwen 3.5 / 3.6 use it through qwen3_5.py). Tokens per item
+    ``tok`` = max pixels / (patch^2 x merge^2); items as for every encoder (``encoder_terms``); P = items x tok x
+    merge^2 patches. Live at the peak of a block's MLP, per rank: the patches as the tower received them
+    (``x.to(dtype)``, [P, in_channels x temporal_patch x patch^2]), the interpolated position embeddings
+    [P, Hv] (``encoder_metadata``), the residual stream and ``norm2``'s output [P, Hv] each, and ``linear_fc1``'s
+    output with its activation [P, Iv / TP] each (``Qwen3_VisionMLP``: ColumnParallelLinear, sharded over TP
+    unless ``mm_encoder_tp_mode`` is "data"). The attention phase holds less (qkv [P, 3 Hv / TP] + rotated q, k
+    [P, 2 Hv / TP] + output [P, Hv / TP] < 2 Iv / TP). The encoder cache keeps [items x tok, H] through the
+    forward."""
+    patch, merge = _int(v, "patch_size"), _int(v, "spatial_merge_size")
+    hv, iv = _int(v, "hidden_size"), _int(v, "intermediate_size")
+    if not (patch and merge and hv and iv):
+        return []
+    tok = QWEN_VL_MAX_PIXELS[v["model_type"]] // (patch * patch * merge * merge)
+    budget = max(int(max_num_batched_tokens), tok)
+    items = max(1, min(budget // tok, int(max_num_seqs) * max(1, int(max_model_len) // tok)))
+    P = items * tok * merge * merge
+    pix = _int(v, "in_channels", default=3) * _int(v, "temporal_patch_size", default=1) * patch * patch
+    e = ACT_BYTES
+    out_h = _int(v, "out_hidden_size") or arch.hidden_size
+    return [Term("vision tower (patches, position embeddings, residual, norm, MLP)",
+                 P * (pix + 3 * hv + 2 * (iv // tp)) * e,
+                 f"{items} items x {tok * merge * merge} patches: [{P}, {pix}] + 3 x [{P}, {hv}] + 2 x [{P}, {iv} / {tp}]",
+                 "encoder", "qwen3_vl.py Qwen3_VisionTransformer.forward on the profiling image"),
+            Term("encoder cache outputs", items * tok * out_h * e, f"[{items} x {tok}, {out_h}]", "encoder",
+                 "gpu_model_runner.py self.encoder_cache")]
 
 
 def capture_sizes(max_num_seqs: int, max_num_batched_tokens: int, num_speculative_tokens: int = 0) -> list[int]:
@@ -333,11 +476,49 @@ def num_cudagraphs(max_num_seqs: int, max_num_batched_tokens: int, num_speculati
     return len(sizes) + sum(1 for s in sizes if s <= decode_max)
 
 
+CUDAGRAPH_BYTES_PER_LAYER = 410 * 2**10
+"""Memory one captured CUDA graph keeps per decoder layer (bytes): what ``profile_cudagraph_memory`` measures
+for its second capture of a mode (``per_graph``, ``torch.cuda.mem_get_info`` before and after, so graph-exec
+memory and pool growth), per layer. From vLLM's own logs of Qwen3.6-27B (64 layers) on RTX 3090s, whose tiny
+capture sizes (16-32 tokens) leave the first capture's activations at a few MiB: "Profiling CUDA graph memory:
+PIECEWISE=5 (largest=16)" and "Estimated CUDA graph memory: 0.13 GiB total" at TP 2
+(https://github.com/noonghunna/club-3090/issues/104), "PIECEWISE=7 (largest=32)" and "0.17 GiB total" at TP 4
+(https://github.com/noonghunna/club-3090/pull/44): 0.13 GiB / (5 x 64) = 0.42 MiB and 0.17 GiB / (7 x 64) = 0.39
+MiB per graph and layer; kvmath takes 410 KiB, about their mean (26 MiB a graph at 64 layers; vllm issue #50780 reports "the real
+FULL graphs cost ~24 MiB each"). The one named constant of the CUDA graph estimate."""
+
+
+def cudagraph_estimate_bytes(arch, sizes: list[int], decode_max: int, tp: int = 1, *, full: bool = True,
+                             enable_expert_parallel: bool = False) -> tuple[int, dict]:
+    """vLLM's CUDA graph estimate (v1/worker/gpu_model_runner.py ``profile_cudagraph_memory``, 0.24.0; the same
+    0.20.0-0.33.0): for each mode, ``first_capture + (n - 1) x per_graph`` where the first capture is the
+    largest size of the mode and ``per_graph`` the second one's measurement. Modes of ``FULL_AND_PIECEWISE``:
+    PIECEWISE over every capture size, FULL (uniform decode) over the sizes up to ``decode_max`` =
+    max_num_seqs x (1 + spec) (v1/cudagraph_dispatcher.py); ``full=False``: PIECEWISE only (what vLLM falls back
+    to when the attention backend cannot run full graphs of the batch). Here ``per_graph`` =
+    ``CUDAGRAPH_BYTES_PER_LAYER`` x layers and the first capture = the forward's live set at the mode's largest
+    size (``forward_peak_bytes``) + ``per_graph``. Returns (bytes, {mode: (graphs, largest size)})."""
+    L = max(len(arch.layers), 1)
+    per_graph = CUDAGRAPH_BYTES_PER_LAYER * L
+    modes = {"PIECEWISE": list(sizes)}
+    if full:
+        modes["FULL"] = [x for x in sizes if x <= decode_max]
+    total, info = 0, {}
+    for mode, xs in modes.items():
+        if not xs:
+            continue
+        first = forward_peak_bytes(arch, max(xs), tp, enable_expert_parallel=enable_expert_parallel) + per_graph
+        total += first + (len(xs) - 1) * per_graph
+        info[mode] = (len(xs), max(xs))
+    return total, info
+
+
 @dataclass(frozen=True)
 class ProfilePeak:
     """``torch_peak``: the derived ``torch_peak_increase`` (max over the encoder, forward and sampler
-    phases); ``cudagraph_first``: the first capture's pool (forward peak at the largest capture size);
-    ``num_graphs``; ``terms``: every Term; ``phases``: bytes per phase."""
+    phases); ``cudagraph_first``: the forward's live set at the largest capture size; ``cudagraph``: vLLM's
+    CUDA graph estimate (``cudagraph_estimate_bytes``; 0 with ``enforce_eager``); ``cudagraph_modes``: {mode:
+    (graphs, largest size)}; ``num_graphs``; ``terms``: every Term; ``phases``: bytes per phase."""
 
     torch_peak: int
     cudagraph_first: int
@@ -345,30 +526,106 @@ class ProfilePeak:
     largest_capture: int
     terms: tuple
     phases: dict
+    cudagraph: int = 0
+    cudagraph_modes: tuple = ()
 
 
 def profile_peak(arch, *, tp: int = 1, max_num_batched_tokens: int, max_num_seqs: int, max_model_len: int,
                  num_speculative_tokens: int = 0, enable_expert_parallel: bool = False, enforce_eager: bool = False,
-                 last_stage: bool = True) -> ProfilePeak:
+                 last_stage: bool = True, sort_top_k_top_p: bool = False, full_cudagraphs: bool = True,
+                 encoder_chunk_budget: int | None = None, encoder_frame_loop: bool = False) -> ProfilePeak:
+    """See ``_profile_peak`` (remembered per arguments). ``max_model_len`` only bounds the encoder's items
+    (``encoder_terms``: ``S x max(1, L // tokens_per_item)`` against ``budget // tokens_per_item``), so a length
+    beyond the encoder budget (max(T, 16384) here: no profiled item has more tokens) prices the same."""
+    L = min(int(max_model_len), max(int(max_num_batched_tokens), 16384))
+    return _profile_peak(arch, tp=tp, max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
+                         max_model_len=L, num_speculative_tokens=num_speculative_tokens,
+                         enable_expert_parallel=enable_expert_parallel, enforce_eager=enforce_eager,
+                         last_stage=last_stage, sort_top_k_top_p=sort_top_k_top_p, full_cudagraphs=full_cudagraphs,
+                         encoder_chunk_budget=encoder_chunk_budget, encoder_frame_loop=encoder_frame_loop)
+
+
+@_memo
+def _profile_peak(arch, *, tp: int = 1, max_num_batched_tokens: int, max_num_seqs: int, max_model_len: int,
+                  num_speculative_tokens: int = 0, enable_expert_parallel: bool = False, enforce_eager: bool = False,
+                  last_stage: bool = True, sort_top_k_top_p: bool = False, full_cudagraphs: bool = True,
+                  encoder_chunk_budget: int | None = None, encoder_frame_loop: bool = False) -> ProfilePeak:
     """The profile run's torch peak per card (``ProfilePeak``). The phases: encoder (vision tower), forward
     (encoder cache + residual stream + the largest layer set), sampler (the forward's hidden states [T, H]
-    still held + the sampler; only on the last pipeline stage). The first CUDA graph capture: the forward
-    peak at the largest capture size (0 with ``enforce_eager``)."""
+    still held + the sampler; only on the last pipeline stage). The CUDA graph estimate
+    (``cudagraph_estimate_bytes``; ``full_cudagraphs=False``: PIECEWISE graphs only); 0 with ``enforce_eager``.
+    ``sort_top_k_top_p``: the sampler's PyTorch sort path (``sampler_terms``). ``encoder_chunk_budget`` /
+    ``encoder_frame_loop``: Gemma 4's frame chunking (``encoder_terms``)."""
     T = int(max_num_batched_tokens)
-    enc = encoder_terms(arch, T, max_num_seqs, max_model_len, tp)
+    enc = encoder_terms(arch, T, max_num_seqs, max_model_len, tp, chunk_budget_bytes=encoder_chunk_budget,
+                        frame_loop=encoder_frame_loop)
     enc_tower = sum(t.bytes for t in enc if t.name.startswith("vision"))
     enc_cache = sum(t.bytes for t in enc if t.name.startswith("encoder cache"))
     fwd_terms = forward_terms(arch, T, tp, enable_expert_parallel=enable_expert_parallel)
     fwd = forward_peak_bytes(arch, T, tp, enable_expert_parallel=enable_expert_parallel)
-    smp_terms = sampler_terms(arch, max_num_seqs, tp) if last_stage else []
-    smp = sampler_peak_bytes(arch, max_num_seqs, tp) if last_stage else 0
+    smp_terms = sampler_terms(arch, max_num_seqs, tp, sort_top_k_top_p=sort_top_k_top_p) if last_stage else []
+    smp = sampler_peak_bytes(arch, max_num_seqs, tp, sort_top_k_top_p=sort_top_k_top_p) if last_stage else 0
     H = arch.hidden_size
     phases = {"encoder": enc_tower, "forward": enc_cache + fwd, "sampler": (T * H * ACT_BYTES + smp) if smp else 0}
     sizes = capture_sizes(max_num_seqs, T, num_speculative_tokens)
     n = num_cudagraphs(max_num_seqs, T, num_speculative_tokens, enforce_eager)
     largest = sizes[-1] if sizes and n else 0
     first = forward_peak_bytes(arch, largest, tp, enable_expert_parallel=enable_expert_parallel) if largest else 0
-    return ProfilePeak(max(phases.values()), first, n, largest, tuple(enc + fwd_terms + smp_terms), phases)
+    graphs, modes = (0, {}) if not n else cudagraph_estimate_bytes(
+        arch, sizes, int(max_num_seqs) * (1 + int(num_speculative_tokens)), tp, full=full_cudagraphs,
+        enable_expert_parallel=enable_expert_parallel)
+    return ProfilePeak(max(phases.values()), first, sum(g for g, _ in modes.values()), largest,
+                       tuple(enc + fwd_terms + smp_terms), phases, graphs, tuple(modes.items()))
+
+
+def full_cudagraphs(num_speculative_tokens: int, kv_format: str, compute_capability: int | None,
+                    attention_backend: str | None = None, triton_attention: bool = False) -> bool:
+    """Whether ``FULL_AND_PIECEWISE`` keeps its FULL graphs (True) or vLLM drops to PIECEWISE (False). With
+    speculative decoding the decode batch has 1 + spec tokens a request, which a backend whose cudagraph
+    support is ``UNIFORM_SINGLE_TOKEN_DECODE`` cannot replay: FlashInfer without TRTLLM attention (TRTLLM only
+    on sm_100; v1/attention/backends/flashinfer.py ``get_cudagraph_support``, 0.24.0) logs "FULL_AND_PIECEWISE
+    is not supported with spec-decode for attention backend FlashInferBackend ... setting
+    cudagraph_mode=PIECEWISE" (https://github.com/noonghunna/club-3090/issues/104, /pull/44: PIECEWISE=5 and
+    7 graphs). vLLM chooses FlashInfer (``attention_backend`` None) on cards below sm_90 for an fp8 KV cache,
+    which FlashAttention 2 cannot store; Triton attention (``triton_attention``, Gemma 4) and FlashAttention
+    keep full graphs (``ALWAYS`` / ``UNIFORM_BATCH``)."""
+    if not num_speculative_tokens or triton_attention:
+        return True
+    cc = compute_capability or 0
+    flashinfer = (attention_backend == "FLASHINFER"
+                  or (attention_backend is None and str(kv_format).startswith("fp8") and 0 < cc < 90))
+    return not (flashinfer and cc != 100)
+
+
+RELEASE_RULES = {"estimate_cudagraphs": (0, 20), "triton_top_k_top_p": (0, 16), "gemma4_frame_chunks": (0, 22)}
+"""The first vLLM release of each version-dependent rule of the profile run, for boots of releases older than
+the 0.20.0-0.33.0 kvmath's rules are read from (public boots of 0.10-0.19):
+``estimate_cudagraphs``: ``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS`` defaults to "1" in vllm/envs.py 0.20.0 (vllm
+PR #30515, merged 2026-01, added it off by default); before, the estimate is not subtracted.
+``triton_top_k_top_p``: the Triton top-k/top-p kernel (vllm PR #33538, merged 2026-02; kvmath takes 0.16 as its
+first release); before, ``apply_top_k_top_p`` sorts at every batch size.
+``gemma4_frame_chunks``: gemma4_mm.py ``_encoder_chunk`` (0.22.0; 0.20.0 and 0.21.0 encode one frame at a time)."""
+
+
+def release_rules(release: str | tuple | None) -> dict:
+    """``{"estimate_cudagraphs": bool, "sort_top_k_top_p": bool, "encoder_frame_loop": bool}`` for a vLLM ``release`` ("0.10.1", "0.19" or
+    (0, 19)); None (a release kvmath's rules cover): the 0.20.0-0.33.0 behaviour. Raises KvMathError for
+    another form."""
+    if release is None:
+        return {"estimate_cudagraphs": True, "sort_top_k_top_p": False, "encoder_frame_loop": False}
+    import re
+
+    from ...errors import KvMathError
+
+    if isinstance(release, tuple) and len(release) >= 2 and all(isinstance(x, int) for x in release[:2]):
+        r = tuple(release[:2])
+    elif isinstance(release, str) and (m := re.fullmatch(r"v?(\d{1,4})\.(\d{1,4})(?:\.\d{1,4})?", release.strip())):
+        r = (int(m.group(1)), int(m.group(2)))
+    else:
+        raise KvMathError(f"profile_release must look like 0.19.0 or (0, 19), got {str(release)[:40]!r}")
+    return {"estimate_cudagraphs": r >= RELEASE_RULES["estimate_cudagraphs"],
+            "sort_top_k_top_p": r < RELEASE_RULES["triton_top_k_top_p"],
+            "encoder_frame_loop": r < RELEASE_RULES["gemma4_frame_chunks"]}
 
 
 def activation_frame(arch, *, max_num_batched_tokens: int = 8192, max_num_seqs: int = 256, tp: int = 1,
@@ -396,9 +653,15 @@ def activation_frame(arch, *, max_num_batched_tokens: int = 8192, max_num_seqs: 
     rows.append({"phase": "cudagraph", "term": f"first capture ({p.largest_capture} tokens; {p.num_graphs} graphs)",
                  "shape": "", "MiB per card": p.cudagraph_first / mib,
                  "vLLM source": "gpu_model_runner.py profile_cudagraph_memory"})
+    rows.append({"phase": "cudagraph estimate", "term": "CUDA graph estimate ("
+                 + ", ".join(f"{m}={g} (largest={x})" for m, (g, x) in p.cudagraph_modes) + ")",
+                 "shape": "", "MiB per card": p.cudagraph / mib,
+                 "vLLM source": "gpu_model_runner.py profile_cudagraph_memory: first + (n - 1) x per graph"})
     return pd.DataFrame(rows)
 
 
-__all__ = ["ProfilePeak", "Term", "activation_frame", "capture_sizes", "encoder_terms", "forward_peak_bytes",
+__all__ = ["full_cudagraphs", "CUDAGRAPH_BYTES_PER_LAYER", "GEMMA4_VIDEO_FRAMES", "GEMMA4_VIDEO_SOFT_TOKENS", "QWEN_VL_MAX_PIXELS", "RELEASE_RULES", "SORT_TRANSIENT_BYTES", "cudagraph_estimate_bytes",
+           "release_rules",
+           "ProfilePeak", "Term", "activation_frame", "capture_sizes", "encoder_terms", "forward_peak_bytes",
            "forward_terms", "gdn_warmup_bytes", "moe_dims", "num_cudagraphs", "padded_vocab", "profile_peak",
            "sampler_peak_bytes", "sampler_terms"]

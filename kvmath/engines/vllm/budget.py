@@ -18,7 +18,8 @@ outside PyTorch's allocator. Then the block arithmetic decides (``kvmath.vllm_al
 
 Terms, per card (one tensor-parallel rank), exact integers in bytes:
 
-- weights: checkpoint size (``kvmath/data/deployments.json``, GB = 1e9 B) / TP. Every weight of
+- weights: checkpoint size (``kvmath/data/deployments.json``, GB = 1e9 B, or the size vLLM logged for it,
+  ``LOGGED_CHECKPOINT_GIB``) / TP. Every weight of
   these models is sharded by vLLM's parallel linear layers and ``VocabParallelEmbedding``; what
   does not shard (norms, the small router and gate weights) is below the GB rounding of the
   checkpoint sizes and is not modelled separately. Where the boot logs contradict a profile size
@@ -30,10 +31,10 @@ Terms, per card (one tensor-parallel rank), exact integers in bytes:
   tokens, the sampler on ``max_num_seqs`` rows, the multimodal encoder's budget); the GDN chunk buffers
   only at the 64-token warm-up (the profile run skips the chunked kernels at ``max_num_batched_tokens``).
 - CUDA graphs (``cudagraph``): the estimate vLLM subtracts before sizing the KV cache
-  (``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS`` defaults to 1 in 0.20-0.33): the first capture, derived
-  as the forward at the largest capture size.
-- memory outside PyTorch (``overhead``): the fitted ``const_gib + per_inv_tp_gib / TP``; the fit may also
-  keep per-graph, per-batched-token and Gemma 4 / MoE terms (``KNOWN_COEFFICIENTS``; 0 when it does not).
+  (``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS`` defaults to 1 in 0.20-0.33): first capture + per graph,
+  derived (``activation.cudagraph_estimate_bytes``).
+- memory outside PyTorch (``overhead``): the fitted ``const_gib`` (+ ``tp_gt1_gib`` when TP > 1); the fit may
+  also keep per-graph, per-batched-token and Gemma 4 / MoE terms (``KNOWN_COEFFICIENTS``; 0 when it does not).
 - draft KV override (``draft_kv_bytes``): KV of a drafter with its own cache layers (DFlash),
   reserved out of the pool when given.
 - the pool itself (growing full-attention KV, sliding-window blocks, GDN state blocks, MTP drafter
@@ -76,10 +77,10 @@ _CALIBRATION = facts.read_json("calibration/vllm_non_kv.json")
 
 COEFFICIENTS: dict = _CALIBRATION["coefficients"]
 KNOWN_COEFFICIENTS = ("const_gib", "per_inv_tp_gib", "per_8k_batched_tokens_per_tp_gib", "per_graph_mib", "gemma4_gib",
-                      "moe_gib", "peak_over_requested_gib")
+                      "moe_gib", "peak_over_requested_gib", "tp_gt1_gib")
 """Every fitted term the budget can price; the calibration JSON ships the ones the fit keeps (a missing one is 0)."""
 """GiB per card, except ``weights_extra_gb[model/variant]`` (GB of the whole checkpoint): ``const_gib`` and
-``per_inv_tp_gib`` (CUDA graphs, workspace, memory outside PyTorch), ``per_8k_batched_tokens_per_tp_gib``
+``per_inv_tp_gib`` / ``tp_gt1_gib`` (memory outside PyTorch; the last when TP > 1), ``per_8k_batched_tokens_per_tp_gib``
 (activation), ``gemma4_gib`` / ``moe_gib`` (model offsets), ``peak_over_requested_gib`` (nvidia-smi peak
 minus vLLM's requested memory: CUDA graphs captured after the KV cache is allocated, NCCL and the CUDA
 context outside the profile; the mean over the measured peaks)."""
@@ -101,6 +102,9 @@ _COVERAGE = {"checkpoints": {tuple(c) for c in _CALIBRATION["coverage"]["checkpo
              "cards": set(_CALIBRATION["coverage"]["cards"])}
 # the measured boots the notes below cite, in words (written by the fit from the boots' cited_by column)
 _CITES = _CALIBRATION["notes"]
+# checkpoint sizes vLLM itself logged ("Checkpoint size: X GiB", weight_utils.py), each with its sources: they
+# replace deployments.json's profile figure (kvmath.engines.vllm.calibration.LOGGED_CHECKPOINT_GIB)
+LOGGED_CHECKPOINT_GIB: dict = {k: v["gib"] for k, v in _CALIBRATION.get("logged_checkpoints", {}).items()}
 
 for _k in FITTED_CHECKPOINTS:  # a contributor adding a checkpoint must also ship its fitted value
     if f"weights_extra_gb[{_k}]" not in COEFFICIENTS:
@@ -201,17 +205,32 @@ def weights_gb(model_id: str, variant: str = "default") -> tuple[str, float]:
                       f"{choices(['default'] + sorted(table))}")
 
 
+def _checkpoint_config(arch) -> dict | None:
+    """The config the weights are derived from: the parsed config.json kept on the Architecture, else a known
+    model's whole reference config (``facts.reference_config``: its published checkpoint, as the model's
+    ``hf_repo`` ships it); None when there is neither."""
+    cfg = arch.extras.get("hf_config")
+    if isinstance(cfg, dict):
+        return cfg
+    from ... import facts as _facts
+
+    try:
+        return _facts.reference_config(arch.name)
+    except KvMathError:
+        return None
+
+
 def checkpoint_weights_per_rank(arch, tp: int, *, enable_expert_parallel: bool = False):
     """Weight bytes on rank 0 for a model kvmath has no published size for: from the safetensors headers
     of its model folder when it was loaded from one, else from its config.json and ``quantization_config``
-    (``kvmath.model.checkpoint``; Llama-style layouts only, others are refused naming what is needed),
+    (``kvmath.model.checkpoint``, for the layouts of its ``ESTIMATED_MODEL_TYPES``; others are refused naming what is needed),
     sharded as vLLM's layers shard them (``kvmath.engines.vllm.weights``). Returns ``(RankWeights, source)``,
     the source naming where the tensors came from. Raises KvMathError."""
     from ...model.checkpoint import read_checkpoint
     from .weights import loaded_bytes_per_rank, weights_from_config
 
-    cfg = arch.extras.get("hf_config")
-    if not isinstance(cfg, dict):
+    cfg = _checkpoint_config(arch)
+    if cfg is None:
         raise KvMathError(f"no checkpoint size for {arch.name}: pass weights_gb_total (--weights-gb) or a model folder")
     folder = arch.extras.get("folder")
     if folder and (any(Path(folder).glob("*.safetensors")) or (Path(folder) / "model.safetensors.index.json").is_file()):
@@ -401,9 +420,9 @@ JSON_FIELDS = {
     "activation_bytes": "gdn_scratch + fitted per-batched-token activation (0 when the fit keeps none)",
     "profile_peak_bytes": "derived torch peak of vLLM's profile run: forward of max_num_batched_tokens, sampler "
                           "on max_num_seqs rows, multimodal encoder (kvmath.engines.vllm.activation)",
-    "cudagraph_bytes": "CUDA graph estimate vLLM subtracts: first capture (forward at the largest capture size, "
-                       "derived) + fitted per-graph memory x graphs",
-    "overhead_bytes": "fitted memory outside PyTorch (const + per 1/TP)",
+    "cudagraph_bytes": "CUDA graph estimate vLLM subtracts: per mode, first capture (forward at the largest capture "
+                       "size + one graph) + (graphs - 1) x per-graph memory, derived",
+    "overhead_bytes": "fitted memory outside PyTorch (const, + tp_gt1 when TP > 1)",
     "model_offset_bytes": "fitted Gemma 4 / MoE offset",
     "draft_kv_bytes": "--draft-kv-gb reserved out of the KV memory",
     "non_kv_bytes": "sum of the non-KV terms",
@@ -446,7 +465,9 @@ def gdn_scratch_bytes(arch, tp: int, tokens: int) -> int:
 
 
 def _non_kv(arch, flags, tp, batched, max_model_len, coeffs, *, max_num_seqs: int = 1, num_speculative_tokens: int = 0,
-            enforce_eager: bool = False, enable_expert_parallel: bool = False, last_stage: bool = True):
+            enforce_eager: bool = False, enable_expert_parallel: bool = False, last_stage: bool = True,
+            sort_top_k_top_p: bool = False, full_cudagraphs: bool = True, encoder_chunk_budget: int | None = None,
+            encoder_frame_loop: bool = False):
     """(gdn_scratch, activation_fitted, profile_peak, cudagraph, overhead, model_offset, ProfilePeak) in bytes.
 
     ``profile_peak`` is the derived torch peak of vLLM's profile run and ``cudagraph`` the derived first
@@ -457,11 +478,14 @@ def _non_kv(arch, flags, tp, batched, max_model_len, coeffs, *, max_num_seqs: in
     c = coeffs
     pk = profile_peak(arch, tp=tp, max_num_batched_tokens=batched, max_num_seqs=max_num_seqs,
                       max_model_len=max_model_len, num_speculative_tokens=num_speculative_tokens,
-                      enable_expert_parallel=enable_expert_parallel, enforce_eager=enforce_eager, last_stage=last_stage)
+                      enable_expert_parallel=enable_expert_parallel, enforce_eager=enforce_eager, last_stage=last_stage,
+                      sort_top_k_top_p=sort_top_k_top_p, full_cudagraphs=full_cudagraphs,
+                      encoder_chunk_budget=encoder_chunk_budget, encoder_frame_loop=encoder_frame_loop)
     scratch = gdn_warmup_bytes(arch, tp)
     act = round(c.get("per_8k_batched_tokens_per_tp_gib", 0.0) * batched / 8192 / tp * GIB)
-    graphs = pk.cudagraph_first + round(c.get("per_graph_mib", 0.0) * pk.num_graphs * 2**20)
-    over = round((c.get("const_gib", 0.0) + c.get("per_inv_tp_gib", 0.0) / tp) * GIB)
+    graphs = pk.cudagraph + round(c.get("per_graph_mib", 0.0) * pk.num_graphs * 2**20)
+    over = round((c.get("const_gib", 0.0) + c.get("per_inv_tp_gib", 0.0) / tp
+                  + (c.get("tp_gt1_gib", 0.0) if tp > 1 else 0.0)) * GIB)
     off = round(((c.get("gemma4_gib", 0.0) if flags["gemma4"] else 0) + (c.get("moe_gib", 0.0) if flags["moe"] else 0))
                 * GIB)
     return scratch, act, pk.torch_peak, graphs, over, off, pk
@@ -508,7 +532,7 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
            coefficients: dict | None = None, check_card: bool = True, allow_long_max_model_len: bool = False,
            attention_backend: str | None = None, dflash: bool = False, enforce_eager: bool = False,
            enable_expert_parallel: bool = False, last_stage: bool = True, weights_bytes: int | None = None,
-           **vllm_settings) -> Budget:
+           estimate_cudagraphs: bool = True, profile_release: str | None = None, **vllm_settings) -> Budget:
     """The per-card budget of ``model`` on vLLM and its verdict.
 
     ``model``: a known model id, a config.json path or dict. ``card``: a card id (``kvmath/data/cards.json``)
@@ -528,6 +552,12 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
     not used (``drafter_kv_layers`` 0) and the drafter's own KV layers, which share the pool, are not
     modelled (their shapes are in the drafter's config): the pool and concurrency are upper bounds,
     and a note says so. ``draft_kv_gb`` reserves them by hand.
+    ``estimate_cudagraphs``: vLLM's ``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS`` (default 1 from 0.20.0,
+    vllm/envs.py; off in earlier releases): False leaves the CUDA graph estimate out of the non-KV memory.
+    ``profile_release``: price the profile run as an older vLLM release ran it ("0.10.1"; public boots of
+    releases before the 0.20.0 kvmath's rules are read from): ``activation.release_rules`` (no CUDA graph
+    estimate before 0.20, the sort top-k/top-p sampler before 0.16, Gemma 4 frames one at a time before 0.22);
+    the KV rules stay ``vllm_version``'s. None: ``vllm_version``'s profile run.
 
     Raises KvMathError on bad input.
     """
@@ -549,7 +579,8 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
     check_name(attention_backend, "attention_backend", maximum=64, optional=True)
     for name, v in (("check_card", check_card), ("allow_long_max_model_len", allow_long_max_model_len),
                     ("dflash", dflash), ("enforce_eager", enforce_eager),
-                    ("enable_expert_parallel", enable_expert_parallel), ("last_stage", last_stage)):
+                    ("enable_expert_parallel", enable_expert_parallel), ("last_stage", last_stage),
+                    ("estimate_cudagraphs", estimate_cudagraphs)):
         check_bool(v, name)
     for name, v in (("drafter_gb", drafter_gb), ("draft_kv_gb", draft_kv_gb)):
         check_number(v, f"{name} (GB)", 0, MAX_GB)
@@ -603,7 +634,7 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
             raise KvMathError(f"{name} must be a finite number of GB >= 0, got {v!r}")
     extra_gb = 0.0
     derived_weights = None
-    if weights_gb_total is None and arch.name not in _deployments() and "hf_config" in arch.extras:
+    if weights_gb_total is None and arch.name not in _deployments() and _checkpoint_config(arch) is not None:
         # no published size: the checkpoint's own tensors (safetensors headers of a model folder), or the
         # tensors its config.json + quantization_config imply, placed on rank 0 as vLLM shards them
         derived_weights, variant = checkpoint_weights_per_rank(arch, tp, enable_expert_parallel=enable_expert_parallel)
@@ -613,6 +644,8 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
     elif weights_gb_total is None:
         variant, wgb = weights_gb(arch.name if arch.name in _deployments() else str(model), weights_variant)
         extra_gb = coeffs.get(f"weights_extra_gb[{arch.name}/{variant}]", 0.0)
+        if f"{arch.name}/{variant}" in LOGGED_CHECKPOINT_GIB:  # vLLM's own log of the checkpoint's size
+            wgb = LOGGED_CHECKPOINT_GIB[f"{arch.name}/{variant}"] * GIB / GB
     else:
         if not _finite(weights_gb_total) or weights_gb_total <= 0:
             raise KvMathError(f"weights GB must be a finite positive number, got {weights_gb_total!r}")
@@ -633,10 +666,18 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
                           "correction must leave a positive checkpoint size")
     drafter = round(drafter_gb * GB / tp)
     draft_kv = round(draft_kv_gb * GB)
+    from .activation import full_cudagraphs, release_rules
+
+    rules = release_rules(profile_release or vllm_settings.get("vllm_version"))
     scratch, act, peak, graphs, over, off, _pk = _non_kv(
         arch, flags, tp, max_num_batched_tokens, L, coeffs, max_num_seqs=max_num_seqs,
         num_speculative_tokens=num_speculative_tokens, enforce_eager=enforce_eager,
-        enable_expert_parallel=enable_expert_parallel, last_stage=last_stage)
+        enable_expert_parallel=enable_expert_parallel, last_stage=last_stage,
+        sort_top_k_top_p=rules["sort_top_k_top_p"], encoder_frame_loop=rules["encoder_frame_loop"],
+        encoder_chunk_budget=min(max(total - weights - drafter, 0) // 2, total // 10),  # gemma4_mm._encoder_chunk
+        full_cudagraphs=full_cudagraphs(num_speculative_tokens, kv_format, cc, attention_backend, flags["gemma4"]))
+    if not (estimate_cudagraphs and rules["estimate_cudagraphs"]):  # VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0
+        graphs = 0
     non_kv = weights + drafter + scratch + act + peak + graphs + over + off + draft_kv
     available = requested - non_kv
     if dflash:
@@ -649,10 +690,7 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
     # the per-term split of what max_num_seqs requests hold, from this same plan (vllm.VllmEngine)
     from . import ENGINE
 
-    groups = ENGINE.layer_groups(arch, p) if p.final_layers else ()
-    growing_kv = sum(g.bytes for g in groups if g.growing)
-    sliding_kv = sum(g.bytes for g in groups if g.sliding)
-    state_kv = sum(g.bytes for g in groups if g.is_state)
+    growing_kv, sliding_kv, state_kv = ENGINE.kv_split(p) if p.final_layers else (0, 0, 0)
     refusal_kind = None
     if not p.boots and not p.needed_bytes and p.refusal:
         # vLLM's configuration checks (VllmConfig validation) run before any memory is touched
@@ -698,6 +736,10 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
                      f"CUDA context, NCCL and CUDA-graph capture live there ({_CITES['headroom_outside_budget']})")
     if dflash:
         notes.append(DFLASH_NOTE + (f" ({draft_kv_gb:g} GB reserved by hand)" if draft_kv_gb else ""))
+    if weights_gb_total is None and f"{arch.name}/{variant}" in LOGGED_CHECKPOINT_GIB:
+        notes.append(f"weights: the {variant} checkpoint at the size vLLM logs for it, "
+                     f"{LOGGED_CHECKPOINT_GIB[arch.name + '/' + variant]:.2f} GiB (weight_utils.py 'Checkpoint size'; "
+                     "sources in data/calibration/vllm_non_kv.json)")
     if extra_gb:
         notes.append(f"weights: the {variant} checkpoint's {wgb:g} GB plus a fitted {extra_gb:+.2f} GB "
                      "(the boot logs show more loaded than the profile size; kvmath.calibration)")
@@ -739,7 +781,8 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
                       coefficients=coefficients, check_card=check_card,
                       allow_long_max_model_len=allow_long_max_model_len, attention_backend=attention_backend,
                       dflash=dflash, enforce_eager=enforce_eager, enable_expert_parallel=enable_expert_parallel,
-                      last_stage=last_stage, weights_bytes=weights_bytes, **vllm_settings),
+                      last_stage=last_stage, weights_bytes=weights_bytes, estimate_cudagraphs=estimate_cudagraphs,
+                      profile_release=profile_release, **vllm_settings),
     )
 
 

@@ -182,19 +182,24 @@ def _implied_available(row: Row, b) -> float | None:
     return None
 
 
-FIT_TERMS = ("const_gib", "per_inv_tp_gib")
-"""The fitted non-KV terms (the rest of the profile run is derived, ``kvmath.engines.vllm.activation``):
-``const_gib`` (memory outside PyTorch allocated after vLLM's snapshot: kernel modules, library handles,
-and whatever of the CUDA graph estimate the first capture does not explain) and ``per_inv_tp_gib`` (the
-share that shrinks with TP). ``per_graph_mib`` (the per-graph memory of ``profile_cudagraph_memory`` times
-the number of graphs) was tried and left out: on the club-3090 boots (2-7 capture sizes each) it is not
-identified and comes out at ~65 MiB a graph, which puts a 1024-sequence H100 boot 10 GiB under its log
-(the Calibration chapter's leave-one-model-out table); the Gemma 4 / MoE offsets and the per-batched-token
-term were tried too and raise the leave-one-model-out error (derived terms now carry them)."""
+FIT_TERMS = ("const_gib", "tp_gt1_gib")
+"""The fitted non-KV terms (the rest of the profile run is derived, ``kvmath.engines.vllm.activation``): vLLM's
+``non_torch_increase`` (vllm/utils/mem_utils.py ``memory_profiling``: memory outside PyTorch's allocator that
+appears between the worker's snapshot, taken after NCCL is initialised, and the end of the profile: kernel
+modules loaded by the first forward, cuBLAS / cuDNN workspaces) as ``const_gib``, and ``tp_gt1_gib``, what a
+tensor-parallel worker adds to it (NCCL connects its channels lazily, on the first all-reduce, which the profile
+run makes). Both by least absolute deviations (``_lad``), so a boot with a term kvmath does not derive moves
+them by its rank, not its size. vLLM's own figures agree: the llm-d config explorer logs "Non-torch Memory"
+0.13-0.14 GiB for single-H100 boots and 0.54 GiB for a TP 2 one
+(https://github.com/llm-d/llm-d-benchmark/blob/356b8e03d75b98163f970d2a7aae00292dcc291d/config_explorer/empirical-vllm-memory-results.md).
+Tried and left out: ``per_inv_tp_gib`` (kept at 1.95 GiB before the checkpoint sizes were read from vLLM's
+logs, ``LOGGED_CHECKPOINT_GIB``: it was mostly their error, divided by TP), ``per_graph_mib`` (now derived,
+``activation.CUDAGRAPH_BYTES_PER_LAYER``), the Gemma 4 / MoE offsets and the per-batched-token term."""
 
 _TERM_FEATURES = {
     "const_gib": lambda b, n: 1.0,
     "per_inv_tp_gib": lambda b, n: 1.0 / b.tp,
+    "tp_gt1_gib": lambda b, n: float(b.tp > 1),
     "per_8k_batched_tokens_per_tp_gib": lambda b, n: b.max_num_batched_tokens / 8192 / b.tp,
     "per_graph_mib": lambda b, n: n * 2**20 / GIB,
     "gemma4_gib": lambda b, n: float(b.model.startswith("gemma-4")),
@@ -225,9 +230,27 @@ def _features(b, terms=FIT_TERMS) -> list[float]:
     return row
 
 
+LOGGED_CHECKPOINT_GIB = {
+    "qwen3.6-27b/autoround_int4": (17.69, (
+        "https://github.com/noonghunna/club-3090/issues/142", "https://github.com/noonghunna/club-3090/issues/158",
+        "https://github.com/noonghunna/club-3090/pull/44"),
+        "weight_utils.py: 'Checkpoint size: 17.69 GiB' (qwen3.6-27b-autoround-int4, three rigs)"),
+    "gemma-4-31b/autoround_int4": (17.87, ("https://github.com/noonghunna/club-3090/issues/274",),
+                                   "weight_utils.py: 'Checkpoint size: 17.87 GiB' (served_model_name "
+                                   "gemma-4-31b-autoround, Intel/gemma-4-31B-it-int4-AutoRound per club-3090 #89)"),
+}
+"""Checkpoints whose size vLLM itself logged (GiB = 2^30 B of safetensors files, vllm/model_executor/model_loader/
+weight_utils.py "Checkpoint size"), where ``data/deployments.json`` has the anchor's rounded profile figure (GB):
+{model/variant: (GiB, source URLs, the line)}. Not fitted: ``write_calibration`` copies them to the calibration
+JSON's ``logged_checkpoints``, and the budget prices the checkpoint at the logged size (sharded by TP like the
+weights; ``budget.LOGGED_CHECKPOINT_GIB``), also when the model is left out of a fit. The 1/TP term the fit
+used to keep (``per_inv_tp_gib``, 1.95 GiB) was mostly this: a checkpoint 1.2-1.5 GB larger than its profile
+size, divided by TP."""
+
+
 FEATURES = FIT_TERMS + tuple(f"weights_extra_gb[{k}]" for k in FITTED_CHECKPOINTS)
 _NO_CORRECTION = {f"weights_extra_gb[{k}]": 0.0 for k in FITTED_CHECKPOINTS}
-_NO_FIT = dict(_NO_CORRECTION, per_graph_mib=0.0, per_8k_batched_tokens_per_tp_gib=0.0, const_gib=0.0,
+_NO_FIT = dict(_NO_CORRECTION, tp_gt1_gib=0.0, per_graph_mib=0.0, per_8k_batched_tokens_per_tp_gib=0.0, const_gib=0.0,
                per_inv_tp_gib=0.0, gemma4_gib=0.0, moe_gib=0.0)
 
 
@@ -287,14 +310,16 @@ def outliers(rows=None, threshold_gib: float = 1.0) -> list[dict]:
 
 
 def fit_coefficients(rows=None, corrections: bool = True, terms=FIT_TERMS) -> dict:
-    """Least-squares fit of the empirical non-KV terms (GiB per card, and GB for checkpoint corrections)
-    on ``rows`` whose ``fit`` is set, whose scope is ``specified`` and whose available KV memory is
-    known; plus the mean peak overhead over the boots with a measured peak (each boot once).
+    """Least-absolute-deviations fit (``_lad``) of the empirical non-KV terms (GiB per card, and GB for
+    checkpoint corrections) on ``rows`` (default: club-3090's fit rows and the priceable public boots,
+    ``_cv_rows``) whose ``fit`` is set, whose scope is ``specified`` and whose available KV memory is known;
+    plus the mean peak overhead over the boots with a measured peak (each boot once).
     ``corrections=False`` fits without the checkpoint corrections (they come out 0), to show what
     the other terms do without them. Returns a dict like ``kvmath.budget.COEFFICIENTS`` (plus
     ``n_fit``, ``n_peak``)."""
-    rows = rows if rows is not None else [r for r in ROWS if r.model in (
+    peak_rows = rows if rows is not None else [r for r in ROWS if r.model in (
         "qwen3.6-27b", "qwen3.6-35b-a3b", "gemma-4-31b", "gemma-4-26b-a4b")]
+    rows = rows if rows is not None else _cv_rows()
     X, y = [], []
     for r in rows:
         if not r.fit or r.scope != "specified":
@@ -306,10 +331,10 @@ def fit_coefficients(rows=None, corrections: bool = True, terms=FIT_TERMS) -> di
         y.append(other)
     names = tuple(terms) + tuple(f"weights_extra_gb[{k}]" for k in FITTED_CHECKPOINTS)
     n = len(names) - (0 if corrections else len(FITTED_CHECKPOINTS))
-    coef = _lstsq([x[:n] for x in X], y) + [0.0] * (len(names) - n)
+    coef = _lad([x[:n] for x in X], y) + [0.0] * (len(names) - n)
     out = dict(zip(names, (round(c, 3) for c in coef)))
     peaks = []
-    for r in rows:
+    for r in peak_rows:
         if r.peak_gib is not None and r.outcome == "boots" and r.scope == "specified" and not r.same_boot:
             b = _budget(r)
             peaks.append(r.peak_gib - b.requested / GIB)
@@ -317,6 +342,19 @@ def fit_coefficients(rows=None, corrections: bool = True, terms=FIT_TERMS) -> di
         "peak_over_requested_gib"]
     out["n_fit"], out["n_peak"] = len(y), len(peaks)
     return out
+
+
+def _lad(X, y, iterations: int = 60, floor_gib: float = 0.01):
+    """Least absolute deviations (the median's regression) by iteratively reweighted least squares: each
+    boot's squared residual weighted by 1 / max(|residual|, ``floor_gib``) (its row scaled by the root). A boot whose non-KV memory has a term kvmath does not
+    derive (Gemma 4 31B's +0.9 GiB, a report's misread setting) moves the constants by its rank, not by its
+    size, so it cannot drag the rest off as least squares does."""
+    coef = _lstsq(X, y)
+    for _ in range(iterations):
+        r = [t - sum(c * v for c, v in zip(coef, x)) for x, t in zip(X, y)]
+        w = [1.0 / max(abs(e), floor_gib) ** 0.5 for e in r]
+        coef = _lstsq([[v * wi for v in x] for x, wi in zip(X, w)], [t * wi for t, wi in zip(y, w)])
+    return coef
 
 
 def _lstsq(X, y):
@@ -376,7 +414,9 @@ def compare(rows=None, coefficients=None) -> list[dict]:
         if r.tokens is not None:
             rec["measured_pool_tokens"] = r.tokens
             rec["pool_tokens_approx"] = r.approx
-            if b.boots:
+            if b.boots and "profile_release" not in r.cfg:
+                # pool tokens are the block rules' (kvmath.engines.vllm.alloc, read for 0.20+); a boot of an
+                # older release is scored on its available memory only
                 rec["pool_tokens_error_pct"] = 100 * (b.pool_tokens - r.tokens) / r.tokens
         if r.concurrency is not None:
             rec["measured_concurrency"] = r.concurrency
@@ -479,7 +519,7 @@ def coverage() -> dict:
     whose copy ``kvmath.engines.vllm.budget.budget`` reads for its notes."""
     from .budget import weights_gb
 
-    rows = _fit_rows()
+    rows = _cv_rows()
     return {"checkpoints": {(r.model, weights_gb(r.model, r.cfg["weights_variant"])[0]) for r in rows
                             if not r.cfg.get("weights_gb_total")},
             "cards": {r.cfg["card"] for r in rows}}
@@ -579,8 +619,9 @@ def calibration_record() -> dict:
     coef = {k: v for k, v in fit.items() if k not in ("n_fit", "n_peak")}
     cov = coverage()
     return {
-        "source": f"data/{BOOTS_CSV}: least squares on the boots whose scope is 'specified' and whose available "
-                  "KV memory is logged or implied by the logged pool (the Calibration chapter)",
+        "source": f"data/{BOOTS_CSV} and data/{PUBLIC_CSV}: least absolute deviations on the boots whose scope is "
+                  "'specified' and whose available KV memory is logged or implied by the logged pool (the "
+                  "Calibration chapter)",
         "written_by": "python -m kvmath.engines.vllm.calibration --write "
                       "(kvmath.engines.vllm.calibration.write_calibration); tests/test_calibration.py refits "
                       "and compares",
@@ -588,6 +629,8 @@ def calibration_record() -> dict:
                   "calibration_error_gib / uncovered_error_gib": "GiB of available KV memory per card"},
         "coefficients": coef,
         "fitted_checkpoints": list(FITTED_CHECKPOINTS),
+        "logged_checkpoints": {k: {"gib": g, "line": line, "sources": list(urls)}
+                               for k, (g, urls, line) in LOGGED_CHECKPOINT_GIB.items()},
         "calibration_error_gib": round(error_band_gib(), 2),
         "uncovered_error_gib": round(error_band_gib(covered=False), 1),
         "n_fit": fit["n_fit"], "n_peak": fit["n_peak"],
@@ -700,16 +743,16 @@ def main(argv=None) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
-
 
 # ---------------------------------------------------------------------------------------------------
 # the public corpus and the leave-one-model-out / leave-one-GPU-out errors
 
 PUBLIC_CSV = "measurements/vllm-public-boots.csv"
 _GPU_CARDS = {"RTX 3090": "rtx3090", "RTX 4090": "rtx4090", "RTX 5090": "rtx5090", "A100": "a100", "H100": "h100",
-              "RTX A6000": "a6000", "B200": "b200", "RTX PRO 6000 Blackwell": "rtx-6000-pro-blackwell"}
+              "RTX A6000": "a6000", "B200": "b200", "RTX PRO 6000 Blackwell": "rtx-6000-pro-blackwell",
+              "A10": "a10", "A10G": "a10g", "L4": "l4", "L40S": "l40s", "H200": "h200", "H20": "h20",
+              "A100 40GB": "a100-40", "RTX A4000": "a4000", "RTX 5080": "rtx5080", "RTX 3090 Ti": "rtx3090ti",
+              "T4": "t4", "V100": "v100-32", "A30": "a30"}
 
 
 def _setting(text: str, kind=int):
@@ -731,6 +774,13 @@ def _setting(text: str, kind=int):
         return kind(v)
     except ValueError:
         return "serve-default"
+
+
+def _release(text: str) -> tuple | None:
+    """The (major, minor) of a public row's ``vllm_version`` cell: the first ``0.N`` release it names (stated,
+    logged, the era it dates the log to, or the image tag it names: ``v0.11.0``); None when it names none."""
+    m = re.search(r"(?<![\d.])v?(0)\.(\d{1,2})(?![\d])", text or "")
+    return (int(m.group(1)), int(m.group(2))) if m else None
 
 
 def public_rows() -> list[Row]:
@@ -763,7 +813,14 @@ def public_rows() -> list[Row]:
                 break
             if v != "serve-default":
                 cfg[key] = v
+            elif key in ("max_num_seqs", "max_num_batched_tokens"):
+                cfg[key] = None  # vllm serve's default for the card (budget: settings.serve_batch_settings)
         else:
+            ver = _release(rec.get("vllm_version", ""))
+            if ver is not None and ver < (0, 20):
+                # a release older than kvmath's rules: its profile run as that release ran it
+                # (activation.release_rules: no CUDA graph estimate, the sort top-k/top-p sampler before 0.16)
+                cfg["profile_release"] = f"{ver[0]}.{ver[1]}"
             kv = _setting(rec.get("kv_cache_dtype", ""), str)
             cfg["kv_format"] = "auto" if kv in (None, "auto", "serve-default") else kv
             scope = "specified"
@@ -860,4 +917,9 @@ def cv_text() -> str:
     return "\n".join(lines)
 
 
-__all__ += ["FIT_TERMS", "PUBLIC_CSV", "cv_summary", "cv_text", "leave_one_out_by", "public_rows"]
+__all__ += ["FIT_TERMS", "LOGGED_CHECKPOINT_GIB", "PUBLIC_CSV", "cv_summary", "cv_text", "leave_one_out_by",
+            "public_rows"]
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
