@@ -394,3 +394,14 @@ def test_traced_misses_are_placement_not_missing_tensors(run):
 def test_every_dry_run_lies_in_kvmaths_range():
     assert all(c.compute_in_range for c in CASES)
     assert DR.summary(CASES)["compute_in_range"] == len(CASES)
+
+
+def test_dense_qwen36_27b_estimate_counts_its_mlp_not_experts():
+    # Qwen 3.6 27B is dense (no num_experts): 64 MLPs of 3 x 5,120 x 17,408 weights, no expert tensors for
+    # --n-cpu-moe to move (a fresh user's run of the fit command without --quant-mix raised KeyError)
+    from kvmath import facts
+    from kvmath.engines.llamacpp.weights import estimate_weights
+
+    w = estimate_weights(facts.reference_config("qwen3.6-27b"), bits_per_weight=4.5)
+    assert w.experts == 0 and sum(w.experts_per_block) == 0
+    assert w.other >= 64 * round(3 * 5120 * 17408 * 4.5 / 8)

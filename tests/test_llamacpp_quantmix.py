@@ -104,7 +104,9 @@ def test_hand_checked_rules():
     assert by["token_embd.weight"] == "Q6_K"  # tied: the embedding gets the output head's type
 
 
-PUB = {r["id"]: r for r in QM.published_checks()}
+from kvmath.engines.llamacpp import mixcheck  # noqa: E402
+
+PUB = {r["id"]: r for r in mixcheck.published_checks()}
 
 
 def test_published_llama_bench_sizes():

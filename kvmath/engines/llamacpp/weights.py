@@ -36,12 +36,14 @@ def estimate_weights(config: dict, *, bits_per_weight: float = 4.5, name: str = 
         full = h * heads * hd * 2 + 2 * h * kv * hd + heads * hd * h  # q (+gate), k, v, o
         conv_dim = 2 * nk * dk + nv * dv
         lin = h * (conv_dim + nv * dv) + h * 2 * nv + conv_dim * kern + nv * dv * h  # qkv, z, b+a, conv, out
-        e, mi = cfg["num_experts"], cfg["moe_intermediate_size"]
+        e = cfg.get("num_experts") or 0  # Qwen 3.5 / 3.6 27B are dense: one MLP of intermediate_size
+        mi = cfg["moe_intermediate_size"] if e else 0
         shared = cfg.get("shared_expert_intermediate_size", 0)
+        dense = 0 if e else cfg["intermediate_size"]
         for t in arch_layers[:n]:
             attn += nb(full if t == "full_attention" else lin)
-            per_block_exp.append(nb(3 * e * h * mi))
-            other += nb(h * e + (3 * h * shared + h if shared else 0))
+            per_block_exp.append(nb(3 * e * h * mi) if e else 0)
+            other += nb(h * e + (3 * h * shared + h if shared else 0)) if e else nb(3 * h * dense)
     elif mt == "gemma4_text":
         types = cfg["layer_types"]
         heads, kv, hd = cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"]
