@@ -277,3 +277,18 @@ def test_solver_searches_below_a_zero_estimate():
     assert rebudget(b, max_model_len=L).outcome == "boots"
     assert rebudget(b, max_model_len=L + 1).outcome != "boots"
     assert rebudget(b, max_model_len=2).outcome == "boots"
+
+
+def test_rebudget_keeps_the_cards_compute_capability():
+    # A fresh user's case: with MTP on one RTX 3090 the solver said 64,000 tokens ("64,001 would be refused")
+    # while --max-ctx 64001 booted. rebudget re-ran budget() with the card's memory as an explicit total_gib,
+    # which dropped the card's sm_86 and with it vLLM's PIECEWISE-only CUDA graphs for FlashInfer + spec decode.
+    kw = dict(card="rtx3090", kv_format="fp8_e5m2", max_num_seqs=1, mem_util=0.95, num_speculative_tokens=3)
+    b = budget("qwen3.6-27b", max_model_len=180000, **kw)
+    L = solve_max_model_len(b)
+    for n in (L, L + 1):
+        fresh, again = budget("qwen3.6-27b", max_model_len=n, **kw), rebudget(b, max_model_len=n)
+        assert (fresh.outcome, fresh.available_kv, fresh.cudagraph) == (again.outcome, again.available_kv,
+                                                                        again.cudagraph)
+    assert budget("qwen3.6-27b", max_model_len=L, **kw).outcome == "boots"
+    assert budget("qwen3.6-27b", max_model_len=L + 1, **kw).outcome == "refused"

@@ -66,17 +66,19 @@ def test_header_table_matches_what_safetensors_wrote(tmp_path):
 
 
 def test_folder_with_shards_and_index(tmp_path):
-    a = {"model.embed_tokens.weight": ("bf16", (1000, 64))}
-    b = {"lm_head.weight": ("bf16", (1000, 64))}
+    a = {"model.embed_tokens.weight": ("bf16", (1000, 64)), "model.layers.0.input_layernorm.weight": ("bf16", (64,))}
+    b = {"lm_head.weight": ("bf16", (1000, 64)), "model.layers.1.input_layernorm.weight": ("bf16", (64,))}
     write(tmp_path / "model-00001-of-00002.safetensors", a)
     write(tmp_path / "model-00002-of-00002.safetensors", b)
-    index = {"metadata": {"total_size": 2 * 1000 * 64 * 2},
+    index = {"metadata": {"total_size": 2 * 1000 * 64 * 2 + 2 * 64 * 2},
              "weight_map": {"model.embed_tokens.weight": "model-00001-of-00002.safetensors",
-                            "lm_head.weight": "model-00002-of-00002.safetensors"}}
+                            "model.layers.0.input_layernorm.weight": "model-00001-of-00002.safetensors",
+                            "lm_head.weight": "model-00002-of-00002.safetensors",
+                            "model.layers.1.input_layernorm.weight": "model-00002-of-00002.safetensors"}}
     (tmp_path / "model.safetensors.index.json").write_text(json.dumps(index))
     (tmp_path / "config.json").write_text(json.dumps(TINY))
     ck = read_checkpoint(tmp_path)
-    assert not ck.estimated and ck.total_bytes == ck.index_total_size == 256000
+    assert not ck.estimated and ck.total_bytes == ck.index_total_size == 256256
     (tmp_path / "model-00002-of-00002.safetensors").unlink()
     with pytest.raises(KvMathError, match="names model-00002-of-00002.safetensors"):
         read_checkpoint(tmp_path)
@@ -351,3 +353,18 @@ def test_qwen36_27b_gdn_layer_by_hand():
     rows = [t for t in estimate_checkpoint(facts.reference_config("qwen3.6-27b")).tensors if ".linear_attn." in t.name]
     assert sum(t.numel for t in rows) == 48 * per_layer
     assert {t.dtype for t in rows} == {"bf16"}
+
+
+def test_partial_downloads_and_stray_files_are_refused(tmp_path):
+    # a fresh user's case: one of four shards of Llama 3.1 8B priced as a 1 GiB model that "boots"
+    (tmp_path / "config.json").write_text(json.dumps(TINY))
+    write(tmp_path / "model-00001-of-00002.safetensors", {"model.layers.0.input_layernorm.weight": ("bf16", (64,))})
+    with pytest.raises(KvMathError, match="model-00002-of-00002.safetensors is missing"):
+        read_checkpoint(tmp_path)
+    (tmp_path / "model-00001-of-00002.safetensors").unlink()
+    write(tmp_path / "model.safetensors", {"model.layers.0.input_layernorm.weight": ("bf16", (64,))})
+    with pytest.raises(KvMathError, match="hold 1 of the config's 2 decoder layers"):
+        read_checkpoint(tmp_path)
+    write(tmp_path / "model.safetensors", {"x": ("bf16", (4, 4))})
+    with pytest.raises(KvMathError, match="no decoder layer tensors"):
+        read_checkpoint(tmp_path)

@@ -247,9 +247,11 @@ def test_vllm_serve_line_is_the_same_budget_as_kvmath_fit_flags(capsys):
                         "--gpu-memory-utilization", "0.9", "--kv-cache-dtype", "fp8_e5m2", "--max-model-len", "32k",
                         "--max-num-seqs", "4", "--max-num-batched-tokens", "8k", "--port", "8000",
                         "--served-model-name", "q", "qq", "--trust-remote-code")
+    # a model named by its HF repo in a pasted line is that repository's checkpoint (--weights-variant hf)
     code2, b, _ = _json(capsys, "--model", "qwen3.6-27b", "--tp", "2", "--mem-util", "0.9", "--kv-format", "fp8_e5m2",
-                        "--max-ctx", "32000", "--max-num-seqs", "4", "--max-num-batched-tokens", "8000")
-    assert code1 == code2 == 0
+                        "--max-ctx", "32000", "--max-num-seqs", "4", "--max-num-batched-tokens", "8000",
+                        "--weights-variant", "hf")
+    assert code1 == code2
     # vLLM's human_readable_int: lowercase k is 10^3 (vllm/engine/arg_utils.py)
     assert a["max_model_len"] == 32000 and a["max_num_batched_tokens"] == 8000
     for key in ("available_kv_gib", "pool_tokens", "outcome", "tp", "kv_format", "mem_util"):
@@ -261,8 +263,9 @@ def test_vllm_serve_line_is_the_same_budget_as_kvmath_fit_flags(capsys):
 def test_max_model_len_auto_is_vllms_auto_fit(capsys):
     # qwen3.6-27b on one RTX 3090 at fp8_e5m2: the full 262,144 tokens do not fit one request, so vLLM's
     # _auto_fit_max_model_len lowers max_model_len to the longest length the KV memory holds
-    code, d, _ = _json(capsys, "vllm", "serve", "Qwen/Qwen3.6-27B", "--max-model-len", "auto",
-                       "--kv-cache-dtype", "fp8_e5m2", "--card", "rtx3090")
+    code, d, _ = _json(capsys, "vllm", "serve", "qwen3.6-27b", "--max-model-len", "auto",
+                       "--kv-cache-dtype", "fp8_e5m2", "--card", "rtx3090", "--gpu-memory-utilization", "0.95",
+                       "--max-num-seqs", "1")
     assert code == 0 and d["outcome"] == "boots" and d["max_model_len"] < 262144
     L = d["max_model_len"]
     assert any(n.startswith(f"Auto-fit max_model_len: reduced from 262144 to {L} ") for n in d["notes"])
@@ -300,8 +303,9 @@ def test_vllm_flags_kvmath_does_not_model_are_refused(capsys, argv, message):
 
 
 def test_speculative_config_mtp_is_the_models_mtp(capsys):
-    code, a, _ = _json(capsys, "Qwen/Qwen3.6-27B", "--speculative-config",
-                       '{"method": "mtp", "num_speculative_tokens": 2}', "--max-model-len", "32768")
+    code, a, _ = _json(capsys, "qwen3.6-27b", "--speculative-config",
+                       '{"method": "mtp", "num_speculative_tokens": 2}', "--max-model-len", "32768",
+                       "--kv-cache-dtype", "fp8_e5m2", "--gpu-memory-utilization", "0.95", "--max-num-seqs", "1")
     code2, b, _ = _json(capsys, "--model", "qwen3.6-27b", "--mtp", "--num-speculative-tokens", "2", "--max-ctx", "32768")
     assert a["num_speculative_tokens"] == b["num_speculative_tokens"] == 2
     assert a["available_kv_gib"] == b["available_kv_gib"] and a["pool_tokens"] == b["pool_tokens"]
@@ -311,3 +315,14 @@ def test_enforce_eager_drops_the_cuda_graph_term(capsys):
     _, a, _ = _json(capsys, "--model", "qwen3.6-27b", "--max-ctx", "32768")
     _, b, _ = _json(capsys, "--model", "qwen3.6-27b", "--max-ctx", "32768", "--enforce-eager")
     assert b["available_kv_gib"] > a["available_kv_gib"]
+
+
+def test_a_pasted_line_takes_vllms_defaults_not_the_anchors(capsys):
+    # vLLM's defaults: kv_cache_dtype auto, gpu_memory_utilization 0.9, the card's max_num_seqs, the model's
+    # derived max_model_len, and the HF repository's own checkpoint (bf16 Qwen 3.6 27B: 54.7 GB, which does
+    # not fit two RTX 3090s); the anchor's --model id keeps its own defaults (int4, fp8_e5m2, 0.95, 1 sequence)
+    code, d, _ = _json(capsys, "vllm", "serve", "Qwen/Qwen3.6-27B", "--tensor-parallel-size", "2")
+    assert (d["kv_format"], d["mem_util"], d["max_model_len"], d["max_num_seqs"]) == ("bf16", 0.9, 262144, 256)  # auto = bf16
+    assert code == 1 and d["outcome"] == "oom"
+    code, e, _ = _json(capsys, "--model", "qwen3.6-27b", "--tp", "2")
+    assert (e["kv_format"], e["mem_util"], e["max_num_seqs"]) == ("fp8_e5m2", 0.95, 1) and e["outcome"] == "boots"

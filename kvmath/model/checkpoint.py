@@ -28,6 +28,8 @@ quantised linear layer is one module prefix with several tensors (``q_proj.qweig
 
 from __future__ import annotations
 
+import re
+
 import json
 import math
 import os
@@ -206,16 +208,53 @@ def read_checkpoint(folder) -> Checkpoint:
             if missing:
                 raise KvMathError(f"{folder}: the index names {missing[0]} but the folder does not hold it "
                                   f"({len(missing)} of {len(wanted)} files missing)")
+        else:  # no index: sharded names say how many files there are (model-00001-of-00004.safetensors)
+            shards = {}
+            for p in files:
+                m = re.fullmatch(r"(.+)-(\d{5})-of-(\d{5})\.safetensors", p.name)
+                if m:
+                    shards.setdefault((m.group(1), int(m.group(3))), set()).add(int(m.group(2)))
+            for (stem, n), got in shards.items():
+                if got != set(range(1, n + 1)):
+                    first = min(set(range(1, n + 1)) - got)
+                    raise KvMathError(f"{folder}: {stem}-{first:05d}-of-{n:05d}.safetensors is missing ({len(got)} of "
+                                      f"{n} shards present): a partial download would price a fraction of the model")
         tensors, meta = [], {}
         for p in files:
             t, m = read_safetensors_header(p)
             tensors.extend(t)
             meta.update(m)
+        if isinstance(config, dict):
+            _check_layers_present(folder, tensors, config)
         return Checkpoint(tuple(tensors), str(folder), False, quant, total, meta)
     if not isinstance(config, dict):
         raise KvMathError(f"{folder}: no *.safetensors files and no config.json to estimate them from")
     est = estimate_checkpoint(config)
     return Checkpoint(est.tensors, f"{folder} (estimated from config.json)", True, est.quant_method, total)
+
+
+def _check_layers_present(folder, tensors, config: dict) -> None:
+    """Refuse a folder whose tensors stop short of the config's decoder: the highest ``layers.N`` index found
+    must be ``num_hidden_layers - 1`` (text layers; vision / audio towers and MTP layers are not counted).
+    A folder with a few stray tensors, or some shards of a download, would otherwise pass as the model."""
+    tc = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+    L = tc.get("num_hidden_layers")
+    if not isinstance(L, int) or isinstance(L, bool) or L < 1:
+        return
+    seen = set()
+    for t in tensors:
+        if any(x in t.name for x in ("vision", "visual", "audio", "mtp.", "multi_modal")):
+            continue
+        m = re.search(r"(?:^|\.)(?:layers|h|blocks)\.(\d+)\.", t.name)
+        if m:
+            seen.add(int(m.group(1)))
+    if not seen:
+        raise KvMathError(f"{folder}: its safetensors files hold no decoder layer tensors (layers.N) for the "
+                          f"config's {L} layers; is this the model's folder?")
+    missing = sorted(set(range(L)) - seen)
+    if missing:
+        raise KvMathError(f"{folder}: the safetensors files hold {len(seen)} of the config's {L} decoder layers "
+                          f"(layer {missing[0]} is missing): a partial download or another model")
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -205,6 +205,25 @@ def weights_gb(model_id: str, variant: str = "default") -> tuple[str, float]:
                       f"{choices(['default'] + sorted(table))}")
 
 
+OWN_CHECKPOINT_VARIANTS = ("hf",)
+"""``--weights-variant hf``: the checkpoint of the model's own HF repository (the reference config's), priced
+from its config.json; ``bf16`` means the same for a repository whose config has no quantization_config."""
+
+
+def _own_checkpoint(arch, weights_variant: str | None) -> bool:
+    """True when the weights come from the checkpoint's own tensors rather than deployments.json: a model with
+    no published sizes, or ``weights_variant`` ``hf`` (or ``bf16`` of an unquantised repository)."""
+    cfg = _checkpoint_config(arch)
+    if cfg is None:
+        return False
+    if arch.name not in _deployments():
+        return True
+    v = str(weights_variant or "default").lower()
+    tc = cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else cfg
+    quantised = isinstance(cfg.get("quantization_config") or tc.get("quantization_config"), dict)
+    return v in OWN_CHECKPOINT_VARIANTS or (v == "bf16" and not quantised)
+
+
 def _checkpoint_config(arch) -> dict | None:
     """The config the weights are derived from: the parsed config.json kept on the Architecture, else a known
     model's whole reference config (``facts.reference_config``: its published checkpoint, as the model's
@@ -600,6 +619,7 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
     arch = load_architecture(model)
     flags = _model_flags(arch)
     coeffs = dict(COEFFICIENTS, **(coefficients or {}))
+    given_total_gib = total_gib  # recorded as given: a card's own figure is not an override (rebudget keeps its sm)
     if card is not None and total_gib is None:
         c = globals()["card"](card) if isinstance(card, str) else card
         try:
@@ -634,13 +654,17 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
             raise KvMathError(f"{name} must be a finite number of GB >= 0, got {v!r}")
     extra_gb = 0.0
     derived_weights = None
-    if weights_gb_total is None and arch.name not in _deployments() and _checkpoint_config(arch) is not None:
-        # no published size: the checkpoint's own tensors (safetensors headers of a model folder), or the
-        # tensors its config.json + quantization_config imply, placed on rank 0 as vLLM shards them
+    own = _own_checkpoint(arch, weights_variant)
+    if weights_gb_total is None and own:
+        # no published size, or the HF repository's own checkpoint asked for (--weights-variant hf, or bf16 of
+        # an unquantised repository): the checkpoint's own tensors (safetensors headers of a model folder), or
+        # the tensors its config.json + quantization_config imply, placed on rank 0 as vLLM shards them
         derived_weights, variant = checkpoint_weights_per_rank(arch, tp, enable_expert_parallel=enable_expert_parallel)
         wgb, extra_gb = derived_weights.checkpoint_bytes / GB, 0.0
+        files = f"{wgb:.2f} GB of checkpoint files" if wgb >= 0.01 else f"{derived_weights.checkpoint_bytes:,} B of checkpoint files"
         notes_weights = [f"weights: {derived_weights.total / GIB:.2f} GiB per card from the checkpoint's "
-                         f"{variant} ({wgb:.2f} GB in all)"] + [f"weights: {n}" for n in derived_weights.notes]
+                         f"{variant} ({files}; per card as vLLM loads and shards them)"] + [
+                             f"weights: {n}" for n in derived_weights.notes]
     elif weights_gb_total is None:
         variant, wgb = weights_gb(arch.name if arch.name in _deployments() else str(model), weights_variant)
         extra_gb = coeffs.get(f"weights_extra_gb[{arch.name}/{variant}]", 0.0)
@@ -774,7 +798,7 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
         peak_bytes=requested + round(coeffs.get("peak_over_requested_gib", 0.0) * GIB), refusal=refusal,
         refusal_kind=refusal_kind,
         notes=tuple(notes),
-        settings=dict(_model=model, card=card, total_gib=total_gib, mem_util=mem_util, tp=tp, kv_format=kv_format,
+        settings=dict(_model=model, card=card, total_gib=given_total_gib, mem_util=mem_util, tp=tp, kv_format=kv_format,
                       max_model_len=L, max_num_seqs=given_seqs, max_num_batched_tokens=given_batched,
                       num_speculative_tokens=num_speculative_tokens, weights_variant=weights_variant,
                       weights_gb_total=weights_gb_total, drafter_gb=drafter_gb, draft_kv_gb=draft_kv_gb,

@@ -227,6 +227,14 @@ def _refuse(flag: str, why: str):
     return _Refused
 
 
+def _dash_option(arg: str) -> str:
+    """vLLM accepts ``--max_model_len`` for ``--max-model-len`` (its FlexibleArgumentParser); so does kvmath-fit."""
+    if arg.startswith("--") and "_" in arg.split("=", 1)[0]:
+        name, eq, value = arg.partition("=")
+        return name.replace("_", "-") + eq + value
+    return arg
+
+
 def _strip_serve(argv: list[str]) -> list[str]:
     """A pasted ``vllm serve MODEL ...`` line (also ``python -m vllm.entrypoints.openai.api_server``) without its
     command words."""
@@ -344,10 +352,17 @@ def _resolve(args) -> tuple[str, dict, list[str]]:
         raise KvMathError("pass --model or --config, not both")
     if args.config and args.compose:
         raise KvMathError("--compose presets belong to --model ids, not to --config files")
+    vllm_mode = getattr(args, "vllm_mode", False)  # a pasted `vllm serve` line: vLLM's defaults, not the anchor's
+    as_repo = False
     if args.model and args.model not in known_models():
         from ...facts import resolve_model
 
-        args.model = resolve_model(args.model)["id"]  # an HF repo name, or "did you mean ...?" (KvMathError)
+        entry = resolve_model(args.model)  # an HF repo name, or "did you mean ...?" (KvMathError)
+        as_repo = args.model.strip().lower() == entry["hf_repo"].lower()
+        args.model = entry["id"]
+    if vllm_mode and not (args.model or args.config):
+        raise KvMathError("a vllm serve line needs the model: vllm serve MODEL [flags] (a known id, its HF repo, "
+                          "or a model folder)")
     model = args.config or args.model or (B.model_for_preset(args.compose) if args.compose else "qwen3.6-27b")
     pr = B.preset(model, args.compose) if args.compose else None
     vals = {}
@@ -356,13 +371,16 @@ def _resolve(args) -> tuple[str, dict, list[str]]:
         for k, v in pr.get("compose", {}).items():
             notes.append(f"preset {args.compose}: {k} = {v} as the compose file sets it (the anchor priced {pr[k]})")
             vals[k] = v
-    kv = args.kv_format or vals.get("kv_format") or "fp8_e5m2"
+    # defaults: vLLM's own for a pasted serve line (kv_cache_dtype auto, gpu_memory_utilization 0.9,
+    # max_num_seqs the card's serve default, the model's derived max_model_len; vllm/engine/arg_utils.py), the
+    # anchor calculator's otherwise (fp8_e5m2, 0.95, one sequence, 180,000 tokens)
+    kv = args.kv_format or vals.get("kv_format") or ("auto" if vllm_mode else "fp8_e5m2")
     kv = KV_ALIASES.get(kv, kv)
     tp = args.tp or vals.get("tp") or 1
     if args.gpus is not None and args.gpus < tp:
         raise KvMathError(f"--gpus {args.gpus} is fewer than --tp {tp}")
-    seqs = args.max_num_seqs or args.sequences or vals.get("max_num_seqs") or 1
-    mem = args.mem_util or vals.get("mem_util") or 0.95
+    seqs = args.max_num_seqs or args.sequences or vals.get("max_num_seqs") or (None if vllm_mode else 1)
+    mem = args.mem_util or vals.get("mem_util") or (0.9 if vllm_mode else 0.95)
     kw = dict(kv_format=kv, tp=tp, max_model_len=args.max_ctx or vals.get("max_ctx") or 180000, max_num_seqs=seqs,
               mem_util=mem, max_num_batched_tokens=args.max_num_batched_tokens or vals.get("max_num_batched_tokens")
               or None)  # None: vllm serve's default for the card and version (budget() says which in its notes)
@@ -377,7 +395,12 @@ def _resolve(args) -> tuple[str, dict, list[str]]:
     from ...model.load import load_architecture
 
     arch = load_architecture(model)
-    if not (args.max_ctx or vals.get("max_ctx")) and arch.max_position_embeddings:
+    if not (args.max_ctx or vals.get("max_ctx")) and vllm_mode:
+        top = arch.derived_max_model_len or arch.max_position_embeddings
+        if not top:
+            raise KvMathError(f"{arch.name}'s config states no max_position_embeddings; give --max-model-len")
+        kw["max_model_len"] = top  # vLLM's default: the derived maximum (vllm/config/model.py)
+    elif not (args.max_ctx or vals.get("max_ctx")) and arch.max_position_embeddings:
         kw["max_model_len"] = min(180000, arch.max_position_embeddings)  # the anchor's default, within the model
     if args.max_ctx == AUTO_FIT:
         # vllm/config/model.py _get_and_verify_max_len (0.27.0 l.2336-2339): -1 starts from the derived maximum;
@@ -437,7 +460,8 @@ def _resolve(args) -> tuple[str, dict, list[str]]:
         kw["weights_gb_total"] = args.weights_gb
     elif args.config and arch.name not in B.deployments():
         B.checkpoint_weights_per_rank(arch, 1)  # refuses early, naming what is missing, if nothing gives the size
-    kw["weights_variant"] = args.weights_variant or vals.get("weights") or "default"
+    # a model named by its HF repo in a pasted line is that repository's checkpoint, not the anchor's default
+    kw["weights_variant"] = args.weights_variant or vals.get("weights") or ("hf" if vllm_mode and as_repo else "default")
     if args.include_draft_kv:
         kw["draft_kv_gb"] = args.draft_kv_gb
         if not args.draft_kv_gb:
@@ -494,7 +518,10 @@ def _breakdown(args, b, arch) -> dict:
 
 
 def _anchor(model, b, kw, args):
-    from .budget import anchor_prediction, card
+    from .budget import OWN_CHECKPOINT_VARIANTS, anchor_prediction, card
+
+    if str(kw.get("weights_variant", "")).lower() in OWN_CHECKPOINT_VARIANTS:
+        return None  # the anchor has no size for the repository's own checkpoint: its figure would mislead
 
     vram = card(kw["card"])["nominal_gb"] if kw.get("card") else kw["total_gib"] * GIB / 1e9
     return anchor_prediction(model, kv_format=b.kv_format, max_ctx=b.max_model_len, max_num_seqs=b.max_num_seqs,
@@ -524,7 +551,10 @@ def render_text(b, largest: int, anchor, notes, breakdown=None, compose=None, sa
     for label, v in b.terms():
         if v or label.startswith("weights") or label == "activation peak":
             lines.append(f"  - {label:<46}{g(v)}")
-    lines.append(f"  {'= available for the KV cache':<48}{g(b.available_kv)}")
+    if b.available_kv >= 0:
+        lines.append(f"  {'= available for the KV cache':<48}{g(b.available_kv)}")
+    else:  # the terms exceed the requested memory: a shortfall, not a size
+        lines.append(f"  {'= available for the KV cache':<48}   none ({-b.available_kv / GIB:.2f} GiB short)")
     lines.append(f"  {'KV one max_model_len request needs':<48}{g(b.kv_per_request)}" if b.refusal_kind != "config"
                  else f"  {'KV one max_model_len request needs':<48}   n/a (refused before memory is sized)")
     lines.append("")
@@ -554,7 +584,9 @@ def render_text(b, largest: int, anchor, notes, breakdown=None, compose=None, sa
     if largest and safe is not None and safe != largest:
         lines.append(f"  with {CALIBRATION_ERROR_GIB} GiB of headroom for kvmath's calibration error: "
                      + (f"{safe:,} tokens" if safe else "none"))
-    lines.append(f"Predicted nvidia-smi peak: {b.peak_bytes / GIB:.2f} GiB/card (requested + fitted CUDA-graph overhead)")
+    if b.outcome == "boots":
+        lines.append(f"Predicted nvidia-smi peak: {b.peak_bytes / GIB:.2f} GiB/card (requested + fitted CUDA-graph "
+                     "overhead)")
     if anchor:
         lines.append(f"Anchor (kv-calc 5b3793b8) would say: {anchor['verdict']} at {anchor['total_gb']:.2f} GB "
                      f"of {anchor['budget_gb']:.2f} GB - {anchor['verdict_meaning']}")
@@ -583,8 +615,12 @@ def render_text(b, largest: int, anchor, notes, breakdown=None, compose=None, sa
 
 def run(argv=None) -> int:
     """The command itself; ``main`` runs it guarded against its environment (kvmath.clitools)."""
-    argv = _strip_serve(sys.argv[1:] if argv is None else argv)
+    raw = list(sys.argv[1:] if argv is None else argv)
+    argv = _strip_serve(raw)
+    pasted = len(argv) != len(raw)  # the line started with `vllm serve` (or its module form)
+    argv = [_dash_option(a) for a in argv]
     args = build_parser().parse_args(argv)
+    args.vllm_mode = pasted or args.model_tag is not None
     if args.model_tag is not None:
         import os
 
@@ -705,6 +741,23 @@ def _print_parallel(model, kw, notes, args) -> int:
     tp = kw.pop("tp", 1)
     pb = parallel_budget(model, tp=tp, pp=args.pp, dp=args.dp, enable_expert_parallel=args.enable_expert_parallel,
                          layer_partition=args.layer_partition, **kw)
+    if args.max_ctx == AUTO_FIT:
+        # kv_cache_utils.py _auto_fit_max_model_len: the smallest of every worker's estimate (0.20.0-0.27.0)
+        top = kw["max_model_len"]
+        ests = [s.plan.estimated_max_model_len for s in pb.stages
+                if s.plan is not None and s.outcome == "refused" and s.refusal_kind == "memory"]
+        if pb.outcome == "boots":
+            notes = list(notes) + [f"Auto-fit max_model_len: full model context length {top} fits in available GPU memory"]
+        elif ests and all(ests) and min(ests) > 0:
+            est = min(ests)
+            pb = parallel_budget(model, tp=tp, pp=args.pp, dp=args.dp,
+                                 enable_expert_parallel=args.enable_expert_parallel,
+                                 layer_partition=args.layer_partition, **dict(kw, max_model_len=est))
+            notes = list(notes) + [f"Auto-fit max_model_len: reduced from {top} to {est} to fit in available GPU "
+                                   "memory (the smallest worker's estimate)"]
+        else:
+            notes = list(notes) + ["Auto-fit max_model_len: not applied (a worker runs out of memory or is refused "
+                                   "before the KV cache is planned)"]
     if args.json:
         print(json.dumps({"tp": pb.tp, "pp": pb.pp, "dp": pb.dp, "cards": pb.cards,
                           "enable_expert_parallel": pb.enable_expert_parallel, "layers_per_stage": list(pb.layers),
@@ -716,6 +769,8 @@ def _print_parallel(model, kw, notes, args) -> int:
         s0 = pb.stages[0]
         print(f"{s0.model} on {pb.cards} x {s0.card}: TP={pb.tp} x PP={pb.pp} x DP={pb.dp}"
               + (" with expert parallelism" if pb.enable_expert_parallel else "") + f": {pb.outcome}")
+        print(f"  kv={s0.kv_format}, max_model_len={s0.max_model_len:,}, max_num_seqs={s0.max_num_seqs}, "
+              f"gpu_memory_utilization={s0.mem_util}, max_num_batched_tokens={s0.max_num_batched_tokens:,}")
         for i, (n, b) in enumerate(zip(pb.layers, pb.stages)):
             print(f"  stage {i}: {n} layers, weights {b.weights / GIB:.2f} GiB, activation {b.profile_peak / GIB:.2f} GiB,"
                   f" CUDA graphs {b.cudagraph / GIB:.2f} GiB, available KV {b.available_kv / GIB:.2f} GiB, "
