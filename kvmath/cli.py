@@ -29,6 +29,18 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"kvmath: error: {one_line(message)} (see kvmath --help)\n")
 
 
+
+def _tokens(text: str) -> int:
+    """``--max-ctx`` / ``--max-model-len``: an integer, or vLLM's human-readable form (``human_readable_int``,
+    vllm/engine/arg_utils.py: ``32k`` = 32,000, ``32K`` = 32,768)."""
+    import re
+
+    from .engines.vllm import human_readable_int
+
+    if re.fullmatch(r"\s*-?[0-9]{1,30}\s*", text):  # a plain integer: its range is checked with the others
+        return int(text)
+    return human_readable_int(text)
+
 def _fmt(n: int) -> str:
     from .units import GB, GiB, MiB
 
@@ -107,8 +119,9 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, list[str]]]:
                         "or the transformers dtype")
     p.add_argument("--tp", "--tensor-parallel-size", dest="tp", type=int, default=1,
                    help="tensor_parallel_size (vLLM; llama.cpp and transformers: 1)")
-    p.add_argument("--max-ctx", "--max-model-len", dest="max_ctx", type=int, default=None,
-                   help="tokens per sequence (default: max_position_embeddings)")
+    p.add_argument("--max-ctx", "--max-model-len", dest="max_ctx", type=_tokens, default=None,
+                   help="tokens per sequence, as vLLM reads it (32768, 32k = 32,000, 32K = 32,768; default: "
+                        "max_position_embeddings)")
     p.add_argument("--max-num-seqs", "--sequences", dest="max_num_seqs", type=int, default=1,
                    help="concurrent sequences (default 1)")
     p.add_argument("--json", action="store_true", help="print the derivation as JSON (all figures in bytes)")

@@ -368,3 +368,16 @@ def test_partial_downloads_and_stray_files_are_refused(tmp_path):
     write(tmp_path / "model.safetensors", {"x": ("bf16", (4, 4))})
     with pytest.raises(KvMathError, match="no decoder layer tensors"):
         read_checkpoint(tmp_path)
+
+
+@pytest.mark.parametrize("q, message", [
+    ("awq", "quantization_config must be an object"),
+    ({"quant_method": "gptq", "bits": 0}, "bits = 0 is not a width"),
+    ({"quant_method": "awq", "bits": -4}, "bits = -4 is not a width"),
+    ({"quant_method": "gptq", "bits": 4, "group_size": 0}, "group size is -1"),
+    ({"quant_method": "gptq", "bits": "4"}, "bits must be an integer"),
+])
+def test_impossible_quantization_settings_are_refused(q, message):
+    # a fresh user's cases: bits 0 was priced as 4-bit, a string quantization_config as bf16
+    with pytest.raises(KvMathError, match=message):
+        estimate_checkpoint(dict(TINY, quantization_config=q))

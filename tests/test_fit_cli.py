@@ -288,7 +288,7 @@ def test_max_model_len_auto_keeps_the_full_length_when_it_fits(capsys):
 @pytest.mark.parametrize("argv, message", [
     (["--quantization", "fp8"], "--quantization is not modelled"),
     (["--cpu-offload-gb", "4"], "--cpu-offload-gb is not modelled"),
-    (["--speculative-config", '{"method": "eagle", "num_speculative_tokens": 3}'], "only the model's own MTP"),
+    (["--speculative-config", '{"method": "eagle", "num_speculative_tokens": 3}'], "kvmath models the model's own MTP layers"),
     (["--speculative-config", "{nope"], "--speculative-config is not JSON"),
     (["--max-model-len", "12.5K"], "decimals are not allowed with binary suffixes"),
     (["--max-model-len", "-2"], "--max-ctx must be >= 1, got -2"),

@@ -316,6 +316,24 @@ def _int(c: dict, *keys, default=None):
     return default
 
 
+def _q_int(q: dict, keys: tuple, default: int, allowed: tuple | None, method: str) -> int:
+    """An integer field of ``quantization_config`` (the first of ``keys`` present, else ``default``), refused
+    unless it is an integer in ``allowed`` (bits) or a group size (-1 for one group, else positive)."""
+    for k in keys:
+        if k in q and q[k] is not None:
+            v = q[k]
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise KvMathError(f"quantization_config {k} must be an integer, got {str(v)[:30]!r} ({method})")
+            if allowed is not None and v not in allowed:
+                raise KvMathError(f"quantization_config {k} = {v} is not a width {method} stores; valid: "
+                                  f"{', '.join(map(str, allowed))}")
+            if allowed is None and not (v == -1 or 0 < v <= 2**20):
+                raise KvMathError(f"quantization_config {k} = {v}: a group size is -1 (one group) or positive "
+                                  f"({method})")
+            return v
+    return default
+
+
 class _Linear:
     """How one linear layer is stored, for a quantisation format."""
 
@@ -337,8 +355,8 @@ class _Linear:
             self.static = str(self.q.get("activation_scheme", "dynamic")) == "static"
             self.method = "fp8"
         elif m in ("awq", "gptq", "auto-round", "autoround", "auto_round"):
-            self.bits = int(self.q.get("bits") or self.q.get("w_bit") or 4)
-            self.group = int(self.q.get("group_size") or self.q.get("q_group_size") or 128)
+            self.bits = _q_int(self.q, ("bits", "w_bit"), 4, (2, 3, 4, 8), m)
+            self.group = _q_int(self.q, ("group_size", "q_group_size"), 128, None, m)
             fmt = str(self.q.get("packing_format") or self.q.get("backend") or "")
             self.kind = "awq" if m == "awq" or "awq" in fmt else "gptq"
             self.sym = bool(self.q.get("sym", True))
@@ -348,10 +366,13 @@ class _Linear:
         elif m == "compressed-tensors":
             self.method = m
             groups = self.q.get("config_groups") or {}
+            if not isinstance(groups, dict) or not all(isinstance(g, dict) for g in groups.values()):
+                raise KvMathError("quantization_config config_groups must be an object of objects (compressed-tensors)")
             w = next(iter(groups.values()), {}).get("weights", {}) if groups else {}
-            self.bits = int(w.get("num_bits") or 8)
+            w = w if isinstance(w, dict) else {}
+            self.bits = _q_int(w, ("num_bits",), 8, (2, 3, 4, 8), m)
             self.strategy = str(w.get("strategy") or "tensor")
-            self.group = int(w.get("group_size") or 128)
+            self.group = _q_int(w, ("group_size",), 128, None, m)
             self.sym = bool(w.get("symmetric", True))
             fmt = str(self.q.get("format") or "")
             if w.get("type") == "float" and self.bits == 4:
@@ -740,6 +761,8 @@ def estimate_checkpoint(config: dict) -> Checkpoint:
         raise KvMathError("estimate_checkpoint needs a config dict")
     tc = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
     q = config.get("quantization_config") or tc.get("quantization_config")
+    if q is not None and not isinstance(q, dict):
+        raise KvMathError(f"quantization_config must be an object with quant_method, got {str(q)[:40]!r}")
     dt_name = str(tc.get("torch_dtype") or tc.get("dtype") or config.get("torch_dtype") or "bfloat16")
     dt = _DT.get(dt_name.replace("torch.", ""), "bf16")
     lin = _Linear(q if isinstance(q, dict) else None, dt)

@@ -71,6 +71,9 @@ FIXES = [
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # one line, exit 2 (a 5,000-digit value is cut)
+        if message.startswith("unrecognized arguments"):
+            message += ("; kvmath-fit takes the vllm serve flags that change memory (--help lists them), ignores "
+                        "serving-only ones such as --port, and refuses the ones it does not model")
         self.exit(2, f"kvmath-fit: error: {one_line(message)}\n")
 
 
@@ -181,12 +184,17 @@ def _speculative_config(text):
         raise argparse.ArgumentTypeError("--speculative-config must be a JSON object")
     method = str(cfg.get("method") or "")
     n = cfg.get("num_speculative_tokens")
+    if isinstance(n, str) and n.strip().isdigit():  # vLLM's pydantic config takes "3" as 3
+        n = int(n)
+    if isinstance(n, float) and n.is_integer():
+        n = int(n)
     if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 1024:
         raise argparse.ArgumentTypeError(f"--speculative-config needs num_speculative_tokens in [1, 1024], got {_cut(str(n))}")
-    if method not in ("mtp", "qwen3_next_mtp", "deepseek_mtp", "ernie_mtp"):
+    if method not in ("mtp", "qwen3_next_mtp", "deepseek_mtp", "ernie_mtp", "ngram"):
         raise argparse.ArgumentTypeError(
-            f"--speculative-config method {_cut(method)}: only the model's own MTP layers are modelled; for a "
-            "draft model give --drafter-gb (its weights, GB) and --num-speculative-tokens")
+            f"--speculative-config method {_cut(method)}: kvmath models the model's own MTP layers (method mtp) and "
+            "ngram; for a draft model (EAGLE, draft_model) drop --speculative-config and give its weights with "
+            "--drafter-gb and --num-speculative-tokens")
     return {"method": method, "num_speculative_tokens": n}
 
 
@@ -197,7 +205,9 @@ IGNORED_VLLM_FLAGS = {
     "--disable-log-requests": 0, "--disable-log-stats": 0, "--enable-log-requests": 0, "--uvicorn-log-level": 1,
     "--chat-template": 1, "--tool-call-parser": 1, "--enable-auto-tool-choice": 0, "--reasoning-parser": 1,
     "--download-dir": 1, "--tokenizer": 1, "--seed": 1, "--generation-config": 1, "--revision": 1,
-    "--disable-uvicorn-access-log": 0, "--tokenizer-mode": 1,
+    "--disable-uvicorn-access-log": 0, "--tokenizer-mode": 1, "--enable-chunked-prefill": 0,
+    "--swap-space": 1, "--max-log-len": 1, "--allowed-local-media-path": 1, "--tool-parser-plugin": 1,
+    "--chat-template-content-format": 1, "--response-role": 1, "--ssl-keyfile": 1, "--ssl-certfile": 1,
 }
 # vllm serve flags that change memory in ways kvmath does not model: refused rather than ignored
 REFUSED_VLLM_FLAGS = {
@@ -205,14 +215,30 @@ REFUSED_VLLM_FLAGS = {
                       "(--config of its folder) or its size (--weights-gb) instead",
     "-q": "online quantisation changes the weights in memory; give the quantised checkpoint or --weights-gb",
     "--cpu-offload-gb": "weight offload to the CPU is not modelled",
-    "--dtype": "a dtype other than the checkpoint's changes the weights and activations; not modelled",
+    "--language-model-only": "the vision tower is then neither loaded nor profiled; not modelled",
+    "--compilation-config": "kvmath prices vLLM's default capture sizes; --enforce-eager prices none",
     "--kv-cache-memory-bytes": "use the kvmath command (kvmath --engine vllm --kv-cache-memory-bytes ...) to plan "
                                "a fixed KV size",
     "--num-gpu-blocks-override": "use the kvmath command (kvmath --engine vllm) for a fixed block count",
     "--limit-mm-per-prompt": "the multimodal profiling budget follows the model's defaults only",
     "--kv-offloading-size": "KV offloading is not modelled",
-    "--swap-space": "the CPU swap space is host memory; it does not change the GPU budget (drop the flag)",
 }
+
+
+def _dtype(text):
+    """vLLM's ``--dtype``: ``auto`` (the checkpoint's dtype) is what kvmath prices; any other is refused."""
+    if text.strip().lower() != "auto":
+        raise argparse.ArgumentTypeError(f"--dtype {_cut(text)} is not modelled (a dtype other than the checkpoint's "
+                                         "changes the weights and activations); valid: auto")
+    return "auto"
+
+
+def _opt_level(text):
+    """vLLM's ``-O`` compilation level: 3 (its V1 default, piecewise CUDA graphs) is what kvmath prices."""
+    if text.strip() not in ("3",):
+        raise argparse.ArgumentTypeError(f"-O{text[:10]} is not modelled: kvmath prices vLLM's default -O3 "
+                                         "(--enforce-eager prices no CUDA graphs)")
+    return 3
 
 
 class _Ignored(argparse.Action):
@@ -299,6 +325,10 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument(flag, nargs=nargs, action=_Ignored, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     for flag, why in REFUSED_VLLM_FLAGS.items():
         p.add_argument(flag, nargs="?", action=_refuse(flag, why), default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    p.add_argument("--dtype", type=_dtype, default=None, help="vLLM --dtype: auto only (another dtype is not modelled)")
+    p.add_argument("-O", dest="opt_level", type=_opt_level, default=None, help="vLLM -O3 (its default) only")
+    p.add_argument("--block-size", type=_vllm_int("--block-size", 1024), default=None,
+                   help="vLLM --block-size (KV block in tokens; default 16, or the hybrid alignment)")
     p.add_argument("--vram", type=_vram, help="card memory as PyTorch reports it, GiB ('25.4GB' for 1e9 B)")
     p.add_argument("--card", help=f"a known card ({', '.join(sorted(cards()))}); default rtx3090")
     mtp = p.add_mutually_exclusive_group()
@@ -412,15 +442,34 @@ def _resolve(args) -> tuple[str, dict, list[str]]:
         kw["max_model_len"] = top
     if args.enforce_eager:
         kw["enforce_eager"] = True
+    import os
+
+    if os.environ.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "").strip().lower() in ("1", "true"):
+        kw["allow_long_max_model_len"] = True  # as vllm serve reads the environment (vllm/envs.py)
+    if args.block_size is not None:
+        from . import VLLM_BLOCK_SIZES
+
+        if args.block_size not in VLLM_BLOCK_SIZES:  # vllm/config/cache.py BlockSize
+            raise KvMathError(f"--block-size {args.block_size} is not one vLLM takes; valid: "
+                              f"{', '.join(map(str, VLLM_BLOCK_SIZES))}")
+        kw["block_size"] = args.block_size
     if args.enable_prefix_caching is not None:
         kw["enable_prefix_caching"] = args.enable_prefix_caching
     if args.speculative_config:
         n = args.speculative_config["num_speculative_tokens"]
         if args.num_speculative_tokens and args.num_speculative_tokens != n:
             raise KvMathError("--speculative-config and --num-speculative-tokens disagree; pass one")
-        if args.mtp is False:
-            raise KvMathError("--speculative-config asks for MTP and --no-mtp refuses it; pass one")
-        args.mtp, args.num_speculative_tokens = True, n
+        if args.speculative_config["method"] == "ngram":
+            # n-gram lookup proposes tokens from the prompt: no draft weights, no draft KV layers
+            args.num_speculative_tokens, args.mtp = n, False
+            kw["drafter_kv_layers"] = 0
+        else:
+            if args.mtp is False:
+                raise KvMathError("--speculative-config asks for MTP and --no-mtp refuses it; pass one")
+            if not arch.mtp_num_hidden_layers and not B.deployments().get(arch.name, {}).get("drafters"):
+                raise KvMathError(f"--speculative-config method {args.speculative_config['method']}: {arch.name}'s "
+                                  "config declares no MTP layers (mtp_num_hidden_layers / num_nextn_predict_layers)")
+            args.mtp, args.num_speculative_tokens = True, n
     ignored = getattr(args, "ignored_flags", [])
     if ignored:
         notes.append(f"ignored (they do not change memory): {', '.join(dict.fromkeys(ignored))}")
@@ -627,10 +676,15 @@ def run(argv=None) -> int:
         if args.model or args.config:
             print("kvmath-fit: error: give the model once: as MODEL, --model or --config", file=sys.stderr)
             return 2
-        if os.path.exists(args.model_tag):
-            args.config = args.model_tag
+        tag = args.model_tag
+        if os.path.exists(tag):
+            args.config = tag
+        elif tag.startswith((".", "/", "~")) or tag.endswith(".json") or tag.count("/") > 1 or "\\" in tag:
+            print(f"kvmath-fit: error: {tag[:200]}: no such file or folder (a model is a known id, its HF repo "
+                  "such as Qwen/Qwen3.6-27B, or a path to a config.json or model folder)", file=sys.stderr)
+            return 2
         else:
-            args.model = args.model_tag
+            args.model = tag
     try:
         if args.calibration:
             from . import calibration
