@@ -57,7 +57,8 @@ def test_setup_book_offline_renderer(monkeypatch):
         alt.renderers.enable("default")
         monkeypatch.delenv(book.BUILD_ENV)
         book.setup_book()
-        assert alt.renderers.active == "default"
+        # live (JupyterLab): JupyterChart with Vega from vl-convert, no CDN
+        assert alt.renderers.active == "jupyter" and alt.renderers.options.get("offline") is True
     finally:
         alt.renderers.enable(before)
 

@@ -207,26 +207,17 @@ def moved(lab):
     """Move the live cell's first slider once; return (before, after) of its answer and figure."""
     page = lab.page
     cell = _widget_cell(page)
-    text_before = cell.locator(".jp-OutputArea").inner_text()
+    text_before = cell.locator(".jp-Cell-outputArea").first.inner_text()
     fig_before = cell.evaluate(_SNAPSHOT)
     _drag_slider(page, cell)
     text_after, fig_after = text_before, fig_before
     for _ in range(100):
         page.wait_for_timeout(100)
-        text_after = cell.locator(".jp-OutputArea").inner_text()
+        text_after = cell.locator(".jp-Cell-outputArea").first.inner_text()
         fig_after = cell.evaluate(_SNAPSHOT)
         if text_after != text_before and fig_after != fig_before:
             break
     return {"text": (text_before, text_after), "figure": (fig_before, fig_after)}
-
-
-_RENDERER_REASON = (
-    "kvmath/book/glue.py setup_book(): outside the book build it leaves Altair's default renderer, whose "
-    "Vega-Lite v6 output JupyterLab 4.6 cannot render (it knows v3-v5), so Altair falls back to HTML that "
-    "loads vega@6 from cdn.jsdelivr.net; it should enable alt.renderers.enable('jupyter', offline=True) "
-    "(JupyterChart via anywidget, Vega from vl-convert, both in the book's lock)")
-_RENDERER_REASON_PAGE = _RENDERER_REASON + (
-    "; the page errors are the failed vega@6 loads, and a \"reading 'node'\" error that comes with them")
 
 
 def test_chapter_opens_as_notebook_and_runs(lab):
@@ -237,18 +228,15 @@ def test_chapter_opens_as_notebook_and_runs(lab):
     assert not texts, f"the chapter for {lab.model} raised:\n" + "\n---\n".join(texts)
 
 
-@pytest.mark.xfail(strict=True, reason=_RENDERER_REASON_PAGE)
 def test_no_page_errors(lab):
     assert not lab.errors, "page errors in JupyterLab:\n" + "\n".join(lab.errors)
 
 
-@pytest.mark.xfail(strict=True, reason=_RENDERER_REASON)
 def test_offline(lab):
     assert len(lab.external) == 0, f"{len(lab.external)} requests to other hosts refused:\n" + "\n".join(
         sorted(set(lab.external)))
 
 
-@pytest.mark.xfail(strict=True, reason=_RENDERER_REASON)
 def test_charts_rendered(lab):
     # a Vega view: JupyterChart (Altair's "jupyter" renderer) or JupyterLab's own Vega renderer
     charts = lab.page.locator(".jp-OutputArea-output .vega-embed")
@@ -262,26 +250,24 @@ def test_slider_recomputes(lab, moved):
     assert after != before, f"moving the slider did not recompute the live cell's answer: {before!r}"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "notebooks/model_chapter.md: the live cell ('Explore in a live notebook') recomputes an HTML answer "
-    "but draws no figure; it needs a chart redrawn from the widgets (e.g. widgets.Output holding the "
-    "memory-against-context Altair chart for the chosen format / TP / sequences, cleared and redrawn in "
-    "update())"))
 def test_slider_redraws_figure(lab, moved):
     before, after = moved["figure"]
     assert before, "no figure in the live cell's output"
     assert after != before, "moving the slider did not redraw the live cell's figure"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "notebooks/model_chapter.md: the prose takes its numbers from {glue:text} roles, which only "
-    "myst-nb resolves at build time; in JupyterLab (jupyterlab-myst) they do not show the value. "
-    "Inline expressions ({eval}`n_layers`, which jupyterlab-myst evaluates in the kernel) would"))
 def test_prose_shows_numbers(lab):
+    """The prose's ``{eval}`glued.<key>``` expressions (kvmath/book/glue.py) show their values: jupyterlab-myst
+    evaluated them in the kernel (``.myst-RenderedExpression`` / an inline span), none is left as code or
+    an error, and the Overview gives this model's number of decoder layers."""
     import kvmath
 
     n_layers = kvmath.load_architecture(lab.model).num_hidden_layers
-    overview = lab.page.locator(".jp-MarkdownCell").filter(has_text="decoder").first
+    overview = lab.page.locator(".jp-MarkdownCell").filter(has_text="decoder layers").first
     assert overview.count(), "no Overview paragraph mentioning the decoder layers"
     text = overview.inner_text()
+    assert "glued." not in text, f"an inline expression was not evaluated: {text[:300]!r}"
     assert re.search(rf"\b{n_layers}\b", text), f"{lab.model}'s {n_layers} layers not in: {text[:300]!r}"
+    prose = lab.page.locator(".jp-MarkdownCell .jp-RenderedHTMLCommon, .jp-MarkdownCell .myst")
+    unevaluated = [t for t in prose.all_inner_texts() if "glued." in t]
+    assert not unevaluated, f"{len(unevaluated)} Markdown cells show an unevaluated glued.<key>: {unevaluated[0][:200]!r}"

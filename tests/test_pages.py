@@ -21,6 +21,9 @@ so a page that fails one check still reports the others:
 * ``test_widgets_render``: every ipywidget view rendered (``.jupyter-widgets``);
 * ``test_math_typeset``: math was typeset by the vendored MathJax (``mjx-container``), and at
   1280 px no display equation is wider than the text column.
+* ``test_probe_readouts`` (from the chart specs in the page, no browser): a probe line (a rule
+  placed by a slider's parameter) comes with a text mark that reads the values at the probe, and
+  it does not start on top of another rule of the same chart (the refusal line).
 
 A check that fails because of a chapter's content (not the site) is listed in ``XFAIL`` with
 the page and the reason, as a strict xfail: when the chapter is fixed, the test says so.
@@ -34,6 +37,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import http.server
+import json
 import os
 import re
 import shutil
@@ -65,19 +69,7 @@ DOCS = toc_docnames()
 
 # (check, doc, width or None for both) -> reason. Only content problems belong here; each is a
 # strict xfail, so a fixed chapter turns it into a failure that asks for the entry to go.
-XFAIL: dict[tuple[str, str, int | None], str] = {
-    ("missing", "notebooks/calibration", None): (
-        "the table of recorded boots (rows F19, I35, I41, P06, P09, P10) shows 'NaN' in its last "
-        "column, and raw True/False; the chapter should write what the empty cells mean"),
-    ("controls", "notebooks/generated/deepseek-v3", None): (
-        "the memory-against-context chart's 'TP' radio changes nothing: DeepSeek-V3's MLA latent cache "
-        "is the same on every rank and the chart has no weights line (no deployment listed), so every TP "
-        "draws the same lines; the chapter should leave the control out (or add the weights) for it"),
-    ("math", "notebooks/calibration", 1280): (
-        "the display equation 'requested = ceil(total x u), available_KV = requested - (weights + "
-        "drafter + ...)' is 890 px wide in a 688 px column; the chapter should split it "
-        "(aligned, one relation per line)"),
-}
+XFAIL: dict[tuple[str, str, int | None], str] = {}
 
 
 def _params(check: str, widths=WIDTHS):
@@ -465,3 +457,72 @@ def test_math_typeset(doc, width, report):
         assert not rep.wide_equations, (
             f"display equations wider than the text column at {width} px (cut off / need a scroll): "
             f"{rep.wide_equations}")
+
+
+def _chart_specs(source: str) -> list[dict]:
+    """The Vega-Lite specs of a built page's charts: the JSON argument of each ``vegaEmbed("#kv-vega-...", ...)``."""
+    import json
+
+    dec = json.JSONDecoder()
+    specs = []
+    for m in re.finditer(r'vegaEmbed\("#kv-vega-[0-9a-f]+", ', source):
+        spec, _ = dec.raw_decode(source, m.end())
+        specs.append(spec)
+    return specs
+
+
+def _layers(spec: dict):
+    yield spec
+    for key in ("layer", "hconcat", "vconcat", "concat"):
+        for sub in spec.get(key, []):
+            yield from _layers(sub)
+    if "spec" in spec:
+        yield from _layers(spec["spec"])
+
+
+def _mark(layer: dict) -> str:
+    m = layer.get("mark")
+    return m.get("type", "") if isinstance(m, dict) else (m or "")
+
+
+def _probes(spec: dict):
+    """(param name, its initial value, probe rule layer) for every vertical rule (x encoded) whose position is
+    a range-bound param (a horizontal slider-driven rule, such as a card's memory, is a limit, not a probe)."""
+    params = {p["name"]: p for p in spec.get("params", []) if (p.get("bind") or {}).get("input") == "range"}
+    for layer in _layers(spec):
+        if _mark(layer) != "rule" or "x" not in (layer.get("encoding") or {}):
+            continue
+        for t in layer.get("transform", []):
+            if t.get("calculate") in params:
+                yield t["calculate"], params[t["calculate"]].get("value"), layer
+
+
+def _constant_rules(spec: dict) -> list[float]:
+    """Positions of rules drawn from constant inline data (a refusal line, a card's memory)."""
+    out = []
+    datasets = spec.get("datasets", {})
+    for layer in _layers(spec):
+        if _mark(layer) != "rule" or layer.get("transform"):
+            continue
+        data = layer.get("data", {})
+        rows = data.get("values") or datasets.get(data.get("name"), [])
+        for axis in ("x", "y"):
+            field = ((layer.get("encoding") or {}).get(axis) or {}).get("field")
+            out += [r[field] for r in rows if isinstance(r, dict) and isinstance(r.get(field), (int, float))]
+    return out
+
+
+@pytest.mark.parametrize("doc,width", _params("probes", widths=(1280,)))
+def test_probe_readouts(doc, width, book_html):
+    page_file = book_html.html / f"{doc}.html"
+    if not page_file.is_file():
+        pytest.skip(f"{doc} is not in the built book")
+    problems = []
+    for i, spec in enumerate(_chart_specs(page_file.read_text(errors="replace"))):
+        for name, start, _rule in _probes(spec):
+            texts = [l for l in _layers(spec) if _mark(l) == "text" and name in json.dumps(l)]
+            if not texts:
+                problems.append(f"chart #{i}: the probe line moved by '{name}' has no readout (a text mark using it)")
+            if start in _constant_rules(spec):
+                problems.append(f"chart #{i}: the probe '{name}' starts at {start}, on top of another rule of the chart")
+    assert not problems, "; ".join(problems)

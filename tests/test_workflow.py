@@ -106,6 +106,33 @@ def test_launch_buttons_configured():
     assert cfg["sphinx"]["local_extensions"].get("book_assets"), "tools/book_assets.py is not the book's extension"
 
 
+def test_binder_environment_uses_the_lock():
+    """The Binder button's environment (repo2docker reads binder/): the book's lock, Python 3.11 (the
+    Makefile's PYTHON), kvmath installed as the Makefile installs it, jupytext as the chapters' viewer
+    (the settings `make lab` writes), and the model chapters written so their launch links open."""
+    binder = ROOT / "binder"
+    req = (binder / "requirements.txt").read_text()
+    refs = [l.split(None, 1)[1].strip() for l in req.splitlines() if l.strip().startswith("-r ")]
+    assert refs, "binder/requirements.txt includes no requirements file (-r)"
+    assert any((binder / r).resolve() == (ROOT / "requirements-book.lock").resolve() for r in refs), refs
+    assert not [l for l in req.splitlines() if l.strip() and not l.strip().startswith(("#", "-r "))], (
+        "binder/requirements.txt pins packages of its own; the lock is the one list")
+    python = re.search(r"^PYTHON \?= python(3\.\d+)", (ROOT / "Makefile").read_text(), re.M).group(1)
+    assert (binder / "runtime.txt").read_text().strip() == f"python-{python}"
+    post = binder / "postBuild"
+    assert post.stat().st_mode & 0o111, "binder/postBuild is not executable (repo2docker skips it)"
+    text = post.read_text()
+    assert "pip install --no-deps --no-build-isolation -e ." in text
+    makefile = (ROOT / "Makefile").read_text()
+    viewers = "viewers = {'markdown': 'Jupytext Notebook', 'myst': 'Jupytext Notebook'}"
+    assert viewers in makefile and viewers in text, "postBuild and `make lab` set different default viewers"
+    assert "default_setting_overrides.json" in text
+    assert "kvmath.book.model_chapter --book" in text
+    import subprocess
+
+    subprocess.run(["bash", "-n", str(post)], check=True)
+
+
 def _book_assets():
     sys.path.insert(0, str(ROOT / "tools"))
     try:

@@ -9,6 +9,31 @@ from __future__ import annotations
 
 GIB = 2**30
 
+#: Chart width (px). A fixed width, not Vega-Lite's "container": vega-embed's .vega-embed element is an
+#: inline-block, so a "container" chart drew 0 px wide in the book (tests/test_pages.py, every model
+#: chapter), and JupyterChart in JupyterLab has the same zero first render (vega/altair#3328). The book
+#: narrows a fixed-width chart to its column instead (tools/book_assets.py's vegaEmbed wrapper, 390 px).
+WIDTH = 560
+
+
+def tp_changes_data(frame, value_columns=("growing_bytes", "fixed_bytes"), *, weights: bool = False) -> bool:
+    """Whether picking another TP changes any figure of ``frame`` (columns tp plus ``value_columns``,
+    the rest identifying a row): False when every TP draws the same numbers (an MLA model's latent cache,
+    one copy per card whatever TP, and no weights line). ``weights``: a weights line is drawn (it is
+    divided by TP, so TP always matters). A control that changes nothing is left out of the chart."""
+    tps = sorted(set(int(t) for t in frame["tp"]))
+    if weights and len(tps) > 1:
+        return True
+    if len(tps) < 2:
+        return False
+    keys = [c for c in frame.columns if c not in (*value_columns, "tp")]
+    first = frame[frame["tp"] == tps[0]].set_index(keys)[list(value_columns)].sort_index()
+    for t in tps[1:]:
+        other = frame[frame["tp"] == t].set_index(keys)[list(value_columns)].sort_index()
+        if not other.index.equals(first.index) or not (other.values == first.values).all():
+            return True
+    return False
+
 
 def memory_vs_context(frame, *, title: str, card_gib: float = 24.0, max_seqs: int = 16,
                       default_format: str | None = None, default_tp: int | None = None,
@@ -19,6 +44,10 @@ def memory_vs_context(frame, *, title: str, card_gib: float = 24.0, max_seqs: in
     and card memory (slider; drawn as a horizontal rule). ``frame`` columns: format, tp, ctx,
     growing_bytes, fixed_bytes (per sequence, per card, bytes). ``weights_gb`` (decimal GB, the whole
     checkpoint) adds a weights line, divided by TP, and makes the total weights + cache.
+
+    The TP control is left out when every TP draws the same lines (:func:`tp_changes_data`: an MLA
+    latent cache is one copy per card at any TP, and with no weights line nothing else depends on TP);
+    the chart then shows the first TP of ``frame``, and its title says the lines hold for every TP.
     """
     import altair as alt
 
@@ -26,8 +55,14 @@ def memory_vs_context(frame, *, title: str, card_gib: float = 24.0, max_seqs: in
     tps = sorted(set(int(t) for t in frame["tp"]))
     fmt = alt.param(name="kv_format", value=default_format or formats[0],
                     bind=alt.binding_select(options=formats, name="KV format "))
-    tp = alt.param(name="tp", value=default_tp or tps[0],
-                   bind=alt.binding_radio(options=tps, name="TP "))
+    tp_bound = tp_changes_data(frame, weights=bool(weights_gb))
+    if tp_bound:
+        tp = alt.param(name="tp", value=default_tp or tps[0],
+                       bind=alt.binding_radio(options=tps, name="TP "))
+    else:
+        tp = alt.param(name="tp", value=tps[0])  # fixed: no control that would change nothing
+        if len(tps) > 1:
+            title = f"{title} (the same at TP {', '.join(map(str, tps))})"
     seqs = alt.param(name="seqs", value=1, bind=alt.binding_range(min=1, max=max_seqs, step=1, name="sequences "))
     card = alt.param(name="card_gib", value=card_gib,
                      bind=alt.binding_range(min=8, max=96, step=1, name="card memory (GiB) "))
@@ -54,7 +89,7 @@ def memory_vs_context(frame, *, title: str, card_gib: float = 24.0, max_seqs: in
     rule = alt.Chart(pd.DataFrame({"row": [0]})).transform_calculate(card="card_gib").mark_rule(
         strokeDash=[6, 4], color="firebrick"
     ).encode(y="card:Q")
-    return (lines + rule).add_params(fmt, tp, seqs, card).properties(title=title, width=560, height=300)
+    return (lines + rule).add_params(fmt, tp, seqs, card).properties(title=title, width=WIDTH, height=300)
 
 
 def per_token_bars(frame, *, title: str):
@@ -67,7 +102,7 @@ def per_token_bars(frame, *, title: str):
         color=alt.Color("tp:O", title="TP"),
         yOffset="tp:O",
         tooltip=["format", "tp", alt.Tooltip("bytes_per_token:Q", format=",")],
-    ).properties(title=title, width=520)
+    ).properties(title=title, width=WIDTH)
 
 
 def activation_lines(frame, *, title: str, seqs_choices, tp_choices):
@@ -86,4 +121,101 @@ def activation_lines(frame, *, title: str, seqs_choices, tp_choices):
         color=alt.Color("phase:N", title="phase"),
         tooltip=["phase", alt.Tooltip("max_num_batched_tokens:Q", format=","), alt.Tooltip("mib:Q", format=",.1f")],
     ).add_params(seqs, tp).transform_filter(
-        (alt.datum.max_num_seqs == seqs) & (alt.datum.tp == tp)).properties(title=title, width=520)
+        (alt.datum.max_num_seqs == seqs) & (alt.datum.tp == tp)).properties(title=title, width=WIDTH)
+
+
+def probe_start(contexts, refusal: int | None, preferred: int | None = None) -> int:
+    """Where a probe slider starts: the point of the grid ``contexts`` nearest ``preferred`` (e.g. the
+    preset's own max_model_len) unless that is the refusal context, else the grid point nearest half the refusal context
+    (inside the booting range, never on the refusal line itself), else the grid's middle."""
+    grid = sorted(int(c) for c in contexts)
+    if preferred is not None:
+        near = min(grid, key=lambda c: abs(c - int(preferred)))  # the slider's grid point nearest it
+        if near != refusal:
+            return near
+    if refusal:
+        below = [c for c in grid if c < refusal] or [c for c in grid if c != refusal] or grid
+        return min(below, key=lambda c: abs(c - refusal / 2))
+    return grid[len(grid) // 2]
+
+
+def budget_probe(curve, *, title: str, refusal_context: int | None, start: int | None = None,
+                 step: int | None = None):
+    """A preset's budget against ``max_model_len`` with a probe: the lines of ``curve`` (long form:
+    context, term, GiB per card; ``kvmath.book.frames.chapter_frames(...)["curve"]``), vLLM's refusal
+    context as a dashed red rule, and a grey rule moved by a "context" slider with a readout of every
+    term at the probe (text marks: GiB per card, and the context itself at the top).
+
+    The slider runs over the grid of ``curve`` (its step is the grid's, ``step``, so the readout reads
+    exact rows, not interpolations) and starts at ``start`` (:func:`probe_start`: not on the refusal
+    line). ``refusal_context`` None: no refusal rule; 0: the rule at 0 (no context boots)."""
+    import altair as alt
+    import pandas as pd
+
+    grid = sorted(set(int(c) for c in curve["context"]))
+    if step is None:
+        steps = {b - a for a, b in zip(grid, grid[1:])}
+        step = steps.pop() if len(steps) == 1 else 1024
+    start = start if start is not None else probe_start(grid, refusal_context)
+    probe = alt.param(name="probe", value=int(start),
+                      bind=alt.binding_range(min=grid[0], max=grid[-1], step=step, name="context "))
+    color = alt.Color("term:N", title=None, legend=alt.Legend(orient="bottom", columns=2, labelLimit=0))
+    lines = alt.Chart(curve).mark_line().encode(
+        x=alt.X("context:Q", title="max_model_len (tokens)", axis=alt.Axis(format="~s")),
+        y=alt.Y("GiB:Q", title="per card (GiB)"),
+        color=color,
+        tooltip=[alt.Tooltip("context:Q", format=","), "term:N", alt.Tooltip("GiB:Q", format=".2f")],
+    )
+    at_probe = alt.Chart(curve).transform_filter(alt.datum.context == probe)
+    points = at_probe.mark_point(filled=True, size=40).encode(x="context:Q", y="GiB:Q", color=color)
+    # labels on the side of the probe with more room (left of it in the right half of the axis)
+    right_half = f"probe > {(grid[0] + grid[-1]) / 2}"
+    align = alt.expr(f"{right_half} ? 'right' : 'left'")
+    dx = alt.expr(f"{right_half} ? -6 : 6")
+    readout = at_probe.transform_calculate(label="format(datum.GiB, ',.2f') + ' GiB'").mark_text(
+        align=align, dx=dx, dy=-6, fontSize=11).encode(x="context:Q", y="GiB:Q", text="label:N", color=color)
+    rule_frame = pd.DataFrame({"row": [0]})
+    rule = alt.Chart(rule_frame).transform_calculate(x="probe").mark_rule(color="gray").encode(x="x:Q")
+    where = alt.Chart(rule_frame).transform_calculate(
+        x="probe", label="'max_model_len ' + format(probe, ',')").mark_text(
+        align=align, dx=dx, baseline="bottom", y=alt.expr("height - 4"), fontSize=11, color="gray").encode(
+        x="x:Q", text="label:N")
+    layers = [lines, rule, points, readout, where]
+    if refusal_context is not None:  # 0: nothing boots, the whole axis is refused
+        layers.insert(1, alt.Chart(pd.DataFrame({"x": [int(refusal_context)]})).mark_rule(
+            color="firebrick", strokeDash=[6, 4]).encode(x="x:Q"))
+    return alt.layer(*layers).add_params(probe).properties(width=WIDTH, height=280, title=title)
+
+
+def live_memory(frame, *, ctx: int, seqs: int, title: str, weights_gb: float | None = None):
+    """The live notebook's figure (no bound inputs: ipywidgets redraw it): per-card memory (GiB) against
+    context for ONE format and TP, from ``kvmath.book.frames.curve_frame`` (columns ctx, tp,
+    growing_bytes, fixed_bytes per sequence per card), times ``seqs`` sequences, plus the weights
+    (``weights_gb``, decimal GB for the whole checkpoint, divided by TP) when known; a grey rule at the
+    chosen context ``ctx`` with the total there written next to it."""
+    import altair as alt
+    import pandas as pd
+
+    rows = []
+    for r in frame.itertuples():
+        w = (weights_gb or 0) * 1e9 / int(r.tp) / GIB
+        terms = {"growing": r.growing_bytes * seqs / GIB, "fixed": r.fixed_bytes * seqs / GIB}
+        if weights_gb:
+            terms["weights"] = w
+        terms["total"] = sum(terms.values())
+        rows += [{"ctx": int(r.ctx), "term": k, "gib": v} for k, v in terms.items()]
+    data = pd.DataFrame(rows)
+    color = alt.Color("term:N", title="term", sort=["total", "weights", "growing", "fixed"])
+    lines = alt.Chart(data).mark_line().encode(
+        x=alt.X("ctx:Q", title="context per sequence (tokens)", axis=alt.Axis(format="~s")),
+        y=alt.Y("gib:Q", title="per card (GiB)"), color=color,
+        tooltip=[alt.Tooltip("ctx:Q", format=","), "term:N", alt.Tooltip("gib:Q", format=".3f")])
+    at = data[(data["ctx"] == ctx) & (data["term"] == "total")]
+    marks = alt.Chart(pd.DataFrame({"ctx": [int(ctx)]})).mark_rule(color="gray").encode(x="ctx:Q")
+    layers = [lines, marks]
+    if len(at):
+        label = at.assign(label=[f"{v:,.2f} GiB at {int(c):,} tokens" for c, v in zip(at["ctx"], at["gib"])])
+        right = ctx > (data["ctx"].min() + data["ctx"].max()) / 2
+        layers.append(alt.Chart(label).mark_text(align="right" if right else "left", dx=-6 if right else 6,
+                                                 dy=-8, fontSize=11).encode(x="ctx:Q", y="gib:Q", text="label:N"))
+    return alt.layer(*layers).properties(title=title, width=WIDTH, height=260)

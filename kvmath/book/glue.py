@@ -19,15 +19,34 @@ Units conventions for glued numbers
   vLLM logs), ``kv_cache_mib`` (MiB = 2**20, llama.cpp), ``vram_gb`` (GB = 10**9, decimal,
   as card makers quote), ``tokens`` (int, count). Binary and decimal units are never mixed
   in one name.
-* ``glue(name, value)`` stores the *formatted text* under ``name`` (what the prose shows via
-  ``{glue:text}`name```) and the *raw number* under ``name + "__raw"`` (what tests compare).
+* ``glue(name, value)`` stores the *formatted text* under ``name`` (what the prose shows) and
+  the *raw number* under ``name + "__raw"`` (what tests compare).
+
+Numbers in the prose: ``{eval}`glued.name``` (one convention, book and JupyterLab)
+-------------------------------------------------------------------------------------
+A chapter's Markdown writes a glued value as ``{eval}`glued.name```:
+
+* **in the built book** the ``eval`` role of this module's Sphinx extension (:func:`setup`, listed
+  in ``_config.yml`` ``sphinx.extra_extensions``) pastes the glue key ``name`` from the executed
+  notebook, exactly as ``{glue:text}`name``` does (myst-nb 1.4's own ``eval`` role needs a live
+  kernel, ``nb_execution_mode: inline``, which the pre-executed model chapters do not have; any
+  other ``{eval}`` expression is still handed to it);
+* **in JupyterLab** jupyterlab-myst 2.7 evaluates the inline expression ``glued.name`` in the
+  kernel when the Markdown cell is run, and shows a ``str`` result without its quotes: ``glued``
+  (:data:`glued`) holds the same formatted text for every glued key, written by :func:`glue` and, for
+  text glued with ``myst_nb.glue`` directly, by the display hook :func:`setup_book` installs.
+
+``{glue:text}`name``` still builds (its value shows only in the book, not in the Lab); use it only
+with a format spec (``{glue:text}`name:.1f```), which the ``glued.name`` form does not take.
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import numbers
 import os
+import re
 import uuid
 from typing import Any, Callable
 
@@ -39,6 +58,37 @@ RAW_SUFFIX = "__raw"
 
 #: Environment variable set by ``make book`` / the tests for static-HTML builds.
 BUILD_ENV = "KVMATH_BOOK_BUILD"
+
+#: Name of the kernel variable the prose's ``{eval}`glued.<key>``` expressions read (module docstring).
+GLUED_NAME = "glued"
+_EVAL_KEY = re.compile(rf"^\s*{GLUED_NAME}\.([A-Za-z_][A-Za-z0-9_]*)\s*$")
+
+
+class Glued:
+    """The formatted text of every glued key, as attributes: ``glued.n_layers`` -> ``"48"``.
+
+    What jupyterlab-myst shows for ``{eval}`glued.n_layers``` in JupyterLab (a ``str``, so it is
+    shown without quotes); the book's build pastes the glue key instead (:func:`setup`). An
+    unknown key raises ``AttributeError`` naming it, which jupyterlab-myst shows in place.
+    """
+
+    def __getattr__(self, key: str) -> str:
+        if key.startswith("__"):
+            raise AttributeError(key)
+        raise AttributeError(f"nothing glued under {key!r} yet (run the cell that glues it)")
+
+    def __repr__(self) -> str:
+        return f"<glued: {len(vars(self))} keys>"
+
+
+#: The chapter's glued values as text (one per kernel: chapters import it from ``kvmath.book``).
+glued = Glued()
+
+
+def book_build() -> bool:
+    """True while ``make book`` / the tests build the static book (``KVMATH_BOOK_BUILD=1``); False in
+    JupyterLab, where a chapter's live cell draws its figure (a static page cannot redraw it)."""
+    return os.environ.get(BUILD_ENV) == "1"
 
 
 def _offline_renderer(spec: dict, **metadata: Any) -> dict:
@@ -65,10 +115,14 @@ def setup_book() -> None:
     * With ``KVMATH_BOOK_BUILD=1`` (``make book``, ``make test``): registers and enables
       the offline renderer ``"kvmath_offline"``: each chart becomes
       ``<div>`` + ``vegaEmbed(...)`` with actions off, using the vendored Vega bundle.
-    * Otherwise (JupyterLab, plain papermill runs): Altair's default renderer is left
-      as it is.
+    * Otherwise (JupyterLab, plain papermill runs): Altair's ``"jupyter"`` renderer with
+      ``offline=True``: each chart is a ``JupyterChart`` widget (anywidget) whose Vega, Vega-Lite
+      and vega-embed come from the installed ``vl-convert-python`` wheel, so JupyterLab 4.6 draws
+      it with no CDN request (Altair 6's default renderer emits Vega-Lite v6, which JupyterLab's
+      own Vega renderer does not know, and falls back to HTML loading vega@6 from jsdelivr).
     * Always: ``alt.data_transformers.disable_max_rows()`` (charts are built from small
-      tables computed by kvmath; the 5000-row guard only gets in the way).
+      tables computed by kvmath; the 5000-row guard only gets in the way), and, in a kernel, a
+      display hook that copies every value glued with ``myst_nb.glue`` into :data:`glued` as text.
 
     Returns nothing.
     """
@@ -79,6 +133,73 @@ def setup_book() -> None:
         if RENDERER not in alt.renderers.names():
             alt.renderers.register(RENDERER, _offline_renderer)
         alt.renderers.enable(RENDERER)
+    else:
+        alt.renderers.enable("jupyter", offline=True)
+    _install_glue_hook()
+
+
+def _glued_text(data: dict, prefix: str) -> str | None:
+    """The text ``{glue:text}`` pastes for a glued display bundle (a ``str`` literal unquoted)."""
+    text = data.get(prefix + "text/plain")
+    if text is None:
+        return None
+    if isinstance(text, list):
+        text = "".join(text)
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+    return value if isinstance(value, str) else text
+
+
+def _glue_hook(msg: dict) -> dict:
+    """ipykernel display-publisher hook: record ``myst_nb.glue`` outputs in :data:`glued`."""
+    try:
+        content = msg.get("content", {})
+        meta = (content.get("metadata") or {}).get("scrapbook")
+        if meta and "name" in meta:
+            text = _glued_text(content.get("data") or {}, meta.get("mime_prefix", ""))
+            if text is not None:
+                setattr(glued, meta["name"], text)
+    except Exception:  # noqa: BLE001 - a display hook must never stop an output
+        pass
+    return msg
+
+
+def _install_glue_hook() -> None:
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    pub = getattr(shell, "display_pub", None)
+    if pub is None or not hasattr(pub, "register_hook"):
+        return  # not an ipykernel kernel: glue() still fills `glued` itself
+    hooks = getattr(pub, "_hooks", [])
+    if not any(getattr(h, "__name__", "") == _glue_hook.__name__ for h in hooks):
+        pub.register_hook(_glue_hook)
+
+
+def setup(app: Any) -> dict:
+    """Sphinx extension (``_config.yml`` ``sphinx.extra_extensions: [kvmath.book.glue]``): the
+    ``eval`` role pastes ``{eval}`glued.<key>``` from the notebook's glue data, as
+    ``{glue:text}`<key>``` does; every other ``{eval}`` goes to myst-nb 1.4's own role (which
+    evaluates it in a live kernel, ``nb_execution_mode: inline`` only). Registered after myst-nb
+    loads, over its ``eval`` role."""
+    app.setup_extension("myst_nb")
+    from myst_nb.ext.eval import EvalRoleAny
+    from myst_nb.ext.glue.roles import PasteTextRole
+
+    paste, evaluate = PasteTextRole(), EvalRoleAny()
+
+    def eval_role(name, rawtext, text, lineno, inliner, options=None, content=()):
+        m = _EVAL_KEY.match(text)
+        if m:
+            return paste("glue:text", rawtext, m.group(1), lineno, inliner, options or {}, content)
+        return evaluate(name, rawtext, text, lineno, inliner, options or {}, content)
+
+    app.add_role("eval", eval_role, override=True)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
 
 
 def _default_format(value: Any) -> str:
@@ -125,8 +246,8 @@ def glue(name: str, value: Any, fmt: str | Callable[[Any], str] | None = None) -
     Two keys are written with ``myst_nb.glue(..., display=False)`` (nothing is shown in
     the cell's output):
 
-    * ``name``: the formatted text (see :func:`format_value`), e.g. ``"327,680"``.
-      Use it in prose as ``{glue:text}`name```.
+    * ``name``: the formatted text (see :func:`format_value`), e.g. ``"327,680"``, also set as
+      ``glued.name``. Use it in prose as ``{eval}`glued.name``` (module docstring).
     * ``name + "__raw"``: the number itself (``int`` or ``float``, numpy scalars are
       converted), e.g. ``327680``.  Tests read it back from the executed notebook
       (``read_glue``) and compare numbers, not strings.
@@ -142,6 +263,7 @@ def glue(name: str, value: Any, fmt: str | Callable[[Any], str] | None = None) -
     text = format_value(raw, fmt)
     _glue(name, text, display=False)
     _glue(name + RAW_SUFFIX, raw, display=False)
+    setattr(glued, name, text)
     return text
 
 

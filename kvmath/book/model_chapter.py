@@ -140,16 +140,45 @@ def make_chapter(model: str, out: str | Path, *, title: str = "", template: Path
         log_output=False, prepare_only=not execute,
     )
     titled = False
+    slug = label_slug(params["model"])
     for cell in nb.cells:
         tags = cell.metadata.setdefault("tags", [])
         if "injected-parameters" in tags and "remove-cell" not in tags:
             tags.append("remove-cell")
+        _label_cell(cell, slug)
         if not titled and cell.cell_type == "markdown" and cell.source.startswith("# "):
             cell.source = f"# {params['title']}"  # the template's own paragraph is about the template
             titled = True
     nb.metadata.pop("papermill", None)
     nbformat.write(nb, out)
     return out
+
+
+#: Placeholder the template writes in its cross-reference labels (``eq-MODELID-bytes-per-token``,
+#: ``fig-MODELID-memory``): Sphinx labels are global to the book, and 22 chapters come from one
+#: template, so :func:`make_chapter` replaces it with the model's :func:`label_slug`.
+LABEL_PLACEHOLDER = "MODELID"
+
+
+def label_slug(model: str) -> str:
+    """The model's part of a chapter's labels: its id (or config file's folder / stem), lower case,
+    every character other than a-z, 0-9 and '-' replaced by '-' (``qwen3.6-27b`` -> ``qwen3-6-27b``)."""
+    import re
+
+    p = Path(str(model))
+    stem = p.parent.name if p.name == "config.json" else (p.stem if p.suffix == ".json" else str(model))
+    return re.sub(r"[^a-z0-9-]", "-", stem.lower())
+
+
+def _label_cell(cell, slug: str) -> None:
+    """Replace :data:`LABEL_PLACEHOLDER` in a cell's Markdown and in its ``mystnb.figure`` metadata."""
+    if cell.cell_type == "markdown" and LABEL_PLACEHOLDER in cell.source:
+        cell.source = cell.source.replace(LABEL_PLACEHOLDER, slug)
+    figure = cell.metadata.get("mystnb", {}).get("figure")
+    if isinstance(figure, dict):
+        for key in ("name", "caption"):
+            if isinstance(figure.get(key), str):
+                figure[key] = figure[key].replace(LABEL_PLACEHOLDER, slug)
 
 
 def book_chapters(toc: Path = TOC) -> list[dict]:
