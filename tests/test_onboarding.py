@@ -60,8 +60,11 @@ def _book_copy(tmp: Path) -> Path:
     (book / "tools").mkdir()
     shutil.copy(ROOT / "tools" / "book_assets.py", book / "tools")  # the book's local Sphinx extension
     (book / "book").mkdir()
+    shutil.copy(ROOT / "book" / "references.bib", book / "book")  # the chapters cite it (_config.yml)
     os.symlink(ROOT / "book" / "assets", book / "book" / "assets")  # the vendored JavaScript (make assets)
-    (book / "book" / "intro.md").write_text("# Onboarding\n\nA copy of the book with synthetic models only.\n")
+    # the references page of the real book holds the bibliography the chapters cite into
+    (book / "book" / "intro.md").write_text("# Onboarding\n\nA copy of the book with synthetic models only.\n\n"
+                                           "```{bibliography}\n```\n")
     return book
 
 

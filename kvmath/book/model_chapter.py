@@ -116,10 +116,13 @@ def title_of(model: str) -> str:
 
 
 def make_chapter(model: str, out: str | Path, *, title: str = "", template: Path = TEMPLATE,
-                 execute: bool = False, **params) -> Path:
+                 execute: bool = False, book_docs: set[str] | None = None, **params) -> Path:
     """Write the chapter template for ``model`` (id or config.json path) to ``out`` (.ipynb).
 
-    ``execute=True`` also runs it (outputs kept). Returns the path written. Raises KvMathError if the
+    ``execute=True`` also runs it (outputs kept). ``book_docs``: the documents of the book the chapter is
+    written into (``_toc.yml``'s files); the template's references to a document it lacks (the formula
+    chapter's equations, the Errata page) are written as plain words, so a book of a few chapters builds
+    without warnings. None: every document is there. Returns the path written. Raises KvMathError if the
     model cannot be loaded (checked first, so the message is the loader's, not a cell traceback).
     """
     import jupytext
@@ -146,6 +149,8 @@ def make_chapter(model: str, out: str | Path, *, title: str = "", template: Path
         if "injected-parameters" in tags and "remove-cell" not in tags:
             tags.append("remove-cell")
         _label_cell(cell, slug)
+        if book_docs is not None and cell.cell_type == "markdown":
+            cell.source = _drop_missing_refs(cell.source, book_docs)
         if not titled and cell.cell_type == "markdown" and cell.source.startswith("# "):
             cell.source = f"# {params['title']}"  # the template's own paragraph is about the template
             titled = True
@@ -168,6 +173,37 @@ def label_slug(model: str) -> str:
     p = Path(str(model))
     stem = p.parent.name if p.name == "config.json" else (p.stem if p.suffix == ".json" else str(model))
     return re.sub(r"[^a-z0-9-]", "-", stem.lower())
+
+
+#: label prefix -> the document that defines it, for the template's references to other chapters
+_FOREIGN_LABELS = {"eq-formula-": ("notebooks/formula", "the formula chapter's equation")}
+
+
+def _drop_missing_refs(text: str, docs: set[str]) -> str:
+    """``{eq}`` roles to a label of a document not in ``docs`` and ``{doc}`` roles to a missing document,
+    written as their words."""
+    import re
+
+    def eq(m):
+        label = m.group(1)
+        for prefix, (doc, words) in _FOREIGN_LABELS.items():
+            if label.startswith(prefix) and doc not in docs:
+                return words
+        return m.group(0)
+
+    def doc(m):
+        text, target = m.group(1), m.group(2).lstrip("/")
+        return m.group(0) if target in docs else text.strip()
+
+    text = re.sub(r"\{eq\}`([^`]+)`", eq, text)
+    return re.sub(r"\{doc\}`([^`<]*)<([^`>]+)>`", doc, text)
+
+
+def book_docs(toc: Path = TOC) -> set[str]:
+    """Every document ``_toc.yml`` lists (root and files, without suffix)."""
+    import re
+
+    return {m.group(1) for m in re.finditer(r"(?:file|root):\s*([^\s#]+)", toc.read_text())}
 
 
 def _label_cell(cell, slug: str) -> None:
@@ -232,7 +268,8 @@ def main(argv=None) -> int:
             written = []
             for ch in book_chapters(root / "_toc.yml"):
                 path = make_chapter(ch["model"], root / ch["file"], title=ch["title"],
-                                    template=root / "notebooks" / "model_chapter.md")
+                                    template=root / "notebooks" / "model_chapter.md",
+                                    book_docs=book_docs(root / "_toc.yml"))
                 written.append(path)
                 print("wrote", path.relative_to(root), flush=True)
             if not args.no_execute:
