@@ -142,13 +142,16 @@ def reference_config_path(filename: str) -> Path:
     return path
 
 
-def reference_config(model_id: str) -> dict | None:
+def reference_config(model_id: str, *, copy_: bool = True) -> dict | None:
     """The whole reference ``config.json`` of a known model (the file its entry's ``source`` names under
     ``data/configs/``), parsed; None when the entry names no such file. The entry's own ``config`` keeps only
     the keys the Architecture reads; the weights estimate needs the rest (``intermediate_size``,
-    ``quantization_config``, ``vision_config``, ...). Raises KvMathError for an unknown model."""
+    ``quantization_config``, ``vision_config``, ...). ``copy_=False``: the shared parsed file, for readers that
+    do not change it (the budget's hot path). Raises KvMathError for an unknown model."""
     name = reference_config_name(model_id)
-    return copy.deepcopy(_reference_config(name)) if name else None
+    if not name:
+        return None
+    return copy.deepcopy(_reference_config(name)) if copy_ else _reference_config(name)
 
 
 def reference_config_name(model_id: str) -> str | None:

@@ -234,7 +234,7 @@ def _checkpoint_config(arch) -> dict | None:
     from ... import facts as _facts
 
     try:
-        return _facts.reference_config(arch.name)
+        return _facts.reference_config(arch.name, copy_=False)  # read only
     except KvMathError:
         return None
 
