@@ -658,10 +658,7 @@ def _gemma4(lin: "_Linear", config: dict, tc: dict, dt: str) -> list[tuple[str, 
         if tc.get(key):
             raise KvMathError(f"gemma4 config {key} = {tc[key]!r}: those layers are not estimated; pass the model "
                               "folder with its safetensors files")
-    lt = tc.get("layer_types")
-    L = _int(tc, "num_hidden_layers")
-    if not isinstance(lt, list) or len(lt) != L:
-        raise KvMathError("gemma4 config needs layer_types (one per layer) to estimate the checkpoint")
+    lt = _layer_kinds(config)
     nh, nkv, hd = _int(tc, "num_attention_heads"), _int(tc, "num_key_value_heads"), _int(tc, "head_dim")
     ghd = _int(tc, "global_head_dim", default=hd)
     gkv = _int(tc, "num_global_key_value_heads", default=nkv)
@@ -740,14 +737,13 @@ def _gemma4_vision(vc: dict, dt: str, text_hidden: int) -> list[tuple[str, str, 
     return rows + [("model.embed_vision.embedding_projection.weight", dt, (text_hidden, w))]
 
 
-def _layer_is_linear(tc: dict, i: int) -> bool:
-    """Qwen 3.5 / 3.6 / Qwen3-Next: ``layer_types[i] == 'linear_attention'``, else every
-    ``full_attention_interval``-th layer (1-based) is full attention."""
-    lt = tc.get("layer_types")
-    if isinstance(lt, list) and i < len(lt):
-        return lt[i] == "linear_attention"
-    n = _int(tc, "full_attention_interval", default=4)
-    return (i + 1) % n != 0
+def _layer_kinds(config: dict) -> list[str]:
+    """Each decoder layer's ``layer_type`` as kvmath's model reader reads the config (``kvmath.model.hf``: its
+    ``layer_types``, ``full_attention_interval`` or per-layer forms), so the tensor table follows the same
+    layout as the cache. Raises KvMathError as the reader does."""
+    from .hf import architecture_from_config
+
+    return [layer.layer_type for layer in architecture_from_config(config, name="checkpoint estimate").layers]
 
 
 def estimate_checkpoint(config: dict) -> Checkpoint:
@@ -798,6 +794,7 @@ def estimate_checkpoint(config: dict) -> Checkpoint:
         rows.append(("lm_head.weight", dt, (V, H)))
     mxfp4 = lin.method == "mxfp4"
     gdn = mt in _GDN_TYPES
+    kinds = _layer_kinds(config) if gdn else None
     for i in range(L):
         p = f"{base}.layers.{i}"
         rows += [(f"{p}.input_layernorm.weight", dt, (H,)), (f"{p}.post_attention_layernorm.weight", dt, (H,))]
@@ -812,7 +809,7 @@ def estimate_checkpoint(config: dict) -> Checkpoint:
             if not isinstance(kda, list):
                 raise KvMathError("kimi_linear config needs linear_attn_config.kda_layers to estimate the checkpoint")
             rows += _kda(lin, a, tc, H) if i + 1 in kda else _mla(lin, a, tc, H, nh)
-        elif gdn and _layer_is_linear(tc, i):
+        elif gdn and kinds[i] == "linear_attention":
             rows += _gdn_layer(lin, p, tc, H, fused=mt == "qwen3_next")
         elif gdn:  # gated full attention: q_proj holds the query and its output gate (attn_output_gate)
             gate = 2 if tc.get("attn_output_gate", True) else 1

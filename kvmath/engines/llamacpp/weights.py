@@ -265,33 +265,13 @@ def weights_from_mix(config: dict, mix: str, *, imatrix: bool = False, mtp: bool
     Exact per tensor where the converter's table and llama-quantize's rules are (both tested); the file's
     metadata (tokenizer: a few MiB) is not counted. Returns ``(tensors, WeightBytes)``.
     """
-    from .placement import EXPS
+    from ...model.gguf import weight_bytes
     from .quantmix import SOURCE, quantised_table
-    import re as _re
 
     arch, n_blocks, table = gguf_tensors_from_config(config, mtp=mtp)
     tensors = quantised_table(table, mix_model_from_config(config, arch, n_blocks), mix, imatrix=imatrix)
     cfg = config.get("text_config", config)
-    n = int(cfg["num_hidden_layers"])
-    rx = _re.compile(r"^blk\.(\d+)\.")
-    exp_per_block = [0] * n
-    attn = other = mtp_b = 0
-    embd = out_b = 0
-    for t in tensors:
-        m = rx.match(t.name)
-        if t.name == "token_embd.weight":
-            embd = t.n_bytes
-        elif t.name == "output.weight":
-            out_b = t.n_bytes
-        elif m and int(m.group(1)) >= n:
-            mtp_b += t.n_bytes  # MTP block: kept apart (not loaded for the main context)
-        elif m and _re.search(EXPS, t.name):
-            exp_per_block[int(m.group(1))] += t.n_bytes
-        elif m and (".attn_" in t.name or ".ssm_" in t.name):
-            attn += t.n_bytes
-        else:
-            other += t.n_bytes
-    tied = out_b == 0
-    wb = WeightBytes(embd, attn, sum(exp_per_block), other + out_b, mtp_b, embd if tied else 0, tuple(exp_per_block),
-                     f"{mix} from config shapes ({SOURCE}){' (' + name + ')' if name else ''}")
+    # split as a real GGUF's table is split (kvmath.model.gguf.weight_bytes: blocks past the decoder are MTP)
+    wb = weight_bytes(tensors, n_layer=int(cfg["num_hidden_layers"]),
+                      source=f"{mix} from config shapes ({SOURCE}){' (' + name + ')' if name else ''}")
     return tensors, wb
