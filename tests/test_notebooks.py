@@ -26,8 +26,20 @@ def reference(model, fmt="bf16"):
 
 
 def execute(path: Path, **parameters) -> dict:
-    nb = pm.execute_notebook(jupytext.read(path), None, parameters=parameters, kernel_name="python3",
-                             cwd=str(path.parent), progress_bar=False)
+    # Every cell runs in seconds; a cell that takes TIMEOUT_S is a kernel that lost a message (seen once in a CI
+    # run: both sides waiting on ZMQ), so it is run once more instead of holding the suite until CI's limit.
+    from nbclient.exceptions import CellTimeoutError, DeadKernelError
+
+    from kvmath.book.execute import TIMEOUT_S
+
+    for attempt in (1, 2):
+        try:
+            nb = pm.execute_notebook(jupytext.read(path), None, parameters=parameters, kernel_name="python3",
+                                     cwd=str(path.parent), progress_bar=False, execution_timeout=TIMEOUT_S)
+            break
+        except (CellTimeoutError, DeadKernelError, TimeoutError):
+            if attempt == 2:
+                raise
     return {k[: -len("__raw")]: v for k, v in read_glue(nb).items() if k.endswith("__raw")}
 
 

@@ -138,9 +138,11 @@ def make_chapter(model: str, out: str | Path, *, title: str = "", template: Path
         params["model"] = str(Path(model).resolve())  # the chapter runs from its own folder
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
+    from .execute import TIMEOUT_S
+
     nb = pm.execute_notebook(
         nb, None, parameters=params, kernel_name="python3", cwd=str(template.parent), progress_bar=False,
-        log_output=False, prepare_only=not execute,
+        log_output=False, prepare_only=not execute, execution_timeout=TIMEOUT_S,
     )
     titled = False
     slug = label_slug(params["model"])
