@@ -78,6 +78,18 @@ CACHE_FIELDS = (
     "n_groups",
     "conv_kernel",
     "expand",
+    "state_size",
+    "no_rope_layers",
+    "no_rope_layer_interval",
+    "index_head_dim",
+    "conv_L_cache",
+    "full_attn_idxs",
+    "attn_layer_period",
+    "attn_layer_offset",
+    "mamba_d_state",
+    "mamba_d_conv",
+    "mamba_expand",
+    "sliding_window_pattern",
 )
 
 # Non-cache sizes: shrunk to these values (only if present and larger).
@@ -113,7 +125,8 @@ _DROP_KEYS = (
 )
 _TOKEN_ID_KEYS = ("bos_token_id", "eos_token_id", "pad_token_id")
 # Model types whose hidden_size is part of the cache (state width = expand * hidden_size).
-_HIDDEN_IS_CACHE_RELEVANT = ("mamba", "mamba2", "falcon_mamba", "falcon_h1", "bamba", "granitemoehybrid", "zamba", "zamba2", "jamba")
+_HIDDEN_IS_CACHE_RELEVANT = ("mamba", "mamba2", "falcon_mamba", "falcon_h1", "bamba", "granitemoehybrid", "zamba", "zamba2", "jamba",
+                             "lfm2", "lfm2_moe")
 
 # Layer attributes that are bookkeeping, not cache state.
 _BOOKKEEPING_ATTRS = frozenset(
@@ -181,7 +194,8 @@ def build_small_text_config(
     shrink = dict(_SHRINK_TO)
     if model_type in _HIDDEN_IS_CACHE_RELEVANT:
         shrink.pop("hidden_size")
-        shrink.pop("intermediate_size")
+        if not model_type.startswith("lfm2"):  # LFM2's conv state is hidden_size wide; its MLP is not cached
+            shrink.pop("intermediate_size")
     for k, small in shrink.items():
         v = text.get(k)
         if isinstance(v, int) and not isinstance(v, bool) and v > small:
@@ -461,7 +475,14 @@ def transformers_cache_bytes(
     )
     torch.manual_seed(seed)
     kw = {"attn_implementation": attn_implementation} if attn_implementation else {}
-    model = AutoModelForCausalLM.from_config(cfg, dtype=torch_dtype, **kw)
+    try:
+        model = AutoModelForCausalLM.from_config(cfg, dtype=torch_dtype, **kw)
+    except ValueError:
+        # a multimodal wrapper's text config (Qwen3-VL, Qwen2.5-VL) has no *ForCausalLM of its own: its base
+        # text model (AutoModel) builds the same decoder layers and the same cache
+        from transformers import AutoModel
+
+        model = AutoModel.from_config(cfg, dtype=torch_dtype, **kw)
     model.eval()
     t1 = time.perf_counter()
 
@@ -470,12 +491,15 @@ def transformers_cache_bytes(
     ids = torch.randint(0, vocab, (batch, seq_len), generator=gen)
     with torch.no_grad():
         out = model(input_ids=ids, use_cache=True)
-        cache = out.past_key_values
+        # Mamba-1 models (models/mamba, falcon_mamba) return their cache as ``cache_params``
+        key = "cache_params" if getattr(out, "past_key_values", None) is None and \
+            getattr(out, "cache_params", None) is not None else "past_key_values"
+        cache = getattr(out, key)
         t2 = time.perf_counter()
         for _ in range(decode_steps):
             nxt = torch.randint(0, vocab, (batch, 1), generator=gen)
-            out = model(input_ids=nxt, past_key_values=cache, use_cache=True)
-            cache = out.past_key_values
+            out = model(input_ids=nxt, use_cache=True, **{key: cache})
+            cache = getattr(out, key)
     t3 = time.perf_counter()
 
     if cache is None:

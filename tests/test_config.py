@@ -72,7 +72,7 @@ def test_gemma4_kv_shared_layers_read_the_last_producer_of_their_type():
 
 @pytest.mark.parametrize("bad,match", [
     ({}, "no model_type"),
-    ({"model_type": "mamba"}, "not supported"),
+    ({"model_type": "rwkv"}, "not supported"),
     ({"model_type": "llama", "num_hidden_layers": 2, "num_attention_heads": 32, "num_key_value_heads": 5,
       "hidden_size": 4096}, "not a multiple of num_key_value_heads"),
     ({"model_type": "llama", "num_hidden_layers": "32", "num_attention_heads": 32, "hidden_size": 4096},
@@ -163,8 +163,8 @@ def test_mla_and_state_layer_fields():
 
 
 @pytest.mark.parametrize("model_type,needs", [
-    ("falcon_mamba", "state_size, conv_kernel"),
-    ("jamba", "attn_layer_period"),
+    ("falcon_h1", "both a KV cache"),
+    ("minimax", "lightning-attention state"),
     ("rwkv", "no KV cache"),
     ("mamba2", "n_groups"),
     ("some_new_model", "layer_types, num_key_value_heads, head_dim"),
@@ -173,7 +173,15 @@ def test_unknown_architectures_fail_naming_type_and_fields(model_type, needs):
     cfg = {"model_type": model_type, "num_hidden_layers": 4, "num_attention_heads": 8, "hidden_size": 512}
     with pytest.raises(kvmath.KvMathError, match=f"model_type '{model_type}' is not supported") as e:
         kvmath.load_architecture(cfg)
-    assert needs in str(e.value) and "supported: deepseek_v3" in str(e.value)
+    assert needs in str(e.value) and "deepseek_v3" in str(e.value)
+
+
+@pytest.mark.parametrize("model_type,needs", [("falcon_mamba", "no expand"), ("mamba", "no expand"),
+                                              ("jamba", "no attn_layer_period")])
+def test_state_space_families_refuse_a_field_left_to_the_class_default(model_type, needs):
+    cfg = {"model_type": model_type, "num_hidden_layers": 4, "num_attention_heads": 8, "hidden_size": 512}
+    with pytest.raises(kvmath.KvMathError, match=needs):
+        kvmath.load_architecture(cfg)
 
 
 KIMI_MIN = {"model_type": "kimi_linear", "num_hidden_layers": 4, "num_attention_heads": 8, "kv_lora_rank": 64,
@@ -258,7 +266,8 @@ LLAMA_MIN = {"model_type": "llama", "num_hidden_layers": 4, "num_attention_heads
       "qk_rope_head_dim": 64, "sliding_window": 4096}, "has no sliding window"),
     # multimodal wrapper without its text part
     ({"model_type": "qwen3_5", "num_hidden_layers": 4}, "multimodal wrapper"),
-    ({"model_type": [], "text_config": {"model_type": None}}, "no model_type"),
+    ({"model_type": [], "text_config": {"model_type": None}}, "wraps a text_config but is not a wrapper"),
+    ({"model_type": "qwen3_5", "text_config": {"model_type": None}}, "no model_type|missing"),
 ])
 def test_window_and_wrapper_contradictions(bad, match):
     with pytest.raises(kvmath.KvMathError, match=match):
@@ -477,7 +486,7 @@ def test_granite_hybrid_mamba2_and_attention():
 
 @pytest.mark.parametrize("cfg,match", [
     (dict(MIXTRAL_8X7B, sliding_window=4096), "mixtral config sets sliding_window 4096"),
-    (dict(PHI3_MIN, sliding_window=2047), "phi3 config sets sliding_window 2047"),
+    (dict(PHI3_MIN, sliding_window=1), "sliding_window must be >= 2"),  # phi3 windows are read (test_families)
     (dict(QWEN3_30B_A3B, use_sliding_window=True, sliding_window=4096), "no max_window_layers rule"),
     ({k: v for k, v in GLM4_MIN.items() if k != "head_dim"}, "default it to 128"),
     ({k: v for k, v in MINIMAX_M25.items() if k != "head_dim"}, "default it to 128"),

@@ -25,9 +25,9 @@ from ..errors import KvMathError, choices
 from ..formats import DTYPE_BYTES, KVFormat
 from ..model.specs import FULL, LINEAR, SLIDING, Architecture
 
-GROUP_KINDS = ("attention", "mla", "gdn", "mamba2", "kda", "none", "padding")
+GROUP_KINDS = ("attention", "mla", "gdn", "mamba2", "kda", "mamba1", "conv", "none", "padding")
 """``LayerGroup.kind`` values: softmax attention, MLA latent, Gated DeltaNet, Mamba-2, Kimi Delta
-Attention state, blocks without a cache, and vLLM's padding layers (empty group slots that still take
+Attention state, Mamba-1 state, short-conv state (LFM2), blocks without a cache, and vLLM's padding layers (empty group slots that still take
 their share of every block)."""
 
 
@@ -200,3 +200,14 @@ def merge_empty(groups: list[LayerGroup]) -> tuple[LayerGroup, ...]:
             seen[key] = len(out)
             out.append(g)
     return tuple(out)
+
+
+def require_kinds(engine: str, arch: Architecture, kinds: tuple[type, ...]) -> None:
+    """Refuse ``arch`` when a layer's spec class is not one of ``kinds`` (the kinds ``engine`` has rules for):
+    KvMathError naming the engine, the kind, the model and the kinds it handles. Engines that dispatch with
+    ``isinstance`` call it where their plan starts, so a new kind is refused, never skipped."""
+    for layer in arch.layers:
+        if type(layer) not in kinds:
+            raise KvMathError(
+                f"{engine} has no rule for {type(layer).__name__} layers ({arch.name}, model_type {arch.model_type}, "
+                f"layer {layer.index}); kinds it handles: {choices(c.__name__ for c in kinds)}")

@@ -827,34 +827,7 @@ def estimate_checkpoint(config: dict) -> Checkpoint:
                 rows.append((f"{a}.sinks", dt, (nh,)))
         m = f"{p}.mlp"
         if E and i >= first_dense:
-            if mxfp4:
-                I = moe_inter
-                rows += [(f"{m}.router.weight", dt, (E, H)), (f"{m}.router.bias", dt, (E,)),
-                         (f"{m}.experts.gate_up_proj_blocks", "u8", (E, 2 * I, H // 32, 16)),
-                         (f"{m}.experts.gate_up_proj_scales", "u8", (E, 2 * I, H // 32)),
-                         (f"{m}.experts.gate_up_proj_bias", dt, (E, 2 * I)),
-                         (f"{m}.experts.down_proj_blocks", "u8", (E, H, I // 32, 16)),
-                         (f"{m}.experts.down_proj_scales", "u8", (E, H, I // 32)),
-                         (f"{m}.experts.down_proj_bias", dt, (E, H))]
-                continue
-            gate_name = "router" if mt == "gpt_oss" else "gate"
-            rows.append((f"{m}.{gate_name}.weight", dt, (E, H)))
-            if mt == "gpt_oss":
-                rows.append((f"{m}.router.bias", dt, (E,)))
-            if tc.get("topk_method") == "noaux_tc" or mt == "kimi_linear":  # the router bias, fp32 in the checkpoint
-                rows.append((f"{m}.gate.e_score_correction_bias", "f32", (E,)))
-            for e in range(E):
-                x = f"{m}.experts.{e}"
-                eb = mt == "gpt_oss"  # gpt-oss experts carry biases (gate_up_proj_bias, down_proj_bias)
-                rows += lin.tensors(f"{x}.gate_proj", moe_inter, H, eb) + lin.tensors(f"{x}.up_proj", moe_inter, H, eb)
-                rows += lin.tensors(f"{x}.down_proj", H, moe_inter, eb)
-            si = shared_inter or (n_shared * moe_inter)
-            if si:
-                name = "shared_expert" if shared_inter else "shared_experts"
-                rows += lin.tensors(f"{m}.{name}.gate_proj", si, H) + lin.tensors(f"{m}.{name}.up_proj", si, H)
-                rows += lin.tensors(f"{m}.{name}.down_proj", H, si)
-                if shared_inter:
-                    rows.append((f"{m}.shared_expert_gate.weight", dt, (1, H)))
+            rows += _moe_mlp(lin, m, tc, mt, H, E, moe_inter, shared_inter, n_shared, dt, mxfp4)
         else:
             rows += lin.tensors(f"{m}.gate_proj", inter, H) + lin.tensors(f"{m}.up_proj", inter, H)
             rows += lin.tensors(f"{m}.down_proj", H, inter)
@@ -868,6 +841,43 @@ def estimate_checkpoint(config: dict) -> Checkpoint:
         rows += _vision_tower(ac, dt, H, prefix="model.audio_tower", patch=False)
     tensors = tuple(Tensor(n, d, tuple(s), tensor_bytes(d, s)) for n, d, s in rows)
     return Checkpoint(tensors, "estimated from config.json", True, _quant_method(config))
+
+
+def _moe_mlp(lin, m: str, tc: dict, mt: str, H: int, E: int, moe_inter: int, shared_inter: int, n_shared: int,
+             dt: str, mxfp4: bool) -> list[tuple[str, str, tuple]]:
+    """One MoE layer's MLP tensors under ``m`` (``model.layers.{i}.mlp``): the router, ``E`` routed experts of
+    ``moe_intermediate_size`` (gpt-oss: MXFP4 blocks and scales, biases), the shared expert(s)
+    (``shared_expert_intermediate_size`` or ``n_shared_experts x moe_intermediate_size``)."""
+    out: list[tuple[str, str, tuple]] = []
+    if mxfp4:
+        I = moe_inter
+        out += [(f"{m}.router.weight", dt, (E, H)), (f"{m}.router.bias", dt, (E,)),
+                (f"{m}.experts.gate_up_proj_blocks", "u8", (E, 2 * I, H // 32, 16)),
+                (f"{m}.experts.gate_up_proj_scales", "u8", (E, 2 * I, H // 32)),
+                (f"{m}.experts.gate_up_proj_bias", dt, (E, 2 * I)),
+                (f"{m}.experts.down_proj_blocks", "u8", (E, H, I // 32, 16)),
+                (f"{m}.experts.down_proj_scales", "u8", (E, H, I // 32)),
+                (f"{m}.experts.down_proj_bias", dt, (E, H))]
+        return out
+    gate_name = "router" if mt == "gpt_oss" else "gate"
+    out.append((f"{m}.{gate_name}.weight", dt, (E, H)))
+    if mt == "gpt_oss":
+        out.append((f"{m}.router.bias", dt, (E,)))
+    if tc.get("topk_method") == "noaux_tc" or mt == "kimi_linear":  # the router bias, fp32 in the checkpoint
+        out.append((f"{m}.gate.e_score_correction_bias", "f32", (E,)))
+    for e in range(E):
+        x = f"{m}.experts.{e}"
+        eb = mt == "gpt_oss"  # gpt-oss experts carry biases (gate_up_proj_bias, down_proj_bias)
+        out += lin.tensors(f"{x}.gate_proj", moe_inter, H, eb) + lin.tensors(f"{x}.up_proj", moe_inter, H, eb)
+        out += lin.tensors(f"{x}.down_proj", H, moe_inter, eb)
+    si = shared_inter or (n_shared * moe_inter)
+    if si:
+        name = "shared_expert" if shared_inter else "shared_experts"
+        out += lin.tensors(f"{m}.{name}.gate_proj", si, H) + lin.tensors(f"{m}.{name}.up_proj", si, H)
+        out += lin.tensors(f"{m}.{name}.down_proj", H, si)
+        if shared_inter:
+            out.append((f"{m}.shared_expert_gate.weight", dt, (1, H)))
+    return out
 
 
 def _vision_tower(vc: dict, dt: str, text_hidden: int, prefix: str = "model.vision_tower",

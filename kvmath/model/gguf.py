@@ -540,44 +540,7 @@ def gguf_to_hf_config(meta: dict[str, Any], *, tensor_names: set[str] | None = N
         cfg["vocab_size"] = _int(key("vocab_size"), f"{arch}.vocab_size")
 
     if arch == "gemma4":
-        pattern = key("attention.sliding_window_pattern", required=True)
-        if not isinstance(pattern, list) or len(pattern) < n_layer:
-            raise KvMathError(f"GGUF gemma4: attention.sliding_window_pattern must list {n_layer} booleans")
-        swa = _bools(pattern[:n_layer], f"{arch}.attention.sliding_window_pattern")
-        kv_swa = {kv[i] for i in range(n_layer) if swa[i]}
-        kv_full = {kv[i] for i in range(n_layer) if not swa[i]}
-        if len(kv_swa) > 1 or len(kv_full) > 1:
-            raise KvMathError(
-                f"GGUF gemma4: head_count_kv varies within one layer type (sliding {sorted(kv_swa)}, "
-                f"full {sorted(kv_full)}); kvmath's Gemma 4 layout has one count per type"
-            )
-        k_swa = _int(key("attention.key_length_swa", k_len), f"{arch}.attention.key_length_swa", 1)
-        v_swa = _int(key("attention.value_length_swa", v_len), f"{arch}.attention.value_length_swa", 1)
-        if k_swa != v_swa or k_len != v_len:
-            raise KvMathError("GGUF gemma4: K and V head widths differ; llama.cpp requires them equal for Gemma 4")
-        full_layers = [i for i in range(n_layer) if not swa[i]]
-        k_eq_v = bool(tensor_names is not None and full_layers
-                      and all(f"blk.{i}.attn_v.weight" not in tensor_names for i in full_layers))
-        sw_kv = kv_swa.pop() if kv_swa else kv[0]
-        full_kv = kv_full.pop() if kv_full else sw_kv
-        _positive_kv(min(sw_kv, full_kv), arch)
-        if full_kv != sw_kv and not k_eq_v:
-            # transformers' Gemma4TextConfig only reads num_global_key_value_heads with attention_k_eq_v;
-            # the cache does not depend on the flag (V is stored either way), so it is set to keep the heads.
-            k_eq_v = True
-        cfg.update(
-            layer_types=["sliding_attention" if s else "full_attention" for s in swa],
-            num_key_value_heads=sw_kv,
-            head_dim=k_swa,
-            global_head_dim=k_len,
-            num_global_key_value_heads=full_kv,
-            attention_k_eq_v=k_eq_v,
-            sliding_window=_int(key("attention.sliding_window", required=True), f"{arch}.attention.sliding_window", 1),
-            num_kv_shared_layers=_int(key("attention.shared_kv_layers", 0), f"{arch}.attention.shared_kv_layers",
-                                      0, n_layer),
-        )
-        return cfg
-
+        return _gemma4_from_gguf(cfg, key, arch, n_layer, kv, k_len, v_len, tensor_names)
     if v_len != k_len:
         raise KvMathError(
             f"GGUF {arch}: key_length {k_len} != value_length {v_len}; kvmath's {GGUF_ARCHES[arch]} layout "
@@ -585,43 +548,93 @@ def gguf_to_hf_config(meta: dict[str, Any], *, tensor_names: set[str] | None = N
         )
 
     if arch in _HYBRID:
-        attn_kv = {kv[i] for i in range(n_layer)}
-        recurrent = key("attention.recurrent_layers")
-        if recurrent is not None:
-            if not isinstance(recurrent, list) or len(recurrent) < n_layer:
-                raise KvMathError(f"GGUF {arch}: attention.recurrent_layers must list {n_layer} booleans")
-            rec = _bools(recurrent[:n_layer], f"{arch}.attention.recurrent_layers")
-            types = ["linear_attention" if r else "full_attention" for r in rec]
-        else:
-            interval = _int(key("full_attention_interval", 4), f"{arch}.full_attention_interval", 1, LLAMA_MAX_LAYERS)
-            types = ["full_attention" if (i + 1) % interval == 0 else "linear_attention" for i in range(n_layer)]
-        full_kv = {kv[i] for i in range(n_layer) if types[i] == "full_attention"} or attn_kv
-        if len(full_kv) > 1:
-            raise KvMathError(f"GGUF {arch}: head_count_kv differs between attention layers {_short(sorted(full_kv))}")
-        d_state = _int(key("ssm.state_size", required=True), f"{arch}.ssm.state_size", 1)
-        n_group = _int(key("ssm.group_count", required=True), f"{arch}.ssm.group_count", 1)
-        dt_rank = _int(key("ssm.time_step_rank", required=True), f"{arch}.ssm.time_step_rank", 1)
-        d_inner = _int(key("ssm.inner_size", required=True), f"{arch}.ssm.inner_size", 1)
-        if d_inner != dt_rank * d_state:
-            raise KvMathError(
-                f"GGUF {arch}: ssm.inner_size {d_inner} != ssm.time_step_rank {dt_rank} x ssm.state_size {d_state}; "
-                "llama.cpp's Gated DeltaNet takes value heads = time_step_rank of width state_size"
-            )
-        n_kv = full_kv.pop()
-        _positive_kv(n_kv, arch)
-        cfg.update(
-            layer_types=types,
-            num_key_value_heads=n_kv,
-            linear_num_key_heads=n_group,
-            linear_num_value_heads=dt_rank,
-            linear_key_head_dim=d_state,
-            linear_value_head_dim=d_state,
-            linear_conv_kernel_dim=_int(key("ssm.conv_kernel", required=True), f"{arch}.ssm.conv_kernel", 1),
-            mamba_ssm_dtype="float32",  # llama.cpp keeps the recurrent state in f32 (create_memory)
-            mtp_num_hidden_layers=n_nextn,
-        )
-        return cfg
+        return _hybrid_from_gguf(cfg, key, arch, n_layer, n_nextn, kv)
+    return _plain_from_gguf(cfg, key, arch, n_layer, kv)
 
+
+def _gemma4_from_gguf(cfg, key, arch, n_layer, kv, k_len, v_len, tensor_names) -> dict:
+    """Gemma 4's layer types, per-type KV heads and widths, K=V and KV sharing, from its GGUF keys (into ``cfg``)."""
+    pattern = key("attention.sliding_window_pattern", required=True)
+    if not isinstance(pattern, list) or len(pattern) < n_layer:
+        raise KvMathError(f"GGUF gemma4: attention.sliding_window_pattern must list {n_layer} booleans")
+    swa = _bools(pattern[:n_layer], f"{arch}.attention.sliding_window_pattern")
+    kv_swa = {kv[i] for i in range(n_layer) if swa[i]}
+    kv_full = {kv[i] for i in range(n_layer) if not swa[i]}
+    if len(kv_swa) > 1 or len(kv_full) > 1:
+        raise KvMathError(
+            f"GGUF gemma4: head_count_kv varies within one layer type (sliding {sorted(kv_swa)}, "
+            f"full {sorted(kv_full)}); kvmath's Gemma 4 layout has one count per type"
+        )
+    k_swa = _int(key("attention.key_length_swa", k_len), f"{arch}.attention.key_length_swa", 1)
+    v_swa = _int(key("attention.value_length_swa", v_len), f"{arch}.attention.value_length_swa", 1)
+    if k_swa != v_swa or k_len != v_len:
+        raise KvMathError("GGUF gemma4: K and V head widths differ; llama.cpp requires them equal for Gemma 4")
+    full_layers = [i for i in range(n_layer) if not swa[i]]
+    k_eq_v = bool(tensor_names is not None and full_layers
+                  and all(f"blk.{i}.attn_v.weight" not in tensor_names for i in full_layers))
+    sw_kv = kv_swa.pop() if kv_swa else kv[0]
+    full_kv = kv_full.pop() if kv_full else sw_kv
+    _positive_kv(min(sw_kv, full_kv), arch)
+    if full_kv != sw_kv and not k_eq_v:
+        # transformers' Gemma4TextConfig only reads num_global_key_value_heads with attention_k_eq_v;
+        # the cache does not depend on the flag (V is stored either way), so it is set to keep the heads.
+        k_eq_v = True
+    cfg.update(
+        layer_types=["sliding_attention" if s else "full_attention" for s in swa],
+        num_key_value_heads=sw_kv,
+        head_dim=k_swa,
+        global_head_dim=k_len,
+        num_global_key_value_heads=full_kv,
+        attention_k_eq_v=k_eq_v,
+        sliding_window=_int(key("attention.sliding_window", required=True), f"{arch}.attention.sliding_window", 1),
+        num_kv_shared_layers=_int(key("attention.shared_kv_layers", 0), f"{arch}.attention.shared_kv_layers",
+                                  0, n_layer),
+    )
+    return cfg
+
+
+def _hybrid_from_gguf(cfg, key, arch, n_layer, n_nextn, kv) -> dict:
+    """A Gated DeltaNet hybrid's (qwen35 / qwen35moe / qwen3next) layer types and state widths from its GGUF keys."""
+    attn_kv = {kv[i] for i in range(n_layer)}
+    recurrent = key("attention.recurrent_layers")
+    if recurrent is not None:
+        if not isinstance(recurrent, list) or len(recurrent) < n_layer:
+            raise KvMathError(f"GGUF {arch}: attention.recurrent_layers must list {n_layer} booleans")
+        rec = _bools(recurrent[:n_layer], f"{arch}.attention.recurrent_layers")
+        types = ["linear_attention" if r else "full_attention" for r in rec]
+    else:
+        interval = _int(key("full_attention_interval", 4), f"{arch}.full_attention_interval", 1, LLAMA_MAX_LAYERS)
+        types = ["full_attention" if (i + 1) % interval == 0 else "linear_attention" for i in range(n_layer)]
+    full_kv = {kv[i] for i in range(n_layer) if types[i] == "full_attention"} or attn_kv
+    if len(full_kv) > 1:
+        raise KvMathError(f"GGUF {arch}: head_count_kv differs between attention layers {_short(sorted(full_kv))}")
+    d_state = _int(key("ssm.state_size", required=True), f"{arch}.ssm.state_size", 1)
+    n_group = _int(key("ssm.group_count", required=True), f"{arch}.ssm.group_count", 1)
+    dt_rank = _int(key("ssm.time_step_rank", required=True), f"{arch}.ssm.time_step_rank", 1)
+    d_inner = _int(key("ssm.inner_size", required=True), f"{arch}.ssm.inner_size", 1)
+    if d_inner != dt_rank * d_state:
+        raise KvMathError(
+            f"GGUF {arch}: ssm.inner_size {d_inner} != ssm.time_step_rank {dt_rank} x ssm.state_size {d_state}; "
+            "llama.cpp's Gated DeltaNet takes value heads = time_step_rank of width state_size"
+        )
+    n_kv = full_kv.pop()
+    _positive_kv(n_kv, arch)
+    cfg.update(
+        layer_types=types,
+        num_key_value_heads=n_kv,
+        linear_num_key_heads=n_group,
+        linear_num_value_heads=dt_rank,
+        linear_key_head_dim=d_state,
+        linear_value_head_dim=d_state,
+        linear_conv_kernel_dim=_int(key("ssm.conv_kernel", required=True), f"{arch}.ssm.conv_kernel", 1),
+        mamba_ssm_dtype="float32",  # llama.cpp keeps the recurrent state in f32 (create_memory)
+        mtp_num_hidden_layers=n_nextn,
+    )
+    return cfg
+
+
+def _plain_from_gguf(cfg, key, arch, n_layer, kv) -> dict:
+    """One KV head count on every layer, and the window where llama.cpp reads one (gemma2, gpt-oss)."""
     kv_set = set(kv[:n_layer])
     if len(kv_set) != 1:
         raise KvMathError(

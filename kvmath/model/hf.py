@@ -25,7 +25,7 @@ from typing import Any
 
 from .specs import (
     FULL, LINEAR, MLP, MOE, SLIDING, Architecture, AttentionLayer, GatedDeltaNetLayer, KDALayer, MLALayer,
-    Mamba2Layer, NoCacheLayer,
+    Mamba2Layer, NoCacheLayer, VisionTower,
 )
 from ..errors import KvMathError, choices
 from ..validate import MAX_INT, MAX_LAYERS, as_int as _as_int
@@ -63,22 +63,7 @@ def architecture_from_config(cfg: Any, *, name: str, source: str = "") -> Archit
     """
     if not isinstance(cfg, dict):
         raise KvMathError(f"config must be a JSON object, got {type(cfg).__name__}")
-    text = cfg.get("text_config")
-    if text is not None:
-        if not isinstance(text, dict):
-            raise KvMathError("config field text_config must be an object")
-        outer = cfg
-        cfg = dict(text)
-        # Wrappers carry dtype and model_type at the top level on older exports.
-        cfg.setdefault("dtype", outer.get("dtype") or outer.get("torch_dtype"))
-        if cfg.get("model_type") is None and _wrapper(outer.get("model_type")):
-            # transformers builds the wrapper's own text-config class whatever text_config says
-            cfg["model_type"] = _WRAPPERS[outer["model_type"]]
-    elif _wrapper(cfg.get("model_type")):
-        raise KvMathError(
-            f"model_type {cfg['model_type']!r} is a multimodal wrapper and this config has no text_config; "
-            f"the decoder's fields ({_WRAPPERS[cfg['model_type']]}) live there"
-        )
+    cfg, vision = _unwrap(cfg)
     model_type = cfg.get("model_type")
     if not isinstance(model_type, str) or not model_type:
         raise KvMathError("config has no model_type; it is needed to know the layer layout")
@@ -89,31 +74,98 @@ def architecture_from_config(cfg: Any, *, name: str, source: str = "") -> Archit
             f"model_type {model_type!r} is not supported: kvmath would need its per-layer cache layout "
             f"({needs}); supported: {choices(supported_model_types())}"
         )
-    return family(_Config(cfg, model_type), name or model_type, source)
+    arch = family(_Config(cfg, model_type), name or model_type, source)
+    if vision is not None:
+        from dataclasses import replace
+
+        arch = replace(arch, vision=vision)
+    return arch
 
 
 _WRAPPERS = {"qwen3_5": "qwen3_5_text", "qwen3_5_moe": "qwen3_5_moe_text", "gemma4": "gemma4_text",
-             "gemma3": "gemma3_text"}
-"""Multimodal wrapper model_type -> the model_type of its text_config (transformers 5.23 sub-configs)."""
+             "gemma3": "gemma3_text", "gemma3n": "gemma3n_text", "qwen3_vl": "qwen3_vl_text",
+             "qwen3_vl_moe": "qwen3_vl_moe_text", "qwen2_5_vl": "qwen2_5_vl_text", "qwen2_vl": "qwen2_vl_text",
+             "llama4": "llama4_text", "mistral3": "mistral", "lfm2_vl": "lfm2"}
+"""Multimodal wrapper model_type -> the model_type of its text_config when the text_config names none
+(transformers 5.23 ``sub_configs`` defaults: ``Mistral3Config`` builds a ``mistral`` text config by default,
+``Lfm2VlConfig`` an ``lfm2`` one)."""
+_FLAT_WRAPPERS = ("qwen2_5_vl", "qwen2_vl")
+"""Wrappers whose Hub configs are flat: transformers 5.23 ``Qwen2_5_VLConfig.__post_init__`` builds the text
+config from the top-level keys when there is no ``text_config`` (Qwen2.5-VL-7B-Instruct's config.json)."""
 
 
 def _wrapper(model_type) -> bool:
     return isinstance(model_type, str) and model_type in _WRAPPERS
 
+
+def _unwrap(cfg: dict) -> tuple[dict, "VisionTower | None"]:
+    """The decoder's config of ``cfg`` and its vision tower (None for a text-only config).
+
+    A config with a ``text_config`` (or ``llm_config``) is unwrapped only when its outer ``model_type`` is a
+    known wrapper (``_WRAPPERS``); any other outer ``model_type`` is refused naming it, never read from its text
+    part (a made-up or unknown wrapper could change the layout). Older exports carry ``dtype`` only at the top.
+    """
+    outer_type = cfg.get("model_type")
+    inner_key = next((k for k in ("text_config", "llm_config") if cfg.get(k) is not None), None)
+    if inner_key is None:
+        if outer_type in _FLAT_WRAPPERS:
+            flat = {k: v for k, v in cfg.items() if k not in ("vision_config", "model_type")}
+            flat["model_type"] = _WRAPPERS[outer_type]
+            return flat, _vision_tower(cfg)
+        if _wrapper(outer_type):
+            raise KvMathError(
+                f"model_type {outer_type!r} is a multimodal wrapper and this config has no text_config; "
+                f"the decoder's fields ({_WRAPPERS[outer_type]}) live there"
+            )
+        return cfg, None
+    text = cfg[inner_key]
+    if not isinstance(text, dict):
+        raise KvMathError(f"config field {inner_key} must be an object")
+    if not _wrapper(outer_type):
+        raise KvMathError(
+            f"model_type {outer_type!r} wraps a {inner_key} but is not a wrapper kvmath knows, so its decoder "
+            f"cannot be read exactly; known wrappers: {choices(sorted(_WRAPPERS))}"
+        )
+    inner = dict(text)
+    inner.setdefault("dtype", cfg.get("dtype") or cfg.get("torch_dtype"))
+    if inner.get("model_type") is None:
+        # transformers builds the wrapper's own text-config class whatever text_config says
+        inner["model_type"] = _WRAPPERS[outer_type]
+    if inner.get("tie_word_embeddings") is None and cfg.get("tie_word_embeddings") is not None:
+        inner["tie_word_embeddings"] = cfg["tie_word_embeddings"]
+    return inner, _vision_tower(cfg)
+
+
+def _vision_tower(cfg: dict) -> "VisionTower | None":
+    """The ``vision_config`` of a wrapper as a :class:`VisionTower` (None when it has none)."""
+    v = cfg.get("vision_config")
+    if v is None:
+        return None
+    if not isinstance(v, dict):
+        raise KvMathError("config field vision_config must be an object")
+    c = _Config(v, "vision_config")
+
+    def first(*keys):
+        for k in keys:
+            if c.has(k):
+                return c.int(k, minimum=0)
+        return 0
+
+    mt = v.get("model_type")
+    return VisionTower(
+        model_type=mt if isinstance(mt, str) else "",
+        depth=first("depth", "num_hidden_layers"), hidden_size=first("hidden_size", "embed_dim"),
+        intermediate_size=first("intermediate_size"), num_heads=first("num_heads", "num_attention_heads"),
+        patch_size=first("patch_size"), spatial_merge_size=first("spatial_merge_size"),
+        temporal_patch_size=first("temporal_patch_size"), out_hidden_size=first("out_hidden_size"),
+        soft_tokens_per_image=_Config(cfg, "config").int("vision_soft_tokens_per_image", 0, minimum=0),
+    )
+
 _NEEDED_DEFAULT = "layer_types, num_key_value_heads, head_dim, sliding_window, and any state fields"
-_MAMBA1 = "a Mamba-1 state per layer: intermediate_size (expand * hidden_size), state_size, conv_kernel"
 _NEEDED_FIELDS = {
     # known architectures kvmath has no rules for, with the fields their cache depends on
-    "mamba": _MAMBA1,
-    "falcon_mamba": _MAMBA1,
     "mamba2": "a Mamba-2 state per layer: num_heads, head_dim, state_size, n_groups, conv_kernel, expand",
-    "jamba": (
-        "which layers are attention (attn_layer_period, attn_layer_offset) and their num_key_value_heads, "
-        "and the Mamba-1 state of the others (mamba_expand * hidden_size, mamba_d_state, mamba_d_conv)"
-    ),
     "rwkv": "an RWKV state per layer (hidden_size, attention_hidden_size, num_hidden_layers); it has no KV cache",
-    "deepseek_v2": "kv_lora_rank and qk_rope_head_dim, checked against how each engine caches DeepSeek-V2",
-    "deepseek_v32": "kv_lora_rank, qk_rope_head_dim and the DSA indexer cache (index_head_dim, index_n_heads)",
     # transformers 5.23 models/falcon_h1: every decoder layer runs attention and a Mamba-2 mixer side by side
     "falcon_h1": (
         "a layer kind holding both a KV cache (num_key_value_heads, head_dim) and a Mamba-2 state (mamba_d_ssm, "
@@ -243,7 +295,7 @@ def _arch(c: _Config, name, source, layers, heads, **kw) -> Architecture:
     if not any(layer.owns_cache for layer in layers):
         raise KvMathError(f"{c.model_type} config has no layer that keeps a cache (every layer is MLP/MoE-only)")
     max_pos = c.int("max_position_embeddings", 0, minimum=0) or None
-    experts = max(c.int(k, 0, minimum=0) for k in ("num_experts", "n_routed_experts", "num_local_experts"))
+    experts = max(c.int(k, 0, minimum=0) for k in _EXPERT_KEYS)
     return Architecture(
         name=name,
         model_type=c.model_type,
@@ -256,8 +308,45 @@ def _arch(c: _Config, name, source, layers, heads, **kw) -> Architecture:
         vocab_size=c.int("vocab_size", 0, minimum=0),
         num_experts=experts,
         derived_max_model_len=_derived_max_len(c, max_pos),
+        **_mlp_fields(c, experts),
         **kw,
     )
+
+
+_EXPERT_KEYS = ("num_experts", "n_routed_experts", "num_local_experts", "moe_num_experts")
+_TOPK_KEYS = ("num_experts_per_tok", "top_k_experts", "moe_top_k", "moe_k", "moe_topk", "num_experts_per_token")
+_SHARED_COUNT_KEYS = ("n_shared_experts", "num_shared_experts", "moe_num_shared_experts")
+
+
+def _first_int(c: _Config, keys) -> int:
+    """The first of ``keys`` the config states, as an integer >= 0 (a per-layer list of equal values counts
+    as that value: Hunyuan's ``moe_topk``); 0 when none is stated."""
+    for k in keys:
+        v = c.raw(k)
+        if isinstance(v, list) and v and all(x == v[0] for x in v):
+            return _as_int(v[0], k, 0, MAX_INT)
+        if v is not None and not isinstance(v, list):
+            return c.int(k, minimum=0)
+    return 0
+
+
+def _mlp_fields(c: _Config, experts: int) -> dict:
+    """The MLP and expert widths the Architecture carries for the engines (config keys in
+    ``Architecture``'s docstring); 0 where the config does not state them."""
+    moe_inter = _first_int(c, ("moe_intermediate_size", "expert_intermediate_size")) if experts else 0
+    shared = _first_int(c, ("shared_expert_intermediate_size", "moe_shared_expert_intermediate_size")) if experts else 0
+    if experts and not shared:
+        shared = _first_int(c, _SHARED_COUNT_KEYS) * moe_inter
+    inter = c.raw("intermediate_size")
+    if isinstance(inter, list):  # Gemma 3n: one width per layer
+        inter = max((_as_int(v, "intermediate_size", 0, MAX_INT) for v in inter), default=0)
+    else:
+        inter = c.int("intermediate_size", 0, minimum=0)
+    tied = c.raw("tie_word_embeddings")
+    return {"num_experts_per_tok": _first_int(c, _TOPK_KEYS) if experts else 0, "intermediate_size": inter,
+            "moe_intermediate_size": moe_inter, "shared_expert_intermediate_size": shared,
+            "dense_mlp_beside_experts": bool(c.raw("enable_moe_block")) and inter > 0,
+            "tie_word_embeddings": tied if isinstance(tied, bool) else False}
 
 
 # rope_scaling types whose max_position_embeddings already is the extended length (vllm/config/model.py
@@ -418,6 +507,45 @@ def _gemma4(c: _Config, name: str, source: str) -> Architecture:
     if types is None:
         types = [SLIDING if (i + 1) % 6 else FULL for i in range(n)]
     types[-1] = FULL
+    widths = _gemma4_widths(c, types, heads, kv, head_dim, k_eq_v)
+    shared = c.int("num_kv_shared_layers", 0, minimum=0)
+    if shared >= n:
+        raise KvMathError(f"num_kv_shared_layers {shared} must be smaller than num_hidden_layers {n}")
+    first_shared = n - shared
+    producers = {}
+    for i in range(first_shared):
+        producers[types[i]] = i
+    layers = []
+    for i, t in enumerate(types):
+        source_layer = None
+        if i >= first_shared:
+            if t not in producers:
+                raise KvMathError(
+                    f"layer {i} ({t}) shares KV but no earlier non-shared layer of type {t} produces it"
+                )
+            source_layer = producers[t]
+            if widths[source_layer] != widths[i]:
+                raise KvMathError(
+                    f"gemma4 layer {i} reads layer {source_layer}'s cache but their (num_key_value_heads, head_dim) "
+                    f"differ: {widths[i]} vs {widths[source_layer]}"
+                )
+        layer_kv, dim = widths[i]
+        if t == FULL:
+            if heads % layer_kv:
+                raise KvMathError(
+                    f"num_attention_heads {heads} is not a multiple of the full-attention layers' KV heads {layer_kv}"
+                )
+            layers.append(AttentionLayer(i, FULL, layer_kv, dim, dim, None, k_eq_v, source_layer))
+        else:
+            layers.append(AttentionLayer(i, SLIDING, layer_kv, dim, dim, window, False, source_layer))
+    return _arch(c, name, source, layers, heads)
+
+
+def _gemma4_widths(c: _Config, types: list[str], heads: int, kv: int, head_dim: int,
+                   k_eq_v: bool) -> list[tuple[int, int]]:
+    """``(num_key_value_heads, head_dim)`` of every Gemma 4 layer, from the flat fields or ``per_layer_config``
+    (the two saved forms ``_gemma4`` describes); refuses a full layer whose width or KV heads are not stated."""
+    n = len(types)
     per_layer = _gemma4_per_layer(c, n)
     widths: list[tuple[int, int]] = []  # (num_kv_heads, head_dim) per layer
     if per_layer is None:
@@ -466,40 +594,10 @@ def _gemma4(c: _Config, name: str, source: str) -> Architecture:
                     f"gemma4 config sets {key} {stated} but per_layer_config gives the full-attention layers "
                     f"{choices(sorted(got))}; transformers follows per_layer_config and ignores {key}: remove one"
                 )
-    shared = c.int("num_kv_shared_layers", 0, minimum=0)
-    if shared >= n:
-        raise KvMathError(f"num_kv_shared_layers {shared} must be smaller than num_hidden_layers {n}")
-    first_shared = n - shared
-    producers = {}
-    for i in range(first_shared):
-        producers[types[i]] = i
-    layers = []
-    for i, t in enumerate(types):
-        source_layer = None
-        if i >= first_shared:
-            if t not in producers:
-                raise KvMathError(
-                    f"layer {i} ({t}) shares KV but no earlier non-shared layer of type {t} produces it"
-                )
-            source_layer = producers[t]
-            if widths[source_layer] != widths[i]:
-                raise KvMathError(
-                    f"gemma4 layer {i} reads layer {source_layer}'s cache but their (num_key_value_heads, head_dim) "
-                    f"differ: {widths[i]} vs {widths[source_layer]}"
-                )
-        layer_kv, dim = widths[i]
-        if t == FULL:
-            if heads % layer_kv:
-                raise KvMathError(
-                    f"num_attention_heads {heads} is not a multiple of the full-attention layers' KV heads {layer_kv}"
-                )
-            layers.append(AttentionLayer(i, FULL, layer_kv, dim, dim, None, k_eq_v, source_layer))
-        else:
-            layers.append(AttentionLayer(i, SLIDING, layer_kv, dim, dim, window, False, source_layer))
-    return _arch(c, name, source, layers, heads)
+    return widths
 
 
-@_family("llama", "mistral", "qwen2", "qwen3", "gemma2", "gpt_oss")
+@_family("llama", "mistral", "qwen2", "qwen3", "gemma2", "gpt_oss", "qwen2_5_vl_text", "qwen2_vl_text")
 def _dense(c: _Config, name: str, source: str) -> Architecture:
     """Softmax attention on every layer, some layers windowed.
 
@@ -531,7 +629,7 @@ def _dense(c: _Config, name: str, source: str) -> Architecture:
                 "mistral config has no sliding_window key; transformers' MistralConfig would default it to 4096 "
                 "tokens: write it out (null for no window)"
             )
-        if mt in ("qwen2", "qwen3") and c.bool("use_sliding_window"):
+        if mt in _QWEN2_RULE and c.bool("use_sliding_window"):
             for key, default in (("sliding_window", 4096), ("max_window_layers", 28)):
                 if key not in c.cfg:
                     raise KvMathError(
@@ -545,20 +643,25 @@ def _dense(c: _Config, name: str, source: str) -> Architecture:
                     "transformers 5.23 would still window every layer's cache, vLLM would not; remove one of them"
                 )
             types = [SLIDING] * n
-        elif mt in ("qwen2", "qwen3") and c.bool("use_sliding_window") and c.has("sliding_window"):
+        elif mt in _QWEN2_RULE and c.bool("use_sliding_window") and c.has("sliding_window"):
             first = c.int("max_window_layers", n, minimum=0, maximum=MAX_LAYERS)
             types = [SLIDING if i >= first else FULL for i in range(n)]
         elif mt in ("gemma2", "gpt_oss"):
             types = [SLIDING if (i + 1) % 2 else FULL for i in range(n)]
         else:
             types = [FULL] * n
-    if mt in ("qwen2", "qwen3") and not c.bool("use_sliding_window"):
+    if mt in _QWEN2_RULE and not c.bool("use_sliding_window"):
         types = [FULL] * n
     window = _window(c) if SLIDING in types else None
     layers = [
         AttentionLayer(i, t, kv, head_dim, head_dim, window if t == SLIDING else None) for i, t in enumerate(types)
     ]
     return _arch(c, name, source, layers, heads)
+
+
+_QWEN2_RULE = ("qwen2", "qwen3", "qwen2_5_vl_text", "qwen2_vl_text")
+"""Qwen2's window rule (``Qwen2Config`` / ``Qwen2_5_VLTextConfig.__post_init__``: layers ``>= max_window_layers``
+sliding only when ``use_sliding_window``)."""
 
 
 def _full_only(c: _Config, name: str, source: str, *, head_dim_default: int | None = None, window: str = "",
@@ -625,19 +728,6 @@ def _qwen3_moe(c: _Config, name: str, source: str) -> Architecture:
     if c.has("sliding_window"):
         c = _Config({k: v for k, v in c.cfg.items() if k != "sliding_window"}, c.model_type)
     return _full_only(c, name, source)
-
-
-@_family("phi3")
-def _phi3(c: _Config, name: str, source: str) -> Architecture:
-    """Phi-3 / Phi-3.5 / Phi-4-mini: GQA on every layer; only configs without a window.
-
-    transformers 5.23 ``models/phi3/configuration_phi3.py`` ``Phi3Config``: ``num_key_value_heads``
-    defaults to ``num_attention_heads``, ``sliding_window`` to None; ``modeling_phi3.py`` head width
-    ``hidden_size // num_attention_heads``. The published Phi-3 configs set ``sliding_window`` (2047
-    for the 4k models, 131072 / 262144 for the long ones); transformers then windows every layer, and
-    kvmath has not checked what vLLM and llama.cpp do with it, so such a config is refused naming it.
-    """
-    return _full_only(c, name, source, window=_WINDOW_UNCHECKED)
 
 
 @_family("glm4")
@@ -986,3 +1076,6 @@ def _nemotron_h(c: _Config, name: str, source: str) -> Architecture:
     chunk = c.int("mamba_chunk_size", None) if c.has("mamba_chunk_size") else c.int("chunk_size", 128)
     return _arch(c, name, source, layers, heads, mamba_chunk_size=chunk,
                  mamba_ssm_dtype=_dtype_name(ssm, "mamba_ssm_cache_dtype") if ssm is not None else None)
+
+
+from . import hf_families  # noqa: E402,F401  (registers the remaining families)

@@ -15,6 +15,8 @@ SLIDING = "sliding_attention"
 LINEAR = "linear_attention"
 MLP = "mlp"
 MOE = "moe"
+CHUNKED = "chunked_attention"
+CONV = "conv"
 """Layer type names as transformers 5.23 writes them in ``layer_types`` (``NemotronHConfig`` maps its
 ``hybrid_override_pattern`` letters M / * / - / E to linear_attention / full_attention / mlp / moe;
 ``KimiLinearConfig`` calls MLA layers full_attention and KDA layers linear_attention)."""
@@ -207,7 +209,136 @@ class NoCacheLayer:
         return f"{self.layer_type.upper()} block, no cache"
 
 
-LayerSpec = AttentionLayer | GatedDeltaNetLayer | MLALayer | Mamba2Layer | KDALayer | NoCacheLayer
+@dataclass(frozen=True)
+class ChunkedAttentionLayer:
+    """A chunked local-attention layer (Llama 4's RoPE layers): a token attends only to the tokens of its own
+    ``attention_chunk_size``-token chunk.
+
+    ``Llama4TextConfig.__post_init__`` (transformers 5.23) marks layer i ``chunked_attention`` when
+    ``no_rope_layers[i]`` is 1; ``cache_utils.get_layer_types_and_kwargs`` builds a sliding-window cache
+    layer of window ``attention_chunk_size`` for it. vLLM (``ChunkedLocalAttentionSpec``) and llama.cpp
+    (``LLAMA_SWA_TYPE_CHUNKED``) keep their own amounts; an engine without a rule for this kind refuses it.
+    """
+
+    index: int
+    num_kv_heads: int
+    head_dim: int
+    v_head_dim: int
+    attention_chunk_size: int
+    layer_type: str = CHUNKED
+
+    @property
+    def owns_cache(self) -> bool:
+        return True
+
+    def describe(self) -> str:
+        return f"{self.num_kv_heads} KV heads x {self.head_dim}, chunks of {self.attention_chunk_size}"
+
+
+@dataclass(frozen=True)
+class Mamba1Layer:
+    """A Mamba-1 (S6) mixer layer (``mamba``, ``falcon_mamba``, Jamba's mamba layers).
+
+    Per sequence it keeps a causal-conv state over ``intermediate_size`` channels (``expand x
+    hidden_size``) of ``conv_kernel`` columns and an SSM state of ``intermediate_size x state_size``
+    elements (Gu & Dao, "Mamba", 2023; transformers 5.23 models/mamba ``MambaMixer``:
+    ``intermediate_size = int(expand * hidden_size)``, ``ssm_state_size = state_size``,
+    ``conv_kernel_size = conv_kernel``).
+    """
+
+    index: int
+    intermediate_size: int
+    state_size: int
+    conv_kernel: int
+    layer_type: str = LINEAR
+
+    @property
+    def owns_cache(self) -> bool:
+        return True
+
+    def describe(self) -> str:
+        return f"Mamba-1: {self.intermediate_size} channels, state {self.state_size}, conv kernel {self.conv_kernel}"
+
+
+@dataclass(frozen=True)
+class ShortConvLayer:
+    """A gated short-convolution block (LFM2's ``conv`` layers): per sequence a conv state of ``width``
+    channels (``hidden_size``) and ``conv_kernel`` columns (``conv_L_cache``), no recurrent state
+    (transformers 5.23 models/lfm2 ``Lfm2ShortConv``: ``conv1d(hidden_size, hidden_size, L_cache)``)."""
+
+    index: int
+    width: int
+    conv_kernel: int
+    layer_type: str = CONV
+
+    @property
+    def owns_cache(self) -> bool:
+        return True
+
+    def describe(self) -> str:
+        return f"short conv: {self.width} channels, kernel {self.conv_kernel}"
+
+
+@dataclass(frozen=True)
+class DSALayer:
+    """An MLA layer with DeepSeek Sparse Attention's lightning indexer (DeepSeek-V3.2, GLM-5).
+
+    Besides the MLA latent (``kv_lora_rank + qk_rope_head_dim`` elements per token, as :class:`MLALayer`)
+    the indexer caches one key of ``index_head_dim`` elements per token (transformers 5.23
+    ``DynamicIndexedLayer``: ``indexer_keys [B, 1, T, index_head_dim]``; vLLM ``DeepseekV32IndexerCache``).
+    ``index_n_heads`` query heads score the keys; ``index_topk`` tokens are kept per query (not cached).
+    """
+
+    index: int
+    kv_lora_rank: int
+    qk_rope_head_dim: int
+    index_head_dim: int
+    index_n_heads: int
+    index_topk: int
+    qk_nope_head_dim: int | None = None
+    v_head_dim: int | None = None
+    layer_type: str = FULL
+
+    @property
+    def latent_dim(self) -> int:
+        return self.kv_lora_rank + self.qk_rope_head_dim
+
+    @property
+    def owns_cache(self) -> bool:
+        return True
+
+    def describe(self) -> str:
+        return (f"MLA latent {self.kv_lora_rank} + RoPE key {self.qk_rope_head_dim}, DSA indexer key "
+                f"{self.index_head_dim} (top {self.index_topk})")
+
+
+@dataclass(frozen=True)
+class VisionTower:
+    """The vision encoder's size, as its ``vision_config`` states it (0 where the config does not say).
+
+    ``depth``: blocks (``depth`` / ``num_hidden_layers``); ``hidden_size``, ``intermediate_size``,
+    ``num_heads`` (``num_heads`` / ``num_attention_heads``), ``patch_size``, ``spatial_merge_size``,
+    ``temporal_patch_size``, ``out_hidden_size`` (the merger's output width), ``model_type`` of the tower.
+    ``soft_tokens_per_image``: the wrapper's ``vision_soft_tokens_per_image`` (Gemma 4), else 0.
+    """
+
+    model_type: str = ""
+    depth: int = 0
+    hidden_size: int = 0
+    intermediate_size: int = 0
+    num_heads: int = 0
+    patch_size: int = 0
+    spatial_merge_size: int = 0
+    temporal_patch_size: int = 0
+    out_hidden_size: int = 0
+    soft_tokens_per_image: int = 0
+
+
+LayerSpec = (AttentionLayer | GatedDeltaNetLayer | MLALayer | Mamba2Layer | KDALayer | NoCacheLayer
+             | ChunkedAttentionLayer | Mamba1Layer | ShortConvLayer | DSALayer)
+LAYER_KINDS = (AttentionLayer, GatedDeltaNetLayer, MLALayer, Mamba2Layer, KDALayer, NoCacheLayer,
+               ChunkedAttentionLayer, Mamba1Layer, ShortConvLayer, DSALayer)
+"""Every layer spec class; an engine names the ones it has rules for and refuses the others."""
 StateLayer = GatedDeltaNetLayer | Mamba2Layer | KDALayer
 STATE_LAYER_TYPES = (GatedDeltaNetLayer, Mamba2Layer, KDALayer)
 
@@ -230,6 +361,14 @@ class Architecture:
     ``rope_scaling``), None when the config states no length. ``mamba_chunk_size``: the SSD chunk size of a
     Mamba-2 model (``mamba_chunk_size`` or ``chunk_size``, the transformers config class's default when the
     config omits it), which vLLM aligns its prefix-caching state blocks to; None for other models.
+
+    The MLP and expert widths the engines' weight and activation terms read (0 when the config does not
+    state them): ``num_experts_per_tok`` (``num_experts_per_tok`` / ``top_k_experts`` / ``moe_top_k`` /
+    ``moe_k``), ``intermediate_size`` (the dense MLP), ``moe_intermediate_size`` (one routed expert),
+    ``shared_expert_intermediate_size`` (all shared experts together: the config's
+    ``shared_expert_intermediate_size``, else ``n_shared_experts x moe_intermediate_size``),
+    ``dense_mlp_beside_experts`` (Gemma 4 ``enable_moe_block``: a dense MLP runs beside the experts),
+    ``tie_word_embeddings``; ``vision``: the vision tower of a multimodal wrapper (:class:`VisionTower`), else None.
     """
 
     name: str
@@ -246,6 +385,13 @@ class Architecture:
     num_experts: int = 0
     derived_max_model_len: int | None = None
     mamba_chunk_size: int | None = None
+    num_experts_per_tok: int = 0
+    intermediate_size: int = 0
+    moe_intermediate_size: int = 0
+    shared_expert_intermediate_size: int = 0
+    dense_mlp_beside_experts: bool = False
+    tie_word_embeddings: bool = False
+    vision: VisionTower | None = None
     extras: dict = field(default_factory=dict, compare=False, hash=False)
 
     def __hash__(self) -> int:

@@ -70,7 +70,10 @@ from ...errors import KvMathError, choices
 from ...validate import _short
 from ...formats import ElementFormat
 from ...model.load import load_architecture
-from ...model.specs import SLIDING, Architecture, AttentionLayer, GatedDeltaNetLayer, KDALayer, MLALayer, Mamba2Layer
+from ...model.specs import (
+    SLIDING, Architecture, AttentionLayer, GatedDeltaNetLayer, KDALayer, MLALayer, Mamba2Layer, NoCacheLayer,
+)
+from ..base import require_kinds
 from ...units import MiB
 from ...validate import MAX_TOKENS, check_count
 from .formats import llamacpp_type
@@ -370,10 +373,15 @@ class LlamaCppMemory:
 _MLA, _MAMBA2, _KDA = MLALayer, Mamba2Layer, KDALayer
 _STATE_TYPES = (GatedDeltaNetLayer, Mamba2Layer, KDALayer)
 
-NO_WINDOW_MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3")
+LLAMACPP_KINDS = (AttentionLayer, MLALayer, GatedDeltaNetLayer, Mamba2Layer, KDALayer, NoCacheLayer)
+"""The layer spec classes this module has rules for; others are refused (``base.require_kinds``)."""
+
+NO_WINDOW_MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3", "phi3")
 """Families llama.cpp runs without a window: their converters write no ``sliding_window`` and their
 ``load_arch_hparams`` read none (conversion/llama.py, conversion/qwen.py; src/models/llama.cpp,
-qwen2.cpp, qwen3.cpp), so a config's window (Mistral 7B v0.1) becomes a full cache in llama.cpp."""
+qwen2.cpp, qwen3.cpp), so a config's window (Mistral 7B v0.1) becomes a full cache in llama.cpp. Phi-3's
+window is read and then dropped (src/llama-model.cpp LLM_ARCH_PHI3: "Phi SWA is currently disabled",
+ggml-org/llama.cpp#13676)."""
 
 
 @dataclass(frozen=True)
@@ -495,6 +503,7 @@ def llamacpp_memory(
     without flash attention; a block type that does not divide a head width).
     """
     arch = load_architecture(model)
+    require_kinds("llama.cpp", arch, LLAMACPP_KINDS)
     if BUILD_ALIASES.get(build, build) not in BUILDS:
         raise KvMathError(f"unknown llama.cpp build {_short(build)}; known: {choices(list(BUILDS) + list(BUILD_ALIASES))}")
     rules = BUILDS[BUILD_ALIASES.get(build, build)]

@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from ...errors import KvMathError
 from ...formats import KVFormat
 from ...model.specs import (
-    SLIDING, Architecture, AttentionLayer, GatedDeltaNetLayer, KDALayer, MLALayer, Mamba2Layer, NoCacheLayer,
+    SLIDING, Architecture, AttentionLayer, ChunkedAttentionLayer, DSALayer, GatedDeltaNetLayer, KDALayer, MLALayer,
+    Mamba1Layer, Mamba2Layer, NoCacheLayer, ShortConvLayer,
 )
 from ...validate import MAX_TOKENS, check_positive
 from ..base import Engine, LayerGroup, StateTensor, merge_empty
@@ -86,7 +87,8 @@ class TransformersEngine(Engine):
     formats = tuple(TRANSFORMERS_FORMATS)
     setting_names = ()
     rules = {AttentionLayer: "_attention", MLALayer: "_mla", GatedDeltaNetLayer: "_gdn", Mamba2Layer: "_mamba2",
-             KDALayer: "_kda", NoCacheLayer: "_none"}
+             KDALayer: "_kda", NoCacheLayer: "_none", ChunkedAttentionLayer: "_chunked", DSALayer: "_dsa",
+             Mamba1Layer: "_mamba1", ShortConvLayer: "_short_conv"}
 
     def settings(self, arch, *, max_ctx, max_num_seqs, tp, kv_format, cache_type_k=None, cache_type_v=None, **kw):
         if cache_type_k is not None or cache_type_v is not None:
@@ -138,6 +140,31 @@ class TransformersEngine(Engine):
         return LayerCache(layer.index, "kda", state=(
             StateTensor("conv_states", (layer.conv_dim, layer.conv_kernel), arch.dtype),
             StateTensor("recurrent_states", (layer.num_heads, layer.head_dim, layer.head_dim), "float32")))
+
+    def _chunked(self, layer, arch, s, fmt):
+        # get_layer_types_and_kwargs: a chunked_attention layer is a DynamicSlidingWindowLayer of window
+        # attention_chunk_size (keeps the last chunk - 1 tokens, plus its int64 window tensor)
+        return LayerCache(layer.index, "attention", layer.num_kv_heads,
+                          fmt.token_bytes(layer.num_kv_heads, layer.head_dim, layer.v_head_dim),
+                          min(s.max_ctx, layer.attention_chunk_size - 1), fixed_bytes=8)
+
+    def _dsa(self, layer, arch, s, fmt):
+        # DynamicIndexedLayer: keys [B,1,T,kv_lora_rank], values [B,1,T,qk_rope_head_dim], indexer_keys
+        # [B,1,T,index_head_dim], all in the model dtype
+        return LayerCache(layer.index, "mla", 1,
+                          fmt.token_bytes(1, layer.kv_lora_rank, layer.qk_rope_head_dim)
+                          + fmt.token_bytes(1, layer.index_head_dim, 0), s.max_ctx)
+
+    def _mamba1(self, layer, arch, s, fmt):
+        # models/mamba MambaMixer: conv [B, intermediate, conv_kernel], ssm [B, intermediate, state_size]
+        return LayerCache(layer.index, "mamba1", state=(
+            StateTensor("conv_states", (layer.intermediate_size, layer.conv_kernel), arch.dtype),
+            StateTensor("recurrent_states", (layer.intermediate_size, layer.state_size), "float32")))
+
+    def _short_conv(self, layer, arch, s, fmt):
+        # models/lfm2 Lfm2ShortConv: one conv state [B, hidden_size, conv_L_cache] in the model dtype
+        return LayerCache(layer.index, "conv", state=(
+            StateTensor("conv_states", (layer.width, layer.conv_kernel), arch.dtype),))
 
     def _none(self, layer, arch, s, fmt):
         return LayerCache(layer.index, "none")

@@ -125,12 +125,9 @@ def _int(c: dict, *keys, default: int = 0) -> int:
 def moe_dims(arch) -> dict:
     """Routed experts ``E``, experts per token ``top_k``, expert intermediate ``I_e``, shared-expert
     intermediate ``I_s`` (0 when none), and whether a dense MLP runs beside the experts (Gemma 4)."""
-    c = _cfg(arch)
-    return {"E": arch.num_experts, "top_k": _int(c, "num_experts_per_tok", "top_k_experts", "moe_top_k"),
-            "I_e": _int(c, "moe_intermediate_size", "intermediate_size"),
-            "I_s": _int(c, "shared_expert_intermediate_size") or (
-                _int(c, "n_shared_experts") * _int(c, "moe_intermediate_size")),
-            "dense_beside": bool(c.get("enable_moe_block")) and _int(c, "intermediate_size") > 0}
+    return {"E": arch.num_experts, "top_k": arch.num_experts_per_tok,
+            "I_e": arch.moe_intermediate_size or arch.intermediate_size,
+            "I_s": arch.shared_expert_intermediate_size, "dense_beside": arch.dense_mlp_beside_experts}
 
 
 def _memo(fn):

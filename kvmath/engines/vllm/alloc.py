@@ -81,6 +81,7 @@ from ...validate import _short
 from ...formats import DTYPE_BYTES, KVFormat
 from ...model.load import load_architecture
 from ...model.specs import FULL, SLIDING, Architecture, GatedDeltaNetLayer, MLALayer
+from ..base import require_kinds
 from . import rules
 from .log import format_gib, gib_band
 from .settings import DEFAULT_VLLM_VERSION, READ_VERSIONS, VllmSettings, in_flight_tokens, parse_version
@@ -397,6 +398,7 @@ def _layout_at(arch: Architecture, s: VllmSettings) -> VllmLayout:
         else:
             long_refusal = (f"{msg} To allow overriding this maximum, set the env var "
                             f"VLLM_ALLOW_LONG_MAX_MODEL_LEN=1. {warning}")
+    require_kinds("vllm", arch, rules.KINDS)
     tp = s.tensor_parallel_size
     problem = rules.tp_problem(arch, tp)
     if problem:

@@ -77,9 +77,7 @@ def _embedding_bytes(arch, tp: int) -> int:
 
 
 def _tied(arch) -> bool:
-    from .activation import _cfg
-
-    return bool(_cfg(arch).get("tie_word_embeddings"))
+    return arch.tie_word_embeddings
 
 
 def expert_share(arch) -> float:
@@ -87,11 +85,10 @@ def expert_share(arch) -> float:
     ``3 x H x I_e x E`` per MoE layer against attention ``(Hq + 2 Hkv) d H + Hq d H`` (or the GDN
     projections) plus any dense / shared MLP ``3 x H x I`` per layer. An estimate (norms, routers and
     quantisation scales are left out)."""
-    from .activation import _cfg, _int, moe_dims
+    from .activation import moe_dims
 
     if not arch.is_moe:
         return 0.0
-    c = _cfg(arch)
     H = arch.hidden_size
     m = moe_dims(arch)
     experts = attn = 0
@@ -102,7 +99,7 @@ def expert_share(arch) -> float:
             attn += (hq + 2 * layer.num_kv_heads) * layer.head_dim * H + hq * layer.head_dim * H
         elif hasattr(layer, "num_v_heads"):
             attn += (2 * layer.num_k_heads * layer.k_head_dim + 3 * layer.num_v_heads * layer.v_head_dim) * H
-        attn += 3 * H * (m["I_s"] + (_int(c, "intermediate_size") if m["dense_beside"] else 0))
+        attn += 3 * H * (m["I_s"] + (arch.intermediate_size if m["dense_beside"] else 0))
     return experts / (experts + attn) if experts + attn else 0.0
 
 

@@ -28,9 +28,12 @@ from __future__ import annotations
 
 from ...errors import KvMathError, choices
 from ...formats import DTYPE_BYTES, KVFormat
-from ...model.specs import Architecture, AttentionLayer, GatedDeltaNetLayer, KDALayer, MLALayer, Mamba2Layer
+from ...model.specs import Architecture, AttentionLayer, GatedDeltaNetLayer, KDALayer, MLALayer, Mamba2Layer, NoCacheLayer
 from ..base import StateTensor
 from .formats import vllm_format
+
+KINDS = (AttentionLayer, MLALayer, GatedDeltaNetLayer, Mamba2Layer, KDALayer, NoCacheLayer)
+"""The layer spec classes vLLM's rules here cover; a model with another kind is refused (``base.require_kinds``)."""
 
 MLA_FORMATS = ("bf16", "fp16", "fp8_e4m3")
 _DTYPE_ALIASES = {"bf16": "bfloat16", "fp16": "float16", "half": "float16", "fp32": "float32", "float": "float32"}

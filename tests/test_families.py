@@ -1,0 +1,181 @@
+"""Every family kvmath reads, against transformers 5.23's real caches on the CPU.
+
+For each config in tests/fixtures/configs (SOURCES.md: repository, revision and sha256 of each), kvmath either
+reads it, and then ``realcache.transformers_cache_bytes`` builds a scaled-down random model with the same
+cache-shaping fields, runs a prefill of 40 tokens and 3 decode steps for 2 sequences, and the cache it
+holds must equal kvmath's transformers derivation byte for byte, layer by layer; or kvmath refuses it, and
+the refusal must be one of the expected ones below, naming the model_type or the field. Windows and chunks are
+shortened to 16 tokens so the 43 tokens cross them. The tally (read exactly / refused, with the reasons) is
+asserted at the end, so a config that silently changes side fails.
+"""
+
+import copy
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+import kvmath
+from kvmath.errors import KvMathError
+
+sys.path.insert(0, str(Path(__file__).parent))
+from realcache import transformers_cache_bytes  # noqa: E402
+
+CONFIGS = Path(__file__).parent / "fixtures" / "configs"
+BATCH, PREFILL, DECODE, WINDOW = 2, 40, 3, 16
+DEFAULTS = "transformers-5.23-defaults__"
+
+REFUSED = {  # config -> a phrase the one-line refusal must contain (the model_type or the field it names)
+    "MiniMaxAI__MiniMax-M3": "model_type 'minimax_m3' is not supported",
+    "XiaomiMiMo__MiMo-7B-Base": "model_type 'mimo' is not supported",  # remote code, not in transformers 5.23
+    "XiaomiMiMo__MiMo-V2-Flash": "model_type 'mimo_v2_flash' is not supported",
+    "deepseek-ai__DeepSeek-V4-Flash": "model_type 'deepseek_v4' is not supported",
+    "moonshotai__Kimi-K2-Instruct": "model_type 'kimi_k2' is not supported",
+    "moonshotai__Kimi-K3": "model_type 'kimi_k3' wraps a text_config but is not a wrapper kvmath knows",
+    "nvidia__Llama-3_3-Nemotron-Super-49B-v1": "model_type 'nemotron-nas' is not supported",
+    "stepfun-ai__Step-3.7-Flash": "model_type 'step3p7' is not supported",
+    DEFAULTS + "falcon_h1": "both a KV cache",  # attention and Mamba-2 in one layer: no spec yet
+    DEFAULTS + "minimax": "lightning-attention state",
+    DEFAULTS + "ministral": "model_type 'ministral' is not supported",
+    DEFAULTS + "lfm2_moe": "needs layer_types",
+}
+OVERRIDES = {  # fields transformers needs to build the shrunk model that do not shape the cache
+    "meta-llama__Meta-Llama-3.1-405B": {"hidden_size": 128},  # 128 heads: hidden must be a multiple
+    "Qwen__Qwen2.5-VL-7B-Instruct": {"hidden_size": 112},  # 28 heads
+    DEFAULTS + "deepseek_v2": {"num_experts_per_tok": 2},  # the class default None fails in the router
+}
+CASES = sorted(p.stem for p in CONFIGS.glob("*.json"))
+READ = [c for c in CASES if c not in REFUSED]
+
+
+def _config(case: str) -> dict:
+    return json.loads((CONFIGS / f"{case}.json").read_text())
+
+
+def _test_config(case: str) -> dict:
+    """The config with windows and chunks shortened to 16 tokens (where a layer is windowed) and, for the flat
+    Qwen2.5-VL wrapper, its text part as transformers builds it (its top-level keys)."""
+    cfg = copy.deepcopy(_config(case))
+    arch = kvmath.load_architecture(cfg)
+    if cfg.get("model_type") == "qwen2_5_vl":
+        cfg = {k: v for k, v in cfg.items() if k != "vision_config"}
+        cfg["model_type"] = "qwen2_5_vl_text"
+    text = cfg.get("text_config", cfg)
+    _cut(text)
+    if text.get("sliding_window") and arch.layers_of("sliding_attention"):
+        text["sliding_window"] = WINDOW
+    if text.get("attention_chunk_size") and arch.layers_of("chunked_attention"):
+        text["attention_chunk_size"] = WINDOW
+    return cfg
+
+
+MAX_LAYERS = 12
+STATE_HIDDEN = 256
+
+
+def _cut(text: dict) -> None:
+    """Keep the run to a few seconds: at most 12 layers (every per-layer list of the config cut alike, so the
+    first 12 layers' kinds are kept; Jamba keeps one whole period of 8), and Mamba / LFM2 state widths from a
+    256-wide hidden size (their state is ``expand x hidden_size`` / ``hidden_size`` wide: kvmath reads the same
+    cut dict, so the rule is still checked). Gemma 3n keeps 4 of its layers KV-shared."""
+    n = text.get("num_hidden_layers")
+    mt = text.get("model_type")
+    if mt in ("mamba", "falcon_mamba", "jamba", "lfm2", "lfm2_moe") and text.get("hidden_size", 0) > STATE_HIDDEN:
+        text["hidden_size"] = STATE_HIDDEN
+        text.pop("intermediate_size", None) if mt in ("mamba", "falcon_mamba") else None
+    cut = 8 if mt == "jamba" else MAX_LAYERS
+    if isinstance(n, int) and n > cut:
+        for k, v in list(text.items()):
+            if isinstance(v, list) and len(v) == n:
+                text[k] = v[:cut]
+        text["num_hidden_layers"] = cut
+        if text.get("num_kv_shared_layers"):
+            text["num_kv_shared_layers"] = 4
+
+
+_RUNS: dict = {}
+
+
+def _run(case: str):
+    if case not in _RUNS:
+        cfg = _test_config(case)
+        arch = kvmath.load_architecture(cfg)
+        real = transformers_cache_bytes(cfg, batch=BATCH, seq_len=PREFILL, decode_steps=DECODE, dtype=arch.dtype,
+                                        overrides=OVERRIDES.get(case))
+        assert real["config_check"] == [], real["config_check"]
+        d = kvmath.derive(arch, engine="transformers", max_ctx=PREFILL + DECODE, max_num_seqs=BATCH)
+        _RUNS[case] = (arch, real, d)
+    return _RUNS[case]
+
+
+@pytest.mark.parametrize("case", READ)
+def test_cache_equals_transformers_layer_by_layer(case):
+    arch, real, d = _run(case)
+    per_layer = {i: g.bytes // g.n_layers for g in d.groups for i in g.layers}
+    assert {layer["index"]: layer["bytes"] for layer in real["layers"]} == per_layer
+    assert d.total_bytes == real["total_bytes"]
+
+
+@pytest.mark.parametrize("case", sorted(REFUSED))
+def test_refused_with_one_line_naming_the_problem(case):
+    with pytest.raises(KvMathError) as e:
+        kvmath.load_architecture(_config(case))
+    msg = str(e.value)
+    assert REFUSED[case] in msg and "\n" not in msg
+
+
+def test_tally_of_real_configs():
+    """Of the published configs (not the class-default files): how many read exactly, how many refused."""
+    real = [c for c in CASES if not c.startswith(DEFAULTS)]
+    read = [c for c in real if c not in REFUSED]
+    assert (len(real), len(read), len(real) - len(read)) == (29, 21, 8)
+
+
+def test_unknown_wrapper_is_refused_not_read_from_its_text_part():
+    llama = json.loads((Path(__file__).resolve().parents[1] / "data" / "configs" /
+                        "meta-llama__Llama-3.1-8B.json").read_text())
+    for outer in ("no_such_wrapper", "kimi_k3"):
+        with pytest.raises(KvMathError, match=f"model_type '{outer}' wraps a text_config"):
+            kvmath.load_architecture({"model_type": outer, "text_config": llama})
+    with pytest.raises(KvMathError, match="model_type None wraps"):
+        kvmath.load_architecture({"text_config": llama})
+
+
+def test_phi3_window_is_read_as_transformers_and_vllm_apply_it_and_llamacpp_drops_it():
+    # Phi-4's real config with the window Phi-3-mini-4k sets (2047): every layer windowed in transformers
+    # (get_layer_types_and_kwargs) and vLLM; llama.cpp disables Phi SWA (llama-model.cpp, #13676)
+    cfg = dict(_config("microsoft__phi-4"), sliding_window=WINDOW)
+    arch = kvmath.load_architecture(cfg)
+    assert arch.layer_type_counts() == {"sliding_attention": 40}
+    real = transformers_cache_bytes(cfg, batch=1, seq_len=PREFILL, decode_steps=0, dtype="bfloat16")
+    d = kvmath.derive(arch, engine="transformers", max_ctx=PREFILL, max_num_seqs=1)
+    assert d.total_bytes == real["total_bytes"]
+    # hand derivation: 40 layers x (W - 1) tokens x 10 KV heads x 128 x 2 (K, V) x 2 B + 40 int64 windows
+    assert d.total_bytes == 40 * (WINDOW - 1) * 10 * 128 * 2 * 2 + 40 * 8
+    lc = kvmath.derive(arch, engine="llama.cpp", max_ctx=4096, max_num_seqs=1)
+    assert all(g.layer_type == "full_attention" for g in lc.groups)
+
+
+@pytest.mark.parametrize("engine", ["vllm", "llama.cpp"])
+@pytest.mark.parametrize("case", ["meta-llama__Llama-4-Scout-17B-16E-Instruct", DEFAULTS + "mamba",
+                                  DEFAULTS + "jamba", "LiquidAI__LFM2.5-VL-1.6B", "deepseek-ai__DeepSeek-V3.2"])
+def test_engines_without_a_rule_for_a_kind_refuse_it(case, engine):
+    arch = kvmath.load_architecture(_config(case))
+    with pytest.raises(KvMathError, match=f"{engine} has no rule for"):
+        kvmath.derive(arch, engine=engine, max_ctx=4096)
+
+
+def test_typed_fields_the_engines_read():
+    # Qwen3-30B-A3B config.json: 128 experts, 8 per token, moe_intermediate_size 768, no shared expert
+    a = kvmath.load_architecture(_config("Qwen__Qwen3-30B-A3B"))
+    assert (a.num_experts, a.num_experts_per_tok, a.moe_intermediate_size, a.shared_expert_intermediate_size) == \
+        (128, 8, 768, 0)
+    # DeepSeek-V3.2: n_shared_experts 1 x moe_intermediate_size 2048
+    a = kvmath.load_architecture(_config("deepseek-ai__DeepSeek-V3.2"))
+    assert (a.num_experts, a.num_experts_per_tok, a.shared_expert_intermediate_size) == (256, 8, 2048)
+    assert a.layers[0].index_head_dim == 128 and a.layers[0].latent_dim == 576
+    # Qwen3-VL-8B vision_config: depth 27, hidden 1152, 16 heads, patch 16, merge 2, out 4096
+    v = kvmath.load_architecture(_config("Qwen__Qwen3-VL-8B-Instruct")).vision
+    assert (v.depth, v.hidden_size, v.num_heads, v.patch_size, v.spatial_merge_size, v.out_hidden_size) == \
+        (27, 1152, 16, 16, 2, 4096)
