@@ -179,3 +179,26 @@ def test_typed_fields_the_engines_read():
     v = kvmath.load_architecture(_config("Qwen__Qwen3-VL-8B-Instruct")).vision
     assert (v.depth, v.hidden_size, v.num_heads, v.patch_size, v.spatial_merge_size, v.out_hidden_size) == \
         (27, 1152, 16, 16, 2, 4096)
+
+
+@pytest.mark.parametrize("path", [CONFIGS / "mistralai__Mixtral-8x7B-v0.1.json", CONFIGS / "Qwen__Qwen3-30B-A3B.json",
+                                  CONFIGS.parents[2] / "data" / "configs" / "Qwen__Qwen2.5-7B-Instruct.json",
+                                  CONFIGS.parents[2] / "data" / "configs" / "mistralai__Mistral-7B-v0.1.json"])
+def test_gguf_tensor_table_holds_every_parameter_transformers_builds(path):
+    """kvmath.model.params' GGUF table for a config against the parameters transformers 5.23 builds for it on
+    the meta device (no memory, full shapes): the same number of elements (llama.cpp's ``rope_freqs`` is a
+    RoPE buffer, not a parameter, and is left out)."""
+    import math
+
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    from kvmath.model.params import gguf_tensor_table
+
+    cfg = json.loads(path.read_text())
+    _, _, table = gguf_tensor_table(cfg)
+    ours = sum(math.prod(shape) for name, shape, _ in table if name != "rope_freqs.weight")
+    hf = AutoConfig.for_model(**{k: v for k, v in cfg.items() if k not in ("architectures", "quantization_config")})
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(hf)
+    assert ours == sum(p.numel() for p in model.parameters())
