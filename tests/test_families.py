@@ -42,7 +42,9 @@ REFUSED = {  # config -> a phrase the one-line refusal must contain (the model_t
 }
 OVERRIDES = {  # fields transformers needs to build the shrunk model that do not shape the cache
     "meta-llama__Meta-Llama-3.1-405B": {"hidden_size": 128},  # 128 heads: hidden must be a multiple
-    "Qwen__Qwen2.5-VL-7B-Instruct": {"hidden_size": 112},  # 28 heads
+    # Qwen2.5-VL's text attention and OLMoE's q/k norms take hidden_size = heads x head_dim: keep the real one
+    "Qwen__Qwen2.5-VL-7B-Instruct": {"hidden_size": 3584},
+    DEFAULTS + "olmoe": {"hidden_size": 2048},
     DEFAULTS + "deepseek_v2": {"num_experts_per_tok": 2},  # the class default None fails in the router
 }
 CASES = sorted(p.stem for p in CONFIGS.glob("*.json"))
@@ -70,13 +72,13 @@ def _test_config(case: str) -> dict:
     return cfg
 
 
-MAX_LAYERS = 12
+MAX_LAYERS = 8
 STATE_HIDDEN = 256
 
 
 def _cut(text: dict) -> None:
-    """Keep the run to a few seconds: at most 12 layers (every per-layer list of the config cut alike, so the
-    first 12 layers' kinds are kept; Jamba keeps one whole period of 8), and Mamba / LFM2 state widths from a
+    """Keep the run to a few seconds: at most 8 layers (every per-layer list of the config cut alike, so the
+    first 8 layers' kinds are kept; Gemma 3n keeps 10, its 5-layer period twice), and Mamba / LFM2 state widths from a
     256-wide hidden size (their state is ``expand x hidden_size`` / ``hidden_size`` wide: kvmath reads the same
     cut dict, so the rule is still checked). Gemma 3n keeps 4 of its layers KV-shared."""
     n = text.get("num_hidden_layers")
@@ -84,7 +86,7 @@ def _cut(text: dict) -> None:
     if mt in ("mamba", "falcon_mamba", "jamba", "lfm2", "lfm2_moe") and text.get("hidden_size", 0) > STATE_HIDDEN:
         text["hidden_size"] = STATE_HIDDEN
         text.pop("intermediate_size", None) if mt in ("mamba", "falcon_mamba") else None
-    cut = 8 if mt == "jamba" else MAX_LAYERS
+    cut = 10 if mt == "gemma3n_text" else MAX_LAYERS
     if isinstance(n, int) and n > cut:
         for k, v in list(text.items()):
             if isinstance(v, list) and len(v) == n:
@@ -102,7 +104,7 @@ def _run(case: str):
         cfg = _test_config(case)
         arch = kvmath.load_architecture(cfg)
         real = transformers_cache_bytes(cfg, batch=BATCH, seq_len=PREFILL, decode_steps=DECODE, dtype=arch.dtype,
-                                        overrides=OVERRIDES.get(case))
+                                        overrides=OVERRIDES.get(case), threads=1)
         assert real["config_check"] == [], real["config_check"]
         d = kvmath.derive(arch, engine="transformers", max_ctx=PREFILL + DECODE, max_num_seqs=BATCH)
         _RUNS[case] = (arch, real, d)
@@ -129,7 +131,7 @@ def test_tally_of_real_configs():
     """Of the published configs (not the class-default files): how many read exactly, how many refused."""
     real = [c for c in CASES if not c.startswith(DEFAULTS)]
     read = [c for c in real if c not in REFUSED]
-    assert (len(real), len(read), len(real) - len(read)) == (29, 21, 8)
+    assert (len(real), len(read), len(real) - len(read)) == (28, 20, 8)
 
 
 def test_unknown_wrapper_is_refused_not_read_from_its_text_part():
@@ -202,3 +204,35 @@ def test_gguf_tensor_table_holds_every_parameter_transformers_builds(path):
     with torch.device("meta"):
         model = AutoModelForCausalLM.from_config(hf)
     assert ours == sum(p.numel() for p in model.parameters())
+
+
+META_ESTIMATED = ["mistralai__Mixtral-8x7B-v0.1", "Qwen__Qwen3-30B-A3B", "microsoft__phi-4", DEFAULTS + "granite",
+                  DEFAULTS + "granitemoe", DEFAULTS + "internlm3", DEFAULTS + "ernie4_5", DEFAULTS + "seed_oss",
+                  DEFAULTS + "qwen2_moe"]
+
+
+@pytest.mark.parametrize("case", META_ESTIMATED)
+def test_config_only_checkpoint_estimate_counts_transformers_parameters(case):
+    """kvmath.model.checkpoint.estimate_checkpoint (the config-only weight estimate vLLM's budget shards) against
+    the parameters (and stored buffers) transformers 5.23 builds for the same config on the meta device."""
+    import torch
+    from transformers import CONFIG_MAPPING, AutoModelForCausalLM
+
+    from kvmath.model.checkpoint import estimate_checkpoint
+
+    cfg = _config(case)
+    cfg.pop("quantization_config", None)
+    conf = CONFIG_MAPPING[cfg["model_type"]](**{k: v for k, v in cfg.items() if k != "model_type"})
+    with torch.device("meta"):
+        m = AutoModelForCausalLM.from_config(conf)
+    kept = set(m.state_dict())
+    real = sum(p.numel() for p in m.parameters()) + sum(b.numel() for n, b in m.named_buffers() if n in kept)
+    assert sum(t.numel for t in estimate_checkpoint(cfg).tensors) == real
+
+
+def test_config_only_estimate_refuses_the_layouts_it_does_not_write():
+    from kvmath.model.checkpoint import estimate_checkpoint
+
+    for case in (DEFAULTS + "olmo2", DEFAULTS + "cohere", "LGAI-EXAONE__EXAONE-4.0-32B", DEFAULTS + "starcoder2"):
+        with pytest.raises(KvMathError, match="estimates checkpoint tensors from config.json only for"):
+            estimate_checkpoint(_config(case))

@@ -4,12 +4,13 @@ reads a config.json or a GGUF file."""
 
 from .load import load_architecture
 from .specs import (
-    FULL, LINEAR, MLP, MOE, SLIDING, Architecture, AttentionLayer, GatedDeltaNetLayer, KDALayer, MLALayer,
-    Mamba2Layer, NoCacheLayer,
+    CHUNKED, CONV, FULL, LINEAR, MLP, MOE, SLIDING, Architecture, AttentionLayer, ChunkedAttentionLayer, DSALayer,
+    GatedDeltaNetLayer, KDALayer, MLALayer, Mamba1Layer, Mamba2Layer, NoCacheLayer, ShortConvLayer, VisionTower,
 )
 from .hf import supported_model_types
 
 __all__ = [
     "load_architecture", "supported_model_types", "Architecture", "AttentionLayer", "GatedDeltaNetLayer",
-    "KDALayer", "MLALayer", "Mamba2Layer", "NoCacheLayer", "FULL", "LINEAR", "MLP", "MOE", "SLIDING",
+    "KDALayer", "MLALayer", "Mamba2Layer", "NoCacheLayer", "ChunkedAttentionLayer", "DSALayer", "Mamba1Layer",
+    "ShortConvLayer", "VisionTower", "FULL", "LINEAR", "MLP", "MOE", "SLIDING", "CHUNKED", "CONV",
 ]

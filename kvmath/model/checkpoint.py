@@ -485,13 +485,17 @@ def tied_embeddings(config: dict) -> bool:
 
 ESTIMATED_MODEL_TYPES = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gpt_oss",
                          "qwen3_5_text", "qwen3_5_moe_text", "qwen3_next", "deepseek_v3", "gemma2", "nemotron_h",
-                         "gemma4_text", "kimi_linear")
+                         "gemma4_text", "kimi_linear", "granite", "granitemoe", "internlm3", "ernie4_5", "seed_oss",
+                         "phi3")
 """Model types whose checkpoint layout :func:`estimate_checkpoint` writes: the Llama-style decoder (attention with
 q/k/v/o projections, dense or routed MLP), Gemma 2 (four norms per layer), DeepSeek-V3 (MLA attention, shared and
 routed experts), the Qwen3-Next / Qwen 3.5 / 3.6 hybrid (Gated DeltaNet and gated full-attention layers, the
 Qwen 3.5 vision tower), Nemotron-H (Mamba-2, attention, MLP and MoE blocks), Gemma 4 (sliding and global
 attention of their own widths, the dense MLP beside the experts, the Gemma 4 vision tower) and Kimi Linear (Kimi
-Delta Attention and MLA layers, shared and routed experts); any other is refused."""
+Delta Attention and MLA layers, shared and routed experts), and the Llama-style layouts of Granite 3, InternLM3,
+ERNIE 4.5, Seed-OSS and Phi-3 / Phi-4 (Phi-3's checkpoint fuses ``qkv_proj`` and ``gate_up_proj``: the same
+elements and the same column-parallel shards as the separate projections written here; tests/test_families.py
+checks every one against transformers' meta-device parameter count); any other is refused."""
 
 _GDN_TYPES = ("qwen3_5_text", "qwen3_5_moe_text", "qwen3_next")
 

@@ -5,15 +5,20 @@ follow transformers 5.23 (``models/<family>/configuration_*.py``), the reference
 the tests run on the CPU. Anything the loader does not understand is an error that names the model
 type and the fields it would need: kvmath never guesses dense attention.
 
-Families: dense / GQA / MQA attention with every form of sliding window (``llama``, ``mistral``,
-``qwen2``, ``qwen3``, ``gemma2``, ``gpt_oss``), full attention only (``qwen3_moe``, ``mixtral``,
-``phi3``, ``glm4``, ``glm4_moe``, ``minimax_m2``: a window there is refused), Gemma 3 (5:1 local /
-global), Gemma 4 (per-type heads and widths in either saved form, KV sharing), Gated
-DeltaNet hybrids (``qwen3_next``, ``qwen3_5_text``, ``qwen3_5_moe_text``), MLA (``deepseek_v3``),
-Kimi Linear (MLA + Kimi Delta Attention, 1-based layer lists) and Nemotron-H (Mamba-2, attention and
-MLP / MoE-only blocks from ``hybrid_override_pattern``) and Granite 4.0-H (``granitemoehybrid``:
-Mamba-2 and attention). ``falcon_h1`` (attention and Mamba-2 in one layer) and ``minimax``
-(lightning attention) are refused naming the fields a spec would need. Malformed, truncated or contradictory
+Families (one rule each; this module and ``hf_families``): dense / GQA / MQA attention with every form of
+sliding window (``llama``, ``mistral``, ``qwen2``, ``qwen3``, ``gemma2``, ``gpt_oss``, ``phi3``, ``exaone4``,
+``olmo3``, ``cohere2``, Qwen2.5-VL's text part), full attention only (``qwen3_moe``, ``mixtral``, ``glm4``,
+``glm4_moe``, ``minimax_m2``, ``olmo2``, ``olmoe``, ``cohere``, ``granite``, ``granitemoe``, ``internlm3``,
+``ernie4_5``, ``hunyuan_v1_*``, ``seed_oss``, ``ministral3``, ``qwen3_vl*_text``, ``qwen2_moe``, ``smollm3``;
+a window there is refused unless its engine rules were checked), Gemma 3 / 3n / 4 (per-type heads and widths,
+KV sharing), Llama 4 (chunked attention), Gated DeltaNet hybrids (``qwen3_next``, ``qwen3_5_text``,
+``qwen3_5_moe_text``), MLA (``deepseek_v2``, ``deepseek_v3``, ``glm4_moe_lite``), MLA with the DSA indexer
+(``deepseek_v32``, ``glm_moe_dsa``), Kimi Linear (MLA + Kimi Delta Attention, 1-based layer lists),
+Nemotron-H and Granite 4.0-H (Mamba-2 and attention), Mamba-1 (``mamba``, ``falcon_mamba``, ``jamba``) and
+LFM2's short convolutions. Multimodal wrappers (``_WRAPPERS``) are read from their text part, with the vision
+tower's size; any other outer ``model_type`` holding a ``text_config`` is refused. ``falcon_h1`` (attention
+and Mamba-2 in one layer) and ``minimax`` (lightning attention) are refused naming the fields a spec would need.
+Malformed, truncated or contradictory
 configs raise KvMathError (tests/test_fuzz_config.py fuzzes this); counts are bounded by
 ``MAX_LAYERS`` / ``MAX_INT``.
 """
@@ -56,9 +61,10 @@ def supported_model_types() -> list[str]:
 def architecture_from_config(cfg: Any, *, name: str, source: str = "") -> Architecture:
     """Build an Architecture from a parsed config.json (a dict), by its ``model_type``'s family rule.
 
-    A config with a ``text_config`` (multimodal wrappers: ``qwen3_5``, ``gemma4``) is read from its
-    text part. Raises KvMathError for a non-object, an unknown ``model_type`` (naming the fields that
-    would be needed) and impossible values. ``kvmath.model.load`` is the entry point for paths, model
+    A multimodal wrapper known to ``_WRAPPERS`` (``qwen3_5``, ``gemma4``, ``qwen3_vl``, ``llama4``, ``mistral3``,
+    ...) is read from its text part and its ``vision_config`` kept as ``Architecture.vision``; a ``text_config``
+    under any other outer ``model_type`` is refused naming it (``_unwrap``). Raises KvMathError for a
+    non-object, an unknown ``model_type`` (naming the fields that would be needed) and impossible values. ``kvmath.model.load`` is the entry point for paths, model
     folders, GGUF files and known ids.
     """
     if not isinstance(cfg, dict):
