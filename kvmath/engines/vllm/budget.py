@@ -252,7 +252,10 @@ def checkpoint_weights_per_rank(arch, tp: int, *, enable_expert_parallel: bool =
     if cfg is None:
         raise KvMathError(f"no checkpoint size for {arch.name}: pass weights_gb_total (--weights-gb) or a model folder")
     folder = arch.extras.get("folder")
-    if folder and (any(Path(folder).glob("*.safetensors")) or (Path(folder) / "model.safetensors.index.json").is_file()):
+    if arch.extras.get("checkpoint") is not None:  # a Hub id: the safetensors headers read by kvmath.hub
+        w = loaded_bytes_per_rank(arch.extras["checkpoint"], cfg, tp=tp, enable_expert_parallel=enable_expert_parallel)
+        source = "safetensors headers"
+    elif folder and (any(Path(folder).glob("*.safetensors")) or (Path(folder) / "model.safetensors.index.json").is_file()):
         w = loaded_bytes_per_rank(read_checkpoint(folder), cfg, tp=tp, enable_expert_parallel=enable_expert_parallel)
         source = "safetensors headers"
     else:

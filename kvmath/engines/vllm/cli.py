@@ -385,6 +385,16 @@ def _resolve(args) -> tuple[str, dict, list[str]]:
     vllm_mode = getattr(args, "vllm_mode", False)  # a pasted `vllm serve` line: vLLM's defaults, not the anchor's
     as_repo = False
     if args.model and args.model not in known_models():
+        from ...facts import find_model, resolve_model
+        from ...hub import parse_hub_id
+
+        ref = parse_hub_id(args.model)
+        if ref is not None and (ref.revision or ref.quant or find_model(ref.repo) is None):
+            # any other Hub id: its own config.json and safetensors headers (kvmath.hub), as --config
+            args.config, args.model = args.model, None
+            if args.compose:
+                raise KvMathError("--compose presets belong to --model ids, not to Hub ids kvmath has no data for")
+    if args.model and args.model not in known_models():
         from ...facts import resolve_model
 
         entry = resolve_model(args.model)  # an HF repo name, or "did you mean ...?" (KvMathError)
