@@ -11,7 +11,8 @@ checks (read from ``huggingface_hub/file_download.py`` and ``utils/_http.py``):
   ``EntryNotFound`` (404, with ``X-Repo-Commit``), ``GatedRepo`` (401 without a token, 403 with a wrong one).
 
 Large files are *virtual*: the server holds their header bytes and their full size, answers zeros for at most
-:data:`READ_AHEAD` bytes after the header, and refuses (HTTP 416, logged in ``weight_reads``) any read past that, so a test can assert that the weights were never asked
+``read_ahead`` bytes after the header (:data:`READ_AHEAD` for safetensors; the header's size plus 4 MiB for a GGUF,
+which a reader doubling its read until the header parses may overshoot by), and refuses (HTTP 416, logged in ``weight_reads``) any read past that, so a test can assert that the weights were never asked
 for. Every request is logged in ``log`` as ``(method, path, range)``.
 """
 
@@ -37,6 +38,7 @@ class Virtual:
 
     head: bytes
     size: int
+    read_ahead: int = READ_AHEAD
 
 
 @dataclass
@@ -167,7 +169,7 @@ class HubServer:
             if head:
                 headers["Content-Length"] = str(stop - start)
                 return self._send(h, status, b"", headers, head=True)
-            if stop > len(data.head) + READ_AHEAD:
+            if stop > len(data.head) + data.read_ahead:
                 self.weight_reads.append((path, rng))
                 return self._send(h, 416, b"", {"Content-Range": f"bytes */{size}"}, head)
             body = (data.head + bytes(max(0, stop - len(data.head))))[start:stop]
@@ -239,4 +241,5 @@ def gguf_header(arch: str, kv: dict, tensors: list[tuple[str, tuple, object]], p
     w.write_ti_data_to_file()
     w.close()
     head = open(path, "rb").read()
-    return Virtual(head, gguf.GGUFWriter.ggml_pad(len(head), w.data_alignment) + total)
+    # a reader that doubles its read until the header parses overshoots by at most the header, plus its first read
+    return Virtual(head, gguf.GGUFWriter.ggml_pad(len(head), w.data_alignment) + total, len(head) + 4 * 2**20)
