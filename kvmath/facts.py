@@ -158,24 +158,27 @@ def _family_size(name: str) -> tuple[str, frozenset]:
 def suggest_model(name: str) -> str | None:
     """The known model id to suggest for an unknown ``name``: only one of the same family and the same sizes
     (``Qwen/Qwen3.6-27B-FP8`` -> ``qwen3.6-27b``; nothing for ``Mixtral-8x7B`` against ``mistral-7b-v0.1`` or
-    ``Qwen2.5-72B`` against ``qwen2.5-7b``), the closest of those by spelling; None when there is none."""
+    ``Qwen2.5-72B`` against ``qwen2.5-7b``), the closest of those by spelling; a name with no whole size (a typo
+    such as ``qwen3.6-27``) gets the same family's closest spelling (difflib ratio at least 0.75). None when
+    there is none."""
     if not isinstance(name, str) or len(name) > MAX_NAME:
         return None
     fam, sizes = _family_size(name)
-    if not fam or not sizes:
+    if not fam:
         return None
-    same = [i for i, e in _models().items()
-            if any(_family_size(n) == (fam, sizes) for n in (i, e["hf_repo"]))]
-    if not same:
-        return None
-    key = name.strip().lower().rsplit("/", 1)[-1]
     models = _models()
+    key = name.strip().lower().rsplit("/", 1)[-1]
 
     def closeness(i):
         repo = models[i]["hf_repo"].lower().rsplit("/", 1)[-1]
         return max(difflib.SequenceMatcher(None, key, n).ratio() for n in (i, repo)), i
 
-    return max(same, key=closeness)
+    if sizes:
+        same = [i for i, e in models.items() if any(_family_size(n) == (fam, sizes) for n in (i, e["hf_repo"]))]
+    else:  # no whole size in the name ("qwen3.6-27", a typo): the same family, spelt within 0.75 (difflib)
+        same = [i for i, e in models.items() if any(_family_size(n)[0] == fam for n in (i, e["hf_repo"]))
+                and closeness(i)[0] >= 0.75]
+    return max(same, key=closeness) if same else None
 
 
 def reference_config_path(filename: str) -> Path:
