@@ -185,12 +185,16 @@ def _why(e: BaseException) -> str:
     return (text[0] if text else type(e).__name__)[:160]
 
 
-def _network_error(e: BaseException) -> bool:
-    import httpx2  # huggingface_hub 1.x+ ships its HTTP client as httpx2
+_NETWORK_ERRORS = {"ConnectError", "ConnectTimeout", "TimeoutException", "ReadTimeout", "NetworkError",
+                   "RemoteProtocolError", "ConnectionError"}
 
+
+def _network_error(e: BaseException) -> bool:
+    """True when ``e`` or an exception it was raised from is a connection failure or a timeout (the HTTP client's
+    classes by name: huggingface_hub 2.x ships httpx2, earlier releases httpx; Python's ConnectionError)."""
     seen = 0
     while e is not None and seen < 8:
-        if isinstance(e, (httpx2.ConnectError, httpx2.TimeoutException, httpx2.NetworkError, ConnectionError)):
+        if isinstance(e, (ConnectionError, TimeoutError)) or {c.__name__ for c in type(e).__mro__} & _NETWORK_ERRORS:
             return True
         e, seen = e.__cause__ or e.__context__, seen + 1
     return False
