@@ -86,7 +86,13 @@ def card(name, *, memory_gib: float | None = None) -> dict:
         return dict(cards[ids[0]], id=ids[0], aliases=list(cards[ids[0]].get("aliases", ())))
     if ids:
         raise KvMathError(f"card {name!r} names {len(ids)} cards: {choices(ids)}; pass one of them")
-    raise KvMathError(f"unknown card {name!r}; known: {choices(cards)} (or give the device memory in GiB)")
+    import difflib
+
+    near = sorted({i for k in difflib.get_close_matches(key, list(own), n=3, cutoff=0.75) for i in own[k]})
+    hint = f"did you mean {choices(near)}? " if near else ""
+    raise KvMathError(f"unknown card {str(name)[:80]!r}; {hint}{len(cards)} cards are known, by id (rtx3090, rtx4090, "
+                      "a100, h100, mi300x, rx7900xtx, m3-max-128gb, ...: kvmath/data/cards.json) or by the name "
+                      "nvidia-smi prints; or give the device memory in GiB")
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -129,16 +129,17 @@ VRAM_MAX_GIB = 2**20
 
 
 def _vram(text):
-    """'23.69', '23.69GiB' (GiB) or '25.4GB' (1e9 B) -> GiB."""
-    m = re.fullmatch(r"\s*([0-9]{0,12}\.?[0-9]{1,12})\s*(GiB|GB|gib|gb)?\s*", text)
+    """'23.69', '23.69GiB' (GiB), '25.4GB' (1e9 B) or '24256MiB' -> GiB."""
+    m = re.fullmatch(r"\s*([0-9]{0,12}\.?[0-9]{1,12})\s*(GiB|GB|MiB|gib|gb|mib)?\s*", text)
     if not m:
-        raise argparse.ArgumentTypeError(f"--vram must be a memory size in GiB (e.g. 23.69 or 25.4GB), got "
-                                         f"{_cut(text)}")
+        raise argparse.ArgumentTypeError(f"--device-memory / --vram must be a memory size in GiB (e.g. 23.69, 24GiB, "
+                                         f"25.4GB or 24256MiB), got {_cut(text)}")
     v = float(m.group(1))
-    if m.group(2) and m.group(2).lower() == "gb":
-        v = v * 1e9 / GIB
+    unit = (m.group(2) or "gib").lower()
+    v = v * 1e9 / GIB if unit == "gb" else v / 1024 if unit == "mib" else v
     if not 0 < v <= VRAM_MAX_GIB:
-        raise argparse.ArgumentTypeError(f"--vram must be in (0, {VRAM_MAX_GIB:,}] GiB, got {_cut(text)}")
+        raise argparse.ArgumentTypeError(f"--device-memory / --vram must be in (0, {VRAM_MAX_GIB:,}] GiB, got "
+                                         f"{_cut(text)}")
     return v
 
 
@@ -329,8 +330,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-O", dest="opt_level", type=_opt_level, default=None, help="vLLM -O3 (its default) only")
     p.add_argument("--block-size", type=_vllm_int("--block-size", 1024), default=None,
                    help="vLLM --block-size (KV block in tokens; default 16, or the hybrid alignment)")
-    p.add_argument("--vram", type=_vram, help="card memory as PyTorch reports it, GiB ('25.4GB' for 1e9 B)")
-    p.add_argument("--card", help=f"a known card ({', '.join(sorted(cards()))}); default rtx3090")
+    p.add_argument("--device-memory", "--vram", dest="vram", type=_vram,
+                   help="memory of any other device as its runtime reports it: GiB ('23.69', '24GiB'), '25.4GB' for "
+                        "1e9 B, '24256MiB'")
+    p.add_argument("--card", help="a known card by id or the name nvidia-smi / rocm-smi / PyTorch print (rtx3090, "
+                                  "'NVIDIA GeForce RTX 3090', a100, mi300x, m3-max-128gb, ...: kvmath/data/cards.json); "
+                                  "default: a pasted vllm serve line takes this machine's GPU (nvidia-smi, rocm-smi) and "
+                                  "says so, else refuses; the anchor flags take the anchor's rtx3090 and say so")
     mtp = p.add_mutually_exclusive_group()
     mtp.add_argument("--mtp", dest="mtp", action="store_true", default=None, help="use the model's MTP drafter")
     mtp.add_argument("--no-mtp", dest="mtp", action="store_false", help="no MTP drafter")
@@ -425,12 +431,34 @@ def _resolve(args) -> tuple[str, dict, list[str]]:
               mem_util=mem, max_num_batched_tokens=args.max_num_batched_tokens or vals.get("max_num_batched_tokens")
               or None)  # None: vllm serve's default for the card and version (budget() says which in its notes)
     if args.vram is not None and args.card:
-        raise KvMathError("pass --card or --vram, not both")
+        raise KvMathError("pass --card or --device-memory / --vram, not both")
     if args.vram is not None:
         kw.update(card=None, total_gib=args.vram)
+    elif args.card:
+        kw["card"] = B.card(args.card)["id"]
+    elif vllm_mode:  # a pasted line names no card: this machine's GPU, said so, or a refusal (never a silent default)
+        from ...cards import detect
+
+        found = detect()
+        if found is None:
+            raise KvMathError("which card? a vllm serve line needs --card (e.g. --card rtx3090, --card 'NVIDIA H100 "
+                              "80GB HBM3') or --device-memory <GiB as PyTorch reports it>; no nvidia-smi, rocm-smi or "
+                              "system_profiler answered on this machine")
+        kw["card"] = found[0]["id"]
+        notes.append(f"card: {found[0]['id']} ({found[0]['name']}, {found[0]['total_gib']} GiB as the runtime reports "
+                     f"it), this machine's GPU as {found[1]}; pass --card for another")
     else:
-        kw["card"] = args.card or "rtx3090"
-        B.card(kw["card"])
+        kw["card"] = "rtx3090"
+        notes.append("card: rtx3090 (NVIDIA GeForce RTX 3090, 23.69 GiB), the anchor calculator's card, as no --card "
+                     "was given")
+    if kw.get("card"):
+        c = B.card(kw["card"])
+        if c.get("runtime") == "metal":
+            raise KvMathError(f"--card {kw['card']}: vLLM does not run on Apple silicon (Metal); price it with the "
+                              "llama.cpp engine (kvmath --engine llama.cpp, python -m kvmath.engines.llamacpp.fit)")
+        if c.get("runtime") == "rocm":
+            notes.append(f"{c['name']}: vLLM on ROCm; the card's memory is HIP's total, but which KV formats and "
+                         "attention backends ROCm runs is not checked (compute capability is NVIDIA's)")
     # drafter
     from ...model.load import load_architecture
 
