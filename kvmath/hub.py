@@ -489,7 +489,7 @@ def pick_gguf(ref: HubRef, files: tuple[str, ...]) -> str:
     if not hits and ref.quant is None:
         hits = ggufs[:1]
     if not hits:
-        tags = sorted({m.group(0).upper() for f in ggufs for m in [re.search(r"(?i)(I?Q\d[\w]*|F16|BF16|F32)", Path(f).stem)] if m})
+        tags = sorted({m.group(0).upper() for f in ggufs for m in [re.search(r"(?i)(I?Q\d\w*|B?F(?:16|32))", Path(f).stem)] if m})
         raise KvMathError(f"{ref.repo} has no .gguf file for tag {ref.quant!r}; its files carry: "
                           f"{', '.join(tags) or ', '.join(ggufs[:8])}")
     hits.sort(key=lambda f: (len(Path(f).name), f))

@@ -370,3 +370,17 @@ def test_gguf_default_tag_and_unknown_tag(env, capsys):
     assert "tiny-llama-Q4_K_M.gguf" in arch.source
     line = _one_line_error(*kvmath_cli(["--config", f"{GGUF}:Q6_K"], capsys)[::2])
     assert "no .gguf file for tag 'Q6_K'" in line and "Q4_K_M" in line and "Q8_0" in line
+
+
+def test_llamacpp_fit_hf(env, capsys):
+    from kvmath.engines.llamacpp.fit import run
+
+    rc = run(["-hf", f"{GGUF}:Q8_0", "-c", "4096", "--card", "rtx3090", "--json"])
+    d = json.loads(capsys.readouterr().out)
+    assert rc == 0, d
+    assert "tiny-llama-Q8_0.gguf" in d["notes"][0] and "GGUF header" in d["notes"][0]
+    # f16 cache, 4,096 cells x 1,024 B per token (4 layers x (2 + 2 heads) x 32 x 2 B) = 4 MiB
+    assert d["kv_mib"] == 4096 * 1024 / 2**20 == 4.0
+    assert env.weight_reads == []
+    line = _one_line_error(run(["-hf", "kvmath-test/no-such-GGUF", "--card", "rtx3090"]), capsys.readouterr().err)
+    assert "unknown Hugging Face repository" in line
