@@ -384,3 +384,13 @@ def test_llamacpp_fit_hf(env, capsys):
     assert env.weight_reads == []
     line = _one_line_error(run(["-hf", "kvmath-test/no-such-GGUF", "--card", "rtx3090"]), capsys.readouterr().err)
     assert "unknown Hugging Face repository" in line
+
+
+def test_offline_flag(env, capsys, monkeypatch):
+    assert kvmath_cli(["--config", LLAMA, "--json"], capsys)[0] == 0
+    load._hub.cache_clear()
+    env.log.clear()
+    monkeypatch.setenv("HF_HUB_OFFLINE", "")  # restored after the test (the flag sets it for the process)
+    code, out, err = fit_cli(["--model", LLAMA, "--card", "h100", "--max-model-len", "8192", "--offline"], capsys)
+    assert code == 0, err
+    assert env.log == []

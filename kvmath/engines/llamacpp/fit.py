@@ -91,6 +91,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="bits per weight for the config estimate when no --quant-mix is given")
     p.add_argument("--host-bandwidth-gbs", type=float, default=60.0, help="system RAM bandwidth (GB/s)")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--offline", action="store_true",
+                   help="a Hub id is answered from the HF cache only, as with HF_HUB_OFFLINE=1")
     return p
 
 
@@ -107,6 +109,10 @@ def run(argv=None) -> int:
     from .weights import estimate_weights
 
     a = build_parser().parse_args(argv)
+    if a.offline:  # kvmath.hub reads HF_HUB_OFFLINE at call time
+        import os
+
+        os.environ["HF_HUB_OFFLINE"] = "1"
     notes: list[str] = []
     try:
         tensors = None

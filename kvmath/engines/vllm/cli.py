@@ -355,6 +355,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--calibration", action="store_true", help="predicted vs measured for every measured boot")
     p.add_argument("--solve-max-ctx", action="store_true", help="largest max_model_len that boots")
     p.add_argument("--json", action="store_true", help="JSON output")
+    p.add_argument("--offline", action="store_true",
+                   help="a Hub id is answered from the HF cache only, as with HF_HUB_OFFLINE=1")
     p.add_argument("--kv-breakdown", action="store_true", help="cache buckets (demand) and vLLM's pool groups")
     p.add_argument("--kv-layout", choices=KV_LAYOUTS, default="auto", help="label only (auto: from the config)")
     p.add_argument("--include-draft-kv", action="store_true", help="reserve --draft-kv-gb out of the KV memory")
@@ -708,6 +710,10 @@ def run(argv=None) -> int:
     argv = [_dash_option(a) for a in argv]
     args = build_parser().parse_args(argv)
     args.vllm_mode = pasted or args.model_tag is not None
+    if args.offline:  # kvmath.hub reads HF_HUB_OFFLINE at call time
+        import os
+
+        os.environ["HF_HUB_OFFLINE"] = "1"
     if args.model_tag is not None:
         import os
 
