@@ -207,3 +207,15 @@ def test_llamacpp_fit_device_memory_and_no_default(capsys, monkeypatch):
     d = json.loads(capsys.readouterr().out)
     assert d["card"] == "m2-max-96gb" and d["total_mib"] == 73728
     assert any("this machine's GPU as system_profiler" in n for n in d["notes"])
+
+
+def test_front_door_pasted_lines_without_card(capsys, monkeypatch):
+    from kvmath.fit import main
+
+    monkeypatch.setattr(cards, "detect", lambda: None)
+    for line in (["vllm", "serve", "Qwen/Qwen3.6-27B"], ["llama-server", "-m", "gemma-4-26b-a4b", "-c", "8192"]):
+        assert main(line) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "--card" in err and "--device-memory" in err, err
+    assert main(["llama-server", "-m", "gemma-4-26b-a4b", "-c", "8192", "--device-memory", "16GiB", "--json"]) in (0, 1)
+    assert json.loads(capsys.readouterr().out)["total_mib"] == 16384

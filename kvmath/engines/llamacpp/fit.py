@@ -19,15 +19,13 @@ MiB = 2**20
 
 
 def _memory(text: str) -> float:
-    """'24', '24GiB' (GiB) or '24576MiB' -> MiB."""
-    import re
+    """--device-memory: a size with its unit (kvmath.units.parse_bytes: '24GiB', '24576MiB', '25.4GB') -> MiB."""
+    from ...units import parse_bytes
 
-    m = re.fullmatch(r"\s*([0-9]{1,9}(?:\.[0-9]{1,9})?)\s*(GiB|MiB|gib|mib)?\s*", str(text))
-    if not m or float(m.group(1)) <= 0:
-        raise argparse.ArgumentTypeError(f"--device-memory must be a positive size in GiB ('24', '24GiB') or MiB "
-                                         f"('24576MiB'), got {str(text)[:40]!r}")
-    v = float(m.group(1))
-    return v if (m.group(2) or "").lower() == "mib" else v * 1024
+    try:
+        return parse_bytes(text, "--device-memory") / MiB
+    except KvMathError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def _device(a, notes: list[str]) -> tuple[dict, float]:
@@ -78,8 +76,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "m3-max-128gb, ...); default: this machine's GPU (nvidia-smi, rocm-smi, system_profiler), said "
                         "so; else refused")
     p.add_argument("--device-memory", dest="device_memory", type=_memory, default=None,
-                   help="memory of any other device as its runtime reports it: GiB ('23.5', '24GiB') or '24000MiB' "
-                        "(Apple: Metal's recommendedMaxWorkingSetSize, or iogpu.wired_limit_mb)")
+                   help="memory of any other device as its runtime reports it, with its unit ('24GiB', '24576MiB'; "
+                        "Apple: Metal's recommendedMaxWorkingSetSize, or iogpu.wired_limit_mb in MiB)")
     p.add_argument("--cuda-context-mib", type=float, default=None)
     p.add_argument("--headroom-mib", type=float, default=0.0)
     p.add_argument("--fit-target", type=int, default=None, help="--fit's free-memory target per device (MiB)")

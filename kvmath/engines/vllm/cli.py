@@ -129,18 +129,30 @@ VRAM_MAX_GIB = 2**20
 
 
 def _vram(text):
-    """'23.69', '23.69GiB' (GiB), '25.4GB' (1e9 B) or '24256MiB' -> GiB."""
-    m = re.fullmatch(r"\s*([0-9]{0,12}\.?[0-9]{1,12})\s*(GiB|GB|MiB|gib|gb|mib)?\s*", text)
+    """'23.69', '23.69GiB' (GiB) or '25.4GB' (1e9 B) -> GiB."""
+    m = re.fullmatch(r"\s*([0-9]{0,12}\.?[0-9]{1,12})\s*(GiB|GB|gib|gb)?\s*", text)
     if not m:
-        raise argparse.ArgumentTypeError(f"--device-memory / --vram must be a memory size in GiB (e.g. 23.69, 24GiB, "
-                                         f"25.4GB or 24256MiB), got {_cut(text)}")
-    v = float(m.group(1))
-    unit = (m.group(2) or "gib").lower()
-    v = v * 1e9 / GIB if unit == "gb" else v / 1024 if unit == "mib" else v
-    if not 0 < v <= VRAM_MAX_GIB:
-        raise argparse.ArgumentTypeError(f"--device-memory / --vram must be in (0, {VRAM_MAX_GIB:,}] GiB, got "
+        raise argparse.ArgumentTypeError(f"--vram must be a memory size in GiB (e.g. 23.69 or 25.4GB), got "
                                          f"{_cut(text)}")
+    v = float(m.group(1))
+    if m.group(2) and m.group(2).lower() == "gb":
+        v = v * 1e9 / GIB
+    if not 0 < v <= VRAM_MAX_GIB:
+        raise argparse.ArgumentTypeError(f"--vram must be in (0, {VRAM_MAX_GIB:,}] GiB, got {_cut(text)}")
     return v
+
+
+def _device_memory(text):
+    """--device-memory: a size with its unit (kvmath.units.parse_bytes: '24GiB', '24576MiB', '25.4GB') -> GiB."""
+    from ...units import parse_bytes
+
+    try:
+        n = parse_bytes(text, "--device-memory")
+    except KvMathError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    if n > VRAM_MAX_GIB * GIB:
+        raise argparse.ArgumentTypeError(f"--device-memory must be at most {VRAM_MAX_GIB:,} GiB, got {_cut(text)}")
+    return n / GIB
 
 
 AUTO_FIT = -1  # vLLM's --max-model-len -1 / auto (human_readable_int_or_auto, vllm/utils/argparse_utils.py 0.27.0)
@@ -330,9 +342,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-O", dest="opt_level", type=_opt_level, default=None, help="vLLM -O3 (its default) only")
     p.add_argument("--block-size", type=_vllm_int("--block-size", 1024), default=None,
                    help="vLLM --block-size (KV block in tokens; default 16, or the hybrid alignment)")
-    p.add_argument("--device-memory", "--vram", dest="vram", type=_vram,
-                   help="memory of any other device as its runtime reports it: GiB ('23.69', '24GiB'), '25.4GB' for "
-                        "1e9 B, '24256MiB'")
+    p.add_argument("--vram", type=_vram, help="card memory as PyTorch reports it, GiB ('25.4GB' for 1e9 B)")
+    p.add_argument("--device-memory", dest="device_memory", type=_device_memory,
+                   help="memory of any other device as its runtime reports it, with its unit ('24GiB', '24576MiB', "
+                        "'25.4GB'; kvmath.units.parse_bytes, as the front door's --device-memory)")
     p.add_argument("--card", help="a known card by id or the name nvidia-smi / rocm-smi / PyTorch print (rtx3090, "
                                   "'NVIDIA GeForce RTX 3090', a100, mi300x, m3-max-128gb, ...: kvmath/data/cards.json); "
                                   "default: a pasted vllm serve line takes this machine's GPU (nvidia-smi, rocm-smi) and "
@@ -432,6 +445,10 @@ def _resolve(args) -> tuple[str, dict, list[str]]:
     kw = dict(kv_format=kv, tp=tp, max_model_len=args.max_ctx or vals.get("max_ctx") or 180000, max_num_seqs=seqs,
               mem_util=mem, max_num_batched_tokens=args.max_num_batched_tokens or vals.get("max_num_batched_tokens")
               or None)  # None: vllm serve's default for the card and version (budget() says which in its notes)
+    if args.device_memory is not None:
+        if args.vram is not None:
+            raise KvMathError("pass --device-memory or --vram, not both")
+        args.vram = args.device_memory
     if args.vram is not None and args.card:
         raise KvMathError("pass --card or --device-memory / --vram, not both")
     if args.vram is not None:
