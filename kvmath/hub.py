@@ -314,7 +314,7 @@ def _listing(ref: HubRef, offline: bool) -> tuple[str, tuple[str, ...], tuple[st
         _write(_assets(ref, commit) / "files.json", json.dumps(files).encode())
         return commit, files, notes
     commit = ref.rev if re.fullmatch(r"[0-9a-f]{40}", ref.rev) else (_read_json_file(_assets(ref, "refs.json")) or {}).get(ref.rev)
-    if not commit:
+    if not isinstance(commit, str) or not re.fullmatch(r"[0-9a-f]{40}", commit):
         raise _offline_missing(ref, "the file list")
     files = _read_json_file(_assets(ref, commit) / "files.json")
     if not isinstance(files, list):
