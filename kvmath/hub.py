@@ -474,6 +474,9 @@ def _checkpoint(ref: HubRef, commit: str, files: tuple[str, ...], config: dict |
                       "the Hugging Face Hub)", False, quant, total, meta)
 
 
+_TRUNCATED = ("remain", "runs past the end")
+"""kvmath.model.gguf's words for a header that runs past the bytes it was given."""
+
 _SPLIT = re.compile(r"-(\d{5})-of-(\d{5})\.gguf$")
 
 
@@ -524,9 +527,13 @@ def gguf_head(ref: HubRef, commit: str, filename: str, offline: bool) -> HubGGUF
             read_header(cache, file_size=size)
             break
         except KvMathError as e:
-            if want >= size or want >= GGUF_MAX_READ:
+            # only a header that runs past the bytes at hand grows the read (kvmath.model.gguf's reader says what
+            # "remain", or that a string "runs past the end"); a bad magic, version or type is refused at once
+            short = any(w in str(e) for w in _TRUNCATED)
+            if want >= size or want >= GGUF_MAX_READ or not short:
                 cache.unlink(missing_ok=True)
-                more = "" if want >= size else f" (its header is not within the first {want:,} bytes read)"
+                more = "" if want >= size or not short else \
+                    f" (its header is not within the first {want:,} bytes read)"
                 raise KvMathError(f"{ref.repo} {filename}: {str(e).split(': ', 1)[-1]}{more}") from None
             want = min(size, want * 2, GGUF_MAX_READ)
     _write(meta_path, json.dumps({"size": size}).encode())

@@ -394,3 +394,23 @@ def test_offline_flag(env, capsys, monkeypatch):
     code, out, err = fit_cli(["--model", LLAMA, "--card", "h100", "--max-model-len", "8192", "--offline"], capsys)
     assert code == 0, err
     assert env.log == []
+
+
+def test_hostile_headers_are_one_line(env, capsys):
+    from hubserver import Virtual
+
+    cfg = json.loads((ROOT / "data/configs/meta-llama__Llama-3.1-8B-Instruct.json").read_text())
+    huge = (2**40).to_bytes(8, "little") + b"{}"
+    env.add("kvmath-test/hostile-st", {"config.json": json.dumps(cfg).encode(),
+                                       "model.safetensors": Virtual(huge, 10**9)})
+    env.add("kvmath-test/hostile-gguf", {"x-Q4_K_M.gguf": Virtual(b"NOTGGUF" + bytes(100), 10**9, 8 * 2**20)})
+    env.add("kvmath-test/index-names-a-missing-shard", {
+        "config.json": json.dumps(cfg).encode(),
+        "model.safetensors.index.json": json.dumps({"weight_map": {"a": "model-00001-of-00002.safetensors"}}).encode()})
+    for repo, want in (("kvmath-test/hostile-st", "header length"), ("kvmath-test/hostile-gguf", "GGUF magic"),
+                       ("kvmath-test/index-names-a-missing-shard", "the index names model-00001-of-00002")):
+        line = _one_line_error(*kvmath_cli(["--config", repo], capsys)[::2])
+        assert want in line, line
+    assert env.weight_reads == []
+    # a bad magic is refused after the first read, not after reading up to GGUF_MAX_READ
+    assert len([1 for m, p, r in env.log if m == "GET" and p.endswith("x-Q4_K_M.gguf")]) == 1
