@@ -66,7 +66,11 @@ assets: venv
 
 # --all: Sphinx re-reads (so myst-nb re-executes) only changed pages otherwise, and a page
 # whose text did not change would keep numbers computed by an older kvmath.
+# The calculator in the page (kvmath.book.calculator) installs this wheel in Pyodide: kvmath itself, built
+# from the checkout by the locked setuptools (setuptools leaves its build/ folder, removed again).
 book: venv assets chapters
+	rm -rf .cache/wheel && $(call PIP,$(VENV)) wheel -q --no-deps --no-build-isolation -w .cache/wheel . \
+		&& rm -rf build && cp .cache/wheel/kvmath-*-py3-none-any.whl book/assets/pyodide/kvmath.whl
 	$(VENV_ENV) KVMATH_BOOK_BUILD=1 $(VENV)/bin/jb build . --all -W -n --keep-going
 
 # The model chapters (every notebooks/generated/<id> entry of _toc.yml) are written from one template,
