@@ -122,13 +122,13 @@ CALC_JS = r"""
   window.kvmathQuery = kvmathQuery;
 
   // ---- the panels -----------------------------------------------------------------------
-  function esc(s) { return String(s).replace(/[&<>"]/g, function (c) { return {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"}[c]; }); }
+  function esc(s) { return String(s).replace(/[&<>"']/g, function (c) { return {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}[c]; }); }
   function gib(b) { return (b / 1073741824).toLocaleString("en-US", {minimumFractionDigits: 2, maximumFractionDigits: 2}) + " GiB"; }
   function num(n) { return Number(n).toLocaleString("en-US"); }
   function dl(rows) { return "<dl>" + rows.filter(function (r) { return r[1] !== null && r[1] !== undefined && r[1] !== ""; }).map(function (r) { return "<dt>" + esc(r[0]) + "</dt><dd>" + r[1] + "</dd>"; }).join("") + "</dl>"; }
   function pre(lines, cls) { return lines && lines.length ? "<pre class='" + cls + "'>" + esc(lines.join("\n")) + "</pre>" : ""; }
   function raw(argv, r) {
-    return "<details class='kvmath-raw'><summary>The command and its output (exit " + r.exit_code + ")</summary><pre class='kvmath-argv'>" +
+    return "<details class='kvmath-raw' data-argv='" + esc(JSON.stringify(argv)) + "'><summary>The command and its output (exit " + r.exit_code + ")</summary><pre class='kvmath-argv'>" +
       esc(argv.map(function (a) { return /^[\w.,:=\/+-]+$/.test(a) ? a : "'" + a.replace(/'/g, "'\\''") + "'"; }).join(" ")) +
       "</pre><pre class='kvmath-stdout'>" + esc(r.stdout) + "</pre>" + (r.stderr ? "<pre class='kvmath-stderr'>" + esc(r.stderr) + "</pre>" : "") + "</details>";
   }
