@@ -141,7 +141,9 @@ CALC_JS = r"""
   }
   function fitAnswer(d, solved) {
     var rows = [
-      ["KV pool", d.pool_tokens !== undefined && d.pool_tokens !== null ? num(d.pool_tokens) + " tokens, " + gib(d.available_kv_bytes) + " for KV per card" : null],
+      ["KV pool", d.pool_tokens === undefined || d.pool_tokens === null ? null : d.available_kv_bytes < 0 ?
+        num(d.pool_tokens) + " tokens: the budget is " + gib(-d.available_kv_bytes) + " short per card before any KV" :
+        num(d.pool_tokens) + " tokens, " + gib(d.available_kv_bytes) + " for KV per card"],
       ["Concurrency", d.max_concurrency ? d.max_concurrency.toFixed(2) + "x at " + num(d.max_model_len) + " tokens per request" : null],
       ["Budget", d.total_bytes ? gib(d.total_bytes) + " per card x " + d.mem_util + ", weights " + gib(d.weights_bytes) + ", other non-KV " + gib(d.non_kv_bytes - d.weights_bytes) : null],
     ];
@@ -343,7 +345,7 @@ def panel(model_id: str, card: str = DEFAULT_CARD, ctx: int | None = None, seqs:
     return RawHTML(f"<div class='kvmath-calc' {attrs}>{head}{form}{_progress()}</div>\n{_script()}")
 
 
-def paste_panel(example: str = "vllm serve Qwen/Qwen3.6-27B --tensor-parallel-size 2 --max-model-len 65536") -> RawHTML:
+def paste_panel(example: str = "vllm serve Qwen/Qwen3.6-27B --tensor-parallel-size 4 --max-model-len 65536") -> RawHTML:
     """The "Paste your launch line" form: the pasted line (a ``vllm serve``, ``llama-server`` or SGLang
     line; leading ``VAR=value`` words become the environment; a line starting ``kvmath`` or
     ``kvmath-fit`` runs as is) goes to ``kvmath-fit <line> --json`` in the page through
