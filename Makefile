@@ -116,6 +116,7 @@ fuzz: venv-test
 bench: venv-test browser assets chapters
 	$(VENV_ENV) $(VENV)/bin/python tools/bench_book.py
 	$(VENV_ENV) $(VENV)/bin/python tools/bench_fit.py
+	$(VENV_ENV) $(VENV)/bin/python tools/bench_startup.py
 	$(VENV_ENV) $(VENV)/bin/python tools/bench_page.py
 
 # Two locks, each the pip freeze of one fresh venv: the book's from requirements-book.in, then the

@@ -21,7 +21,7 @@ from importlib import import_module
 # tests/test_pagecalc.py checks that the two agree.
 PROGRAMS: dict[str, str] = {
     "kvmath": "kvmath.cli:main",
-    "kvmath-fit": "kvmath.engines.vllm.cli:main",
+    "kvmath-fit": "kvmath.fit:main",
 }
 
 # argparse wraps --help at shutil.get_terminal_size(), which reads $COLUMNS first and falls back to
