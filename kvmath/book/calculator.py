@@ -134,21 +134,42 @@ CALC_JS = r"""
   }
   function parse(r) { try { return JSON.parse(r.stdout); } catch (e) { return null; } }
   function failure(r) { return "<p class='kvmath-verdict kvmath-error'>" + esc((r.stderr || r.stdout || "no output").trim().split("\n").slice(-1)[0]) + "</p>"; }
+  var OUTCOME = {boots: "Boots", fits: "Fits", refused: "Refused at start-up", oom: "Out of memory"};
+  function mib(m) { return Number(m).toLocaleString("en-US", {maximumFractionDigits: 2}) + " MiB"; }
   function verdictHtml(d) {
-    var v = d.outcome === "boots" ? "Boots" : d.outcome === "refused" ? "Refused by vLLM" : d.outcome === "oom" ? "Out of memory" : (d.outcome_text || d.outcome);
-    return "<p class='kvmath-verdict' data-outcome='" + esc(d.outcome) + "'>" + esc(v) + (d.marginal ? " (marginal: within the calibration error)" : "") + "</p>" +
-      (d.refusal ? "<p class='kvmath-refusal'>" + esc(d.refusal) + "</p>" : "");
+    var o = d.outcome !== undefined ? d.outcome : d.verdict, msg = d.refusal || d.message;
+    return "<p class='kvmath-verdict' data-outcome='" + esc(o) + "'>" + esc(OUTCOME[o] || d.outcome_text || o) +
+      (d.engine ? " (" + esc(d.engine) + (d.release ? " " + esc(d.release) : "") + ")" : "") +
+      (d.marginal ? ": marginal, within the calibration error" : "") + "</p>" +
+      (msg ? "<p class='kvmath-refusal'>" + esc(msg) + "</p>" : "");
   }
   function fitAnswer(d, solved) {
-    var rows = [
-      ["KV pool", d.pool_tokens === undefined || d.pool_tokens === null ? null : d.available_kv_bytes < 0 ?
+    // three records: vLLM's (kvmath-fit --model / vllm serve), llama.cpp's (llama-server), and the
+    // engine protocol's Verdict.to_json() (devices, log_lines, answers)
+    var rows = [], dev = d.devices && d.devices[0], ans = d.answers || {};
+    if (d.pool_tokens !== undefined && d.pool_tokens !== null) {
+      rows.push(["KV pool", d.available_kv_bytes !== undefined && d.available_kv_bytes < 0 ?
         num(d.pool_tokens) + " tokens: the budget is " + gib(-d.available_kv_bytes) + " short per card before any KV" :
-        num(d.pool_tokens) + " tokens, " + gib(d.available_kv_bytes) + " for KV per card"],
-      ["Concurrency", d.max_concurrency ? d.max_concurrency.toFixed(2) + "x at " + num(d.max_model_len) + " tokens per request" : null],
-      ["Budget", d.total_bytes ? gib(d.total_bytes) + " per card x " + d.mem_util + ", weights " + gib(d.weights_bytes) + ", other non-KV " + gib(d.non_kv_bytes - d.weights_bytes) : null],
-    ];
-    if (solved) rows.push(["Largest context", solved.largest_max_model_len ? num(solved.largest_max_model_len) + " tokens (" + num(solved.largest_max_model_len_with_headroom) + " with headroom for the calibration error)" : "none boots"]);
-    return verdictHtml(d) + dl(rows) + (d.vllm_log && d.vllm_log.length ? "<p>vLLM's log lines:</p>" + pre(d.vllm_log, "kvmath-log") : "") +
+        num(d.pool_tokens) + " tokens" + (d.available_kv_bytes !== undefined ? ", " + gib(d.available_kv_bytes) + " for KV per card" : "")]);
+    }
+    if (d.kv_mib !== undefined) rows.push(["Cache", mib(d.kv_mib) + " KV" + (d.rs_mib ? " + " + mib(d.rs_mib) + " recurrent state" : "")]);
+    if (d.max_concurrency) rows.push(["Concurrency", d.max_concurrency.toFixed(2) + "x at " + num(d.max_model_len) + " tokens per request"]);
+    if (d.total_bytes && d.weights_bytes !== undefined)
+      rows.push(["Budget", gib(d.total_bytes) + " per card x " + d.mem_util + "; weights " + gib(d.weights_bytes) + ", other non-KV " + gib(d.non_kv_bytes - d.weights_bytes)]);
+    if (d.load_mib !== undefined)
+      rows.push(["Device", mib(d.load_mib) + " loaded of " + mib(d.total_mib) + (d.spare_mib >= 0 ? ", spare " + mib(d.spare_mib) : ", short by " + mib(-d.spare_mib))]);
+    if (dev) rows.push(["Device", esc(dev.name || "") + ": " + gib(dev.used_bytes) + " of " + gib(dev.limit_bytes) +
+      (dev.spare_bytes >= 0 ? ", spare " + gib(dev.spare_bytes) : ", short by " + gib(-dev.spare_bytes))]);
+    var largest = solved ? solved.largest_max_model_len : d.largest_max_model_len !== undefined ? d.largest_max_model_len :
+      d.largest_ctx !== undefined ? d.largest_ctx : ans.largest_context;
+    var headroom = solved ? solved.largest_max_model_len_with_headroom : d.largest_max_model_len_with_headroom;
+    if (largest !== undefined) {
+      var lv = largest && typeof largest === "object" ? (largest.value !== undefined ? largest.value : JSON.stringify(largest)) : largest;
+      rows.push(["Largest context", lv ? (typeof lv === "number" ? num(lv) + " tokens" : esc(lv)) +
+        (headroom ? " (" + num(headroom) + " with headroom for the calibration error)" : "") : "none fits"]);
+    }
+    var log = d.vllm_log || d.log_lines || (d.fit && d.fit.lines) || [];
+    return verdictHtml(d) + dl(rows) + (log.length ? "<p>The engine's log lines:</p>" + pre(log, "kvmath-log") : "") +
       (d.notes && d.notes.length ? pre(d.notes.map(function (n) { return "Note: " + n; }), "kvmath-notes") : "");
   }
   function cacheAnswer(d, engine) {
@@ -160,7 +181,7 @@ CALC_JS = r"""
       ["Engine", esc(d.engine_version || engine)],
     ];
     return "<p class='kvmath-verdict' data-outcome='cache'>Cache only: this command sizes " + esc(engine) + "'s cache; it gives no boot verdict</p>" +
-      dl(rows) + (lc.log_lines && lc.log_lines.length ? "<p>llama.cpp's log lines:</p>" + pre(lc.log_lines, "kvmath-log") : "") +
+      dl(rows) + (lc.log_lines && lc.log_lines.length ? "<p>The engine's log lines:</p>" + pre(lc.log_lines, "kvmath-log") : "") +
       (d.notes && d.notes.length ? pre(d.notes.map(function (n) { return "note: " + n; }), "kvmath-notes") : "");
   }
   function modelQueries(f, model) {
@@ -170,8 +191,9 @@ CALC_JS = r"""
       return [a, a.slice(0, -1).concat(["--solve-max-ctx", "--json"])];
     }
     if (e === "llama.cpp")
-      return [["kvmath", "--config", model, "--engine", "llama.cpp", "--card", card, "-c", ctx, "-np", seqs, "-ctk", fmt, "-ctv", fmt, "--json"]];
-    return [["kvmath", "--config", model, "--engine", e, "--kv-format", fmt, "--tp", tp, "--max-ctx", ctx, "--max-num-seqs", seqs, "--json"]];
+      return [["kvmath-fit", "llama-server", "-m", model, "-c", ctx, "-np", seqs, "-ctk", fmt, "-ctv", fmt, "--card", card, "--json"]];
+    // kvmath's transformers rules have no tensor parallelism (it refuses --tp other than 1)
+    return [["kvmath", "--config", model, "--engine", e, "--kv-format", fmt, "--max-ctx", ctx, "--max-num-seqs", seqs, "--json"]];
   }
   function splitLine(text) {
     // a shell-like split: quotes, backslash-newline continuations and backslash escapes; no expansion
@@ -201,7 +223,10 @@ CALC_JS = r"""
     if (words.indexOf("--json") < 0) words.push("--json");
     return {argv: words, env: env};
   }
-  function setBusy(panel, busy) { panel.querySelectorAll("button, input, select, textarea").forEach(function (el) { el.disabled = busy; }); }
+  function setBusy(panel, busy) {
+    panel.querySelectorAll("button, input, select, textarea").forEach(function (el) { el.disabled = busy; });
+    if (!busy && panel.kvmathRefresh) panel.kvmathRefresh();
+  }
   function attachProgress(panel) {
     var box = panel.querySelector(".kvmath-calc-progress"), bar = box.querySelector("progress"), label = box.querySelector("span");
     listeners.push(function (step, total, text) {
@@ -221,7 +246,7 @@ CALC_JS = r"""
       var r0 = results[0], d = parse(r0), html;
       if (r0.exit_code === 2 || (!d && !r0.stdout.trim())) html = failure(r0);
       else if (!d) html = "<p class='kvmath-verdict' data-outcome='text'>kvmath's answer (exit " + r0.exit_code + "):</p>" + pre([r0.stdout.replace(/\n$/, "")], "kvmath-text");
-      else if (d.outcome !== undefined) { var r1 = results[1], s = r1 ? parse(r1) : null; html = fitAnswer(d, s && r1.exit_code !== 2 ? s : null); }
+      else if (d.outcome !== undefined || d.verdict !== undefined) { var r1 = results[1], s = r1 ? parse(r1) : null; html = fitAnswer(d, s && r1.exit_code !== 2 ? s : null); }
       else html = cacheAnswer(d, d.engine || "");
       out.innerHTML = html + results.map(function (r, i) { return raw(jobs[i].argv, r); }).join("");
       out.setAttribute("data-state", "done");
@@ -238,7 +263,7 @@ CALC_JS = r"""
     var want = f.kv_format.getAttribute("data-default-" + f.engine.value.replace(".", "")) || "";
     var list = formats[f.engine.value] || [];
     f.kv_format.innerHTML = list.map(function (x) { return "<option" + (x === want ? " selected" : "") + ">" + esc(x) + "</option>"; }).join("");
-    f.tp.disabled = f.engine.value === "llama.cpp";
+    f.tp.disabled = f.engine.value !== "vllm";  // llama-server has no TP; kvmath's transformers neither
   }
   function wire() {
     document.querySelectorAll(".kvmath-calc:not([data-wired])").forEach(function (panel) {
@@ -249,6 +274,7 @@ CALC_JS = r"""
         var formats = JSON.parse(panel.getAttribute("data-formats"));
         f.engine.addEventListener("change", function () { fillFormats(f, formats); });
         fillFormats(f, formats);
+        panel.kvmathRefresh = function () { f.tp.disabled = f.engine.value !== "vllm"; };
       }
       f.addEventListener("submit", function (ev) {
         ev.preventDefault();
@@ -296,9 +322,10 @@ def panel(model_id: str, card: str = DEFAULT_CARD, ctx: int | None = None, seqs:
           kv_format: str | None = None, tp: int = 1) -> RawHTML:
     """A model chapter's calculator: a form (card, engine, context, sequences, KV format, tensor
     parallelism) whose answer is computed in the page by ``kvmath-fit --model <model_id> ... --json``
-    (vLLM: the verdict, the pool, vLLM's log lines, and the largest context from ``--solve-max-ctx``)
-    or ``kvmath --config <model_id> --engine <engine> ... --json`` (llama.cpp, transformers: the cache
-    and llama.cpp's log lines), through ``window.kvmathQuery``.
+    (vLLM: the verdict, the pool, vLLM's log lines, and the largest context from ``--solve-max-ctx``),
+    ``kvmath-fit llama-server -m <model_id> ... --json`` (llama.cpp: the verdict, the device's load, the
+    largest ``-c``, ``--fit``'s lines) or ``kvmath --config <model_id> --engine transformers ... --json``
+    (the cache only: kvmath gives transformers no boot verdict), through ``window.kvmathQuery``.
 
     ``model_id`` must be a known model (``kvmath.facts.known_models``); ``card`` a known card
     (``kvmath.facts.cards``); ``ctx`` the initial context in tokens (default: the model's
@@ -330,7 +357,7 @@ def panel(model_id: str, card: str = DEFAULT_CARD, ctx: int | None = None, seqs:
         "<form class='kvmath-calc-form'>"
         f"<label>Card<select name='card'>{card_opts}</select></label>"
         "<label>Engine<select name='engine'><option value='vllm' selected>vLLM (kvmath-fit)</option>"
-        "<option value='llama.cpp'>llama.cpp (kvmath)</option><option value='transformers'>transformers (kvmath)</option>"
+        "<option value='llama.cpp'>llama.cpp (kvmath-fit llama-server)</option><option value='transformers'>transformers (kvmath)</option>"
         "</select></label>"
         f"<label>Context (tokens)<input name='ctx' inputmode='numeric' value='{ctx}' size='9'></label>"
         f"<label>Sequences<input name='seqs' inputmode='numeric' value='{seqs}' size='4'></label>"
@@ -349,8 +376,9 @@ def paste_panel(example: str = "vllm serve Qwen/Qwen3.6-27B --tensor-parallel-si
     """The "Paste your launch line" form: the pasted line (a ``vllm serve``, ``llama-server`` or SGLang
     line; leading ``VAR=value`` words become the environment; a line starting ``kvmath`` or
     ``kvmath-fit`` runs as is) goes to ``kvmath-fit <line> --json`` in the page through
-    ``window.kvmathQuery``, and the panel shows what the command answers (a line kvmath-fit does not
-    take is its one-line refusal). Returns a :class:`RawHTML`."""
+    ``window.kvmathQuery``, and the panel shows what the command answers (the verdict, the pool or the
+    device's load, the largest context, the engine's log lines and the notes, from whichever record the
+    engine prints; a line kvmath-fit does not take is its one-line refusal). Returns a :class:`RawHTML`."""
     form = (
         "<form class='kvmath-calc-form'>"
         f"<label class='kvmath-wide'>Launch line<textarea name='line' rows='3' spellcheck='false'>"
