@@ -190,6 +190,8 @@ CALC_JS = r"""
       var a = ["kvmath-fit", "--model", model, "--card", card, "--tp", tp, "--kv-format", fmt, "--max-ctx", ctx, "--max-num-seqs", seqs, "--json"];
       return [a, a.slice(0, -1).concat(["--solve-max-ctx", "--json"])];
     }
+    if (e === "llama.cpp" && f.closest(".kvmath-calc").getAttribute("data-llamacpp") === "cache")
+      return [["kvmath", "--config", model, "--engine", "llama.cpp", "--card", card, "-c", ctx, "-np", seqs, "-ctk", fmt, "-ctv", fmt, "--json"]];
     if (e === "llama.cpp")
       return [["kvmath-fit", "llama-server", "-m", model, "-c", ctx, "-np", seqs, "-ctk", fmt, "-ctv", fmt, "--card", card, "--json"]];
     // kvmath's transformers rules have no tensor parallelism (it refuses --tp other than 1)
@@ -318,6 +320,19 @@ def _progress() -> str:
             "<span></span></div><div class='kvmath-calc-answer' aria-live='polite'></div>")
 
 
+def _vllm_default_format(model_id: str) -> str:
+    """fp8_e5m2 (kvmath-fit's default) where vLLM takes it for the model, else bf16 (MLA backends have no
+    fp8_e5m2 cache)."""
+    import kvmath
+    from ..errors import KvMathError
+
+    try:
+        kvmath.derive(model_id, engine="vllm", kv_format="fp8_e5m2", max_ctx=1024)
+        return "fp8_e5m2"
+    except KvMathError:
+        return "bf16"
+
+
 def panel(model_id: str, card: str = DEFAULT_CARD, ctx: int | None = None, seqs: int = 1,
           kv_format: str | None = None, tp: int = 1) -> RawHTML:
     """A model chapter's calculator: a form (card, engine, context, sequences, KV format, tensor
@@ -326,6 +341,11 @@ def panel(model_id: str, card: str = DEFAULT_CARD, ctx: int | None = None, seqs:
     ``kvmath-fit llama-server -m <model_id> ... --json`` (llama.cpp: the verdict, the device's load, the
     largest ``-c``, ``--fit``'s lines) or ``kvmath --config <model_id> --engine transformers ... --json``
     (the cache only: kvmath gives transformers no boot verdict), through ``window.kvmathQuery``.
+
+    The panel's defaults are chosen at build time so that its first answer is one: vLLM's KV format is
+    fp8_e5m2 where vLLM takes it for the model, else bf16; llama.cpp goes through ``kvmath-fit
+    llama-server`` where that front door can price the model's weights from its config (a probe run
+    here), else to ``kvmath --engine llama.cpp`` (the cache only, and the engine menu says so).
 
     ``model_id`` must be a known model (``kvmath.facts.known_models``); ``card`` a known card
     (``kvmath.facts.cards``); ``ctx`` the initial context in tokens (default: the model's
@@ -345,19 +365,28 @@ def panel(model_id: str, card: str = DEFAULT_CARD, ctx: int | None = None, seqs:
 
         ctx = min(int(load_architecture(model_id).max_position_embeddings or 32768), 262144)
     formats = _formats()
-    defaults = {"vllm": kv_format if kv_format in formats["vllm"] else "fp8_e5m2",
+    if kv_format not in formats["vllm"]:
+        kv_format = _vllm_default_format(model_id)
+    # llama.cpp: the front door's verdict where kvmath-fit llama-server can price the weights from the
+    # config, else kvmath's cache of llama.cpp (the panel says which)
+    from ..pagecalc import run
+
+    probe = run(["kvmath-fit", "llama-server", "-m", model_id, "-c", "4096", "--json"])
+    llama_route = "fit" if probe["exit_code"] in (0, 1) else "cache"
+    defaults = {"vllm": kv_format,
                 "llamacpp": "q8_0", "transformers": "bf16"}
     card_opts = "".join(
         f"<option value='{html.escape(c)}'{' selected' if c == card else ''}>{html.escape(c)} "
         f"({cards[c]['total_gib']:.2f} GiB)</option>" for c in sorted(cards))
     tp_opts = "".join(f"<option{' selected' if t == tp else ''}>{t}</option>" for t in (1, 2, 4, 8))
-    attrs = (f"data-kvmath-calc='model' data-model='{html.escape(model_id, quote=True)}' "
+    attrs = (f"data-kvmath-calc='model' data-model='{html.escape(model_id, quote=True)}' data-llamacpp='{llama_route}' "
              f"data-formats='{html.escape(json.dumps(formats), quote=True)}'")
     form = (
         "<form class='kvmath-calc-form'>"
         f"<label>Card<select name='card'>{card_opts}</select></label>"
         "<label>Engine<select name='engine'><option value='vllm' selected>vLLM (kvmath-fit)</option>"
-        "<option value='llama.cpp'>llama.cpp (kvmath-fit llama-server)</option><option value='transformers'>transformers (kvmath)</option>"
+        f"<option value='llama.cpp'>llama.cpp ({'kvmath-fit llama-server' if llama_route == 'fit' else 'kvmath, the cache only'})</option>"
+        "<option value='transformers'>transformers (kvmath)</option>"
         "</select></label>"
         f"<label>Context (tokens)<input name='ctx' inputmode='numeric' value='{ctx}' size='9'></label>"
         f"<label>Sequences<input name='seqs' inputmode='numeric' value='{seqs}' size='4'></label>"
