@@ -335,3 +335,15 @@ def test_every_chapter_panel_defaults_get_an_answer():
             if r["exit_code"] not in (0, 1):
                 refused.append(f"{' '.join(argv)}: {r['stderr'].strip()[-200:]}")
     assert not refused, "\n".join(refused)
+
+
+def test_derive_stays_the_function_after_its_module_is_imported():
+    """kvmath.derive (the function) after ``import kvmath.derive`` (the module), as in the page's interpreter
+    where the command lines import their modules before anything asks for kvmath.derive."""
+    code = ("import kvmath.derive, kvmath; d = kvmath.derive('qwen3.6-27b', engine='vllm', max_ctx=8192); "
+            "print(d.bytes_per_token)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert r.returncode == 0, r.stderr
+    # qwen3.6-27b bf16 at TP 1: 16 full-attention layers x 4 KV heads x 256 x (K + V) x 2 B (config.json)
+    assert int(r.stdout) == 16 * 4 * 256 * 2 * 2
