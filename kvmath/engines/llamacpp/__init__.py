@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass
 
 from ...errors import KvMathError
 from ...model.specs import FULL, LINEAR, SLIDING, Architecture, GatedDeltaNetLayer, KDALayer, MLALayer, Mamba2Layer
+from ...units import ceil_div
 from ...validate import MAX_TOKENS, _short, check_bool, check_count, check_name, check_positive
 from ..base import Engine, LayerGroup, StateTensor, merge_empty
 from .formats import LLAMACPP_CACHE_TYPES, TURBO_TYPES, llamacpp_format
@@ -89,7 +90,7 @@ class LlamaCppSettings:
     @property
     def max_ctx(self) -> int:
         """Context per sequence as asked for (``n_ctx / n_parallel``, before llama.cpp's padding)."""
-        return -(-self.n_ctx // self.n_parallel)
+        return ceil_div(self.n_ctx, self.n_parallel)
 
     @property
     def tp(self) -> int:
@@ -110,11 +111,41 @@ class LlamaCppEngine(Engine):
     seqs_setting = "n_parallel"
     offload_setting = "n_cpu_moe"
 
-    def front_door(self, words, argv):
-        """``kvmath-fit llama-server -m MODEL ...``: llama.cpp's fit command (kvmath.engines.llamacpp.fit)."""
-        from .fit import run
+    json_fields = {}  # filled below from verdict.JSON_FIELDS (imported on first use)
 
-        return run(list(argv))
+    def parse_launch(self, argv, env=None):
+        """A ``llama-server`` line (program word removed) as a Launch (:func:`launch.parse_launch`)."""
+        from .launch import parse_launch
+
+        return parse_launch(argv, env)
+
+    def launch_for(self, words, argv, env=None):
+        """``llama-server`` / ``llama-cli`` / ``llama-fit-params`` lines: the program decides the defaults of
+        ``-np`` and the output rows the compute buffer is reserved for."""
+        from .launch import parse_launch
+
+        return parse_launch(argv, env, tool=words[0] if words else "llama-server")
+
+    def verdict(self, launch):
+        """Per-device buffers, the outcome and llama.cpp's lines (:func:`verdict.verdict`)."""
+        from .verdict import verdict
+
+        return verdict(launch)
+
+    def for_solving(self, launch):
+        """The solvers answer for the line as written: ``--fit`` off (it would move experts or lower ``-c``
+        by itself, and ``--n-cpu-moe N`` turns it off, so booting would not be monotone)."""
+        return launch.with_settings(fit=False)
+
+    def range_of(self, launch, setting):
+        from .verdict import range_of
+
+        return range_of(launch, setting)
+
+    def render(self, verdict, answers):
+        from .verdict import render
+
+        return render(verdict, answers)
 
     def settings(self, arch, *, max_ctx, max_num_seqs, tp, kv_format, cache_type_k=None, cache_type_v=None, **kw):
         self.check_tp(arch, tp)
@@ -265,4 +296,35 @@ class LlamaCppEngine(Engine):
         return out
 
 
+def _json_fields() -> dict:
+    from .verdict import JSON_FIELDS
+
+    return JSON_FIELDS
+
+
+class _Fields(dict):
+    """The engine's JSON fields, read from :mod:`verdict` when first asked for (the import stays light)."""
+
+    def _load(self):
+        if not dict.__len__(self):
+            self.update(_json_fields())
+
+    def items(self):
+        self._load()
+        return dict.items(self)
+
+    def __len__(self):
+        self._load()
+        return dict.__len__(self)
+
+    def __iter__(self):
+        self._load()
+        return dict.__iter__(self)
+
+    def keys(self):
+        self._load()
+        return dict.keys(self)
+
+
+LlamaCppEngine.json_fields = _Fields()
 ENGINE = LlamaCppEngine()

@@ -71,7 +71,7 @@ from ...validate import _short
 from ...formats import ElementFormat
 from ...model.load import load_architecture
 from ...model.specs import SLIDING, Architecture, AttentionLayer, GatedDeltaNetLayer, KDALayer, MLALayer, Mamba2Layer
-from ...units import MiB
+from ...units import MiB, round_up
 from ...validate import MAX_TOKENS, check_count
 from .formats import llamacpp_type
 
@@ -80,8 +80,11 @@ from .formats import llamacpp_type
 
 
 @dataclass(frozen=True)
-class LlamaCppBuild:
-    """The build-dependent rules of llama.cpp's memory module."""
+class MemoryRules:
+    """The build-dependent rules of llama.cpp's memory module, by the commit whose tree was read.
+
+    The build records by tag (:mod:`.builds`, ``--llamacpp-build bNNNN``) name one of these in their
+    ``memory`` switch."""
 
     name: str
     source: str
@@ -92,10 +95,10 @@ class LlamaCppBuild:
     checks_block_divides_head: bool  # llama_init_from_model refuses K/V types whose block does not divide heads
 
 
-BUILDS: dict[str, LlamaCppBuild] = {
+BUILDS: dict[str, MemoryRules] = {
     b.name: b
     for b in (
-        LlamaCppBuild(
+        MemoryRules(
             "0c1e570",
             "llama.cpp 0c1e570 (llama-cpp-python 0.3.36 sdist vendor/llama.cpp); built and run for the fixtures",
             mla_v_less=True,
@@ -104,9 +107,9 @@ BUILDS: dict[str, LlamaCppBuild] = {
             quant_v_error="quantized V cache requires flash_attn to be enabled",
             checks_block_divides_head=True,
         ),
-        LlamaCppBuild(
+        MemoryRules(
             "ec98e2002",
-            "llama.cpp ec98e2002 as vendored in ollama (engine-notes 3b); not run here",
+            "llama.cpp ec98e2002 (2025-12-16) as vendored in ollama 0.21-0.24 (engine-notes 3b); not run here",
             mla_v_less=False,
             hybrid_attn_cells="n_ctx",
             recurrent_log="plain",
@@ -211,7 +214,7 @@ class KVCacheObject:
 
     def buffer_bytes(self, alignment: int = 32) -> int:
         """The backend buffer: every tensor rounded up to ``alignment`` (CPU: 32), plus extras."""
-        pad = lambda n: -(-n // alignment) * alignment
+        pad = lambda n: round_up(n, alignment)
         extra = 2 * pad(128 * 128 * 4) + pad(128 * 4) if self.extra_buffer_bytes else 0
         return sum(pad(t.k_bytes) + (pad(t.v_bytes) if t.v_type else 0) for t in self.layers) + extra
 
@@ -258,7 +261,7 @@ class RecurrentObject:
         return 4 * (self.r_width + self.s_width) * len(self.layers) * (1 + self.n_rs_seq)
 
     def buffer_bytes(self, alignment: int = 32) -> int:
-        pad = lambda n: -(-n // alignment) * alignment
+        pad = lambda n: round_up(n, alignment)
         return len(self.layers) * (pad(4 * self.r_width * self.rows) + pad(4 * self.s_width * self.rows))
 
     def log_line(self) -> str:
@@ -435,8 +438,7 @@ def _state_widths(layer, arch: Architecture) -> tuple[int, int]:
 # the computation
 
 
-def _pad(x: int, n: int) -> int:
-    return -(-x // n) * n
+_pad = round_up
 
 
 def _count(value, what: str, minimum: int = 1, maximum: int = MAX_TOKENS) -> int:
