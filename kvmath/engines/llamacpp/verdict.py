@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
+from functools import lru_cache
 
 from ...errors import KvMathError
 from ...units import GiB, MiB
@@ -54,6 +55,21 @@ class Model:
 
 
 def load_model(s: dict, ref: str) -> Model:
+    """:func:`read_model` of the launch's model flags, cached per file state (the solvers ask again and again)."""
+    key: tuple = (str(ref), s["quant_mix"], s["weight_bits"], s["imatrix"])
+    if str(ref).endswith(".gguf"):
+        st = os.stat(regular_file(ref, "-m"))
+        key += (st.st_mtime_ns, st.st_size)
+    return _cached_model(key)
+
+
+@lru_cache(maxsize=16)
+def _cached_model(key: tuple) -> Model:
+    ref, quant_mix, weight_bits, imatrix = key[:4]
+    return read_model({"quant_mix": quant_mix, "weight_bits": weight_bits, "imatrix": imatrix}, ref)
+
+
+def read_model(s: dict, ref: str) -> Model:
     """The model ``-m`` names: a ``.gguf`` (its tensor table), or a config.json / model folder / known id with
     weights from ``--quant-mix`` (llama-quantize's rules), ``--weight-bits``, or Q4_K_M by default (said in the
     notes). Raises KvMathError for anything unreadable."""
