@@ -235,3 +235,17 @@ def test_fuzz_raises_only_kvmath_errors(words):
     for d in v.devices:
         for t in d.terms:
             assert isinstance(t.bytes, int) and 0 <= t.bytes < 2**50
+
+
+def test_kvmath_command_reads_the_spec_type_list(capsys):
+    from kvmath.cli import main
+
+    argv = ["--config", "qwen3.6-27b", "--engine", "llama.cpp", "-c", "24576", "-np", "3", "-ctk", "q8_0", "-ctv",
+            "q8_0", "--spec-type", "ngram-mod,draft-mtp", "--spec-draft-n-max", "4", "--json"]
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["llamacpp"]["recurrent_bytes"] == _qwen27_rs_bytes(3, 4)
+    assert main(argv[:-5] + ["--spec-type", "draft-mpt", "--spec-draft-n-max", "4"]) == 2
+    assert "valid: none" in capsys.readouterr().err
+    # a build tag picks the memory rules it was read with; the card lookup takes the name as printed
+    assert main(argv[:-1] + ["--llamacpp-build", "b9272", "--card", "NVIDIA GeForce RTX 3090"]) == 0

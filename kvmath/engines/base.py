@@ -371,6 +371,11 @@ class Engine(ABC):
         """
         return []
 
+    def cli_block(self, derivation, extra: dict):
+        """The engine's own start-up figures for ``kvmath``'s answer, from the allocation the derivation sums:
+        ``(text lines, JSON dict)``, or None when the engine prints nothing of its own."""
+        return None
+
     def settings_from_cli(self, args: dict) -> dict:
         """Map the given engine flags (``dest -> value``) to :meth:`settings` keywords."""
         return dict(args)

@@ -8,6 +8,7 @@ the flags; ``layer_groups`` sums their tensors, so ``kvmath.derive``'s total is 
 from __future__ import annotations
 
 import argparse
+import re
 from dataclasses import asdict, dataclass
 
 from ...errors import KvMathError
@@ -16,11 +17,12 @@ from ...units import ceil_div
 from ...validate import MAX_TOKENS, _short, check_bool, check_count, check_name, check_positive
 from ..base import Engine, LayerGroup, StateTensor, merge_empty
 from .formats import LLAMACPP_CACHE_TYPES, TURBO_TYPES, llamacpp_format
+from .builds import SPEC_ROLLBACK, TABLE
 from .memory import BUILD_ALIASES, BUILDS, DEFAULT_BUILD, LlamaCppMemory, llamacpp_memory
 
 _KINDS = ((GatedDeltaNetLayer, "gdn"), (Mamba2Layer, "mamba2"), (KDALayer, "kda"))
 FLASH_ATTN = ("auto", "on", "off")
-SPEC_TYPES_WITH_ROLLBACK = ("draft-mtp", "draft-eagle3", "draft-dflash", "draft-dspark")
+SPEC_TYPES_WITH_ROLLBACK = SPEC_ROLLBACK
 """``--spec-type`` values whose draft replays rejected tokens, so the target keeps ``--spec-draft-n-max``
 recurrent-state snapshots per sequence (upstream common/common.h ``need_n_rs_seq()``: ``draft.n_max`` for
 the model-based draft types, 0 for ``draft-simple`` and the n-gram types; llama-context sets
@@ -217,6 +219,17 @@ class LlamaCppEngine(Engine):
         return merge_empty(out)
 
     # --- command line -----------------------------------------------------------------------------
+    def cli_block(self, d, extra: dict):
+        """``kvmath --engine llama.cpp``: the start-up lines of the memory module the derivation sums."""
+        mem = d.allocation
+        lines = ["", f"llama.cpp ({mem.build}) start-up lines for these flags (n_ctx {mem.n_ctx:,}):"]
+        lines += [f"  {line}" for line in mem.log_lines(buffers="CUDA0")]
+        lines += [f"  note: {n}" for n in mem.notes]
+        return lines, {"llamacpp": {"build": mem.build, "n_ctx": mem.n_ctx, "n_ctx_seq": mem.n_ctx_seq,
+                                    "kv_bytes": mem.kv_bytes, "recurrent_bytes": mem.recurrent_bytes,
+                                    "total_bytes": mem.total_bytes,
+                                    "log_lines": mem.log_lines(buffers="CUDA0")}}
+
     def add_cli_flags(self, g) -> list[str]:
         S = argparse.SUPPRESS
         g.add_argument("-c", "--ctx-size", dest="n_ctx", type=int, default=S,
@@ -236,8 +249,9 @@ class LlamaCppEngine(Engine):
                        help="most draft tokens per step: with a draft-model --spec-type, the recurrent state keeps "
                             "that many rollback snapshots per sequence (Qwen 3.5 / 3.6 hybrids)")
         g.add_argument("--llamacpp-build", dest="build", default=S,
-                       help=f"which llama.cpp rules: {', '.join(list(BUILDS) + list(BUILD_ALIASES))}")
-        where = "the cache is sized for all layers; python -m kvmath.engines.llamacpp.fit prints the per-device budget"
+                       help=f"which llama.cpp rules: a build tag ({', '.join(r.name for r in TABLE.releases)}; a "
+                            f"build between two takes the older one's) or {', '.join(list(BUILDS) + list(BUILD_ALIASES))}")
+        where = "the cache is sized for all layers; kvmath-fit llama-server ... prints the per-device budget"
         g.add_argument("-ngl", "--n-gpu-layers", dest="n_gpu_layers", default=S,
                        help=f"layers on the GPU (a number, all or auto); {where}")
         g.add_argument("--n-cpu-moe", "-ncmoe", dest="n_cpu_moe", type=int, default=S,
@@ -288,11 +302,22 @@ class LlamaCppEngine(Engine):
 
             check_mix(out.pop("quant_mix"))
         spec_type, n_max = out.pop("spec_type", None), out.pop("spec_draft_n_max", None)
+        build = out.get("build")
+        tag = isinstance(build, str) and re.fullmatch(r"[bB]\d{1,6}", build) is not None
+        chosen = TABLE.choose(build if tag else None)
+        if tag:
+            out["build"] = chosen.release.memory  # a build tag: the memory-module rules it was read with
         if spec_type is not None or n_max is not None:
             if spec_type is None or n_max is None:
                 raise KvMathError("give --spec-type and --spec-draft-n-max together: the recurrent snapshots "
                                   "kvmath counts are --spec-draft-n-max for a draft-model --spec-type")
-            out["n_rs_seq"] = n_max if spec_type in SPEC_TYPES_WITH_ROLLBACK else 0
+            from .launch import parse_spec_types
+
+            types = parse_spec_types(spec_type, chosen.release)  # llama.cpp's list form, each value checked
+            if not 0 <= n_max <= 1024:
+                raise KvMathError(f"--spec-draft-n-max must be between 0 and 1,024, got {n_max:,}")
+            rollback = any(t in chosen.release.spec_types_with_rollback for t in types)
+            out["n_rs_seq"] = n_max if rollback else 0
         return out
 
 
