@@ -111,6 +111,7 @@ fuzz: venv-test
 bench: venv assets chapters
 	$(VENV_ENV) $(VENV)/bin/python tools/bench_book.py
 	$(VENV_ENV) $(VENV)/bin/python tools/bench_fit.py
+	$(VENV_ENV) $(VENV)/bin/python tools/bench_startup.py
 
 # Two locks, each the pip freeze of one fresh venv: the book's from requirements-book.in, then the
 # tests' from requirements-test.in (which installs on top of the new book lock, -r) minus the book's
