@@ -237,15 +237,29 @@ def test_fuzz_raises_only_kvmath_errors(words):
             assert isinstance(t.bytes, int) and 0 <= t.bytes < 2**50
 
 
-def test_kvmath_command_reads_the_spec_type_list(capsys):
-    from kvmath.cli import main
+def _kvmath(*argv):
+    # a subprocess: importing kvmath.cli in the test process would bind the submodule kvmath.derive over the
+    # package's lazy derive() for the tests that follow
+    return subprocess.run([sys.executable, "-m", "kvmath.cli", *argv], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
 
+
+def test_kvmath_command_reads_the_spec_type_list():
     argv = ["--config", "qwen3.6-27b", "--engine", "llama.cpp", "-c", "24576", "-np", "3", "-ctk", "q8_0", "-ctv",
             "q8_0", "--spec-type", "ngram-mod,draft-mtp", "--spec-draft-n-max", "4", "--json"]
-    assert main(argv) == 0
-    out = json.loads(capsys.readouterr().out)
-    assert out["llamacpp"]["recurrent_bytes"] == _qwen27_rs_bytes(3, 4)
-    assert main(argv[:-5] + ["--spec-type", "draft-mpt", "--spec-draft-n-max", "4"]) == 2
-    assert "valid: none" in capsys.readouterr().err
+    r = _kvmath(*argv)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["llamacpp"]["recurrent_bytes"] == _qwen27_rs_bytes(3, 4)
+    r = _kvmath(*argv[:-5], "--spec-type", "draft-mpt", "--spec-draft-n-max", "4")
+    assert r.returncode == 2 and "valid: none" in r.stderr and r.stderr.count("\n") == 1
     # a build tag picks the memory rules it was read with; the card lookup takes the name as printed
-    assert main(argv[:-1] + ["--llamacpp-build", "b9272", "--card", "NVIDIA GeForce RTX 3090"]) == 0
+    r = _kvmath(*argv[:-1], "--llamacpp-build", "b9272", "--card", "NVIDIA GeForce RTX 3090")
+    assert r.returncode == 0, r.stderr
+
+
+def test_every_engine_detail_key_is_documented(capsys):
+    from kvmath.fit import json_schema
+
+    assert fit_run(["llama-server"] + QWEN27 + ["-c", "4096", "--device-memory", "24GiB", "--no-solve", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert set(out["engine_detail"]) == set(json_schema()["engines"]["llama.cpp"])

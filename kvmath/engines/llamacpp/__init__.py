@@ -32,6 +32,19 @@ RS_ROLLBACK_MODEL_TYPES = ("qwen3_5_text", "qwen3_5_moe_text")
 ``llm_arch_supports_rs_rollback``: QWEN35 and QWEN35MOE); others get 0 snapshots."""
 
 
+JSON_FIELDS = {  # the keys of Verdict.engine_detail (verdict.Detail.to_dict)
+    "build": "the llama.cpp build (tag) whose rules priced the launch",
+    "tool": "llama-server | llama-cli | llama-fit-params (decides the reserved output rows)",
+    "n_ctx": "the context llama.cpp ends up with (padded to 256, whole streams), tokens",
+    "n_ctx_seq": "cells of a full-attention layer per stream",
+    "weights": "where the weight bytes came from (GGUF tensor table, a llama-quantize mix, or bits per weight)",
+    "fit": "what --fit does: action, n_ctx, n_cpu_moe_equivalent, projected_mib, free_mib, target_mib, lines",
+    "compute_dominant": "the graph phase that sizes the device compute buffer",
+    "moe": "the model has routed experts (--n-cpu-moe has something to move; else smallest_offload is null)",
+    "compute_upper_bytes": "the compute buffer with the logits placed above every earlier phase (ggml-alloc), bytes",
+}
+
+
 @dataclass(frozen=True)
 class LlamaCppSettings:
     """llama.cpp's flags that shape its memory module, under llama-server's names and defaults.
@@ -113,7 +126,7 @@ class LlamaCppEngine(Engine):
     seqs_setting = "n_parallel"
     offload_setting = "n_cpu_moe"
 
-    json_fields = {}  # filled below from verdict.JSON_FIELDS (imported on first use)
+    json_fields = JSON_FIELDS
 
     def parse_launch(self, argv, env=None):
         """A ``llama-server`` line (program word removed) as a Launch (:func:`launch.parse_launch`)."""
@@ -321,35 +334,4 @@ class LlamaCppEngine(Engine):
         return out
 
 
-def _json_fields() -> dict:
-    from .verdict import JSON_FIELDS
-
-    return JSON_FIELDS
-
-
-class _Fields(dict):
-    """The engine's JSON fields, read from :mod:`verdict` when first asked for (the import stays light)."""
-
-    def _load(self):
-        if not dict.__len__(self):
-            self.update(_json_fields())
-
-    def items(self):
-        self._load()
-        return dict.items(self)
-
-    def __len__(self):
-        self._load()
-        return dict.__len__(self)
-
-    def __iter__(self):
-        self._load()
-        return dict.__iter__(self)
-
-    def keys(self):
-        self._load()
-        return dict.keys(self)
-
-
-LlamaCppEngine.json_fields = _Fields()
 ENGINE = LlamaCppEngine()

@@ -317,17 +317,6 @@ class Detail:
                 "compute_upper_bytes": self.compute_upper_bytes, "moe": self.moe}
 
 
-JSON_FIELDS = {
-    "build": "the llama.cpp build (tag) whose rules priced the launch",
-    "tool": "llama-server | llama-cli | llama-fit-params (decides the reserved output rows)",
-    "n_ctx": "the context llama.cpp ends up with (padded to 256, whole streams), tokens",
-    "n_ctx_seq": "cells of a full-attention layer per stream",
-    "weights": "where the weight bytes came from (GGUF tensor table, a llama-quantize mix, or bits per weight)",
-    "fit": "what --fit does: action, n_ctx, n_cpu_moe_equivalent, projected_mib, free_mib, target_mib, lines",
-    "compute_dominant": "the graph phase that sizes the device compute buffer",
-    "moe": "the model has routed experts (--n-cpu-moe has something to move; else smallest_offload is null)",
-    "compute_upper_bytes": "the compute buffer with the logits placed above every earlier phase (ggml-alloc), bytes",
-}
 
 
 def verdict(launch) -> Verdict:
