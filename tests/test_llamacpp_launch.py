@@ -263,3 +263,29 @@ def test_every_engine_detail_key_is_documented(capsys):
     assert fit_run(["llama-server"] + QWEN27 + ["-c", "4096", "--device-memory", "24GiB", "--no-solve", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert set(out["engine_detail"]) == set(json_schema()["engines"]["llama.cpp"])
+
+
+# --- public start-up logs (data/measurements/llamacpp-public-boots.csv) ------------------------------------------
+
+PUBLIC = __import__("kvmath").facts.read_csv("measurements/llamacpp-public-boots.csv")
+
+
+@pytest.mark.parametrize("row", PUBLIC, ids=[r["id"] for r in PUBLIC])
+def test_public_boot_lines(row):
+    from kvmath.engines.llamacpp.builds import TABLE
+    from kvmath.engines.llamacpp.memory import llamacpp_memory
+    from kvmath.engines.llamacpp.verdict import _output_buffer_rows
+
+    first, *rest = row["logged"].split(";")
+    assert first in row["quoted_lines"] and row["url"].startswith("https://github.com/")
+    if row["checks"] == "rs":
+        m = llamacpp_memory(row["model"], n_ctx=4096, n_parallel=int(row["n_seq"]), n_rs_seq=int(row["n_rs_seq"]))
+        line = m.recurrent.log_line()
+        assert f"size = {float(first):7.2f} MiB" in line
+        for part in rest:
+            name, value = part.split("=")
+            assert f"{name} (f32): {float(value):7.2f} MiB" in line and value in row["quoted_lines"]
+    else:  # the host output buffer: 4 x n_vocab x rows (b9776 llama-server's rows for one slot and no draft)
+        s = {"tool": "llama-server", "n_parallel": int(row["n_seq"]), "n_draft": 0}
+        rows = _output_buffer_rows(s, TABLE.newest)
+        assert f"{4 * int(row['n_vocab']) * rows / MiB:.2f}" == first
