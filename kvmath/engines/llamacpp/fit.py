@@ -11,18 +11,32 @@ from __future__ import annotations
 import sys
 
 
+def usage() -> str:
+    """The help text: this module's description, the launch line's rules and every flag it reads."""
+    from . import launch
+
+    flags = ", ".join(sorted(launch._FLAGS))
+    return "\n".join([__doc__.strip(), "", launch.__doc__.strip(), "", f"Flags read: {flags}.",
+                      "Front door: --card NAME, --device-memory SIZE, --json, --no-solve."])
+
+
 def run(argv=None) -> int:
-    """``kvmath.fit.run(["llama-server", *argv])`` (unguarded: for tests and callers that own the streams)."""
+    """``kvmath.fit.run(["llama-server", *argv])`` (unguarded: for tests and callers that own the streams);
+    ``-h`` / ``--help`` prints :func:`usage`."""
     from ...fit import run as fit_run
 
-    return fit_run(["llama-server", *(sys.argv[1:] if argv is None else argv)])
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv in (["-h"], ["--help"]):
+        print(usage())
+        return 0
+    return fit_run(["llama-server", *argv])
 
 
 def main(argv=None) -> int:
     """The module command: :func:`kvmath.fit.main` on ``llama-server`` + ``argv``."""
-    from ...fit import main as fit_main
+    from ...clitools import guarded
 
-    return fit_main(["llama-server", *(sys.argv[1:] if argv is None else argv)])
+    return guarded("kvmath-fit", run, argv)
 
 
 if __name__ == "__main__":

@@ -82,7 +82,8 @@ IGNORED_VALUE = frozenset(
     "--sampling-seq --poll --cpu-mask --cpu-range -C -Cr --media-path --path --api-prefix --webui-config "
     "--spec-draft-n-min --draft-min --spec-draft-p-min --draft-p-min --spec-ngram-mod-n-min "
     "--spec-ngram-mod-n-max --spec-ngram-mod-n-match --spec-ngram-simple-size-n --image-min-tokens "
-    "--image-max-tokens --tools --models-dir --models-max --ubatch-delay --reasoning --chat-template-kwargs".split())
+    "--image-max-tokens --tools --models-dir --models-max --ubatch-delay --reasoning --chat-template-kwargs "
+    "--host-bandwidth-gbs".split())
 """Serving-only flags with a value: they change sampling, threads, networking or host caches, not device memory."""
 IGNORED_BARE = frozenset(
     "--jinja --no-jinja --metrics --slots --no-slots --props --no-webui --webui -cb --cont-batching "
