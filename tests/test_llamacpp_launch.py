@@ -289,3 +289,67 @@ def test_public_boot_lines(row):
         s = {"tool": "llama-server", "n_parallel": int(row["n_seq"]), "n_draft": 0}
         rows = _output_buffer_rows(s, TABLE.newest)
         assert f"{4 * int(row['n_vocab']) * rows / MiB:.2f}" == first
+
+
+# --- a GGUF file: weights per device, the projector and the draft model, against the bytes written ------------
+
+@pytest.fixture
+def tiny_gguf(tmp_path):
+    """A llama-style GQA model written with gguf's writer (4 layers, 8 heads of 64, 2 KV heads, untied output),
+    and the bytes of every tensor as written."""
+    import numpy as np
+    import gguf
+
+    path = tmp_path / "tiny-llama.gguf"
+    w = gguf.GGUFWriter(str(path), "llama")
+    for add, v in ((w.add_block_count, 4), (w.add_context_length, 4096), (w.add_embedding_length, 128),
+                   (w.add_feed_forward_length, 96), (w.add_head_count, 8), (w.add_head_count_kv, 2),
+                   (w.add_key_length, 64), (w.add_value_length, 64), (w.add_vocab_size, 32)):
+        add(v)
+    written = {}
+
+    def f16(name, *shape):
+        a = np.zeros(shape[::-1], dtype=np.float16)
+        w.add_tensor(name, a)
+        written[name] = a.nbytes
+
+    f16("token_embd.weight", 128, 32)
+    for i in range(4):
+        f16(f"blk.{i}.attn_norm.weight", 128)
+        for t, shape in (("attn_q", (128, 512)), ("attn_k", (128, 128)), ("attn_v", (128, 128)),
+                         ("attn_output", (512, 128)), ("ffn_gate", (128, 96)), ("ffn_up", (128, 96)),
+                         ("ffn_down", (96, 128))):
+            f16(f"blk.{i}.{t}.weight", *shape)
+        f16(f"blk.{i}.ffn_norm.weight", 128)
+    f16("output_norm.weight", 128)
+    f16("output.weight", 128, 32)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return path, written
+
+
+def test_gguf_weights_projector_and_draft(tiny_gguf):
+    path, written = tiny_gguf
+    pad = lambda n: -(-n // 128) * 128  # every CUDA tensor aligned to 128 bytes (f16: no row padding)
+    v, _ = _verdict(["-m", str(path), "-c", "1024", "-np", "1", "--device-memory", "8GiB", "--fit", "off"])
+    on_gpu = sum(pad(n) for k, n in written.items() if k != "token_embd.weight")
+    assert _term(v, "CUDA0", "model") == on_gpu
+    assert _term(v, "Host", "model") == written["token_embd.weight"]  # the input layer stays on the CPU
+    # K and V: 4 layers x 1024 cells x 2 KV heads x 64 x f16
+    assert _term(v, "CUDA0", "kv") == 4 * 1024 * 2 * (2 * 64 * 2)
+    both, _ = _verdict(["-m", str(path), "-c", "1024", "-np", "1", "--mmproj", str(path), "-md", str(path),
+                        "--device-memory", "8GiB", "--fit", "off"])
+    total = sum(written.values())
+    assert _term(both, "CUDA0", "mmproj") == total == _term(both, "CUDA0", "draft_model")
+    assert _term(both, "CUDA0", "draft_kv") == _term(both, "CUDA0", "kv")
+    host, _ = _verdict(["-m", str(path), "-c", "1024", "--mmproj", str(path), "--no-mmproj-offload",
+                        "--device-memory", "8GiB"])
+    assert _term(host, "Host", "mmproj") == total and _term(host, "CUDA0", "mmproj") == 0
+    # -ngl 2: i_gpu_start = n_layer + 1 - ngl = 3 (the output counts as a layer), so block 3 and the output go to
+    # the GPU; each block's KV follows its block (blocks 0-2 keep theirs in RAM)
+    two, _ = _verdict(["-m", str(path), "-c", "1024", "-np", "1", "-ngl", "2", "--device-memory", "8GiB"])
+    assert _term(two, "CUDA0", "kv") == 1024 * 2 * (2 * 64 * 2) and _term(two, "Host", "kv") == 3 * 1024 * 512
+    with pytest.raises(KvMathError, match="quant-mix"):
+        _verdict(["-m", str(path), "--quant-mix", "Q4_K_M"])
