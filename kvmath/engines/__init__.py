@@ -19,6 +19,7 @@ REGISTRY: dict[str, tuple[str, tuple[str, ...]]] = {
     "vllm": ("vllm", ()),
     "llama.cpp": ("llamacpp", ("llamacpp", "llama-cpp")),
     "transformers": ("transformers", ("hf",)),
+    "sglang": ("sglang", ("sgl",)),
 }
 ALIASES = {alias: name for name, (_, aliases) in REGISTRY.items() for alias in aliases}
 
