@@ -46,7 +46,7 @@ class SglangEngine(Engine):
     version = f"SGLang token pools (memory_pool.py, profile_max_num_token; {TABLE.covers}; default {DEFAULT_SGLANG_VERSION})"
     formats = tuple(SGLANG_FORMATS)
     setting_names = tuple(f for f in SglangSettings.__dataclass_fields__
-                          if f not in ("context_length", "tp_size", "kv_cache_dtype"))
+                          if f != "kv_cache_dtype")
     rules = {AttentionLayer: "_attention", MLALayer: "_mla", GatedDeltaNetLayer: "_state", Mamba2Layer: "_state",
              KDALayer: "_kda", NoCacheLayer: "_none"}
     cli_title = "SGLang flags (python -m sglang.launch_server names)"
