@@ -88,7 +88,6 @@ class SglangEngine(Engine):
             reqs = max_num_seqs
         tp = kw.pop("tp_size", None) or tp
         fmt = "auto" if kv_format is None else str(kv_format).lower()
-        fmt = {"fp16": "auto", "float16": "auto"}.get(fmt, fmt)
         s = SglangSettings(context_length=ctx, max_running_requests=reqs, tp_size=tp, kv_cache_dtype=fmt, **kw)
         TABLE.choose(s.sglang_version)  # an unknown release is refused here
         self.check_tp(arch, s.attn_tp_size)

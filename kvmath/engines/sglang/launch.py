@@ -14,8 +14,9 @@ from .settings import check_fraction
 
 # flag -> (settings keyword, kind): kind "int", "float", "str", "bool" (a switch), "list_max" (ints, the max)
 MODELLED = {
-    "--tp-size": ("tp_size", "int"), "--tp": ("tp_size", "int"),
-    "--dp-size": ("dp_size", "int"), "--dp": ("dp_size", "int"),
+    "--tp-size": ("tp_size", "int"), "--tensor-parallel-size": ("tp_size", "int"),
+    "--data-parallel-size": ("dp_size", "int"),
+    "--dp-size": ("dp_size", "int"),
     "--enable-dp-attention": ("enable_dp_attention", "bool"),
     "--context-length": ("context_length", "int"),
     "--max-running-requests": ("max_running_requests", "int"),
@@ -48,7 +49,7 @@ IGNORED_VALUE = ("--host", "--port", "--served-model-name", "--tokenizer-path", 
                  "--mm-attention-backend", "--dist-init-addr", "--nnodes", "--node-rank", "--load-format",
                  "--file-storage-path", "--uvicorn-access-log-exclude-prefixes", "--schedule-conservativeness",
                  "--max-queued-requests", "--dist-timeout", "--base-gpu-id", "--gpu-id-step")
-IGNORED_SWITCH = ("--trust-remote-code", "--enable-metrics", "--skip-server-warmup", "--disable-overlap-schedule",
+IGNORED_SWITCH = ("--trust-remote-code", "--enable-p2p-check", "--enable-metrics", "--skip-server-warmup", "--disable-overlap-schedule",
                   "--enable-mixed-chunk", "--skip-tokenizer-init", "--enable-cache-report", "--log-requests",
                   "--show-time-cost", "--disable-custom-all-reduce", "--enable-torch-compile", "--disable-cuda-graph-padding")
 REFUSED = {
@@ -75,7 +76,7 @@ REFUSED = {
     "--kv-cache-memory-bytes": "is kvmath's cache-mode flag (kvmath --engine sglang), not an SGLang flag",
 }
 OTHER_ENGINES = {
-    "vLLM": ("--tensor-parallel-size", "--max-model-len", "--gpu-memory-utilization", "--max-num-seqs",
+    "vLLM": ("--max-model-len", "--gpu-memory-utilization", "--max-num-seqs",
              "--block-size", "--max-num-batched-tokens", "--enforce-eager", "--enable-prefix-caching",
              "--num-speculative-tokens", "--mamba-cache-dtype", "--mamba-ssm-cache-dtype", "--vllm-version",
              "--pipeline-parallel-size", "--swap-space"),
@@ -101,9 +102,40 @@ def _value(kind: str, flag: str, text: str):
     return text
 
 
+def release_flags(release: str) -> tuple[str, ...]:
+    """The option strings of SGLang ``release``'s server_args.py (``data/sglang-flags.json``; 0.5.23 takes
+    0.5.9's, see the file's ``source``)."""
+    from ... import facts
+
+    table = facts.read_json("sglang-flags.json")["releases"]
+    names = sorted(table, key=lambda v: TABLE.by_name[v].key)
+    usable = [v for v in names if TABLE.by_name[v].key <= TABLE.by_name[release].key]
+    return tuple(table[usable[-1]])
+
+
+def canonical(flag: str, known: tuple[str, ...], release: str) -> str:
+    """``flag`` as SGLang's argparse resolves it: itself, or the one option it abbreviates (``--tp`` ->
+    ``--tp-size``; argparse ``allow_abbrev``). KvMathError for an ambiguous abbreviation."""
+    if flag in known or flag in MODELLED or flag in MODEL_FLAGS or flag == "--sglang-version":
+        return flag
+    hits = [k for k in known if k.startswith(flag)] if flag.startswith("--") and len(flag) > 3 else []
+    if len(hits) == 1:
+        return hits[0]
+    if len(hits) > 1:
+        raise KvMathError(f"{flag} is ambiguous for SGLang {release} (could be {', '.join(hits[:6])})")
+    return flag
+
+
 def parse(argv, env) -> Launch:
     """The launch line as SGLang's ``ServerArgs`` would read it (see the module docstring)."""
     argv = list(argv)
+    version = None
+    for j, a in enumerate(argv):
+        if a.startswith("--sglang-version"):
+            version = a.partition("=")[2] or (argv[j + 1] if j + 1 < len(argv) else None)
+    chosen0 = TABLE.choose(version)
+    rel_name = chosen0.release.name
+    known = release_flags(rel_name)
     settings: dict = {}
     notes: list[str] = []
     model = None
@@ -118,7 +150,7 @@ def parse(argv, env) -> Launch:
                 continue
             raise KvMathError(f"unexpected argument {a[:60]!r} on an SGLang launch line (the model goes after "
                               "--model-path)")
-        flag_u = flag.replace("_", "-")
+        flag_u = canonical(flag.replace("_", "-") if flag.startswith("--") else flag, known, rel_name)
 
         def take():
             nonlocal i
@@ -151,8 +183,11 @@ def parse(argv, env) -> Launch:
                                  "--mem-fraction-static" if flag_u == "--gpu-memory-utilization" else
                                  "--max-running-requests" if flag_u in ("--max-num-seqs", "-np", "--parallel") else
                                  "python -m sglang.launch_server --help") + ")")
+        elif flag_u in known:
+            raise KvMathError(f"{flag_u} is an SGLang {rel_name} flag kvmath has not classified (it may change "
+                              f"memory), so the launch is not priced; flags it models: {', '.join(sorted(MODELLED))}")
         else:
-            raise KvMathError(f"{flag[:60]} is not an SGLang launch flag kvmath knows; flags it models: "
+            raise KvMathError(f"{flag[:60]} is not an SGLang {rel_name} flag (server_args.py); flags kvmath models: "
                               f"{', '.join(sorted(MODELLED))}")
         i += 1
     if model is None:

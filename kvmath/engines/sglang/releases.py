@@ -107,6 +107,11 @@ SGLANG_RELEASES = (
         log_tokens=False, log_mla=False, pad_rows="one", page_floor=False, req_pool_plus_one=True, mfs_rule="tp",
         graph_table="0.4.3"),
     SglangRelease(
+        "0.4.3.post4", "sglang 0.4.3.post4 wheel: srt/mem_cache/memory_pool.py l.211 (#tokens in the line; "
+        "size + 1 rows as 0.4.3), model_runner.py l.711 (ReqToTokenPool size=max_num_reqs + 1), server_args.py "
+        "l.205-214 (mem_fraction_static by TP)",
+        log_mla=False, pad_rows="one", page_floor=False, req_pool_plus_one=True, mfs_rule="tp", graph_table="0.4.3"),
+    SglangRelease(
         "0.4.4", "sglang 0.4.4 wheel: memory_pool.py l.219-236 (#tokens in the line, size + page_size rows), "
         "model_runner.py l.612 and l.721 (ReqToTokenPool size=max_num_reqs + 1)",
         log_mla=False, req_pool_plus_one=True, mfs_rule="tp", graph_table="0.4.3"),
