@@ -105,3 +105,17 @@ def test_launch_line_and_card_give_the_pool_within_5_percent(r, capsys):
     assert out["outcome"] == "boots"
     assert abs(out["pool_tokens"] - int(r["tokens"])) <= 0.05 * int(r["tokens"])
     assert out["engine_detail"]["mem_fraction_static"] == float(r["mem_fraction_static"])
+
+
+CARDS = [r for r in ROWS if r["card"] and r["total_gib"]]
+
+
+@pytest.mark.parametrize("r", CARDS, ids=[r["id"] for r in CARDS])
+def test_free_memory_before_the_weights(r):
+    """kvmath's T (capacity - CUDA context - NCCL) against the log's "Load weight begin" figure, within 0.3 GiB
+    (the CUDA context is an assumption that varies by card and driver)."""
+    from kvmath.engines.sglang import budget
+
+    cap = facts.cards()[r["card"]]["total_gib"]
+    T = cap - budget.CUDA_CONTEXT_GIB - (budget.NCCL_GIB if int(r["tp"]) > 1 else 0)
+    assert abs(T - float(r["total_gib"])) <= 0.3, (T, r["total_gib"])

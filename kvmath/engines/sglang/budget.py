@@ -28,11 +28,13 @@ from ..base import Device, Term, Verdict
 from . import geometry as geo
 from .settings import SglangSettings, default_mem_fraction, graph_defaults, reserved_mib
 
-CUDA_CONTEXT_GIB = 0.55
-"""Memory a rank loses before SGLang takes ``T``: the CUDA context and torch's start-up allocations, GiB
-(an assumption, checked against the public "Load weight begin. avail mem" lines)."""
-NCCL_GIB = 0.45
-"""Extra memory at TP > 1 before ``T``: NCCL's communicators and buffers, GiB (an assumption, as above)."""
+CUDA_CONTEXT_GIB = 0.50
+"""Memory a rank loses before SGLang takes ``T``: the CUDA context and torch's start-up allocations, GiB (an
+assumption; the public logs give 79.11 - 78.59 = 0.52 on an H100 at TP 1, sglang PR #4760, and 22.03 - 21.63 -
+0.13 = 0.27 on an L4, data/measurements/sglang-public-boots.csv; tests/test_sglang_logs.py checks T)."""
+NCCL_GIB = 0.13
+"""Extra memory at TP > 1 before ``T``: NCCL's communicators, GiB ("Init torch distributed ends. mem usage=0.13
+GB" at TP 4 in the S03 log)."""
 
 CONTEXT_LENGTH_KEYS = ("max_sequence_length", "seq_length", "max_seq_len", "model_max_length",
                        "max_position_embeddings")
