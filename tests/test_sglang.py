@@ -139,3 +139,12 @@ def test_cache_cli_foreign_flag_and_bad_fraction():
     assert cache_run(["--config", "llama-3.1-8b", "--engine", "sglang", "--block-size", "16"]) == 2
     assert cache_run(["--config", "llama-3.1-8b", "--engine", "sglang", "--mem-fraction-static", "-1"]) == 2
     assert cache_run(["--config", "llama-3.1-8b", "--engine", "sglang", "--sglang-version", "9.9.9x"]) == 2
+
+
+def test_book_table_same_memory():
+    """The book's SGLang table: Llama-3.1-8B (131,072 B per token in every engine at bf16/f16) holds 8 GiB / 128 KiB
+    = 65,536 tokens in SGLang's pool, 4,096 vLLM blocks of 16 and 65,536 llama.cpp cells."""
+    from kvmath.book.sglang_section import sglang_table
+
+    row = sglang_table("llama-3.1-8b", memories_gib=(8,), sglang_version="0.5.9")[0]
+    assert (row["sglang_tokens"], row["vllm_blocks"], row["vllm_block_size"], row["llamacpp_cells"]) == (65536, 4096, 16, 65536)
