@@ -134,8 +134,12 @@ def test_mha_pool_matches_sglang(version, model, cfg, heads, dim, layers, tp):
     _need(version)
     if _unserved(version, model):
         return
-    mp = _pool_module(version)["sglang.srt.mem_cache.memory_pool"]
     arch = load_architecture(model)
+    if model == "gemma-2-9b" and version == "0.4.10":  # 0.4.10 gives Gemma 2 the hybrid SWA pool (token split test)
+        s = ENGINE.settings(arch, max_ctx=4096, max_num_seqs=1, tp=tp, kv_format=None, sglang_version=version)
+        assert ENGINE.geometry(arch, s).pool == "swa"
+        return
+    mp = _pool_module(version)["sglang.srt.mem_cache.memory_pool"]
     s = ENGINE.settings(arch, max_ctx=4096, max_num_seqs=1, tp=tp, kv_format=None, sglang_version=version,
                         kv_cache_memory_bytes=24 * 2**20)
     ours = ENGINE.allocate(arch, s)
@@ -359,3 +363,37 @@ def test_minimum_fraction_refusal_text_0523():
     assert p.refusal == ("Loaded weights leave no GPU memory for the KV cache under --mem-fraction-static=0.5. "
                          "Raise --mem-fraction-static above 0.747 (minimum viable = 1 - available/pre = 0.7468). "
                          "If using speculative decoding, draft weights are now counted.")
+
+
+@pytest.mark.parametrize("version,model,cfg", [("0.4.10", "gemma-2-9b", "google__gemma-2-9b.json"),
+                                               ("0.5.6", "gpt-oss-20b", "openai__gpt-oss-20b.json"),
+                                               ("0.5.4.post1", "gpt-oss-120b", "openai__gpt-oss-120b.json")])
+def test_token_era_swa_split_matches_sglang(version, model, cfg):
+    """0.4.10-0.5.6: ModelRunner.set_num_token_hybrid's token split (the real method on a stand-in self whose
+    layers carry the sliding windows read from the config) against kvmath's."""
+    _need(version)
+    m = loader.load(version, "sglang.srt.model_executor.model_runner")["sglang.srt.model_executor.model_runner"]
+    raw = json.loads((CONFIGS / cfg).read_text())
+    L = raw["num_hidden_layers"]
+    types_ = raw.get("layer_types") or ["sliding_attention" if i % 2 == 0 else "full_attention" for i in range(L)]
+    layers = [types.SimpleNamespace(layer_id=i, self_attn=types.SimpleNamespace(attn=types.SimpleNamespace(
+        sliding_window_size=(raw["sliding_window"] - 1) if t == "sliding_attention" else None)))
+        for i, t in enumerate(types_)]
+    budget = 40 * 2**20
+    arch = load_architecture(model)
+    s = ENGINE.settings(arch, max_ctx=4096, max_num_seqs=1, tp=1, kv_format=None, sglang_version=version,
+                        kv_cache_memory_bytes=budget)
+    ours = ENGINE.allocate(arch, s)
+    heads, dim = raw["num_key_value_heads"], raw.get("head_dim") or raw["hidden_size"] // raw["num_attention_heads"]
+    n = budget // (heads * dim * L * 2 * 2)  # the token era's cell: full geometry on every layer
+    runner = types.SimpleNamespace(
+        model_config=types.SimpleNamespace(hf_config=types.SimpleNamespace(architectures=raw["architectures"]),
+                                           num_hidden_layers=L),
+        server_args=types.SimpleNamespace(page_size=1, swa_full_tokens_ratio=0.8),
+        model=types.SimpleNamespace(model=types.SimpleNamespace(layers=layers)),
+        sliding_window_size=raw["sliding_window"] - 1, max_total_num_tokens=n, is_hybrid=True, is_hybrid_swa=True)
+    m.ModelRunner.set_num_token_hybrid(runner)
+    assert (ours.max_total_num_tokens, ours.swa_tokens) == (runner.full_max_total_num_tokens,
+                                                            runner.swa_max_total_num_tokens)
+    assert ours.log_lines[0] == (f"Use Sliding window memory pool. full_layer_tokens={runner.full_max_total_num_tokens}, "
+                                 f"swa_layer_tokens={runner.swa_max_total_num_tokens}")

@@ -124,17 +124,20 @@ SGLANG_RELEASES = (
         "GPU-memory reserve table), model_runner.py profile_max_num_token l.818",
         archs=_DENSE + _Q3),
     SglangRelease(
-        "0.4.10", "sglang 0.4.10 wheel: model_runner.py l.1040-1065 (hybrid SWA token split, "
-        "swa_full_tokens_ratio 0.8), memory_pool.py l.227",
-        swa_pool="token", swa_archs=("Llama4ForConditionalGeneration",), archs=_DENSE + _Q3),
+        "0.4.10", "sglang 0.4.10 wheel: model_runner.py l.282-290 (every model whose class defines "
+        "get_attention_sliding_window_size, Llama 4 aside, gets the hybrid SWA pool: here Gemma 2, models/gemma2.py "
+        "l.469) and l.1015-1065 (the token split, swa_full_tokens_ratio 0.8), memory_pool.py l.227",
+        swa_pool="token", swa_archs=("Gemma2ForCausalLM",), archs=_DENSE + _Q3),
     SglangRelease(
         "0.5.4.post1", "sglang 0.5.4.post1 wheel: model_runner.py profile_max_num_token l.1235 "
         "(full-attention layers only for hybrid models, handle_max_mamba_cache), server_args.py "
         "_handle_gpu_memory_settings (reserve = 512 + 1.5 chunk + 2 bs + 1024 tp pp / 8), "
-        "configs/mamba_utils.py (SGLANG_MAMBA_SSM_DTYPE from --mamba-ssm-dtype float32), memory_pool.py l.212 / l.453",
+        "configs/mamba_utils.py (SGLANG_MAMBA_SSM_DTYPE from --mamba-ssm-dtype float32), memory_pool.py l.212 / l.453; "
+        "model_runner.py l.388-394 + server_args.py l.946-981 (hybrid SWA for models with a sliding window, Gemma 2/3 "
+        "and Olmo 2 turned off: gpt-oss)",
         mfs_rule="reserve", graph_table="0.5.4", fp8_checkpoint_kv=True,
         kv_dtypes=("auto", "fp8_e5m2", "fp8_e4m3", "bf16", "bfloat16"), swa_pool="token",
-        refusal="current", swa_archs=("Llama4ForConditionalGeneration", "GptOssForCausalLM"),
+        refusal="current", swa_archs=("GptOssForCausalLM",),
         gdn_archs=("Qwen3NextForCausalLM",), mamba2_archs=("NemotronHForCausalLM", "FalconH1ForCausalLM"),
         mamba_size_rule="ratio_first", archs=_045),
     SglangRelease(
@@ -142,7 +145,7 @@ SGLANG_RELEASES = (
         "kimi_linear_config), server_args.py --kv-cache-dtype choices with fp4_e2m1, memory_pool.py l.1206",
         mfs_rule="reserve", graph_table="0.5.4", fp8_checkpoint_kv=True,
         kv_dtypes=("auto", "fp8_e5m2", "fp8_e4m3", "bf16", "bfloat16"), swa_pool="token",
-        refusal="current", swa_archs=("Llama4ForConditionalGeneration", "GptOssForCausalLM"),
+        refusal="current", swa_archs=("GptOssForCausalLM",),
         gdn_archs=("Qwen3NextForCausalLM",), mamba2_archs=("NemotronHForCausalLM", "FalconH1ForCausalLM"),
         mamba_size_rule="ratio_first", archs=_045 + ("KimiLinearForCausalLM",)),
     SglangRelease(
