@@ -16,7 +16,7 @@ import kvmath
 from kvmath.engines import REGISTRY
 
 PKG = Path(kvmath.__file__).resolve().parent
-ENGINE_PKGS = {sub for sub, _ in REGISTRY.values()}
+ENGINE_PKGS = {entry[0] for entry in REGISTRY.values()}
 
 
 def _modules():

@@ -14,14 +14,16 @@ from .base import valid_tp as _valid_tp
 from collections.abc import Mapping
 from importlib import import_module
 
-# name -> (subpackage, other names it answers to). One line per engine.
-REGISTRY: dict[str, tuple[str, tuple[str, ...]]] = {
-    "vllm": ("vllm", ()),
-    "llama.cpp": ("llamacpp", ("llamacpp", "llama-cpp")),
-    "transformers": ("transformers", ("hf",)),
-    "sglang": ("sglang", ("sgl",)),
+# name -> (subpackage, other names it answers to, the first words of its launch lines). One line per engine.
+# The first words let the front door import only the engines a pasted line can belong to; each must start
+# one of the engine's ``programs`` (tests/test_engines.py checks the two agree).
+REGISTRY: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
+    "vllm": ("vllm", (), ("vllm", "python", "python3")),
+    "llama.cpp": ("llamacpp", ("llamacpp", "llama-cpp"), ("llama-server", "llama-cli", "llama-fit-params")),
+    "transformers": ("transformers", ("hf",), ()),
+    "sglang": ("sglang", ("sgl",), ("python", "python3", "sglang")),
 }
-ALIASES = {alias: name for name, (_, aliases) in REGISTRY.items() for alias in aliases}
+ALIASES = {alias: name for name, (_, aliases, _) in REGISTRY.items() for alias in aliases}
 
 
 class _Engines(Mapping):
@@ -101,7 +103,11 @@ def engine_for_launch(argv) -> tuple[Engine, int] | None:
     """The engine whose launch-line command words (``Engine.programs``) start ``argv``, and how many words
     they are (the longest match), or None when the line starts with none of them."""
     best = None
-    for e in ENGINES.values():
+    first = argv[0] if argv else None
+    for name, (_, _, words) in REGISTRY.items():
+        if first not in words:
+            continue
+        e = ENGINES[name]
         for prog in e.programs:
             if tuple(argv[: len(prog)]) == prog and (best is None or len(prog) > best[1]):
                 best = (e, len(prog))

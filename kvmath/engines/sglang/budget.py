@@ -61,15 +61,11 @@ def derived_context_len(arch) -> int:
 
 
 def card_record(name: str) -> dict:
-    """A card of ``kvmath.facts.cards()`` by id or alias; KvMathError naming the known ones."""
-    from ... import facts
+    """A card by the names people type (``kvmath.cards.card``: id, alias, nvidia-smi name); KvMathError naming
+    the known ones."""
+    from ... import cards
 
-    cards = facts.cards()
-    key = str(name).strip().lower()
-    for cid, c in cards.items():
-        if key == cid or key in [a.lower() for a in c.get("aliases", ())]:
-            return {"id": cid, **c}
-    raise KvMathError(f"unknown card {str(name)[:40]!r}; known: {choices(cards)}")
+    return cards.card(name)
 
 
 @lru_cache(maxsize=128)
@@ -118,6 +114,9 @@ def _device(launch) -> tuple[int, int | None, str]:
     """(capacity bytes, compute capability or None, name) of the launch's card or ``--device-memory``."""
     if launch.card is not None:
         c = card_record(launch.card)
+        if c.get("runtime", "cuda") != "cuda":
+            raise KvMathError(f"{c['name']}: kvmath prices SGLang on CUDA cards only (this card runs "
+                              f"{c.get('runtime')}; SGLang's ROCm / NPU rules were not read)")
         return int(round(c["total_gib"] * GiB)), c.get("compute_capability"), c["name"]
     if launch.device_bytes is not None:
         return int(launch.device_bytes), None, "device"
