@@ -69,8 +69,13 @@ class SglangEngine(Engine):
         "engine_detail.ssm_state_bytes": "the state pool's temporal (SSM) buffers, bytes per rank",
         "engine_detail.max_num_reqs": "the request pool's size (ReqToTokenPool)",
         "engine_detail.refusal": "SGLang's own start-up refusal, or null",
-        "answers.smallest_mem_fraction_static": "the smallest --mem-fraction-static (3 decimals) at which SGLang "
-                                                "starts, with everything else as given; null when none does",
+        "engine_detail.release": "the SGLang release record whose rules were applied",
+        "engine_detail.total_gpu_memory_gib": "T: free memory per rank before the weights, GiB (derived)",
+        "engine_detail.available_after_weights_gib": "A: free memory per rank after the weights, GiB (derived)",
+        "engine_detail.mem_fraction_static": "the fraction applied (given, or the release's default for the card)",
+        "engine_detail.smallest_mem_fraction_static": "the smallest --mem-fraction-static (3 decimals) at which "
+                                                      "SGLang starts, everything else as given; null when none does "
+                                                      "(the text answer prints it among the answers)",
     }
 
     # --- the cache protocol ------------------------------------------------------------------------
