@@ -135,6 +135,11 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, list[str]]]:
 
 def _engine_block(d, extra: dict):
     """The engine's own start-up figures, from the same allocation ``d`` sums: (text lines, JSON)."""
+    from .engines import get_engine
+
+    report = getattr(get_engine(d.engine), "cache_report", None)  # an engine that writes its own block
+    if report is not None:
+        return report(d)
     if d.engine == "vllm" and "kv_cache_memory_bytes" in extra:
         from .engines.vllm.alloc import plan as vllm_plan
 
