@@ -300,7 +300,7 @@ def test_hub_down_answers_from_the_cache_with_a_note(env, monkeypatch):
 def test_offline_with_nothing_cached(env, capsys, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     line = _one_line_error(*kvmath_cli(["--config", LLAMA], capsys)[::2])
-    assert "is not in the cache" in line and "run once online" in line
+    assert "is not in the HF cache" in line and "run once online" in line
     assert env.log == []
 
 
