@@ -134,8 +134,14 @@ def _truthy(v: str | None) -> bool:
 
 
 def offline_mode(offline: bool | None = None) -> bool:
-    """``offline`` when given, else ``HF_HUB_OFFLINE`` (``1`` / ``ON`` / ``YES`` / ``TRUE``, as huggingface_hub)."""
-    return bool(offline) if offline is not None else _truthy(os.environ.get("HF_HUB_OFFLINE"))
+    """``offline`` when given, else ``HF_HUB_OFFLINE`` (``1`` / ``ON`` / ``YES`` / ``TRUE``, as huggingface_hub), and
+    always in Pyodide."""
+    if offline is not None:
+        return bool(offline)
+    import sys
+
+    # the page calculator (Pyodide, sys.platform "emscripten") has no route to the Hub: its cache only
+    return _truthy(os.environ.get("HF_HUB_OFFLINE")) or sys.platform == "emscripten"
 
 
 def endpoint() -> str:
@@ -279,8 +285,8 @@ def _read_json_file(path: Path):
 
 
 def _offline_missing(ref: HubRef, what: str) -> KvMathError:
-    return KvMathError(f"HF_HUB_OFFLINE / --offline: {what} of {ref.repo}@{ref.rev} is not in the cache "
-                       f"({hub_cache_dir()}, {assets_dir() / 'kvmath'}); run once online to fill it")
+    return KvMathError(f"offline (HF_HUB_OFFLINE / --offline, or no network here): {what} of {ref.repo}@{ref.rev} "
+                       "is not in the HF cache; run once online to fill it, or give a config.json / .gguf path")
 
 
 # ---------------------------------------------------------------------------------------------------

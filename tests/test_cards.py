@@ -191,21 +191,16 @@ def test_vllm_refuses_apple_silicon(capsys):
     assert code == 2 and "vLLM does not run on Apple silicon" in err
 
 
-def test_llamacpp_fit_device_memory_and_no_default(capsys, monkeypatch):
-    from kvmath.engines.llamacpp.fit import run
+def test_llamacpp_line_device_memory_and_no_default(capsys, monkeypatch):
+    from kvmath.fit import run
 
-    assert run(["-m", "gemma-4-26b-a4b", "-c", "8192", "--device-memory", "16GiB", "--json"]) in (0, 1)
-    assert json.loads(capsys.readouterr().out)["total_mib"] == 16384
-    monkeypatch.setattr(cards, "detect", lambda: None)
-    assert run(["-m", "gemma-4-26b-a4b", "-c", "8192"]) == 2
-    err = capsys.readouterr().err
-    assert "--card" in err and "--device-memory" in err
+    line = ["llama-server", "-m", "gemma-4-26b-a4b", "-c", "8192", "--json"]
+    assert run(line + ["--device-memory", "16GiB"]) in (0, 1)
+    assert json.loads(capsys.readouterr().out)["devices"][0]["capacity_bytes"] == 16 * 2**30
     _fake(monkeypatch, {"system_profiler": "  Chip: Apple M2 Max\n  Memory: 96 GB\n"})
-    monkeypatch.undo()
-    _fake(monkeypatch, {"system_profiler": "  Chip: Apple M2 Max\n  Memory: 96 GB\n"})
-    assert run(["-m", "gemma-4-26b-a4b", "-c", "8192", "--json"]) in (0, 1)
+    assert run(line) in (0, 1)
     d = json.loads(capsys.readouterr().out)
-    assert d["card"] == "m2-max-96gb" and d["total_mib"] == 73728
+    assert d["devices"][0]["capacity_bytes"] == 73728 * 2**20  # the logged 73728.00 MB working set
     assert any("this machine's GPU as system_profiler" in n for n in d["notes"])
 
 
@@ -217,5 +212,3 @@ def test_front_door_pasted_lines_without_card(capsys, monkeypatch):
         assert main(line) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "--card" in err and "--device-memory" in err, err
-    assert main(["llama-server", "-m", "gemma-4-26b-a4b", "-c", "8192", "--device-memory", "16GiB", "--json"]) in (0, 1)
-    assert json.loads(capsys.readouterr().out)["total_mib"] == 16384

@@ -300,7 +300,7 @@ def test_hub_down_answers_from_the_cache_with_a_note(env, monkeypatch):
 def test_offline_with_nothing_cached(env, capsys, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     line = _one_line_error(*kvmath_cli(["--config", LLAMA], capsys)[::2])
-    assert "is not in the cache" in line and "run once online" in line
+    assert "is not in the HF cache" in line and "run once online" in line
     assert env.log == []
 
 
@@ -372,17 +372,22 @@ def test_gguf_default_tag_and_unknown_tag(env, capsys):
     assert "no .gguf file for tag 'Q6_K'" in line and "Q4_K_M" in line and "Q8_0" in line
 
 
-def test_llamacpp_fit_hf(env, capsys):
-    from kvmath.engines.llamacpp.fit import run
+def test_llamacpp_hf(env, capsys):
+    from kvmath.fit import run
 
-    rc = run(["-hf", f"{GGUF}:Q8_0", "-c", "4096", "--card", "rtx3090", "--json"])
+    rc = run(["llama-server", "-hf", f"{GGUF}:Q8_0", "-c", "4096", "-np", "1", "--card", "rtx3090", "--json"])
     d = json.loads(capsys.readouterr().out)
     assert rc == 0, d
-    assert "tiny-llama-Q8_0.gguf" in d["notes"][0] and "GGUF header" in d["notes"][0]
-    # f16 cache, 4,096 cells x 1,024 B per token (4 layers x (2 + 2 heads) x 32 x 2 B) = 4 MiB
-    assert d["kv_mib"] == 4096 * 1024 / 2**20 == 4.0
+    assert any("tiny-llama-Q8_0.gguf" in n and "GGUF header" in n for n in d["notes"])
+    kv = next(t["bytes"] for t in d["devices"][0]["terms"] if t["name"] == "kv")
+    # f16 cache, 4,096 cells x 1,024 B per token (4 layers x (2 + 2 heads) x 32 x 2 B)
+    assert kv == 4096 * 1024
     assert env.weight_reads == []
-    line = _one_line_error(run(["-hf", "kvmath-test/no-such-GGUF", "--card", "rtx3090"]), capsys.readouterr().err)
+    # -m org/name:QUANT is the same file
+    assert run(["llama-server", "-m", f"{GGUF}:Q8_0", "-c", "4096", "-np", "1", "--card", "rtx3090", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["devices"][0]["terms"] == d["devices"][0]["terms"]
+    line = _one_line_error(run(["llama-server", "-hf", "kvmath-test/no-such-GGUF", "--card", "rtx3090"]),
+                           capsys.readouterr().err)
     assert "unknown Hugging Face repository" in line
 
 

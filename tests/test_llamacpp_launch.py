@@ -142,8 +142,10 @@ def test_serving_flags_are_ignored_with_a_note_and_unknown_ones_refused():
         E.parse_launch(QWEN27 + ["--frobnicate"])
     with pytest.raises(KvMathError, match="system memory"):
         E.parse_launch(QWEN27 + ["-nkvo"])
-    with pytest.raises(KvMathError, match="kvmath.hub"):
-        E.parse_launch(["-hf", "unsloth/Qwen3.6-27B-GGUF"])
+    # -hf is read by kvmath.hub (tests/test_hub.py serves it); the model is given once
+    assert E.parse_launch(["-hf", "unsloth/Qwen3.6-27B-GGUF:Q4_K_M"]).model == "hf://unsloth/Qwen3.6-27B-GGUF:Q4_K_M"
+    with pytest.raises(KvMathError, match="give the model once"):
+        E.parse_launch(QWEN27 + ["-hf", "unsloth/Qwen3.6-27B-GGUF"])
 
 
 def test_llama_server_auto_parallel():

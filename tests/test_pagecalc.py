@@ -289,13 +289,14 @@ def test_panel_answers(offline, width):
 @pytest.mark.parametrize("width", WIDTHS)
 def test_paste_answers(offline, width):
     page, log = offline(width)
-    line = "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 vllm serve Qwen/Qwen3.6-27B \\\n  --tensor-parallel-size 2 --max-model-len 32k"
+    line = ("VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 vllm serve Qwen/Qwen3.6-27B \\\n  --tensor-parallel-size 2 --max-model-len 32k "
+            "--card rtx3090")
     page.locator("#paste textarea[name=line]").fill(line)
     shown, runs, outcome, text = _submit_and_read(page, "paste")
     assert shown
     (argv, stdout), = runs
     assert argv == ["kvmath-fit", "vllm", "serve", "Qwen/Qwen3.6-27B", "--tensor-parallel-size", "2",
-                    "--max-model-len", "32k", "--json"]
+                    "--max-model-len", "32k", "--card", "rtx3090", "--json"]
     native = pagecalc.run(argv, {"VLLM_ALLOW_LONG_MAX_MODEL_LEN": "1"})
     assert stdout == native["stdout"]
     assert outcome == json.loads(native["stdout"])["outcome"]
@@ -304,6 +305,11 @@ def test_paste_answers(offline, width):
     _, runs, outcome, text = _submit_and_read(page, "paste")
     refusal = pagecalc.run(runs[0][0])
     assert refusal["exit_code"] == 2 and refusal["stderr"].strip() in text
+    # no card: the page cannot ask the machine, so the line is refused naming --card (no silent default card)
+    page.locator("#paste textarea[name=line]").fill("vllm serve Qwen/Qwen3.6-27B --tensor-parallel-size 2")
+    _, runs, outcome, text = _submit_and_read(page, "paste")
+    refusal = pagecalc.run(runs[0][0])
+    assert refusal["exit_code"] == 2 and "--card" in refusal["stderr"] and refusal["stderr"].strip() in text
     _no_sideways_scroll(page)
     assert log["external"] == [] and log["errors"] == [], (log["external"][:5], log["errors"][:5])
 

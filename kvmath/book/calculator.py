@@ -371,7 +371,7 @@ def panel(model_id: str, card: str = DEFAULT_CARD, ctx: int | None = None, seqs:
     # config, else kvmath's cache of llama.cpp (the panel says which)
     from ..pagecalc import run
 
-    probe = run(["kvmath-fit", "llama-server", "-m", model_id, "-c", "4096", "--json"])
+    probe = run(["kvmath-fit", "llama-server", "-m", model_id, "-c", "4096", "--card", card, "--json"])
     llama_route = "fit" if probe["exit_code"] in (0, 1) else "cache"
     defaults = {"vllm": kv_format,
                 "llamacpp": "q8_0", "transformers": "bf16"}
@@ -401,13 +401,16 @@ def panel(model_id: str, card: str = DEFAULT_CARD, ctx: int | None = None, seqs:
     return RawHTML(f"<div class='kvmath-calc' {attrs}>{head}{form}{_progress()}</div>\n{_script()}")
 
 
-def paste_panel(example: str = "vllm serve Qwen/Qwen3.6-27B --tensor-parallel-size 4 --max-model-len 65536") -> RawHTML:
+def paste_panel(example: str = "vllm serve Qwen/Qwen3.6-27B --tensor-parallel-size 4 --max-model-len 65536 "
+                                "--card rtx3090") -> RawHTML:
     """The "Paste your launch line" form: the pasted line (a ``vllm serve``, ``llama-server`` or SGLang
     line; leading ``VAR=value`` words become the environment; a line starting ``kvmath`` or
     ``kvmath-fit`` runs as is) goes to ``kvmath-fit <line> --json`` in the page through
     ``window.kvmathQuery``, and the panel shows what the command answers (the verdict, the pool or the
     device's load, the largest context, the engine's log lines and the notes, from whichever record the
-    engine prints; a line kvmath-fit does not take is its one-line refusal). Returns a :class:`RawHTML`."""
+    engine prints; a line kvmath-fit does not take is its one-line refusal). The page cannot ask the machine for
+    its GPU, so a line without ``--card`` (or ``--device-memory``) is refused naming them. Returns a
+    :class:`RawHTML`."""
     form = (
         "<form class='kvmath-calc-form'>"
         f"<label class='kvmath-wide'>Launch line<textarea name='line' rows='3' spellcheck='false'>"

@@ -254,9 +254,15 @@ def parse_launch(argv: Sequence[str], env: Mapping[str, str] | None = None, *, t
         notes.append(chosen.note)
     build = chosen.release
     model = given.pop("model", None)
-    if given.get("hf_repo") is not None:
-        raise KvMathError("-hf / --hf-repo needs the Hub reader (kvmath.hub), which this build of kvmath does not "
-                          "have; download the GGUF and give it with -m PATH")
+    hf = given.pop("hf_repo", None)
+    if hf is not None:  # llama.cpp's -hf org/name[:QUANT]: the GGUF's header by ranged reads (kvmath.hub)
+        from ...hub import parse_hub_id
+
+        if model is not None:
+            raise KvMathError("give the model once: -m PATH or -hf org/name[:QUANT]")
+        if parse_hub_id(hf) is None or "@" in hf:
+            raise KvMathError(f"-hf takes org/name[:QUANT] (llama.cpp's form), got {_short(hf)}")
+        model = f"hf://{hf}"
     if model is None:
         raise KvMathError("the llama.cpp line names no model: give -m PATH (a .gguf, a config.json or a known id)")
     s = {**DEFAULTS, **given, "tool": tool, "ctx_given": "n_ctx" in given}

@@ -76,6 +76,25 @@ def read_model(s: dict, ref: str) -> Model:
     from ... import facts
     from ...model.load import load_architecture
 
+    from ...hub import parse_hub_id
+
+    hub_ref = parse_hub_id(str(ref)[5:]) if str(ref).startswith("hf://") else None
+    if hub_ref is None and ":" in str(ref) and not os.path.exists(str(ref)):
+        hub_ref = parse_hub_id(str(ref))  # -m org/name:QUANT, as -hf
+    if hub_ref is not None:
+        if s["quant_mix"] is not None or s["weight_bits"] is not None:
+            raise KvMathError("--quant-mix / --weight-bits estimate a file from config.json; a .gguf has its own "
+                              "tensor types")
+        from ...hub import fetch
+        from ...model.gguf import read_gguf, read_header
+        from .placement import tensors_from_header
+
+        m = fetch(str(hub_ref), want_gguf=True)
+        g = read_gguf(m.gguf.path, name=str(hub_ref), file_size=m.gguf.size)
+        note = (f"model: {m.source} {m.gguf.filename} (GGUF header: the first {m.gguf.read:,} of {m.gguf.size:,} "
+                "bytes, ranged reads)" + (f"; {m.notes[0]}" if m.notes else ""))
+        return Model(g.architecture, g.config, tensors_from_header(read_header(m.gguf.path, file_size=m.gguf.size)),
+                     g.weights, g.weights.source, (note,))
     if str(ref).endswith(".gguf"):
         if s["quant_mix"] is not None or s["weight_bits"] is not None:
             raise KvMathError("--quant-mix / --weight-bits estimate a file from config.json; a .gguf has its own "
@@ -255,10 +274,17 @@ def _capacity(launch) -> tuple[int, str, list[str]]:
         return int(launch.device_bytes), "device", []
     name = launch.card
     notes = []
-    if name is None:
-        name = "rtx5070ti"
-        notes.append("no --card or --device-memory: priced on an RTX 5070 Ti (15.48 GiB), kvmath's llama.cpp "
-                     "default")
+    if name is None:  # no silent default card: this machine's GPU, said so, or a refusal naming the flags
+        from ...cards import detect
+
+        found = detect()
+        if found is None:
+            raise KvMathError("which device? pass --card (e.g. --card rtx5070ti, --card 'NVIDIA GeForce RTX 3090', "
+                              "--card m3-max-128gb) or --device-memory SIZE (24GiB); no nvidia-smi, rocm-smi or "
+                              "system_profiler answered on this machine")
+        name = found[0]["id"]
+        notes.append(f"card: {name} ({found[0]['name']}, {found[0]['total_gib']} GiB), this machine's GPU as "
+                     f"{found[1]}; pass --card for another")
     c = B.card(name)
     return int(round(c["total_gib"] * GiB)), c["name"], notes
 
