@@ -58,7 +58,8 @@ class SglangEngine(Engine):
         "engine_detail.pool": "mha | mla | swa (SWAKVPool) | hybrid_linear (HybridLinearKVPool over a MambaPool)",
         "engine_detail.kv_dtype": "the pool's element type (kvmath name; the log names the torch dtype)",
         "engine_detail.cell_bytes": "profile_max_num_token's bytes per token on one rank",
-        "engine_detail.rest_gib": "SGLang's float GiB for the pools: available - total * (1 - mem_fraction_static)",
+        "engine_detail.rest_bytes": "the pools' budget, bytes: available - total * (1 - mem_fraction_static) "
+                                    "(SGLang computes it as a float in GiB)",
         "engine_detail.max_total_num_tokens": "the KV pool's tokens (the full pool's for hybrid SWA)",
         "engine_detail.profiled_tokens": "tokens before --max-total-tokens and the page floor",
         "engine_detail.swa_tokens": "the sliding-window pool's tokens (hybrid SWA), else 0",
@@ -70,8 +71,8 @@ class SglangEngine(Engine):
         "engine_detail.max_num_reqs": "the request pool's size (ReqToTokenPool)",
         "engine_detail.refusal": "SGLang's own start-up refusal, or null",
         "engine_detail.release": "the SGLang release record whose rules were applied",
-        "engine_detail.total_gpu_memory_gib": "T: free memory per rank before the weights, GiB (derived)",
-        "engine_detail.available_after_weights_gib": "A: free memory per rank after the weights, GiB (derived)",
+        "engine_detail.total_gpu_memory_bytes": "T: free memory per rank before the weights, bytes (derived)",
+        "engine_detail.available_after_weights_bytes": "A: free memory per rank after the weights, bytes (derived)",
         "engine_detail.mem_fraction_static": "the fraction applied (given, or the release's default for the card)",
         "engine_detail.smallest_mem_fraction_static": "the smallest --mem-fraction-static (3 decimals) at which "
                                                       "SGLang starts, everything else as given; null when none does "

@@ -103,8 +103,10 @@ class SglangBoot:
     engine: object = None
 
     def to_dict(self) -> dict:
-        out = {**self.pools.to_dict(), "release": self.release, "total_gpu_memory_gib": self.total_gib,
-               "available_after_weights_gib": self.available_gib, "mem_fraction_static": self.mem_fraction_static}
+        out = {**self.pools.to_dict(), "release": self.release,
+               "total_gpu_memory_bytes": int(round(self.total_gib * (1 << 30))),
+               "available_after_weights_bytes": int(round(self.available_gib * (1 << 30))),
+               "mem_fraction_static": self.mem_fraction_static}
         if self.engine is not None:
             out["smallest_mem_fraction_static"] = smallest_fraction(self.engine, self.launch)
         return out

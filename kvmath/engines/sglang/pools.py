@@ -145,7 +145,7 @@ class Pools:
 
     def to_dict(self) -> dict:
         return {"pool": self.geometry.pool, "kv_dtype": self.geometry.kv_dtype, "cell_bytes": self.geometry.cell,
-                "rest_gib": self.rest_gib, "max_total_num_tokens": self.max_total_num_tokens,
+                "rest_bytes": int(self.rest_gib * (1 << 30)), "max_total_num_tokens": self.max_total_num_tokens,
                 "profiled_tokens": self.profiled_tokens, "swa_tokens": self.swa_tokens,
                 "k_bytes": self.full_k_bytes + self.swa_k_bytes, "v_bytes": self.full_v_bytes + self.swa_v_bytes,
                 "max_mamba_cache_size": self.mamba_size, "conv_state_bytes": self.conv_bytes,
