@@ -184,6 +184,10 @@ def make_chapter(model: str, out: str | Path, *, title: str = "", template: Path
     )
     titled = False
     slug = label_slug(params["model"])
+    from .prose import conditions, keep_cell
+
+    present = conditions(params["model"], arch)  # the template's if-<kind> cells: kept where the model has it
+    nb.cells = [c for c in nb.cells if keep_cell(c.metadata.get("tags"), present)]
     for cell in nb.cells:
         tags = cell.metadata.setdefault("tags", [])
         if "injected-parameters" in tags and "remove-cell" not in tags:
