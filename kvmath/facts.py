@@ -87,8 +87,10 @@ def user_data_dir() -> Path:
     given = os.environ.get(USER_DATA_ENV)
     if given:
         return Path(given).expanduser()
-    import platformdirs
-
+    try:
+        import platformdirs
+    except ImportError:  # a declared dependency; without it, its rule for Linux (XDG base directories)
+        return Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "kvmath"
     return Path(platformdirs.user_data_dir("kvmath", appauthor=False))
 
 

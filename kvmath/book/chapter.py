@@ -13,6 +13,7 @@ pandas, Altair and IPython are imported inside the functions that use them.
 from __future__ import annotations
 
 from ..units import GiB, MiB
+from . import tables
 
 KIND_WORDS = {"gdn": "Gated DeltaNet", "mamba2": "Mamba-2", "kda": "Kimi Delta Attention"}
 
@@ -156,8 +157,9 @@ class ModelChapter:
 
         f = glance.frame([self.model], engines=engines)
         tables.show(glance.chapter_table(f, caption=(
-            f"{self.name} on one card (TP 1): the longest context of one sequence that starts, and how many "
-            "sequences of 32,768 tokens run at once. none: it does not start; n/a: not priced here.")))
+            f"{self.name} on one card (TP 1): the longest context of one sequence that starts (tokens) and, "
+            "under it, how many sequences of 32,768 tokens run at once. none: it does not start; n/a: not "
+            "priced here.")))
         weights = "; ".join(dict.fromkeys(f"{r.engine} weights: {r.weights}" for r in f.itertuples() if r.weights))
         lines = [weights] + glance.notes(f)
         display(Markdown("\n".join(f"- {n}" for n in lines if n)))
@@ -187,7 +189,7 @@ class ModelChapter:
         display(Markdown(layer_summary(self)))
         groups = pd.DataFrame([{"layers": report.layer_kind_label(g), "count": g.n_layers, "first index": g.layers[0],
                                 "what it caches": g.description} for g in self.ref.groups if g.kind != "padding"])
-        return groups.style.hide(axis="index")
+        tables.show(tables.frame_table(groups))
 
     def per_token(self):
         """The bytes-per-token table (formats x TP), glued per TP for the reference format."""
@@ -208,9 +210,8 @@ class ModelChapter:
             cell[r.format, f"TP {r.tp}"] = (f"{int(r.bytes_per_token):,}" if not r.refused
                                             else f"refused {self.note(r.refused)}")
         cols = [f"TP {tp}" for tp in self.valid]
-        table = pd.DataFrame({c: [cell[f, c] for f in self.verdicts] for c in cols},
-                             index=pd.Index(list(self.verdicts), name="format"))
-        display(table)
+        table = pd.DataFrame({"format": list(self.verdicts), **{c: [cell[f, c] for f in self.verdicts] for c in cols}})
+        tables.show(tables.frame_table(table))  # one header row (a named index made an empty second one)
         self.show_notes()
 
     def per_token_chart(self):
@@ -257,7 +258,7 @@ class ModelChapter:
         if refused_here:
             display(Markdown(f"With these flags vLLM refuses to start with {', '.join(refused_here)}: the reason is "
                              "in the last column and the notes."))
-        display(pd.DataFrame(rows).drop(columns=["_needs", "_content"]).style.hide(axis="index"))
+        tables.show(tables.frame_table(pd.DataFrame(rows).drop(columns=["_needs", "_content"])))
         if self.refused_formats:
             display(Markdown(f"Not in the table: {', '.join(self.refused_formats)}, which vLLM refuses for this model "
                              "at any context (the per-token table's notes say why)."))
@@ -301,7 +302,7 @@ class ModelChapter:
         for paragraph in state_paragraphs(self):
             display(Markdown(paragraph))
         if rows:
-            display(pd.DataFrame(rows).style.hide(axis="index"))
+            tables.show(tables.frame_table(pd.DataFrame(rows)))
             self.show_notes(first_note)
 
     def weights(self) -> None:
@@ -317,8 +318,8 @@ class ModelChapter:
             facts = report.deployment_facts(self.model)
             self.weights_gb = facts["weights_gb"][facts["default_weights"]]
             glue("weights_gb", self.weights_gb, fmt=",.2f")
-            display(w.rename(columns={"quantisation": "weights", "total_gb": "total (GB)"})
-                    .style.hide(axis="index").format(precision=2))
+            w = w.rename(columns={"quantisation": "weights", "total_gb": "total (GB)"})
+            tables.show(tables.frame_table(w, {c: "{:,.2f}" for c in w.columns if c != "weights"}))
             return
         b = budget(self.model, card="h200", mem_util=self.mem_util, max_num_seqs=1, max_model_len=min(self.ctx, 4096),
                    **self.prefix_off)
@@ -345,7 +346,7 @@ class ModelChapter:
         terms = act[(act["MiB per card"] > 0) & ~act["phase"].isin(["total"])
                     & ~act["term"].astype(str).str.endswith("phase peak")]
         terms = terms.assign(**{"vLLM source": terms["vLLM source"].astype(str).str.slice(0, 70)})
-        return terms.style.hide(axis="index").format({"MiB per card": "{:,.1f}"})
+        tables.show(tables.frame_table(terms, {"MiB per card": "{:,.1f}"}))
 
     def activation_chart(self):
         from . import charts
@@ -421,9 +422,7 @@ class ModelChapter:
         ints = {c: "{:,}" for c in ("max_model_len", "max_num_seqs", "pool tokens", "largest max_model_len")}
         for cols in (split, rest):
             part = shown[cols]
-            display(part.style.hide(axis="index").format({k: v for k, v in {**fmt2, **ints}.items() if k in cols
-                                                          and part[k].map(lambda x: x != "").all()})
-                    .set_table_styles([{"selector": "", "props": "font-size: 0.78em"}]))
+            tables.show(tables.frame_table(part, {k: v for k, v in {**fmt2, **ints}.items() if k in cols}))
         display(Markdown(
             "The source document's presets on their cards, in two parts: GiB per card, vLLM's verdict and its margin "
             "(available KV minus what one request needs); then whether that is inside the calibration error, the "
@@ -496,7 +495,7 @@ class ModelChapter:
                                      for v, r in zip(err["kvmath_bytes_per_token"], err["refused"])]
         shown["kvmath / document"] = [f"{v:.3f}" if pd.notna(v) else "refused" for v in err["ratio"]]
         shown["document (B/token)"] = [f"{int(v):,}" for v in err["doc_bytes_per_token"]]
-        display(shown.drop(columns=["refused"]).style.hide(axis="index"))
+        tables.show(tables.frame_table(shown.drop(columns=["refused"])))
         display(Markdown("\n".join(f"- {n}" for n in doc_notes) or "No differences found."))
         self.show_notes(first)
 

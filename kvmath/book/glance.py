@@ -18,6 +18,7 @@ the functions that draw.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -60,8 +61,16 @@ def card_label(card_id: str) -> str:
     from ..engines.vllm.budget import card
 
     c = card(card_id)
-    name = c["name"].replace("NVIDIA ", "").replace("GeForce ", "")
-    return f"{name} ({c['nominal_gb']:g} GB)" if f"{c['nominal_gb']:g}" not in name else name
+    name = c["name"].replace("NVIDIA ", "").replace("GeForce ", "").replace(" HBM3", "")
+    name = re.sub(rf"\s*{c['nominal_gb']:g}\s*GB$", "", name)
+    return f"{name} ({c['nominal_gb']:g} GB)"
+
+
+def card_class(card_id: str) -> str:
+    """A card's memory class as a column header: ``24 GB``."""
+    from ..engines.vllm.budget import card
+
+    return f"{card(card_id)['nominal_gb']:g} GB"
 
 
 @lru_cache(maxsize=None)
@@ -197,34 +206,43 @@ def tokens_text(n) -> str:
     return "none" if int(n) == 0 else f"{int(n):,}"
 
 
+def _pair(largest, seqs):
+    """A table cell: the largest context, and under it the sequences of 32k (left out when nothing starts)."""
+    import pandas as pd
+
+    if largest is None or pd.isna(largest) or int(largest) == 0:
+        return tokens_text(largest)
+    return (tokens_text(largest), f"{tokens_text(seqs)} × 32k" if seqs is not None and not pd.isna(seqs)
+            else "n/a × 32k")
+
+
 def glance_table(f, *, caption: str = "") -> str:
-    """Every engine's answers as one reflowing HTML table: a row per model and engine, a column per card,
-    each cell the largest context of one sequence over the sequences of 32k tokens served at once. At phone
-    width every row becomes a block of labelled lines (no scroll box)."""
+    """Every engine's answers as one reflowing HTML table: a row per model and engine, a column per card class,
+    each cell the largest context of one sequence over the sequences of 32k tokens served at once. The cards
+    are named once, in the caption. At phone width every row becomes a block of labelled lines."""
     from .tables import reflow_table
 
-    cards = list(dict.fromkeys(f["card_label"]))
+    cards = list(dict.fromkeys(f["card"]))
     rows = []
     for (title, engine), g in f.groupby(["title", "engine"], sort=False):
-        by_card = {r.card_label: (tokens_text(r.largest_context), f"{tokens_text(r.seqs_at_context)} at 32k")
-                   for r in g.itertuples()}
+        by_card = {r.card: _pair(r.largest_context, r.seqs_at_context) for r in g.itertuples()}
         rows.append([title, engine] + [by_card[c] for c in cards])
-    return reflow_table(["model", "engine"] + cards, rows, caption=caption)
+    named = "; ".join(f"{card_class(c)}: {card_label(c).rsplit(' (', 1)[0]}" for c in cards)
+    return reflow_table(["model", "engine"] + [card_class(c) for c in cards], rows,
+                        caption=f"{caption} Cards: {named}." if caption else f"Cards: {named}.")
 
 
 def chapter_table(f, *, caption: str = "") -> str:
-    """One model's answers (``frame([model])``) as a small reflowing HTML table: a row per card, per engine the
-    largest context of one sequence and the sequences at 32k."""
+    """One model's answers (``frame([model])``) as a small reflowing HTML table: a row per card, a column per
+    engine, each cell the largest context of one sequence over the sequences of 32k served at once."""
     from .tables import reflow_table
 
     engines = list(dict.fromkeys(f["engine"]))
-    header = ["card"] + [h for e in engines for h in (f"{e}: largest context", f"{e}: sequences at 32k")]
     rows = []
     for label, g in f.groupby("card_label", sort=False):
         by = {r.engine: r for r in g.itertuples()}
-        rows.append([label] + [v for e in engines for v in (tokens_text(by[e].largest_context),
-                                                               tokens_text(by[e].seqs_at_context))])
-    return reflow_table(header, rows, caption=caption)
+        rows.append([label] + [_pair(by[e].largest_context, by[e].seqs_at_context) for e in engines])
+    return reflow_table(["card"] + engines, rows, caption=caption)
 
 
 def notes(f) -> list[str]:

@@ -11,10 +11,11 @@ from __future__ import annotations
 from html import escape
 
 STYLE = """<style>
-table.kvm-reflow { border-collapse: collapse; font-size: 0.85em; margin: 0.5rem 0 1rem; max-width: 100%; }
+table.kvm-reflow { border-collapse: collapse; font-size: 0.85em; margin: 0.5rem 0 1rem; max-width: 100%;
+  width: auto; }
 table.kvm-reflow th, table.kvm-reflow td { padding: 0.2rem 0.45rem; border-bottom: 1px solid #ddd;
-  text-align: right; white-space: nowrap; }
-table.kvm-reflow th:first-child, table.kvm-reflow td:first-child { text-align: left; white-space: normal; }
+  text-align: right; overflow-wrap: anywhere; }
+table.kvm-reflow th:first-child, table.kvm-reflow td:first-child { text-align: left; }
 table.kvm-reflow caption { caption-side: bottom; text-align: left; font-size: 0.9em; padding-top: 0.3rem; }
 @media (max-width: 600px) {
   table.kvm-reflow thead { display: none; }
@@ -25,6 +26,12 @@ table.kvm-reflow caption { caption-side: bottom; text-align: left; font-size: 0.
     text-align: left; }
   table.kvm-reflow td:first-child { font-weight: 700; text-align: left; }
   table.kvm-reflow td:first-child::before { content: none; }
+  /* Markdown tables in a cell's output (a chapter's checked claims: claim | verdict | evidence): each row a block,
+     its cells one under another */
+  .cell_output table.docutils thead { display: none; }
+  .cell_output table.docutils, .cell_output table.docutils tbody, .cell_output table.docutils tr,
+  .cell_output table.docutils td { display: block; width: 100%; }
+  .cell_output table.docutils tr { border-bottom: 2px solid #bbb; padding: 0.3rem 0; }
 }
 </style>"""
 
@@ -51,3 +58,25 @@ def show(html: str):
     from IPython.display import HTML, display
 
     display(HTML(html))
+
+
+def frame_table(frame, formats: dict | None = None, *, caption: str = "") -> str:
+    """A pandas frame as a :func:`reflow_table` (its columns the header, no index). ``formats``: column ->
+    format spec (``"{:,.2f}"``) for the numbers of that column; missing values are written as ""."""
+    import math
+
+    formats = formats or {}
+
+    def text(col, v):
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            return ""
+        if isinstance(v, bool):
+            return "yes" if v else "no"
+        spec = formats.get(col)
+        if spec and isinstance(v, (int, float)):
+            return spec.format(v)
+        return str(v)
+
+    cols = list(frame.columns)
+    rows = [[text(c, v) for c, v in zip(cols, r)] for r in frame.itertuples(index=False)]
+    return reflow_table([str(c) for c in cols], rows, caption=caption)
