@@ -6,7 +6,8 @@
 #   make chapters  write the model chapters from the template (_toc.yml -> notebooks/generated/)
 #   make book    execute every chapter and build the HTML -> _build/html/ (installs the book's lock only)
 #   make test    python -m pytest (builds the book once, checks pages in headless Chromium)
-#   make bench   time a full book build and each chapter; one fit prediction, the solver, a 10^6 sweep
+#   make bench   time a full book build and each chapter; one fit prediction, the solver, a 10^6 sweep;
+#                the calculator in the page (time until ready, bytes added to the site)
 #   make lab     JupyterLab from the project's environment; chapters' .md files open as notebooks
 #                (chapters written, not executed; --allow-root added as root;
 #                LAB_ARGS="--port=8899 --no-browser" to pass flags, LAB_ROOT=dir for another root)
@@ -67,7 +68,11 @@ assets: venv
 
 # --all: Sphinx re-reads (so myst-nb re-executes) only changed pages otherwise, and a page
 # whose text did not change would keep numbers computed by an older kvmath.
+# The calculator in the page (kvmath.book.calculator) installs this wheel in Pyodide: kvmath itself, built
+# from the checkout by the locked setuptools (setuptools leaves its build/ folder, removed again).
 book: venv assets chapters
+	rm -rf .cache/wheel && $(call PIP,$(VENV)) wheel -q --no-deps --no-build-isolation -w .cache/wheel . \
+		&& rm -rf build && cp .cache/wheel/kvmath-*-py3-none-any.whl book/assets/pyodide/kvmath.whl
 	$(VENV_ENV) KVMATH_BOOK_BUILD=1 $(VENV)/bin/jb build . --all -W -n --keep-going
 
 # The model chapters (every notebooks/generated/<id> entry of _toc.yml) are written from one template,
@@ -113,9 +118,11 @@ test: venv-test browser
 fuzz: venv-test
 	$(VENV_ENV) $(VENV)/bin/python tools/fuzz.py
 
-bench: venv assets chapters
+bench: venv-test browser assets chapters
 	$(VENV_ENV) $(VENV)/bin/python tools/bench_book.py
 	$(VENV_ENV) $(VENV)/bin/python tools/bench_fit.py
+	$(VENV_ENV) $(VENV)/bin/python tools/bench_startup.py
+	$(VENV_ENV) $(VENV)/bin/python tools/bench_page.py
 
 # Two locks, each the pip freeze of one fresh venv: the book's from requirements-book.in, then the
 # tests' from requirements-test.in (which installs on top of the new book lock, -r) minus the book's

@@ -125,6 +125,8 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, list[str]]]:
     p.add_argument("--max-num-seqs", "--sequences", dest="max_num_seqs", type=int, default=1,
                    help="concurrent sequences (default 1)")
     p.add_argument("--json", action="store_true", help="print the derivation as JSON (all figures in bytes)")
+    p.add_argument("--offline", action="store_true",
+                   help="a Hub id is answered from the HF cache only, as with HF_HUB_OFFLINE=1")
     owned = {}
     for eng in ENGINES.values():
         owned[eng.name] = eng.add_cli_flags(p.add_argument_group(eng.cli_title or eng.name))
@@ -192,6 +194,10 @@ def run(argv=None) -> int:
 
     parser, owned = build_parser()
     args = parser.parse_args(argv)
+    if args.offline:  # kvmath.hub reads HF_HUB_OFFLINE at call time
+        import os
+
+        os.environ["HF_HUB_OFFLINE"] = "1"
     given_all = vars(args)
     try:
         eng = get_engine(args.engine)

@@ -541,4 +541,6 @@ class ModelChapter:
         for w in controls.values():
             w.observe(update, names="value")
         update()
-        return widgets.VBox([*controls.values(), answer, figure])
+        # A static page cannot run the callbacks, so the book leaves the widgets out (its calculator panel,
+        # kvmath.book.calculator, answers in the page); a kernel shows them.
+        return None if book_build() else widgets.VBox([*controls.values(), answer, figure])

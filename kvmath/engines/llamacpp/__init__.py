@@ -105,6 +105,16 @@ class LlamaCppEngine(Engine):
     setting_names = tuple(f for f in LlamaCppSettings.__dataclass_fields__
                           if f not in ("n_parallel", "cache_type_k", "cache_type_v"))
     cli_title = "llama.cpp flags (llama-server names)"
+    programs = (("llama-server",), ("llama-cli",), ("llama-fit-params",))
+    context_setting = "n_ctx"
+    seqs_setting = "n_parallel"
+    offload_setting = "n_cpu_moe"
+
+    def front_door(self, words, argv):
+        """``kvmath-fit llama-server -m MODEL ...``: llama.cpp's fit command (kvmath.engines.llamacpp.fit)."""
+        from .fit import run
+
+        return run(list(argv))
 
     def settings(self, arch, *, max_ctx, max_num_seqs, tp, kv_format, cache_type_k=None, cache_type_v=None, **kw):
         self.check_tp(arch, tp)

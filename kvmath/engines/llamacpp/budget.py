@@ -25,7 +25,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ...errors import KvMathError
-from ... import facts
 
 MiB = 2**20
 GiB = 2**30
@@ -41,13 +40,11 @@ FIT_MIN_CTX = 4096
 
 
 def card(name: str) -> dict:
-    """A card of data/cards.json by id or alias (``5070ti``, ``rtx4060ti-16``, ...)."""
-    cards = facts.cards()
-    key = str(name).strip().lower()
-    for cid, c in cards.items():
-        if key == cid or key in [a.lower() for a in c.get("aliases", ())]:
-            return dict(c, id=cid)
-    raise KvMathError(f"unknown card {name!r}; known: {', '.join(sorted(cards))}")
+    """A card of data/cards.json by id, alias or printed name (``5070ti``, ``rtx4060ti-16``, ``NVIDIA GeForce RTX
+    3090``): ``kvmath.cards.card``. Raises KvMathError naming the candidates or the ids."""
+    from ...cards import card as _card
+
+    return _card(name)
 
 
 @dataclass(frozen=True)

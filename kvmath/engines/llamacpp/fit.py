@@ -18,9 +18,47 @@ from ...errors import KvMathError
 MiB = 2**20
 
 
+def _memory(text: str) -> float:
+    """--device-memory: a size with its unit (kvmath.units.parse_bytes: '24GiB', '24576MiB', '25.4GB') -> MiB."""
+    from ...units import parse_bytes
+
+    try:
+        return parse_bytes(text, "--device-memory") / MiB
+    except KvMathError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _device(a, notes: list[str]) -> tuple[dict, float]:
+    """(card record, device MiB): --device-memory, --card, or the machine's GPU (said in ``notes``); refused
+    naming the flags when nothing answers."""
+    from ...cards import detect
+    from . import budget as B
+
+    if a.device_memory is not None:
+        if a.card:
+            raise KvMathError("pass --card or --device-memory, not both")
+        return {"id": "custom", "name": f"device of {a.device_memory:,.0f} MiB (--device-memory)"}, a.device_memory
+    if a.card:
+        c = B.card(a.card)
+        return c, c["total_gib"] * 1024
+    found = detect()
+    if found is None:
+        raise KvMathError("which device? pass --card (e.g. --card rtx5070ti, --card 'NVIDIA GeForce RTX 3090', --card "
+                          "m3-max-128gb) or --device-memory <GiB or MiB>; no nvidia-smi, rocm-smi or system_profiler "
+                          "answered on this machine")
+    c, said = found
+    notes.append(f"card: {c['id']} ({c['name']}, {c['total_gib']} GiB), this machine's GPU as {said}; pass --card "
+                 "for another")
+    return c, c["total_gib"] * 1024
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m kvmath.engines.llamacpp.fit", description=__doc__.splitlines()[0])
-    p.add_argument("--model", "-m", required=True, help="known model id, config.json path, or a .gguf file")
+    p.add_argument("--model", "-m", default=None,
+                   help="known model id, config.json path, a .gguf file, or a Hub id (org/name: its config.json; "
+                        "org/name:QUANT: that GGUF's header, by ranged reads)")
+    p.add_argument("-hf", "--hf-repo", dest="hf", default=None,
+                   help="llama.cpp's -hf org/name[:QUANT] (default tag Q4_K_M): the GGUF header read from the Hub")
     p.add_argument("-c", "--ctx-size", dest="n_ctx", type=int, default=None, help="context (0/unset = training)")
     p.add_argument("-np", "--parallel", dest="n_parallel", type=int, default=1)
     p.add_argument("-ctk", "--cache-type-k", dest="ctk", default="f16")
@@ -33,7 +71,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cpu-moe", "-cmoe", dest="cpu_moe", action="store_true")
     p.add_argument("-ot", "--override-tensor", dest="ot", action="append", default=[])
     p.add_argument("--no-mmap", dest="mmap", action="store_false")
-    p.add_argument("--card", default="rtx5070ti", help="card id or alias from data/cards.json")
+    p.add_argument("--card", default=None,
+                   help="card by id or the name nvidia-smi / rocm-smi print (data/cards.json: rtx3090, mi300x, "
+                        "m3-max-128gb, ...); default: this machine's GPU (nvidia-smi, rocm-smi, system_profiler), said "
+                        "so; else refused")
+    p.add_argument("--device-memory", dest="device_memory", type=_memory, default=None,
+                   help="memory of any other device as its runtime reports it, with its unit ('24GiB', '24576MiB'; "
+                        "Apple: Metal's recommendedMaxWorkingSetSize, or iogpu.wired_limit_mb in MiB)")
     p.add_argument("--cuda-context-mib", type=float, default=None)
     p.add_argument("--headroom-mib", type=float, default=0.0)
     p.add_argument("--fit-target", type=int, default=None, help="--fit's free-memory target per device (MiB)")
@@ -45,7 +89,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="bits per weight for the config estimate when no --quant-mix is given")
     p.add_argument("--host-bandwidth-gbs", type=float, default=60.0, help="system RAM bandwidth (GB/s)")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--offline", action="store_true",
+                   help="a Hub id is answered from the HF cache only, as with HF_HUB_OFFLINE=1")
     return p
+
+
+def _known(name: str):
+    from ...facts import find_model
+
+    return find_model(name)
 
 
 def run(argv=None) -> int:
@@ -55,9 +107,31 @@ def run(argv=None) -> int:
     from .weights import estimate_weights
 
     a = build_parser().parse_args(argv)
+    if a.offline:  # kvmath.hub reads HF_HUB_OFFLINE at call time
+        import os
+
+        os.environ["HF_HUB_OFFLINE"] = "1"
+    notes: list[str] = []
     try:
         tensors = None
-        if str(a.model).endswith(".gguf"):
+        if (a.model is None) == (a.hf is None):
+            raise KvMathError("give the model once: -m MODEL (an id, config.json, .gguf or Hub id) or -hf org/name[:QUANT]")
+        from ...hub import is_hub_id
+
+        hub_gguf = a.hf is not None or (is_hub_id(a.model) and ":" in a.model)
+        if hub_gguf:
+            if a.quant_mix is not None:
+                raise KvMathError("--quant-mix estimates a file from config.json; a .gguf has its own tensor types")
+            from ...hub import fetch
+            from ...model.gguf import read_gguf, read_header
+
+            m = fetch(a.hf or a.model, want_gguf=True)
+            g = read_gguf(m.gguf.path, name=str(m.ref), file_size=m.gguf.size)
+            arch, cfg, weights = g.architecture, g.config, g.weights
+            tensors = tensors_from_header(read_header(m.gguf.path, file_size=m.gguf.size))
+            notes.append(f"model: {m.source} {m.gguf.filename} (GGUF header: the first {m.gguf.read:,} of "
+                         f"{m.gguf.size:,} bytes)" + (f"; {m.notes[0]}" if m.notes else ""))
+        elif str(a.model).endswith(".gguf"):
             if a.quant_mix is not None:
                 raise KvMathError("--quant-mix estimates a file from config.json; a .gguf has its own tensor types")
             from ...model.gguf import read_gguf, read_header
@@ -67,12 +141,16 @@ def run(argv=None) -> int:
             tensors = tensors_from_header(read_header(a.model))
             weights = g.weights
         else:
-            try:
-                cfg = resolve_model(a.model)["config"]
-            except KvMathError:
-                with open(a.model, encoding="utf-8") as f:
-                    cfg = json.load(f)
-            arch = load_architecture(cfg if not isinstance(a.model, str) or a.model.endswith(".json") else a.model)
+            if is_hub_id(a.model) and _known(a.model) is None:
+                arch = load_architecture(a.model)  # a Hub id: its config.json through kvmath.hub
+                cfg = arch.extras["hf_config"]
+            else:
+                try:
+                    cfg = resolve_model(a.model)["config"]
+                except KvMathError:
+                    with open(a.model, encoding="utf-8") as f:
+                        cfg = json.load(f)
+                arch = load_architecture(cfg if not isinstance(a.model, str) or a.model.endswith(".json") else a.model)
             if a.quant_mix is not None:
                 from .quantmix import check_mix
                 from .weights import weights_from_mix
@@ -80,8 +158,7 @@ def run(argv=None) -> int:
                 tensors, weights = weights_from_mix(cfg, check_mix(a.quant_mix), imatrix=a.imatrix)
             else:
                 weights = estimate_weights(cfg, bits_per_weight=a.weight_bits)
-        c = B.card(a.card)
-        total = c["total_gib"] * 1024
+        c, total = _device(a, notes)
         ctx0 = a.n_ctx or (cfg.get("text_config", cfg).get("max_position_embeddings") or 4096)
         ctxk = dict(cuda_context_mib=a.cuda_context_mib if a.cuda_context_mib is not None else B.CUDA_CONTEXT_MIB,
                     headroom_mib=a.headroom_mib)
@@ -114,10 +191,12 @@ def run(argv=None) -> int:
            "host_compute_mib": round(s.host_compute_mib, 2), "host_model_mib": round(s.host_model_mib, 2),
            "load_mib": round(b.load_mib, 2), "verdict": b.verdict, "spare_mib": round(b.spare_mib, 2),
            "smallest_n_cpu_moe": best_moe, "largest_ctx": best_ctx, "fit": fa.__dict__ | {"lines": list(fa.lines)},
-           "weights": weights.source, "notes": list(s.notes)}
+           "weights": weights.source, "notes": notes + list(s.notes)}
     if a.json:
         print(json.dumps(out, indent=1))
     else:
+        for n in notes:
+            print(f"Note: {n}")
         print(f"{c['name']}: {total:,.0f} MiB, CUDA context {b.cuda_context_mib:,.0f} MiB, headroom "
               f"{b.headroom_mib:,.0f} MiB")
         for k in ("model_mib", "kv_mib", "rs_mib", "compute_mib"):
