@@ -509,6 +509,10 @@ class ModelChapter:
         from . import frames as report
         from .glue import book_build
 
+        if book_build():
+            # A static page cannot run the callbacks, so the book makes no widgets (none in the page's widget
+            # state either); its calculator panel (kvmath.book.calculator) answers in the page. A kernel shows them.
+            return None
         ctx = self.ctx
         controls = {
             "kv_format": widgets.Dropdown(options=self.accepted, value=self.reference_format, description="format"),
@@ -526,8 +530,6 @@ class ModelChapter:
             answer.value = (f"<b>{d.total_bytes / GiB:,.2f} GiB</b> of cache per card: "
                             f"{d.growing_bytes / GiB:,.2f} GiB growing ({d.bytes_per_token:,} B per token), "
                             f"{d.fixed_bytes / MiB:,.1f} MiB fixed")
-            if book_build():
-                return  # a static page cannot redraw the figure: it is drawn in a live kernel only
             grid = sorted({*(ctx * k // 12 for k in range(1, 13)), chosen["max_ctx"]} - {0})
             live = report.curve_frame(self.arch, "vllm", [chosen["kv_format"]], (chosen["tp"],), contexts=grid,
                                       **self.vllm_flags)
@@ -541,6 +543,4 @@ class ModelChapter:
         for w in controls.values():
             w.observe(update, names="value")
         update()
-        # A static page cannot run the callbacks, so the book leaves the widgets out (its calculator panel,
-        # kvmath.book.calculator, answers in the page); a kernel shows them.
-        return None if book_build() else widgets.VBox([*controls.values(), answer, figure])
+        return widgets.VBox([*controls.values(), answer, figure])

@@ -28,10 +28,11 @@ table.kvm-reflow caption { caption-side: bottom; text-align: left; font-size: 0.
   table.kvm-reflow td:first-child::before { content: none; }
   /* Markdown tables in a cell's output (a chapter's checked claims: claim | verdict | evidence): each row a block,
      its cells one under another */
-  .cell_output table.docutils thead { display: none; }
-  .cell_output table.docutils, .cell_output table.docutils tbody, .cell_output table.docutils tr,
-  .cell_output table.docutils td { display: block; width: 100%; }
-  .cell_output table.docutils tr { border-bottom: 2px solid #bbb; padding: 0.3rem 0; }
+  .cell_output table.table thead { display: none; }
+  .cell_output table.table, .cell_output table.table tbody, .cell_output table.table tr,
+  .cell_output table.table td { display: block; width: 100%; }
+  .cell_output table.table tr { border-bottom: 2px solid #bbb; padding: 0.3rem 0; }
+  .cell_output .pst-scrollable-table-container { overflow-x: visible; }
 }
 </style>"""
 
