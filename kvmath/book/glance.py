@@ -145,6 +145,7 @@ def llamacpp_answer(model: str, card: str) -> Answer:
     ``-np N`` with ``-c`` = 32768·N. Not applicable (None, with the reason) for a family kvmath cannot write a
     GGUF tensor table for."""
     from ..engines.llamacpp import budget as LB
+    from ..solve import last_true
 
     try:
         cfg, tensors, top = _llamacpp_inputs(model)
@@ -158,8 +159,8 @@ def llamacpp_answer(model: str, card: str) -> Answer:
         return s.budget.spare_mib >= 0
 
     try:
-        largest = LB.largest(fits, 256, top) or 0
-        seqs = (LB.largest(lambda k: fits(GLANCE_CONTEXT * k, k), 1, 256, step=1) or 0) if top >= GLANCE_CONTEXT \
+        largest = last_true(fits, 256, top, step=256) or 0
+        seqs = (last_true(lambda k: fits(GLANCE_CONTEXT * k, k), 1, 256) or 0) if top >= GLANCE_CONTEXT \
             else None
     except KvMathError as e:
         return Answer("llama.cpp", model, card, None, None, note=str(e))
