@@ -9,7 +9,8 @@
 #   make bench   time a full book build and each chapter; one fit prediction, the solver, a 10^6 sweep;
 #                the calculator in the page (time until ready, bytes added to the site)
 #   make lab     JupyterLab from the project's environment; chapters' .md files open as notebooks
-#                (LAB_ARGS="--port=8899 --no-browser" to pass flags, LAB_ROOT=dir for another root)
+#                (chapters written, not executed; --allow-root added as root;
+#                LAB_ARGS="--port=8899 --no-browser" to pass flags, LAB_ROOT=dir for another root)
 #   make lock    regenerate requirements-book.lock and requirements-test.lock from their .in files
 #                in a throw-away venv
 #   make clean   remove build outputs; `make distclean` also removes .venv and the npm cache
@@ -86,14 +87,18 @@ chapters: venv
 # lowest-priority settings layer, so a user's own choice still wins), and jupyterlab-myst renders
 # the prose. The model is the first code cell's `model` (a known id or a config.json path).
 # KVMATH_BOOK_BUILD is not set here: kvmath.book.setup_book() picks the live chart renderer. tests/test_lab.py drives it.
+# The chapters are written, not executed (their cells run in the kernel when opened), so the server starts
+# in seconds; as root, --allow-root is added (Jupyter refuses root without it).
 LAB_ARGS ?=
 LAB_ROOT ?= $(CURDIR)
-lab: venv chapters
+LAB_ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
+lab: venv
+	$(VENV_ENV) $(VENV)/bin/python -m kvmath.book.model_chapter --book --no-execute
 	@mkdir -p $(VENV)/etc/jupyter/labconfig
 	@$(VENV)/bin/python -c "import json, sys; viewers = {'markdown': 'Jupytext Notebook', 'myst': 'Jupytext Notebook'}; \
 		json.dump({'@jupyterlab/docmanager-extension:plugin': {'defaultViewers': viewers}}, \
 		open(sys.argv[1], 'w'), indent=1)" $(VENV)/etc/jupyter/labconfig/default_setting_overrides.json
-	$(VENV_ENV) $(VENV)/bin/jupyter lab --ServerApp.root_dir="$(LAB_ROOT)" $(LAB_ARGS)
+	$(VENV_ENV) $(VENV)/bin/jupyter lab --ServerApp.root_dir="$(LAB_ROOT)" $(LAB_ROOT_FLAG) $(LAB_ARGS)
 
 # Debian's chromium for the page tests (tests/test_pages.py); installed only if missing.
 browser:

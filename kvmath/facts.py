@@ -73,17 +73,54 @@ def write_json(relative: str, obj) -> Path:
 
 # --- models -------------------------------------------------------------------------------------
 
+USER_DATA_ENV = "KVMATH_USER_DATA_DIR"
+"""Environment variable naming the user data folder instead of platformdirs' default."""
+
+
+def user_data_dir() -> Path:
+    """The user's own data folder: models added with ``python -m kvmath.book.model_chapter --add-model``
+    (``models/<id>.json`` and the byte-exact config it was made from, ``configs/<id>.json``). It is
+    ``$KVMATH_USER_DATA_DIR`` when set, else ``platformdirs.user_data_dir("kvmath")`` (Linux:
+    ``$XDG_DATA_HOME/kvmath``, by default ``~/.local/share/kvmath``). It lies outside the package, so an
+    installed wheel can be given new models. The folder may not exist."""
+    import os
+
+    given = os.environ.get(USER_DATA_ENV)
+    if given:
+        return Path(given).expanduser()
+    try:
+        import platformdirs
+    except ImportError:  # a declared dependency; without it, its rule for Linux (XDG base directories)
+        return Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "kvmath"
+    return Path(platformdirs.user_data_dir("kvmath", appauthor=False))
+
+
 @lru_cache(maxsize=1)
 def _models() -> dict[str, dict]:
+    """Packaged models first (``data/models``), then the user data folder's; a user entry never replaces a
+    packaged one (``--add-model`` refuses a packaged id)."""
     out = {}
-    for path in sorted((data_dir() / "models").glob("*.json")):
-        entry = json.loads(path.read_text(encoding="utf-8"))
-        out[entry["id"]] = entry
+    for folder in (data_dir() / "models", user_data_dir() / "models"):
+        for path in sorted(folder.glob("*.json")) if folder.is_dir() else ():
+            entry = json.loads(path.read_text(encoding="utf-8"))
+            out.setdefault(entry["id"], entry)
     return out
 
 
+def packaged_models() -> set[str]:
+    """Ids of the models that ship with kvmath (``data/models/*.json``), not the user-added ones."""
+    return {json.loads(p.read_text(encoding="utf-8"))["id"] for p in (data_dir() / "models").glob("*.json")}
+
+
+def forget_models() -> None:
+    """Drop the cached model table (after ``--add-model`` wrote a new entry)."""
+    _models.cache_clear()
+    _entry_by_key.cache_clear()
+
+
 def known_models() -> dict[str, dict]:
-    """The models kvmath ships facts for (``data/models/*.json``), by id."""
+    """The models kvmath knows, by id: those it ships (``data/models/*.json``), then the user's own
+    (:func:`user_data_dir` ``/models/*.json``)."""
     return copy.deepcopy(_models())
 
 
@@ -184,10 +221,10 @@ def suggest_model(name: str) -> str | None:
 def reference_config_path(filename: str) -> Path:
     """A reference ``config.json`` copied from its public source (``data/configs/<org>__<name>.json``;
     ``data/configs/SOURCES.md`` gives repository, revision and sha256)."""
-    path = data_dir() / "configs" / filename
-    if not path.is_file():
-        raise KvMathError(f"no reference config {filename!r}; known: {choices(reference_configs())}")
-    return path
+    for path in (data_dir() / "configs" / filename, user_data_dir() / "configs" / filename):
+        if path.is_file() and "/" not in filename and filename not in ("", ".", ".."):
+            return path
+    raise KvMathError(f"no reference config {filename!r}; known: {choices(reference_configs())}")
 
 
 def reference_config(model_id: str, *, copy_: bool = True) -> dict | None:
@@ -203,10 +240,11 @@ def reference_config(model_id: str, *, copy_: bool = True) -> dict | None:
 
 
 def reference_config_name(model_id: str) -> str | None:
-    """The file name under ``data/configs/`` that a known model's ``source`` names, or None."""
+    """The file name under ``data/configs/`` (or the user data folder's ``configs/``) that a known model's
+    ``source`` names, or None."""
     import re
 
-    m = re.match(r"data/configs/([^\s;()]+\.json)", str(model_entry(model_id).get("source", "")))
+    m = re.match(r"(?:data|user)/configs/([^\s;()/]+\.json)", str(model_entry(model_id).get("source", "")))
     return m.group(1) if m else None
 
 
@@ -217,7 +255,8 @@ def _reference_config(filename: str) -> dict:
 
 def reference_configs() -> list[str]:
     """File names of the reference configs (``data/configs/*.json``)."""
-    return sorted(p.name for p in (data_dir() / "configs").glob("*.json"))
+    folders = (data_dir() / "configs", user_data_dir() / "configs")
+    return sorted({p.name for f in folders if f.is_dir() for p in f.glob("*.json")})
 
 
 # --- cards, presets, deployments -------------------------------------------------------------------

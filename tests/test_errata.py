@@ -160,7 +160,7 @@ def test_qwen36_35b_recurrent_state_wrong():
 def test_q8_0_is_not_one_byte():
     """ggml-common.h: block_q8_0 = {ggml_half d; int8_t qs[32]}: 34 B per 32 elements; block_q4_0 =
     {ggml_half d; uint8_t qs[16]}: 18 B per 32."""
-    c = errata.run(_record("ru_element_sizes"))
+    c = errata.run(_record("element_sizes"))
     assert c.verdict == "partly"
     assert f"q8_0 {34 / 32:g} B" in c.kvmath and f"q4_0 {18 / 32:g} B" in c.kvmath
 

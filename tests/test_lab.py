@@ -105,11 +105,11 @@ def lab(tmp_path_factory):
         "--LabApp.expose_app_in_browser=True", "--LabApp.news_url=None",
         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
         "--LabApp.extension_manager=readonly",  # no PyPI queries from the server
-        *(["--allow-root"] if hasattr(os, "geteuid") and os.geteuid() == 0 else []),
+        # no --allow-root here: the lab target adds it as root (test_lab_target_as_root)
     ])
     log = open(base / "lab.log", "w")
     # -o: the venv and the chapters are the test session's own; only the lab target itself runs.
-    proc = subprocess.Popen(["make", "-s", "-o", "venv", "-o", "chapters", "lab", f"LAB_ARGS={lab_args}", f"LAB_ROOT={root}",
+    proc = subprocess.Popen(["make", "-s", "-o", "venv", "lab", f"LAB_ARGS={lab_args}", f"LAB_ROOT={root}",
                              f"VENV={Path(sys.prefix)}"],
                             cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
@@ -271,3 +271,15 @@ def test_prose_shows_numbers(lab):
     prose = lab.page.locator(".jp-MarkdownCell .jp-RenderedHTMLCommon, .jp-MarkdownCell .myst")
     unevaluated = [t for t in prose.all_inner_texts() if "glued." in t]
     assert not unevaluated, f"{len(unevaluated)} Markdown cells show an unevaluated glued.<key>: {unevaluated[0][:200]!r}"
+
+
+def test_lab_target_as_root_and_without_executing():
+    """``make lab``'s commands (make -n): the chapters are written but not executed (the server starts without
+    running every chapter first), and Jupyter gets --allow-root exactly when make runs as root."""
+    out = subprocess.run(["make", "-n", "-o", "venv", "lab", f"VENV={Path(sys.prefix)}"], cwd=ROOT,
+                         capture_output=True, text=True, check=True).stdout
+    write = [l for l in out.splitlines() if "kvmath.book.model_chapter" in l]
+    assert write and all("--no-execute" in l for l in write), out
+    assert "execute_all" not in out and "jb build" not in out
+    serve = next(l for l in out.splitlines() if "jupyter lab" in l)
+    assert ("--allow-root" in serve) == (os.geteuid() == 0), serve

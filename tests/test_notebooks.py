@@ -188,9 +188,11 @@ def test_add_model_writes_facts_that_load_the_same(tmp_path):
     from kvmath.book.model_chapter import write_model_facts
 
     src = ROOT / "data" / "configs" / "mistralai__Mistral-7B-v0.1.json"  # a reference config (data/configs/SOURCES.md)
-    out = write_model_facts(src, "new-model", title="New model", out_dir=tmp_path / "models")
+    with pytest.raises(kvmath.KvMathError, match="--revision"):  # never silently "unrecorded"
+        write_model_facts(src, "new-model", out_dir=tmp_path / "models")
+    out = write_model_facts(src, "new-model", title="New model", revision="a" * 40, out_dir=tmp_path / "models")
     entry = __import__("json").loads(out.read_text())
-    assert entry["title"] == "New model" and "sha256" in entry["source"]
+    assert entry["title"] == "New model" and "sha256" in entry["source"] and entry["revision"] == "a" * 40
     assert kvmath.load_architecture(entry["config"]).layers == kvmath.load_architecture(src).layers
 
 

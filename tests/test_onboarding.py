@@ -1,10 +1,12 @@
 """Onboarding: `--add-model` plus one `_toc.yml` line gives a chapter that builds, for every architecture kind.
 
 One synthetic config per kind (a reference config from data/configs, cut to a few layers): GQA, SWA,
-iSWA + MoE, GDN, GDN + MoE, Mamba-2, MLA, KDA + MLA. Each is onboarded with the real command into a copy
-of the book (kvmath, data/ without its models, the template, _config.yml and a _toc.yml listing only these
-chapters), the chapters are written and executed with `--book`, and the copy is built with
-`jb build -W -n --keep-going`, as `make book` builds the real one.
+iSWA + MoE, GDN (the Qwen 3.5 wrapper, vision tower included), GDN + MoE, Mamba-2, MLA, KDA + MLA. Each is
+onboarded with the real command into a user data folder (``KVMATH_USER_DATA_DIR``) read by a copy of the book
+(kvmath, data/ without its models, the template, _config.yml and a _toc.yml listing only these chapters), the
+chapters are written and executed with `--book`, and the copy is built with `jb build -W -n --keep-going`, as
+`make book` builds the real one. The multimodal config's budget must equal pricing the same file by path, and
+`--add-model` must work from an installed wheel (test_wheel's build).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from conftest import BIN, ROOT, book_env
+from test_wheel import _installed_env, built  # noqa: F401 - the installed-wheel fixture
 
 CONFIGS = ROOT / "data" / "configs"
 
@@ -74,6 +77,7 @@ def onboarded(tmp_path_factory):
     book = _book_copy(tmp)
     env = book_env()
     env["PYTHONPATH"] = str(book)  # the copy's kvmath (and so its data/), in this process's children and kernels
+    env["KVMATH_USER_DATA_DIR"] = str(tmp / "user-data")  # where --add-model writes, read by facts
     probe = subprocess.run([sys.executable, "-c", "import kvmath; print(kvmath.__file__)"], env=env, cwd=book,
                            capture_output=True, text=True)
     assert probe.stdout.strip() == str(book / "kvmath" / "__init__.py"), probe
@@ -82,7 +86,7 @@ def onboarded(tmp_path_factory):
         path = tmp / f"{kind}.json"
         path.write_text(json.dumps(cfg, indent=1))
         add = subprocess.run([sys.executable, "-m", "kvmath.book.model_chapter", "--add-model", str(path),
-                              "--id", f"synthetic-{kind}", "--title", f"Synthetic {kind}"],
+                              "--id", f"synthetic-{kind}", "--title", f"Synthetic {kind}", "--revision", "0" * 40],
                              env=env, cwd=book, capture_output=True, text=True)
         assert add.returncode == 0, (kind, add.stderr)
         lines.append(f"      - file: notebooks/generated/synthetic-{kind}\n")
@@ -95,7 +99,15 @@ def onboarded(tmp_path_factory):
     build = subprocess.run([str(BIN / "jb"), "build", str(book), "--all", "-W", "-n", "--keep-going",
                             "--path-output", str(out)], cwd=book, env=env, capture_output=True, text=True,
                            timeout=900)
-    return book, out / "_build" / "html", build
+    return book, out / "_build" / "html", build, tmp
+
+
+def _user_facts(monkeypatch, folder):
+    """This process's kvmath reading ``folder`` as its user data folder."""
+    import kvmath
+
+    monkeypatch.setenv("KVMATH_USER_DATA_DIR", str(folder))
+    kvmath.facts.forget_models()
 
 
 def test_synthetic_configs_load_as_their_kind():
@@ -109,8 +121,52 @@ def test_synthetic_configs_load_as_their_kind():
         "sliding_attention": 2, "full_attention": 2}
 
 
+def test_onboarded_multimodal_budget_equals_pricing_the_file(onboarded, monkeypatch):
+    """--add-model keeps what the budget reads beyond the text config: the Qwen 3.5 wrapper's vision tower
+    (its profile run), the whole file for the weights estimate. Every term equals the budget of the path."""
+    from kvmath.engines.vllm.budget import budget, solve_max_model_len
+
+    *_, tmp = onboarded
+    _user_facts(monkeypatch, tmp / "user-data")
+    try:
+        entry = __import__("kvmath").facts.resolve_model("synthetic-gdn")
+        assert entry["revision"] == "0" * 40 and entry["source"].startswith("user/configs/synthetic-gdn.json")
+        for card in ("rtx3090", "h100"):
+            added = budget("synthetic-gdn", card=card, mem_util=0.9, max_model_len=32768)
+            by_path = budget(str(tmp / "gdn.json"), card=card, mem_util=0.9, max_model_len=32768)
+            assert added.profile_peak > 1.0 * 2**30  # the vision tower's profile (text only: ~0.2 GiB)
+            for f in ("weights", "profile_peak", "cudagraph", "overhead", "non_kv", "available_kv", "pool_tokens"):
+                assert getattr(added, f) == getattr(by_path, f), (card, f)
+            assert solve_max_model_len(added) == solve_max_model_len(by_path)
+    finally:
+        monkeypatch.delenv("KVMATH_USER_DATA_DIR")
+        __import__("kvmath").facts.forget_models()
+
+
+def test_add_model_from_an_installed_wheel(built, tmp_path):  # noqa: F811 - the fixture imported above
+    """From the wheel (no checkout): --add-model writes to the user data folder, not into site-packages, and
+    the installed kvmath then knows the model; a missing --revision is one line, exit 2."""
+    site, cfg = built["site"], CONFIGS / "mistralai__Mistral-7B-v0.1.json"
+    env = dict(_installed_env(site), KVMATH_USER_DATA_DIR=str(tmp_path / "user"))
+    cmd = [sys.executable, "-m", "kvmath.book.model_chapter", "--add-model", str(cfg), "--id", "my-mistral"]
+    no_rev = subprocess.run(cmd, cwd=built["run"], env=env, capture_output=True, text=True)
+    assert no_rev.returncode == 2 and "--revision" in no_rev.stderr and "Traceback" not in no_rev.stderr
+    add = subprocess.run(cmd + ["--revision", "0" * 40], cwd=built["run"], env=env, capture_output=True, text=True)
+    assert add.returncode == 0, add.stderr
+    assert (tmp_path / "user" / "models" / "my-mistral.json").is_file()
+    assert (tmp_path / "user" / "configs" / "my-mistral.json").read_bytes() == cfg.read_bytes()
+    assert not list(site.rglob("my-mistral*"))
+    code = ("import kvmath, sys; a = kvmath.derive('my-mistral', max_ctx=8192); b = kvmath.derive(sys.argv[1], "
+            "max_ctx=8192); print(kvmath.__file__, a.total_bytes, b.total_bytes)")
+    r = subprocess.run([sys.executable, "-c", code, str(cfg)], cwd=built["run"], env=env, capture_output=True,
+                       text=True)
+    assert r.returncode == 0, r.stderr
+    where, added, by_path = r.stdout.split()
+    assert Path(where).is_relative_to(site) and int(added) == int(by_path) > 0
+
+
 def test_onboarded_book_builds_without_warnings(onboarded):
-    _, html, build = onboarded
+    _, html, build, _ = onboarded
     log = build.stdout + build.stderr
     assert build.returncode == 0, log[-4000:]
     assert "build succeeded." in log
@@ -123,7 +179,7 @@ def test_onboarded_chapters_show_kvmath_numbers(onboarded):
     import kvmath
     from kvmath.book import frames as report
 
-    _, html, _ = onboarded
+    _, html, _, _ = onboarded
     for kind, cfg in SYNTHETIC.items():
         page = (html / "notebooks" / "generated" / f"synthetic-{kind}.html").read_text()
         arch = kvmath.load_architecture(cfg)

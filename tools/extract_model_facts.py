@@ -47,7 +47,8 @@ def main(argv: list[str] | None = None) -> None:
     from kvmath.book.model_chapter import write_model_facts
 
     for model_id, (fname, repo, rev, note, title) in MODELS.items():
-        path = write_model_facts(args.src_dir / fname, model_id, title=title, hf_repo=repo, revision=rev,
+        path = write_model_facts(args.src_dir / fname, model_id, title=title, hf_repo=repo,
+                                 revision=rev or "unrecorded",
                                  note=f"data/configs/{fname} ({note})", out_dir=args.out)
         print("wrote", path)
 

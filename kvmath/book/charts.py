@@ -219,3 +219,49 @@ def live_memory(frame, *, ctx: int, seqs: int, title: str, weights_gb: float | N
         layers.append(alt.Chart(label).mark_text(align="right" if right else "left", dx=-6 if right else 6,
                                                  dy=-8, fontSize=11).encode(x="ctx:Q", y="gib:Q", text="label:N"))
     return alt.layer(*layers).properties(title=title, width=WIDTH, height=260)
+
+
+BUDGET_TERMS = ("weights", "activation peak", "CUDA graphs", "memory outside PyTorch", "KV cache (one request)")
+"""The terms of vLLM's budget the memory-against-context chart stacks, bottom to top."""
+
+
+def budget_terms(frame, *, title: str, default_card: str | None = None, height: int = 300):
+    """Every term of vLLM's budget per card, stacked, against ``max_model_len``, under the card's limit.
+
+    ``frame`` (``kvmath.book.chapter.budget_curve``): card, card_label, context, term (one of
+    :data:`BUDGET_TERMS`), gib, limit_gib (requested = total x gpu_memory_utilization), largest (the solver's
+    largest context on that card, 0 if none). A card menu picks the card; the limit is a labelled dashed line,
+    the solver's answer a labelled vertical rule where the stack crosses it. Distinct colours per term.
+    """
+    import altair as alt
+
+    labels = list(dict.fromkeys(frame["card_label"]))
+    pick = alt.param(name="card", value=default_card or labels[0],
+                     bind=alt.binding_select(options=labels, name="card "))
+    order = {t: i for i, t in enumerate(BUDGET_TERMS)}
+    data = frame.assign(order=frame["term"].map(order), context_k=frame["context"] / 1024)
+    base = alt.Chart(data).transform_filter(alt.datum.card_label == pick)
+    area = base.mark_area(opacity=0.85).encode(
+        x=alt.X("context:Q", title="max_model_len (tokens, one sequence)", axis=alt.Axis(format="~s")),
+        y=alt.Y("gib:Q", stack="zero", title="GiB per card"),
+        color=alt.Color("term:N", sort=list(BUDGET_TERMS), scale=alt.Scale(
+            domain=list(BUDGET_TERMS), range=["#4c78a8", "#f58518", "#54a24b", "#b279a2", "#e45756"]),
+            legend=alt.Legend(title=None, orient="bottom", columns=2)),
+        order=alt.Order("order:Q"),
+        tooltip=["term", alt.Tooltip("context:Q", format=","), alt.Tooltip("gib:Q", format=",.2f")])
+    limits = frame.drop_duplicates("card_label")[["card_label", "limit_gib", "largest", "total_gib", "mem_util"]]
+    lim = alt.Chart(limits).transform_filter(alt.datum.card_label == pick)
+    rule = lim.mark_rule(strokeDash=[6, 4], color="black").encode(y="limit_gib:Q")
+    rule_text = lim.mark_text(align="left", dx=4, dy=-6, fontSize=11).encode(
+        x=alt.value(0), y="limit_gib:Q",
+        text=alt.Text("limit_text:N")).transform_calculate(
+        limit_text="'limit ' + format(datum.limit_gib, ',.2f') + ' GiB = ' + format(datum.mem_util, '.2f') + "
+                   "' x ' + format(datum.total_gib, ',.2f') + ' GiB'")
+    cross = lim.transform_filter(alt.datum.largest > 0).mark_rule(color="#e45756", strokeWidth=2).encode(
+        x="largest:Q")
+    cross_text = lim.transform_filter(alt.datum.largest > 0).mark_text(
+        align="right", dx=-4, y=12, fontSize=11, color="#b03030").encode(
+        x="largest:Q", text="cross_text:N").transform_calculate(
+        cross_text="'largest context ' + format(datum.largest, ',') + ' tokens'")
+    return (area + rule + rule_text + cross + cross_text).add_params(pick).properties(
+        width=WIDTH, height=height, title=title)

@@ -2,11 +2,15 @@
 
 Onboarding a model is two steps (the book's "Adding a model" page walks through them):
 
-    python -m kvmath.book.model_chapter --add-model path/to/config.json --id llama-3.1-8b --title "Llama 3.1 8B"
+    python -m kvmath.book.model_chapter --add-model path/to/config.json --id llama-3.1-8b --title "Llama 3.1 8B" \
+        --hf-repo meta-llama/Llama-3.1-8B-Instruct --revision 0e9e39f2...
     # then add `- file: notebooks/generated/llama-3.1-8b` to _toc.yml
 
-``--add-model`` writes ``kvmath/data/models/<id>.json``: the config fields kvmath reads, under their
-HF names, with the source file's SHA-256. Every ``notebooks/generated/<id>`` entry of ``_toc.yml`` is
+``--add-model`` writes ``<user data folder>/models/<id>.json`` (``kvmath.facts.user_data_dir()``:
+``$KVMATH_USER_DATA_DIR``, else ``platformdirs.user_data_dir("kvmath")``, on Linux ``~/.local/share/kvmath``),
+the config fields kvmath reads under their HF names with the source file's SHA-256 and revision, and a
+byte-exact copy of the config.json beside it (``configs/<id>.json``); kvmath reads that folder after its own
+data, so this works from an installed wheel too. Every ``notebooks/generated/<id>`` entry of ``_toc.yml`` is
 a model chapter; ``--book`` (run by ``make book`` and the tests) writes them all. Other commands:
 
     python -m kvmath.book.model_chapter --model qwen3.6-27b --out /tmp/q.ipynb --execute   # one chapter, run it
@@ -33,7 +37,6 @@ ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "notebooks" / "model_chapter.md"
 TOC = ROOT / "_toc.yml"
 GENERATED = "notebooks/generated/"
-MODELS_DIR = ROOT / "data" / "models"
 
 # The config.json keys kvmath reads (HF names). --add-model copies these and nothing else.
 KEYS = [
@@ -57,19 +60,51 @@ KEYS = [
 ]
 
 
-def write_model_facts(config_path: str | Path, model_id: str, *, title: str = "", hf_repo: str = "",
-                      revision: str | None = None, note: str = "", out_dir: Path = MODELS_DIR) -> Path:
-    """Write ``kvmath/data/models/<model_id>.json`` from a config.json and return its path.
+_SNAPSHOT = "snapshots"  # huggingface_hub's cache: <repo folder>/snapshots/<commit>/config.json
 
-    Only the keys in ``KEYS`` are kept (from ``text_config`` for multimodal wrappers), with the source
-    file's SHA-256 so the entry can be re-checked against the published file. The config must load
-    (``kvmath.load_architecture``); raises KvMathError otherwise, before anything is written.
+
+def revision_from_path(config_path: str | Path) -> str | None:
+    """The commit of a config.json inside huggingface_hub's cache (``.../snapshots/<40 hex>/config.json``),
+    else None."""
+    import re
+
+    parts = Path(config_path).resolve().parts
+    for i, part in enumerate(parts[:-1]):
+        if part == _SNAPSHOT and re.fullmatch(r"[0-9a-f]{40}", parts[i + 1]):
+            return parts[i + 1]
+    return None
+
+
+def write_model_facts(config_path: str | Path, model_id: str, *, title: str = "", hf_repo: str = "",
+                      revision: str | None = None, note: str = "", out_dir: Path | None = None) -> Path:
+    """Write ``<model_id>.json`` (the model's facts) from a config.json and return its path.
+
+    ``out_dir`` None: the user data folder (``kvmath.facts.user_data_dir()``, ``models/``), which
+    ``kvmath.facts`` reads after the packaged data, so a model can be added to an installed wheel; the
+    config.json itself is copied byte for byte beside it (``configs/<model_id>.json``) and the entry's
+    ``source`` names that copy, so everything the budget reads from the whole file (the vision tower of a
+    multimodal wrapper, ``quantization_config``, the MLP sizes of the weights estimate) is kept. A packaged
+    model's id is refused there. ``out_dir`` given (``tools/extract_model_facts.py`` writes the packaged
+    ``data/models``): the entry only, its ``source`` from ``note``.
+
+    The entry keeps the keys in ``KEYS`` (from ``text_config`` for multimodal wrappers), the source file's
+    SHA-256, and ``revision``: the Hub commit the file is from. It is required: given, or read from a
+    huggingface_hub cache path (``snapshots/<commit>/``); pass ``"unrecorded"`` to say it is not known.
+    The config must load (``kvmath.load_architecture``). Raises KvMathError before anything is written.
     """
+    from .. import facts
     from ..model.load import load_architecture
 
     config_path = Path(config_path)
-    if not model_id or not all(c.isalnum() or c in "-._" for c in model_id):
+    if not model_id or not all(c.isalnum() or c in "-._" for c in model_id) or model_id.startswith("."):
         raise KvMathError(f"model id {model_id!r} must be letters, digits, '-', '.' or '_'")
+    revision = revision or revision_from_path(config_path)
+    if not revision:
+        raise KvMathError(f"{config_path.name}: give --revision, the Hub commit this config.json is from "
+                          "(or --revision unrecorded to say it is not known)")
+    user = out_dir is None
+    if user and model_id in facts.packaged_models():
+        raise KvMathError(f"{model_id!r} is a model kvmath ships; choose another --id")
     load_architecture(config_path)
     raw = config_path.read_bytes()
     full = json.loads(raw)
@@ -77,15 +112,12 @@ def write_model_facts(config_path: str | Path, model_id: str, *, title: str = ""
     config = {k: text[k] for k in KEYS if k in text}
     if "dtype" not in config and (full.get("dtype") or full.get("torch_dtype")):
         config["dtype"] = full.get("dtype") or full.get("torch_dtype")
-    entry = {
-        "id": model_id,
-        "title": title or model_id,
-        "hf_repo": hf_repo or model_id,
-        "revision": revision or "unrecorded",
-        "source": f"{note or _shown_path(config_path)}; sha256 {hashlib.sha256(raw).hexdigest()}",
-        "wrapper_model_type": full.get("model_type"),
-        "config": config,
-    }
+    sha = hashlib.sha256(raw).hexdigest()
+    source = (f"user/configs/{model_id}.json (byte-exact copy of {config_path.name}"
+              f"{'; ' + note if note else ''}); sha256 {sha}" if user
+              else f"{note or _shown_path(config_path)}; sha256 {sha}")
+    entry = {"id": model_id, "title": title or model_id, "hf_repo": hf_repo or model_id, "revision": revision,
+             "source": source, "wrapper_model_type": full.get("model_type"), "config": config}
     # the kept keys alone must give the same architecture (a field kvmath reads but KEYS lacks would differ)
     whole, kept = load_architecture(config_path), load_architecture(config)
     differ = [f.name for f in dataclasses.fields(whole)
@@ -93,9 +125,15 @@ def write_model_facts(config_path: str | Path, model_id: str, *, title: str = ""
     if differ:
         raise KvMathError(f"{config_path.name}: the kept config keys give a different {', '.join(differ)}; "
                           "add the config field kvmath reads for it to KEYS in kvmath/book/model_chapter.py")
+    if user:
+        configs = facts.user_data_dir() / "configs"
+        configs.mkdir(parents=True, exist_ok=True)
+        (configs / f"{model_id}.json").write_bytes(raw)
+        out_dir = facts.user_data_dir() / "models"
     out_dir.mkdir(parents=True, exist_ok=True)
     out = Path(out_dir) / f"{model_id}.json"
     out.write_text(json.dumps(entry, indent=1) + "\n")
+    facts.forget_models()
     return out
 
 
@@ -146,6 +184,10 @@ def make_chapter(model: str, out: str | Path, *, title: str = "", template: Path
     )
     titled = False
     slug = label_slug(params["model"])
+    from .prose import conditions, keep_cell
+
+    present = conditions(params["model"], arch)  # the template's if-<kind> cells: kept where the model has it
+    nb.cells = [c for c in nb.cells if keep_cell(c.metadata.get("tags"), present)]
     for cell in nb.cells:
         tags = cell.metadata.setdefault("tags", [])
         if "injected-parameters" in tags and "remove-cell" not in tags:
@@ -237,7 +279,7 @@ def book_chapters(toc: Path = TOC) -> list[dict]:
         if model_id not in known:
             raise KvMathError(
                 f"_toc.yml lists {file} but kvmath has no model {model_id!r}; add it with "
-                f"python -m kvmath.book.model_chapter --add-model CONFIG --id {model_id} (known: {', '.join(known)})"
+                f"python -m kvmath.book.model_chapter --add-model CONFIG --id {model_id} --revision COMMIT (known: {', '.join(known)})"
             )
         out.append({"model": model_id, "title": title_of(model_id), "file": file + ".ipynb"})
     return out
@@ -254,17 +296,24 @@ def main(argv=None) -> int:
                    help="with --book: write the chapters only (the book then shows them without outputs)")
     p.add_argument("--jobs", type=int, default=None, help="with --book: chapters executed at once (default: CPUs)")
     p.add_argument("--root", default=None, help="with --book: the book's folder (default: this checkout)")
-    p.add_argument("--add-model", metavar="CONFIG", help="write kvmath/data/models/<id>.json from a config.json")
+    p.add_argument("--add-model", metavar="CONFIG",
+                   help="add a model from its config.json: writes <user data folder>/models/<id>.json and a copy of "
+                        "the file as configs/<id>.json (the folder: $KVMATH_USER_DATA_DIR, else "
+                        "platformdirs.user_data_dir('kvmath'), on Linux ~/.local/share/kvmath)")
     p.add_argument("--id", help="the new model's id (with --add-model)")
     p.add_argument("--hf-repo", default="", help="its Hugging Face repo (with --add-model)")
-    p.add_argument("--revision", default=None, help="the repo revision the config is from (with --add-model)")
+    p.add_argument("--revision", default=None,
+                   help="with --add-model, required: the Hub commit the config is from (read from a huggingface_hub "
+                        "cache path .../snapshots/<commit>/config.json; 'unrecorded' if not known)")
     args = p.parse_args(argv)
     try:
         if args.add_model:
             if not args.id:
                 p.error("--add-model needs --id")
-            print("wrote", write_model_facts(args.add_model, args.id, title=args.title, hf_repo=args.hf_repo,
-                                             revision=args.revision))
+            out = write_model_facts(args.add_model, args.id, title=args.title, hf_repo=args.hf_repo,
+                                    revision=args.revision)
+            print(f"wrote {out} and {out.parent.parent / 'configs' / out.name}; kvmath now knows {args.id!r}; "
+                  f"add `- file: notebooks/generated/{args.id}` to _toc.yml for its chapter")
         elif args.book:
             root = Path(args.root).resolve() if args.root else ROOT
             written = []

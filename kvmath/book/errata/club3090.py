@@ -1,181 +1,17 @@
-"""Errata: every checkable claim of the two source documents, checked with kvmath when the book is built.
-
-The claims are the records of ``data/errata.json`` (read through ``kvmath.facts.errata``). Each names the
-document and section it comes from, what kind of claim it is, the chapter that checks it (a Sphinx
-docname) and the label of that chapter's "Checked claims" section, and the name of a check function
-here with its arguments. The arguments are only the *document's* figures and the deployment it describes
-(model, format, context, card); every figure set beside them is computed here from kvmath: the real
-configs (``data/configs``), ``kvmath.derive`` (vLLM, llama.cpp), vLLM's budget
-(``kvmath.engines.vllm.budget``), the measured boots (``kvmath.engines.vllm.calibration``), llama.cpp's
-memory module and its card budget.
-
-Every check returns a ``Check``: ``verdict`` (``holds``, ``wrong``, ``partly``, ``not checkable``), the
-kvmath figure, the document's figure, and one sentence of evidence. Units are named in every figure:
-bytes (B), GB = 1e9 B, GiB = 2^30 B, MB = 1e6 B, MiB = 2^20 B.
-
-``chapter_markdown(docname)`` renders one chapter's section (its label and one table);
-``page_markdown()`` renders the Errata page (every claim, grouped by document, linked to its chapter).
-"""
+"""Checks of club-3090's ``docs/KV_MATH.md`` and its calculator ``tools/kv-calc.py`` (the records of
+``data/errata.json`` with ``document`` club3090): the architecture and config claims, bytes per token, the fixed
+term and recurrent state, formats on cards, vLLM budgets and the calibration claims. ``kv_heads_total`` is also
+used by the 16 GB article's records."""
 
 from __future__ import annotations
 
-import math
-import re
-import statistics
-from dataclasses import dataclass
-from functools import lru_cache
-
-from .. import facts
-from ..errors import KvMathError
-
-GB, GIB, MB, MIB = 10**9, 2**30, 10**6, 2**20
-VERDICTS = ("holds", "partly", "wrong", "not checkable")
-KINDS = ("formula", "constant", "byte count", "advice", "calibration claim", "count")
-
-
-@dataclass(frozen=True)
-class Check:
-    """One claim checked: ``verdict`` (one of ``VERDICTS``), ``kvmath`` and ``document`` (the two figures, as
-    text with units), ``evidence`` (one sentence)."""
-
-    verdict: str
-    kvmath: str
-    document: str
-    evidence: str
-
-
-# --- helpers -----------------------------------------------------------------------------------------
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
-
-
-def label_for(docname: str) -> str:
-    """The label of a chapter's "Checked claims" section: ``errata-`` + the slug of the docname's last part
-    (``notebooks/generated/qwen3.6-27b`` -> ``errata-qwen3-6-27b``); unique per chapter."""
-    return "errata-" + _slug(docname.rsplit("/", 1)[-1])
-
-
-def _title(model: str) -> str:
-    from .model_chapter import title_of
-
-    return title_of(model)
-
-
-@lru_cache(maxsize=None)
-def _arch(model: str):
-    from ..model.load import load_architecture
-
-    return load_architecture(model)
-
-
-def _config(model: str) -> dict:
-    """The config kvmath keeps for a known model (``data/models/<id>.json``; what the chapters load)."""
-    return facts.resolve_model(model)["config"]
-
-
-def _reference(model: str) -> dict:
-    """The model's reference config.json, as published (``data/configs/<org>__<name>.json``)."""
-    c = facts.reference_config(model)
-    if c is None:
-        raise KvMathError(f"{model}: no reference config.json under data/configs")
-    return c
-
-
-def _text_config(model: str) -> dict:
-    c = _reference(model)
-    return c.get("text_config", c)
-
-
-@lru_cache(maxsize=None)
-def _vllm(model: str, kv_format: str, tp: int = 1, max_ctx: int = 4096, max_num_seqs: int = 1):
-    """vLLM's derivation, or the refusal message (prefix caching off: bytes per token do not depend on it)."""
-    from ..derive import derive
-
-    try:
-        return derive(_arch(model), engine="vllm", kv_format=kv_format, tp=tp, max_ctx=max_ctx,
-                      max_num_seqs=max_num_seqs, enable_prefix_caching=False)
-    except KvMathError as e:
-        return str(e)
-
-
-@lru_cache(maxsize=None)
-def _llama(model: str, n_ctx: int, cache_type: str, cache_type_v: str | None = None, **kw):
-    from ..engines.llamacpp.memory import llamacpp_memory
-
-    v = cache_type_v or cache_type
-    fork = "turboquant" if cache_type.startswith("turbo") or v.startswith("turbo") else None
-    return llamacpp_memory(model, n_ctx=n_ctx, cache_type_k=cache_type, cache_type_v=v, fork=fork, **kw)
-
-
-def _bpt(model: str, fmt: str, tp: int = 1):
-    """Growing bytes per token per card: vLLM for its formats, llama.cpp for q4_0 (not a vLLM format).
-    Returns (bytes or None, engine, refusal text)."""
-    if fmt == "q4_0":
-        if tp != 1:
-            return None, "llama.cpp", "llama.cpp has no tensor parallelism"
-        return _llama(model, 4096, "q4_0").bytes_per_token, "llama.cpp", ""
-    d = _vllm(model, fmt, tp)
-    if isinstance(d, str):
-        return None, "vLLM", d
-    return d.bytes_per_token, "vLLM", ""
-
-
-def _close(a, b, rel: float = 0.01) -> bool:
-    return a is not None and b is not None and abs(a - b) <= rel * max(abs(a), abs(b))
-
-
-def _grade(ok: int, n: int) -> str:
-    return "holds" if ok == n else ("wrong" if ok == 0 else "partly")
-
-
-def _gb(nbytes: float, digits: int = 2) -> str:
-    return f"{nbytes / GB:,.{digits}f} GB"
-
-
-def _gib(nbytes: float, digits: int = 2) -> str:
-    return f"{nbytes / GIB:,.{digits}f} GiB"
-
-
-def _mb(nbytes: float, digits: int = 1) -> str:
-    return f"{nbytes / MB:,.{digits}f} MB"
-
-
-def _b(n) -> str:
-    return f"{int(n):,} B"
-
-
-def _short_refusal(text: str) -> str:
-    return "refused by vLLM" if text else ""
-
-
-def _budget(**kw):
-    from ..engines.vllm.budget import budget
-
-    return budget(**kw)
-
-
-def _preset_budget(model: str, preset: str, **changes):
-    from ..engines.vllm.budget import preset_budget
-
-    return preset_budget(model, preset, **changes)
-
-
-def _rows():
-    from ..engines.vllm import calibration
-
-    return calibration.ROWS
-
-
-@lru_cache(maxsize=1)
-def _compare() -> dict:
-    from ..engines.vllm import calibration
-
-    return {r["id"]: r for r in calibration.compare()}
+from .base import (  # noqa: F401
+    Check, GB, GIB, KINDS, KvMathError, MB, MIB, VERDICTS, _arch, _b, _bpt, _budget, _close, _compare, _config, _gb, _gib, _grade, _llama, _mb, _preset_budget, _reference, _rows, _short_refusal, _slug, _text_config, _title, _vllm, facts, label_for, lru_cache, math, not_checkable, re, statistics, check)
 
 
 # --- architecture and config ---------------------------------------------------------------------------
 
+@check
 def layer_split(*, model: str, full: int, linear: int = 0, sliding: int = 0, full_indices=None,
                 total: int | None = None) -> Check:
     """The document's layer counts (and full-attention indices) against the config's ``layer_types``."""
@@ -205,6 +41,7 @@ def layer_split(*, model: str, full: int, linear: int = 0, sliding: int = 0, ful
 _CONFIG_ALIASES = {"num_experts_per_tok": ("num_experts_per_tok", "top_k_experts")}
 
 
+@check
 def config_values(*, model: str, values: dict, top_level: tuple = ()) -> Check:
     """Config keys the document states (``values``: key -> the document's value) against the reference config
     (text_config; ``top_level`` keys are read from the top level, e.g. ``architectures``)."""
@@ -229,6 +66,7 @@ def config_values(*, model: str, values: dict, top_level: tuple = ()) -> Check:
     return Check(verdict, "; ".join(parts_k), "; ".join(parts_d), ev)
 
 
+@check
 def config_has_split(*, models: list) -> Check:
     """The document says the split between growing and fixed layers is in the model card, not the config."""
     found = []
@@ -244,6 +82,7 @@ def config_has_split(*, models: list) -> Check:
                  "; kvmath reads it from there and needs no README.")
 
 
+@check
 def config_has_keys(*, models: list, keys: list) -> Check:
     """The document lists keys as 'often missing' from config.json; which of them the configs have."""
     have = []
@@ -259,6 +98,7 @@ def config_has_keys(*, models: list, keys: list) -> Check:
                  "them is not in the config.")
 
 
+@check
 def head_dim_fallback(*, models: list) -> Check:
     """head_dim 'from config.json head_dim or hidden_size / num_attention_heads'."""
     parts, wrong = [], 0
@@ -273,9 +113,10 @@ def head_dim_fallback(*, models: list) -> Check:
                  "(and Gemma 4's full layers use global_head_dim, which neither gives).")
 
 
+@check
 def valid_tp(*, model: str, doc_valid: list, candidates: list) -> Check:
     """The tensor-parallel sizes vLLM accepts for the model."""
-    from ..engines import valid_tp as vt
+    from ...engines import valid_tp as vt
 
     got = vt(_arch(model), "vllm", tuple(candidates))
     same = list(got) == list(doc_valid)
@@ -287,6 +128,7 @@ def valid_tp(*, model: str, doc_valid: list, candidates: list) -> Check:
 
 # --- bytes per token -----------------------------------------------------------------------------------
 
+@check
 def per_token(*, model: str, figures: dict) -> Check:
     """The document's per-token growing KV (``figures``: format -> [TP1, TP2] bytes, or [TP1]) against
     kvmath (vLLM; q4_0 in llama.cpp, which has no TP). Within 1 % counts as agreeing (the document
@@ -311,9 +153,10 @@ def per_token(*, model: str, figures: dict) -> Check:
     return Check(verdict, "B/token, TP1 / TP2: " + "; ".join(ks), "; ".join(ds), ev)
 
 
+@check
 def general_formula(*, models: list, formats: list) -> Check:
     """layers x KV heads x head_dim x k_v_tensors x bytes per element, with k_v_tensors = 2, against vLLM."""
-    from ..engines.vllm.formats import vllm_format
+    from ...engines.vllm.formats import vllm_format
 
     ok = n = 0
     parts = []
@@ -331,6 +174,7 @@ def general_formula(*, models: list, formats: list) -> Check:
                  f"in {ok} of {n} cases (whole-byte formats); the K=V case is a separate claim.")
 
 
+@check
 def kv_tied(*, models: list, doc_k_v: int = 1) -> Check:
     """'K=V tied: k_v_tensors = 1, the KV pool is half of the naive x2 math' (Gemma 4)."""
     parts = []
@@ -353,10 +197,11 @@ def kv_tied(*, models: list, doc_k_v: int = 1) -> Check:
     return Check("wrong", "; ".join(parts), f"k_v_tensors = {doc_k_v}", ev)
 
 
+@check
 def bpe(*, fmt: str, doc: float, model: str = "qwen3.6-27b") -> Check:
     """Bytes per KV element of a format: vLLM's per-token bytes over its element count (q4_0: llama.cpp's
     block size), at ``model``'s head width."""
-    from ..engines.llamacpp.formats import llamacpp_type
+    from ...engines.llamacpp.formats import llamacpp_type
 
     full = _arch(model).layers_of("full_attention")
     elems = len(full) * full[0].num_kv_heads * full[0].head_dim * 2
@@ -375,6 +220,7 @@ def bpe(*, fmt: str, doc: float, model: str = "qwen3.6-27b") -> Check:
     return Check(verdict, f"{got:.4g} B", f"{doc:g} B", f"{where}; the document is {100 * (doc - got) / got:+.1f} %.")
 
 
+@check
 def ratio(*, model: str, base: str, fmt: str, tp: int, doc: float) -> Check:
     """A per-token ratio between two models."""
     a, b = _bpt(model, fmt, tp)[0], _bpt(base, fmt, tp)[0]
@@ -384,6 +230,7 @@ def ratio(*, model: str, base: str, fmt: str, tp: int, doc: float) -> Check:
                  f"{_title(model)} {a:,} B/token against {_title(base)} {b:,} at {fmt}, TP {tp} (vLLM).")
 
 
+@check
 def growing_at(*, model: str, fmt: str, tp: int, ctx: int, doc_bytes: float, below: bool = False) -> Check:
     """Growing KV per card of one sequence at ``ctx`` tokens (doc_bytes: the document's figure; ``below``:
     the document gives an upper bound)."""
@@ -396,6 +243,7 @@ def growing_at(*, model: str, fmt: str, tp: int, ctx: int, doc_bytes: float, bel
                  f"{_bpt(model, fmt, tp)[0]:,} B/token per card x {ctx:,} tokens ({_title(model)}, {fmt}, TP {tp}).")
 
 
+@check
 def sliding(*, model: str, doc_per_bpe: int, fmt: str = "bf16", tp: int = 1) -> Check:
     """The fixed sliding-window term (the document: one window, K only, per layer)."""
     d = _vllm(model, fmt, tp)
@@ -410,6 +258,7 @@ def sliding(*, model: str, doc_per_bpe: int, fmt: str = "bf16", tp: int = 1) -> 
     return Check("wrong", _b(full_d.sliding_bytes), _b(doc), ev)
 
 
+@check
 def sliding_scales(*, model: str, fmt: str = "bf16") -> Check:
     """'Constant: doesn't scale with max_ctx or max_num_seqs' (sliding term)."""
     one = _vllm(model, fmt, 1, 262144, 1).sliding_bytes
@@ -421,6 +270,7 @@ def sliding_scales(*, model: str, fmt: str = "bf16") -> Check:
                  f"window, so the term grows with max_num_seqs ({_title(model)}, {fmt}).")
 
 
+@check
 def fixed_term(*, models: list, fmt: str = "bf16") -> Check:
     """Sliding-window and recurrent terms do not grow with the context."""
     parts, ok = [], 0
@@ -433,6 +283,7 @@ def fixed_term(*, models: list, fmt: str = "bf16") -> Check:
                  f"both contexts for {ok} of {len(models)} models (it does grow with the number of sequences).")
 
 
+@check
 def growing_vs_total(*, models: list, low: float, high: float) -> Check:
     """Counting all layers instead of the growing ones inflates the KV by total / growing."""
     rs = []
@@ -444,6 +295,7 @@ def growing_vs_total(*, models: list, low: float, high: float) -> Check:
                  "Total layers over growing layers from the configs of " + ", ".join(_title(m) for m in models) + ".")
 
 
+@check
 def head_dim_ratio(*, model: str, doc: float) -> Check:
     a = _arch(model)
     r = a.layers_of("full_attention")[0].head_dim / a.layers_of("sliding_attention")[0].head_dim
@@ -451,6 +303,7 @@ def head_dim_ratio(*, model: str, doc: float) -> Check:
                  f"global_head_dim / head_dim in {_title(model)}'s config.")
 
 
+@check
 def kv_heads_total(*, model: str, doc_total: int, doc_layers: int) -> Check:
     """Gemma 4's KV heads summed over its layers."""
     a = _arch(model)
@@ -470,6 +323,7 @@ def _vector_state(layer) -> int:
     return (k + v + layer.conv_kernel * (k + v)) * 4
 
 
+@check
 def recurrent_state(*, model: str, doc_bytes: float, seqs: int = 1) -> Check:
     """The document's recurrent state (a vector per head, fp32) against vLLM's and llama.cpp's state."""
     a = _arch(model)
@@ -485,6 +339,7 @@ def recurrent_state(*, model: str, doc_bytes: float, seqs: int = 1) -> Check:
                  f"({len(lin)} layers, {seqs} sequence{'s' if seqs > 1 else ''}, TP 1).")
 
 
+@check
 def state_general(*, models: list) -> Check:
     """The general delta_state_bytes formula."""
     parts = []
@@ -497,6 +352,7 @@ def state_general(*, models: list) -> Check:
                  "one to two orders of magnitude above the vector sum.")
 
 
+@check
 def state_range(*, models: list, low_bytes: float, high_bytes: float, doc_text: str) -> Check:
     """A stated order of magnitude for the recurrent state per sequence (vLLM, TP 1)."""
     vals = [_vllm(m, "bf16").state_bytes_per_seq for m in models]
@@ -506,6 +362,7 @@ def state_range(*, models: list, low_bytes: float, high_bytes: float, doc_text: 
                  " (it halves at TP 2).")
 
 
+@check
 def breakdown_example(*, model: str, preset: str, doc_growing_gb: float, doc_recurrent_gb: float) -> Check:
     """The document's example '--kv-breakdown' buckets for a preset, against kvmath at the preset's settings."""
     b = _preset_budget(model, preset)
@@ -522,9 +379,10 @@ def breakdown_example(*, model: str, preset: str, doc_growing_gb: float, doc_rec
                  f"{doc_recurrent_gb * 1000:g} MB.")
 
 
+@check
 def gdn_h_buffer(*, model: str, tp: int, tokens: int, doc_chunk: int, doc_bytes_per_element: int) -> Check:
     """FLA's chunked-prefill h buffer: the document's chunk_size and element size against vLLM's kernels."""
-    from ..engines.vllm.budget import FLA_CHUNK, gdn_scratch_bytes
+    from ...engines.vllm.budget import FLA_CHUNK, gdn_scratch_bytes
 
     a = _arch(model)
     l0 = a.linear_layers()[0]
@@ -537,9 +395,10 @@ def gdn_h_buffer(*, model: str, tp: int, tokens: int, doc_chunk: int, doc_bytes_
                  f"{tokens:,} batched tokens, TP {tp}, {_title(model)} needs {got:,} B.")
 
 
+@check
 def ssm_constants(*, model: str, doc_chunk: int, doc_dtype: str) -> Check:
     """'fla default chunk_size=256 and mamba_ssm_dtype=float32 (per config.json)'."""
-    from ..engines.vllm.budget import FLA_CHUNK
+    from ...engines.vllm.budget import FLA_CHUNK
 
     dt = _text_config(model).get("mamba_ssm_dtype")
     return Check("partly" if dt == doc_dtype and FLA_CHUNK != doc_chunk else ("holds" if dt == doc_dtype else "wrong"),
@@ -549,6 +408,7 @@ def ssm_constants(*, model: str, doc_chunk: int, doc_dtype: str) -> Check:
 
 # --- formats and cards --------------------------------------------------------------------------------
 
+@check
 def card_format(*, fmt: str, card: str, doc_runs: bool, model: str = "qwen3.6-27b") -> Check:
     """Whether a KV format runs on a card (kvmath's vLLM card check)."""
     try:
@@ -560,6 +420,7 @@ def card_format(*, fmt: str, card: str, doc_runs: bool, model: str = "qwen3.6-27
                  "runs" if doc_runs else "not supported", why + ".")
 
 
+@check
 def format_refused(*, models: list, fmt: str, runs_on: list) -> Check:
     """A format vLLM runs only for some model families (TurboQuant on Qwen 3.6, not on Gemma 4)."""
     ok, parts = 0, []
@@ -573,6 +434,7 @@ def format_refused(*, models: list, fmt: str, runs_on: list) -> Check:
                  "unified); it runs on the Qwen 3.6 hybrids.")
 
 
+@check
 def mem_util_ceiling(*, doc_default: float, vllm_default: float, vllm_default_source: str = "",
                      card: str = "rtx3090") -> Check:
     """'Use mem_util x VRAM as the ceiling; gpu_memory_utilization default 0.92'. ``vllm_default``: vLLM's own
@@ -588,6 +450,7 @@ def mem_util_ceiling(*, doc_default: float, vllm_default: float, vllm_default_so
 
 # --- budgets (vLLM) ------------------------------------------------------------------------------------
 
+@check
 def pool_formula(*, model: str, preset: str) -> Check:
     """kv_pool = per_token / TP x max_ctx x max_num_seqs, against the pool vLLM allocates."""
     b = _preset_budget(model, preset)
@@ -599,6 +462,7 @@ def pool_formula(*, model: str, preset: str) -> Check:
                  "decides only whether one request fits.")
 
 
+@check
 def budget_composition(*, models: list) -> Check:
     """'peak = weights/TP + KV + activation + overhead + drafter' against measured nvidia-smi peaks."""
     rows = [r for r in _compare().values() if r.get("status") == "priced" and r.get("measured_peak_gib") is not None
@@ -614,12 +478,13 @@ def budget_composition(*, models: list) -> Check:
                  "whatever the terms add up to; the sum decides the available KV memory, not the peak.")
 
 
+@check
 def activation(*, model: str, fmt: str, ctx: int, tp: int, low_gb: float = 0.0, high_gb: float = 0.0,
                mem_util: float = 0.92, card: str = "rtx3090", preset: str | None = None, coef: float | None = None,
                max_num_batched_tokens: int | None = None) -> Check:
     """An activation-peak figure (GB) against kvmath's derived profile-run peak (+ GDN scratch). ``coef``: the
     document's bytes per GDN layer per token, which gives its figure as coef x GDN layers x ctx / TP."""
-    from ..engines.vllm.budget import anchor_prediction
+    from ...engines.vllm.budget import anchor_prediction
 
     if preset:
         b = _preset_budget(model, preset)
@@ -642,6 +507,7 @@ def activation(*, model: str, fmt: str, ctx: int, tp: int, low_gb: float = 0.0, 
     return Check("holds" if inside else "wrong", f"{got:.2f} GB", doc, ev + ".")
 
 
+@check
 def anchor_overhead(*, model: str, preset: str) -> Check:
     """overhead = 0.5 + 1.0 x mem_util + 0.3 x (TP - 1) GB against kvmath's fitted overhead at a preset."""
     b = _preset_budget(model, preset)
@@ -652,6 +518,7 @@ def anchor_overhead(*, model: str, preset: str) -> Check:
                  "PyTorch fitted on the measured boots; the anchor's line has no measured basis in mem_util.")
 
 
+@check
 def overhead_arith(*, mem_util: float, tp: int, doc_gb: float) -> Check:
     """The document's own overhead formula evaluated where it quotes a figure."""
     f = 0.5 + 1.0 * mem_util + 0.3 * (tp - 1)
@@ -659,6 +526,7 @@ def overhead_arith(*, mem_util: float, tp: int, doc_gb: float) -> Check:
                  f"0.5 + 1.0 x {mem_util} + 0.3 x ({tp} - 1) = {f:.2f} GB; the budget table quotes {doc_gb:g} GB.")
 
 
+@check
 def budget_table(*, model: str, fmt: str, ctx: int, tp: int, low_gb: float, high_gb: float, mem_util: float = 0.92,
                  card: str = "rtx3090", weights_variant: str = "default", seqs: int = 1,
                  max_num_batched_tokens: int | None = None) -> Check:
@@ -673,6 +541,7 @@ def budget_table(*, model: str, fmt: str, ctx: int, tp: int, low_gb: float, high
                  f"vLLM {b.outcome}.")
 
 
+@check
 def weights(*, model: str, variants: dict, tp: int = 2) -> Check:
     """Checkpoint sizes (GB) against the anchor's profiles (data/deployments.json, the document's own stack)."""
     dep = facts.deployments()[model]["weights_gb"]
@@ -695,10 +564,11 @@ def weights(*, model: str, variants: dict, tp: int = 2) -> Check:
                  "document's own arithmetic. A checkpoint's safetensors index gives the exact figure.")
 
 
+@check
 def bf16_size(*, model: str, low_gb: float, high_gb: float, card_gb: float = 24, tp: int = 2) -> Check:
     """An unquantised (BF16) checkpoint size, from the config's tensor shapes at 16 bits per weight
     (``kvmath.engines.llamacpp.weights.estimate_weights``), and whether its share per card fits a card."""
-    from ..engines.llamacpp.weights import estimate_weights
+    from ...engines.llamacpp.weights import estimate_weights
 
     w = estimate_weights(_config(model), bits_per_weight=16)
     tot = w.total + w.output_bytes
@@ -709,6 +579,7 @@ def bf16_size(*, model: str, low_gb: float, high_gb: float, card_gb: float = 24,
                  f"{'above' if tot / tp > card_gb * GB else 'below'} a {card_gb:g} GB card, as the document says.")
 
 
+@check
 def drafter(*, model: str, drafter: str, low_gb: float, high_gb: float) -> Check:
     dep = facts.deployments()[model]["drafters"][drafter]
     got = dep["gb"]
@@ -717,6 +588,7 @@ def drafter(*, model: str, drafter: str, low_gb: float, high_gb: float) -> Check
                  f"The club-3090 drafter profile kvmath prices ({dep['note']}).")
 
 
+@check
 def router(*, model: str, doc_bytes: float, doc_total: float | None = None) -> Check:
     """Router weights: hidden_size x num_experts (x 2 B in bf16)."""
     tc = _text_config(model)
@@ -729,10 +601,11 @@ def router(*, model: str, doc_bytes: float, doc_total: float | None = None) -> C
                  f"{tc['num_hidden_layers']} layers; these weights are part of the checkpoint, not extra memory.")
 
 
+@check
 def solve_ctx(*, model: str, preset: str, doc_ctx: int, approx: float = 0.25, card: str = "rtx3090",
               at_least: bool = False, below: bool = False) -> Check:
     """The largest max_model_len that boots at a preset's settings (kvmath's vLLM verdict)."""
-    from ..engines.vllm.budget import solve_max_model_len
+    from ...engines.vllm.budget import solve_max_model_len
 
     b = _preset_budget(model, preset, card=card)
     got = solve_max_model_len(b, upper=262144)
@@ -747,6 +620,7 @@ def solve_ctx(*, model: str, preset: str, doc_ctx: int, approx: float = 0.25, ca
                  f"{card}: the largest max_model_len vLLM boots.")
 
 
+@check
 def fits(*, model: str, fmt: str, ctx: int, tp: int, card: str = "rtx3090", doc_fits: bool = True,
          weights_variant: str = "default", mem_util: float = 0.92) -> Check:
     """Whether one request of ``ctx`` tokens boots."""
@@ -759,6 +633,7 @@ def fits(*, model: str, fmt: str, ctx: int, tp: int, card: str = "rtx3090", doc_
                  f"{_gib(b.kv_per_request)}.")
 
 
+@check
 def backsolve(*, row: str) -> Check:
     """The document's back-solve: per_token = available x 2^30 / (max_ctx x max_num_seqs / TP), on a logged boot."""
     r = next(x for x in _rows() if x.id == row)
@@ -771,6 +646,7 @@ def backsolve(*, row: str) -> Check:
                  f"{solved / true:.2f}x the true per-token bytes and would suggest a wrong layer or K=V count.")
 
 
+@check
 def est_len(*, doc: str = "authoritative") -> Check:
     recs = [r for r in _compare().values() if "est_len_error_pct" in r and not r.get("same_boot")]
     close = [r for r in recs if abs(r["est_len_error_pct"]) <= 10]
@@ -784,8 +660,9 @@ def est_len(*, doc: str = "authoritative") -> Check:
                  "log is the figure to trust.")
 
 
+@check
 def boot_log(*, goal_gib: float = 0.5) -> Check:
-    from ..engines.vllm import calibration
+    from ...engines.vllm import calibration
 
     s = calibration.summary()["specified"]
     return Check("holds", f"{s['available_within_0_5_gib']} of {s['available_gib']['n']} within {goal_gib} GiB",
@@ -794,6 +671,7 @@ def boot_log(*, goal_gib: float = 0.5) -> Check:
                  f"{s['available_within_0_5_gib']} of the {s['available_gib']['n']} specified boots that log it.")
 
 
+@check
 def refusal_rule() -> Check:
     """'If requested exceeds available, vLLM refuses to boot': measured boots whose max_num_seqs x max_ctx demand
     exceeds the available KV."""
@@ -805,6 +683,7 @@ def refusal_rule() -> Check:
                  "and serves fewer at once (maximum concurrency below max_num_seqs).")
 
 
+@check
 def fragmentation(*, doc_pct: float, models: list, contexts: list) -> Check:
     """Block rounding wasted in vLLM's paged cache: the last, partly filled block of each full-attention
     group, for one request of each context, as a share of that request's growing KV."""
@@ -822,6 +701,7 @@ def fragmentation(*, doc_pct: float, models: list, contexts: list) -> Check:
                  "(vLLM, bf16); hybrid models get long blocks, so short requests waste more.")
 
 
+@check
 def perfmamba(*, a_gb: float, b_gb: float, doc_pct: float) -> Check:
     pct = 100 * (a_gb / b_gb - 1)
     return Check("holds" if abs(pct - doc_pct) < 0.1 else "wrong", f"{pct:.1f} %", f"{doc_pct:g} %",
@@ -838,6 +718,7 @@ def _anchor_gap_gb(r) -> float:
     return r.anchor[0] - r.peak_gib * GIB / GB
 
 
+@check
 def calibration_count(*, model: str, doc_ok: int, doc_n: int, band_gb: float = 1.5, vram_gb: float = 24) -> Check:
     """'Calibrated k/n (±1.5 GB band)' against the anchor's calibration rows kvmath keeps (the C rows)."""
     rows = _anchor_rows(model)
@@ -855,6 +736,7 @@ def calibration_count(*, model: str, doc_ok: int, doc_n: int, band_gb: float = 1
                  f"on {ours} of these {n} rows and its start-up outcome agrees on {agree}.")
 
 
+@check
 def calibration_overall(*, doc_ok: int, doc_n: int, parts: list) -> Check:
     rows = _anchor_rows()
     models = sorted({r.model for r in rows})
@@ -863,6 +745,7 @@ def calibration_overall(*, doc_ok: int, doc_n: int, parts: list) -> Check:
                  f"that kvmath keeps has {len(rows)} rows with a verdict.")
 
 
+@check
 def calibration_pending(*, models: list) -> Check:
     """'Config-verified, calibration pending / not on stack' for the MoE models."""
     parts = []
@@ -876,9 +759,10 @@ def calibration_pending(*, models: list) -> Check:
                  "models; kvmath prices them like the others.")
 
 
+@check
 def error_band(*, band_gb: float) -> Check:
     """The ±1.5 GB error band: the anchor's peak against the measured peak on its own calibration rows."""
-    from ..engines.vllm.budget import CALIBRATION_ERROR_GIB
+    from ...engines.vllm.budget import CALIBRATION_ERROR_GIB
 
     rows = _anchor_rows()
     gaps = [abs(_anchor_gap_gb(r)) for r in rows]
@@ -888,6 +772,7 @@ def error_band(*, band_gb: float) -> Check:
                  f"{len(rows) - within}; kvmath's out-of-sample band for available KV is {CALIBRATION_ERROR_GIB} GiB.")
 
 
+@check
 def band_target(*, share: float, band_gb: float) -> Check:
     rows = _anchor_rows()
     within = sum(abs(_anchor_gap_gb(r)) <= band_gb for r in rows)
@@ -900,8 +785,9 @@ def band_target(*, share: float, band_gb: float) -> Check:
                  "measured peak; the --calibration self-test does not compute it.")
 
 
+@check
 def error_sources(*, parts_gb: list, doc_total_gb: float) -> Check:
-    from ..engines.vllm.budget import CALIBRATION_ERROR_GIB
+    from ...engines.vllm.budget import CALIBRATION_ERROR_GIB
 
     lin = sum(parts_gb)
     rss = math.sqrt(sum(p * p for p in parts_gb))
@@ -910,6 +796,7 @@ def error_sources(*, parts_gb: list, doc_total_gb: float) -> Check:
                  "takes its worst sign at once; none of them is measured.")
 
 
+@check
 def single_stream(*, band_gb: float, max_ctx: int) -> Check:
     rows = [r for r in _anchor_rows() if r.cfg.get("max_num_seqs") == 1 and r.cfg.get("max_model_len", 0) <= max_ctx]
     gaps = [abs(_anchor_gap_gb(r)) for r in rows]
@@ -920,6 +807,7 @@ def single_stream(*, band_gb: float, max_ctx: int) -> Check:
                  "measured peak).")
 
 
+@check
 def many_seqs(*, min_seqs: int) -> Check:
     rows = [r for r in _anchor_rows() if r.cfg.get("max_num_seqs", 0) >= min_seqs]
     tight = sum(r.anchor[1] == "TIGHT" for r in rows)
@@ -930,10 +818,11 @@ def many_seqs(*, min_seqs: int) -> Check:
                  "capped pool, and every one of these booted.")
 
 
+@check
 def capping() -> Check:
     """'Predicted KV pool is min(requested, budget - fixed); TIGHT when capped': the anchor's verdict on the
     measured refusals."""
-    from ..engines.vllm.budget import anchor_prediction
+    from ...engines.vllm.budget import anchor_prediction
 
     refused = [r for r in _rows() if r.outcome == "refused" and r.cfg and not r.same_boot]
     called = []
@@ -951,9 +840,10 @@ def capping() -> Check:
                  "does not fit, which a capped TIGHT cannot say.")
 
 
+@check
 def leave_model_out(*, doc_min_rows: int) -> Check:
     """'Coefficients need ≥4 calibration rows per model': kvmath's error with every row of the model left out."""
-    from ..engines.vllm import calibration
+    from ...engines.vllm import calibration
 
     recs = calibration.leave_one_out_by("model")
     s = calibration.cv_summary(recs)
@@ -964,364 +854,3 @@ def leave_model_out(*, doc_min_rows: int) -> Check:
                  "within 0.5 GiB).")
 
 
-# --- llama.cpp (the Russian article) ---------------------------------------------------------------------
-
-def ru_formula(*, models: list) -> Check:
-    """KV bytes per token = 2 x KV heads x head_dim x layers x bytes per element (f16), all layers."""
-    from ..model.specs import AttentionLayer
-
-    ok, parts = 0, []
-    for m in models:
-        a = _arch(m)
-        tc = _text_config(m)
-        # every layer counted, as the article does: an attention layer with its own heads and width, any
-        # other layer with the config's num_key_value_heads x head_dim
-        hand = 2 * 2 * sum(l.num_kv_heads * l.head_dim if isinstance(l, AttentionLayer)
-                           else tc["num_key_value_heads"] * tc["head_dim"] for l in a.layers)
-        got = _llama(m, 32768, "f16").bytes_per_token
-        ok += hand == got
-        parts.append(f"{_title(m)}: formula {hand:,}, llama.cpp {got:,}")
-    return Check(_grade(ok, len(models)), "; ".join(parts), "2 x h x d x L x bytes",
-                 f"Right for a model whose every layer is full attention; sliding-window and recurrent layers do "
-                 f"not grow with the context ({ok} of {len(models)} models agree, f16, B/token).")
-
-
-def ru_element_sizes(*, sizes: dict) -> Check:
-    from ..engines.llamacpp.formats import llamacpp_type
-
-    ok, parts = 0, []
-    for t, doc in sizes.items():
-        f = llamacpp_type(t)
-        got = f.block_bytes / f.block_elems
-        ok += abs(got - doc) < 1e-9
-        parts.append(f"{t} {got:g} B")
-    blocks = "; ".join(f"{t}: {llamacpp_type(t).block_bytes} B per {llamacpp_type(t).block_elems} elements"
-                       for t in sizes if llamacpp_type(t).block_elems > 1)
-    return Check(_grade(ok, len(sizes)), "; ".join(parts), "; ".join(f"{t} {v:g} B" for t, v in sizes.items()),
-                 f"ggml's block sizes ({blocks}) include a 16-bit scale per block.")
-
-
-def ru_halving(*, model: str, ctx: int) -> Check:
-    q8, q4 = _llama(model, ctx, "q8_0"), _llama(model, ctx, "q4_0")
-    pct = 100 * q4.bytes_per_token / q8.bytes_per_token
-    return Check("partly", f"{pct:.1f} % left", "50 %",
-                 f"{_title(model)} in llama.cpp: {q8.bytes_per_token:,} B/token in q8_0, {q4.bytes_per_token:,} in "
-                 "q4_0; the block scales keep it a little above half. Quality is not measured here.")
-
-
-def ru_gemma_vs_qwen(*, gemma: str, qwen: str, doc: float, ctx: int) -> Check:
-    g, q = _llama(gemma, ctx, "f16"), _llama(qwen, ctx, "f16")
-    full = _llama(gemma, ctx, "f16", swa_full=True)
-    r = g.bytes_per_token / q.bytes_per_token
-    rf = sum(c.bytes_per_cell for c in full.kv) / q.bytes_per_token
-    return Check("wrong" if abs(r - doc) > 0.2 * doc else "holds", f"{r:.2f}x ({rf:.1f}x with --swa-full)", f"~{doc:g}x",
-                 f"llama.cpp keeps Gemma 4's sliding layers in a window-sized cache: {g.bytes_per_token:,} against "
-                 f"{q.bytes_per_token:,} B/token (f16); only --swa-full makes every layer grow.")
-
-
-def ru_kv_vs_weights(*, gemma: str, ctx: int, weight_bits, cache_type: str = "f16") -> Check:
-    w = _weights(gemma, weight_bits)
-    wt = w.total + w.output_bytes
-    kv = _llama(gemma, ctx, cache_type).total_bytes
-    kvf = _llama(gemma, ctx, cache_type, swa_full=True).total_bytes
-    return Check("wrong" if kv < wt else "holds", f"cache {_gib(kv)} ({_gib(kvf)} with --swa-full)",
-                 f"cache > weights ({_gib(wt)}, {_wdesc(weight_bits)})",
-                 f"{_title(gemma)} at {ctx:,} tokens, {cache_type}: the default cache is far below the weights; only "
-                 "--swa-full would exceed them.")
-
-
-def ru_default_type() -> Check:
-    from ..engines.llamacpp import LlamaCppSettings
-    from ..engines.llamacpp.formats import llamacpp_type
-
-    q8 = llamacpp_type("q8_0")
-    f = LlamaCppSettings.__dataclass_fields__
-    k, v = f["cache_type_k"].default, f["cache_type_v"].default
-    return Check("partly", f"llama.cpp default -ctk {k} / -ctv {v}", "q8_0, 1 B per element",
-                 "llama.cpp's own default is f16; that many examples set q8_0 is not checkable here, and q8_0 costs "
-                 f"{q8.block_bytes / q8.block_elems:g} B per element, not 1.")
-
-
-def _weights(model: str, weights):
-    """llama.cpp weight bytes of ``model``: ``weights`` names a llama-quantize mix (``Q4_K_M``: the tensors
-    ``kvmath.engines.llamacpp.weights.weights_from_mix`` builds from config.json, as the 16 GB chapter uses
-    them), or is a flat bits per weight."""
-    from ..engines.llamacpp.weights import estimate_weights, weights_from_mix
-
-    if isinstance(weights, str):
-        return weights_from_mix(_config(model), weights)[1]
-    return estimate_weights(_config(model), bits_per_weight=weights)
-
-
-def _wdesc(weights) -> str:
-    return f"weights in {weights} (tensor by tensor from config.json)" if isinstance(weights, str) else \
-        f"weights estimated at {weights:g} bits per weight"
-
-
-def _lb_setup(model: str, ctx: int, t: str, n: int, weight_bits, card: str, t_v: str | None = None):
-    from ..engines.llamacpp import budget as LB
-
-    w = _weights(model, weight_bits)
-    c = LB.card(card)
-    s, _, _ = LB.plan(model, _config(model), n_ctx=ctx, cache_type_k=t, cache_type_v=t_v or t, weights=w, n_cpu_moe=n,
-                      total_mib=c["total_gib"] * 1024, fork="turboquant" if t.startswith("turbo") else None)
-    return s.budget, w
-
-
-def _lb_smallest(model, ctx, t, weight_bits, card):
-    from ..solve import first_true
-
-    _, w = _lb_setup(model, ctx, t, 0, weight_bits, card)
-    return first_true(lambda k: _lb_setup(model, ctx, t, k, weight_bits, card)[0].spare_mib >= 0, 0, w.n_blocks)
-
-
-def ru_fits_16gb(*, models: list, ctx: int, cache_type: str, weight_bits: float, card: str) -> Check:
-    parts, ok = [], 0
-    for m in models:
-        n = _lb_smallest(m, ctx, cache_type, weight_bits, card)
-        ok += n is not None
-        parts.append(f"{_title(m)}: --n-cpu-moe {n}" if n is not None else f"{_title(m)}: does not fit")
-    return Check(_grade(ok, len(models)), "; ".join(parts), f"{ctx:,} tokens fit on 16 GB",
-                 f"llama.cpp's card budget on {card} ({cache_type}, {_wdesc(weight_bits)}, llama-server): the smallest "
-                 "number of layers whose experts stay in RAM.")
-
-
-def ru_gemma_peak(*, model: str, ctx: int, cache_type: str, n_oom: int, doc_peak_gb: float, weight_bits,
-                  card: str, n_peak: int = 12) -> Check:
-    peak, _ = _lb_setup(model, ctx, cache_type, n_peak, weight_bits, card)
-    b, _ = _lb_setup(model, ctx, cache_type, n_oom, weight_bits, card)
-    n = _lb_smallest(model, ctx, cache_type, weight_bits, card)
-    got = peak.load_mib * MIB
-    ok = _close(got, doc_peak_gb * GB, 0.05) and b.spare_mib < 0
-    return Check("holds" if ok else "wrong",
-                 f"--n-cpu-moe {n_peak}: {_gb(got)}; --n-cpu-moe {n_oom}: {b.verdict} ({b.spare_mib:,.0f} MiB spare); "
-                 f"fits from {n}", f"peak {doc_peak_gb:g} GB at {n_peak}; out of memory at {n_oom}",
-                 f"CUDA0 total (model + KV + state + compute) on {card}, {cache_type}, {_wdesc(weight_bits)}, "
-                 "llama-server: " + ("as the article says." if ok else "neither the peak nor the out-of-memory is "
-                                     "reproduced at the article's flags."))
-
-
-def ru_qwen_within(*, model: str, ctx: int, cache_type: str, doc_gb: float, weight_bits, card: str) -> Check:
-    n = _lb_smallest(model, ctx, cache_type, weight_bits, card)
-    b, _ = _lb_setup(model, ctx, cache_type, n, weight_bits, card)
-    tot = b.load_mib * MIB
-    return Check("holds" if tot <= doc_gb * GB else "partly", f"{_gb(tot)} ({b.load_mib:,.0f} MiB) at --n-cpu-moe {n}",
-                 f"within {doc_gb:g} GB", f"CUDA0 total (model + KV + state + compute) on {card}, {cache_type}, "
-                 f"{_wdesc(weight_bits)}, llama-server; the margin comes from the experts moved to RAM.")
-
-
-def ru_offload_slower(*, model: str, n_lo: int, n_hi: int, host_gbs: float, card: str, weight_bits) -> Check:
-    tg = _tg(model, [n_lo, n_hi], host_gbs, card, weight_bits)
-    return Check("holds" if tg[1] < tg[0] else "wrong", f"{tg[0]:.0f} -> {tg[1]:.0f} tokens/s", "slower",
-                 f"kvmath's calibrated speed model ({_title(model)}, --n-cpu-moe {n_lo} -> {n_hi}, host RAM at "
-                 f"{host_gbs:g} GB/s): each layer moved reads its active experts over the host's bandwidth.")
-
-
-def _tg(model, ns, host_gbs, card, weight_bits):
-    from ..engines.llamacpp import budget as LB
-    from ..engines.llamacpp import speed as SP
-    w = _weights(model, weight_bits)
-    tc = _text_config(model)
-    frac = tc.get("num_experts_per_tok", tc.get("top_k_experts")) / tc["num_experts"]
-    bw = LB.card(card)["bandwidth_gbs"]
-    out = []
-    for n in ns:
-        ram = sum(w.experts_per_block[:n])
-        out.append(SP.estimate(dense_gpu_bytes=w.attention + w.other + w.output_bytes, expert_gpu_bytes=w.experts - ram,
-                               expert_host_bytes=ram, active_fraction=frac, gpu_bandwidth_gbs=bw,
-                               host_bandwidth_gbs=host_gbs)["tg_tokens_per_s"])
-    return out
-
-
-def ru_speed_gap(*, gemma: str, qwen: str, n_lo: int, n_hi: int, host_gbs: float, card: str, weight_bits) -> Check:
-    from ..engines.llamacpp import speed as SP
-
-    g = _tg(gemma, [n_lo, n_hi], host_gbs, card, weight_bits)
-    q = _tg(qwen, [n_lo, n_hi], host_gbs, card, weight_bits)
-    dg, dq = 100 * (1 - g[1] / g[0]), 100 * (1 - q[1] / q[0])
-    med = SP.summary(SP.leave_one_out())["tg_loo_median_abs_pct"]
-    verdict = "wrong" if dg >= dq or abs(dg - dq) <= med else "holds"  # the chapter's "refuted as stated"
-    return Check(verdict, f"Gemma -{dg:.0f} %, Qwen -{dq:.0f} %", "Gemma small, Qwen larger",
-                 f"The calibrated speed model (median error {med:.0f} %) has Gemma lose at least as much; the gap is "
-                 "within its error and no public run measures either model at both settings.")
-
-
-def ru_turbo_ratio(*, types: list, doc_ratio: float) -> Check:
-    from ..engines.llamacpp.formats import llamacpp_type
-
-    f16 = llamacpp_type("f16").bits_per_element
-    parts = [f"{t} {float(f16 / llamacpp_type(t).bits_per_element):.2f}x" for t in types]
-    return Check("partly", "; ".join(parts), f"{doc_ratio:g}x at full-precision recall",
-                 "Bits per element against f16 from the fork's block structs; recall is not measured in this project.")
-
-
-def ru_turbo_flags(*, model: str, ctx: int, k: str, v: str) -> Check:
-    m = _llama(model, ctx, k, v)
-    stored = m.kv[0].type_k
-    return Check("holds" if stored == k else "partly", f"K stored as {stored}, V as {m.kv[0].type_v}",
-                 f"-ctk {k} -ctv {v}", f"kvmath's model of the TurboQuant fork accepts both types and, for "
-                 f"{_title(model)} with these flags, stores K as {stored} and V as {m.kv[0].type_v}.")
-
-
-def ru_turbo_vs_q4(*, model: str, ctx: int, doc_turbo_mb: float, doc_q4_mb: float, k: str = "turbo4",
-                   v: str = "turbo3") -> Check:
-    run = _llama(model, ctx, k, v)  # the article's own flags: -ctk turbo4 -ctv turbo3
-    t4, q4 = run.kv_bytes, _llama(model, ctx, "q4_0").kv_bytes
-    ok = t4 < q4 and _close(t4, doc_turbo_mb * MIB, 0.05) and _close(q4, doc_q4_mb * MIB, 0.05)
-    return Check("holds" if ok else "wrong", f"-ctk {k} -ctv {v} {t4 / MIB:,.0f} MiB, q4_0 {q4 / MIB:,.0f} MiB",
-                 f"turbo ~{doc_turbo_mb:g} MB, q4_0 ~{doc_q4_mb:g} MB",
-                 f"{_title(model)} at {ctx:,} tokens with the article's flags (K stored as {run.kv[0].type_k}, V as "
-                 f"{run.kv[0].type_v}); the article's 'MB' are MiB.")
-
-
-def ru_q6() -> Check:
-    from ..engines.llamacpp.formats import LLAMACPP_CACHE_TYPES
-
-    has = [t for t in LLAMACPP_CACHE_TYPES if t.startswith("q6")]
-    return Check("partly", "mainline cache types: " + ", ".join(LLAMACPP_CACHE_TYPES), "Q6 only in ik_llama",
-                 "Mainline llama.cpp has no 6-bit cache type" + ("" if not has else " (found one)") +
-                 "; ik_llama.cpp is not modelled here.")
-
-
-def ru_linear_state(*, model: str) -> Check:
-    a, b = _llama(model, 32768, "f16"), _llama(model, 262144, "f16")
-    same = a.recurrent_bytes == b.recurrent_bytes
-    return Check("partly" if same and a.bytes_per_token else ("holds" if same else "wrong"),
-                 f"state {a.recurrent_bytes / MIB:,.1f} MiB at 32K and 256K; {a.bytes_per_token:,} B/token still grow",
-                 "fixed size, bypasses the arithmetic",
-                 f"The Kimi Delta Attention state is the same at both contexts, but {_title(model)} keeps MLA layers "
-                 "whose cache grows per token.")
-
-
-# --- not checkable -------------------------------------------------------------------------------------
-
-def not_checkable(*, why: str) -> Check:
-    return Check("not checkable", "-", "-", why)
-
-
-CHECKS = {f.__name__: f for f in (
-    layer_split, config_values, config_has_split, config_has_keys, head_dim_fallback, valid_tp, per_token,
-    general_formula, kv_tied, bpe, ratio, growing_at, sliding, sliding_scales, fixed_term, growing_vs_total,
-    head_dim_ratio, kv_heads_total, recurrent_state, state_general, state_range, breakdown_example, gdn_h_buffer,
-    ssm_constants, card_format, format_refused, mem_util_ceiling, pool_formula, budget_composition, activation,
-    anchor_overhead, overhead_arith, budget_table, weights, bf16_size, drafter, router, solve_ctx, fits, backsolve, est_len,
-    boot_log, refusal_rule, fragmentation, perfmamba, calibration_count, calibration_overall, calibration_pending,
-    error_band, band_target, error_sources, single_stream, many_seqs, capping, leave_model_out, ru_formula,
-    ru_element_sizes, ru_halving, ru_gemma_vs_qwen, ru_kv_vs_weights, ru_default_type, ru_fits_16gb, ru_gemma_peak,
-    ru_qwen_within, ru_offload_slower, ru_speed_gap, ru_turbo_ratio, ru_turbo_flags, ru_turbo_vs_q4, ru_q6,
-    ru_linear_state, not_checkable)}
-"""Every check function by name (a record's ``check``)."""
-
-
-# --- records and rendering -----------------------------------------------------------------------------
-
-def documents() -> dict:
-    """The two source documents: key -> {title, source}."""
-    return facts.errata()["documents"]
-
-
-def records(chapter: str | None = None) -> list[dict]:
-    """The claims of ``data/errata.json`` (those a chapter checks when ``chapter`` is a docname)."""
-    recs = facts.errata()["claims"]
-    return [r for r in recs if chapter is None or r["chapter"] == chapter]
-
-
-def run(record: dict) -> Check:
-    """Run one record's check. A record with ``checkable: false`` gets ``not checkable`` and its reason."""
-    if not record.get("checkable", True):
-        return not_checkable(why=record["why"])
-    name = record["check"]
-    if name not in CHECKS:
-        raise KvMathError(f"errata {record['id']}: unknown check {name!r}")
-    c = CHECKS[name](**record.get("args", {}))
-    if c.verdict not in VERDICTS:
-        raise KvMathError(f"errata {record['id']}: check {name} returned verdict {c.verdict!r}")
-    return c
-
-
-def results(chapter: str | None = None) -> list[tuple[dict, Check]]:
-    return [(r, run(r)) for r in records(chapter)]
-
-
-def _cell(text: str) -> str:
-    """Text for a Markdown table cell: pipes escaped, flags (``--n-cpu-moe``) as code so that the
-    typographer does not turn their dashes into an en dash."""
-    text = str(text).replace("|", "\\|").replace("\n", " ")
-    text = re.sub(r"(?<![`\w-])(--[a-z][\w-]*)", r"`\1`", text)
-    return re.sub(r"\b\w{16,}\b", _breakable, text)
-
-
-def _breakable(m) -> str:
-    """A long identifier (``num_global_key_value_heads``) with line-break opportunities (``<wbr>``) after its
-    underscores and between its CamelCase words, so that a narrow table column can wrap it."""
-    word = re.sub(r"_(?=\w)", "_<wbr>", m.group(0))
-    return re.sub(r"(?<=[a-z])(?=[A-Z])", "<wbr>", word)
-
-
-def _verdict_text(v: str) -> str:
-    return {"holds": "holds", "wrong": "**wrong**", "partly": "partly", "not checkable": "*not checkable*"}[v]
-
-
-def _figures(c: Check) -> str:
-    if c.verdict == "not checkable":
-        return "—"
-    return f"found: {_cell(c.kvmath)} <br>document: {_cell(c.document)}"
-
-
-def chapter_markdown(docname: str, target: bool = False) -> str:
-    """A chapter's "Checked claims" section body (MyST): one table of its claims: the claim (with its
-    document and section), the verdict, and kvmath's figure, the document's and the evidence.
-    ``target``: start with the section's label target ``(errata-...)=``, for the model chapters, whose
-    shared template cannot carry a label of its own per model (a {ref} to it then needs an explicit title)."""
-    res = results(docname)
-    lines = [f"({label_for(docname)})=", ""] if target else []
-    if not res:
-        lines.append("Neither source document makes a claim that this chapter checks.")
-        return "\n".join(lines) + "\n"
-    docs = documents()
-    lines += ["| claim | verdict | figures and evidence |", "|---|---|---|"]
-    for r, c in res:
-        where = f"{docs[r['document']]['short']}, {r['section']}"
-        claim = _cell(r["claim"]) + f" <br>*{_cell(where)}*"
-        ev = _cell(c.evidence) if c.verdict == "not checkable" else f"{_figures(c)} <br>{_cell(c.evidence)}"
-        lines.append(f"| {claim} | {_verdict_text(c.verdict)} | {ev} |")
-    return "\n".join(lines) + "\n"
-
-
-def counts(res=None) -> dict:
-    """Verdict counts per document: {document: {verdict: n}}."""
-    res = res if res is not None else results()
-    out = {}
-    for r, c in res:
-        out.setdefault(r["document"], {v: 0 for v in VERDICTS})[c.verdict] += 1
-    return out
-
-
-def _chapter_title(docname: str) -> str:
-    parts = docname.rsplit("/", 1)[-1]
-    if docname.startswith("notebooks/generated/"):
-        return _title(parts)
-    return {"formula": "The general formula", "kv_formats": "KV formats", "quick_reference": "Quick reference",
-            "calibration": "Calibration", "llamacpp_16gb": "llama.cpp on a 16 GB card", "engines": "Engines"}.get(parts, parts)
-
-
-def page_markdown(document: str) -> str:
-    """One document's part of the Errata page (MyST, no heading): a summary line and a table of every claim
-    with its kind, verdict, the two figures and a link to the chapter section that checks it."""
-    docs = documents()
-    if document not in docs:
-        raise KvMathError(f"unknown source document {document!r}; known: {', '.join(docs)}")
-    rows = results_for_document(document)
-    cv = counts(rows).get(document, {})
-    out = [docs[document]["about"], "",
-           f"{len(rows)} claims: " + ", ".join(f"{cv.get(v, 0)} {v}" for v in VERDICTS) + ".", "",
-           "| claim | verdict | kvmath / document |", "|---|---|---|"]
-    for r, c in rows:
-        link = f"{{ref}}`{_chapter_title(r['chapter'])} <{r['label']}>`"
-        claim = _cell(r["claim"]) + f" <br>*{_cell(r['section'])}; {r['kind']}* <br>checked in {link}"
-        out.append(f"| {claim} | {_verdict_text(c.verdict)} | {_figures(c)} |")
-    return "\n".join(out) + "\n"
-
-
-def results_for_document(document: str) -> list[tuple[dict, Check]]:
-    return [(r, run(r)) for r in records() if r["document"] == document]
