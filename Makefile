@@ -29,7 +29,7 @@ CHROMIUM ?= /usr/bin/chromium
 VENV_ENV := PATH="$(BIN):$$PATH" JUPYTER_PATH="$(abspath $(VENV))/share/jupyter" \
             PYDEVD_DISABLE_FILE_VALIDATION=1
 
-.PHONY: fuzz all venv venv-test assets chapters book test bench lock browser clean distclean lab
+.PHONY: fuzz all venv venv-test sglang-wheels assets chapters book test bench lock browser clean distclean lab
 
 all: book
 
@@ -105,7 +105,13 @@ browser:
 		fi; \
 	fi
 
-test: venv-test browser
+# SGLang's released wheels for tests/test_sglang_oracle.py (its pool classes run on the CPU); never committed
+SGLANG_WHEELS := 0.4.3 0.4.3.post4 0.4.4 0.4.7 0.4.8.post1 0.4.10 0.5.4.post1 0.5.6 0.5.9 0.5.23
+sglang-wheels: venv-test
+	@for v in $(SGLANG_WHEELS); do ls .cache/sglang-wheels/sglang-$$v-*.whl >/dev/null 2>&1 || \
+		$(call PIP,$(VENV)) download -q --no-deps sglang==$$v -d .cache/sglang-wheels || exit 1; done
+
+test: venv-test browser sglang-wheels
 	$(VENV_ENV) $(VENV)/bin/python -m pytest
 
 # The long fuzz run (50,000 cases: GGUF headers, configs through every engine, the vLLM plan and budget,

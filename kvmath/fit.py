@@ -84,7 +84,7 @@ def run(argv=None) -> int:
         return own
     try:
         rest, opts = _take(argv[n:])
-        launch = engine.parse_launch(rest, env=dict(os.environ))
+        launch = engine.launch_for(argv[:n], rest, env=dict(os.environ))
         if opts["card"] is not None or opts["device_memory"] is not None:
             from dataclasses import replace
 

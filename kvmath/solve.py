@@ -11,39 +11,54 @@ from __future__ import annotations
 
 from .engines.base import Engine, Launch
 from .errors import KvMathError
+from .units import ceil_div
 
 
 def _boots(engine: Engine, launch: Launch, setting: str, value: int) -> bool:
     return engine.verdict(launch.with_settings(**{setting: value})).boots
 
 
-def largest(engine: Engine, launch: Launch, setting: str, lo: int, hi: int, step: int = 1) -> int | None:
-    """The largest multiple of ``step`` in [lo, hi] at which the launch boots, None if none does.
-
-    Assumes booting is monotone (true below any value that boots)."""
-    lo_k, hi_k = -(-lo // step), hi // step
-    if hi_k < lo_k or not _boots(engine, launch, setting, lo_k * step):
+def last_true(predicate, lo: int, hi: int, step: int = 1) -> int | None:
+    """The largest multiple of ``step`` in [lo, hi] where ``predicate`` holds, None if none does; assumes it
+    holds below any value where it holds (O(log) calls). The one bisection of the package."""
+    lo_k, hi_k = ceil_div(lo, step), hi // step
+    if hi_k < lo_k or not predicate(lo_k * step):
         return None
     while lo_k < hi_k:
         mid = (lo_k + hi_k + 1) // 2
-        if _boots(engine, launch, setting, mid * step):
+        if predicate(mid * step):
             lo_k = mid
         else:
             hi_k = mid - 1
     return lo_k * step
 
 
-def smallest(engine: Engine, launch: Launch, setting: str, lo: int, hi: int) -> int | None:
-    """The smallest integer in [lo, hi] at which the launch boots, None if none does (monotone: true above)."""
-    if hi < lo or not _boots(engine, launch, setting, hi):
+def first_true(predicate, lo: int, hi: int) -> int | None:
+    """The smallest integer in [lo, hi] where ``predicate`` holds, None if none does; assumes it holds above
+    any value where it holds."""
+    if hi < lo or not predicate(hi):
         return None
     while lo < hi:
         mid = (lo + hi) // 2
-        if _boots(engine, launch, setting, mid):
+        if predicate(mid):
             hi = mid
         else:
             lo = mid + 1
     return lo
+
+
+def largest(engine: Engine, launch: Launch, setting: str, lo: int, hi: int, step: int = 1) -> int | None:
+    """The largest multiple of ``step`` in [lo, hi] at which the launch boots, None if none does.
+
+    Assumes booting is monotone (true below any value that boots)."""
+    launch = engine.for_solving(launch)
+    return last_true(lambda v: _boots(engine, launch, setting, v), lo, hi, step)
+
+
+def smallest(engine: Engine, launch: Launch, setting: str, lo: int, hi: int) -> int | None:
+    """The smallest integer in [lo, hi] at which the launch boots, None if none does (monotone: true above)."""
+    launch = engine.for_solving(launch)
+    return first_true(lambda v: _boots(engine, launch, setting, v), lo, hi)
 
 
 def _setting(engine: Engine, kind: str) -> str:

@@ -319,10 +319,20 @@ class Engine(ABC):
         model, or a bad value, naming the flag."""
         raise KvMathError(f"{self.name} has no launch-line reader in kvmath")
 
+    def launch_for(self, words: Sequence[str], argv: Sequence[str], env: Mapping[str, str] | None = None) -> Launch:
+        """The launch of a pasted line whose command words were ``words`` (``("llama-cli",)``): engines whose
+        rules differ by program override it; the default is :meth:`parse_launch` of ``argv``."""
+        return self.parse_launch(argv, env)
+
     def verdict(self, launch: Launch) -> Verdict:
         """What the engine does with ``launch``: per-device terms, outcome, message, log lines. Raises
         KvMathError for input the engine's rules cannot price."""
         raise KvMathError(f"{self.name} has no memory budget in kvmath (only its cache)")
+
+    def for_solving(self, launch: Launch) -> Launch:
+        """The launch the solvers vary: the default is ``launch``; an engine that changes a launch at start-up by
+        itself (llama.cpp's ``--fit``) returns it with that step off, so booting stays monotone in each setting."""
+        return launch
 
     def range_of(self, launch: Launch, setting: str) -> tuple[int, int, int]:
         """``(lowest, highest, step)`` the solvers search for ``setting`` (context: 1 to the model's limit)."""
@@ -360,6 +370,11 @@ class Engine(ABC):
         Flags are added with ``default=argparse.SUPPRESS`` so the CLI can tell which were given.
         """
         return []
+
+    def cli_block(self, derivation, extra: dict):
+        """The engine's own start-up figures for ``kvmath``'s answer, from the allocation the derivation sums:
+        ``(text lines, JSON dict)``, or None when the engine prints nothing of its own."""
+        return None
 
     def settings_from_cli(self, args: dict) -> dict:
         """Map the given engine flags (``dest -> value``) to :meth:`settings` keywords."""
