@@ -20,6 +20,11 @@ request to another host refused and counted.
 * ``test_programs_are_the_console_scripts``, ``test_ggml_cache_blocks``: the page's program table is
   pyproject.toml's ``[project.scripts]``; the llama.cpp cache types' block sizes kvmath keeps (so the
   config path needs no gguf) are gguf's ``GGML_QUANT_SIZES``.
+* ``test_pyodide_pin_is_one_version_checked_by_its_integrity``, ``test_site_ships_only_the_runtime_and_its_notices``:
+  one Pyodide version everywhere, a tarball that does not match its npm integrity refused; the site holds
+  the five runtime files, the notice, the licence texts and the wheel, nothing else.
+* ``test_derive_stays_the_function_after_its_module_is_imported``: ``kvmath.derive`` is callable after
+  ``import kvmath.derive`` (the page runs the command lines in one interpreter).
 """
 
 from __future__ import annotations
@@ -353,3 +358,31 @@ def test_derive_stays_the_function_after_its_module_is_imported():
     assert r.returncode == 0, r.stderr
     # qwen3.6-27b bf16 at TP 1: 16 full-attention layers x 4 KV heads x 256 x (K + V) x 2 B (config.json)
     assert int(r.stdout) == 16 * 4 * 256 * 2 * 2
+
+
+def test_pyodide_pin_is_one_version_checked_by_its_integrity(tmp_path):
+    import base64
+    import hashlib
+
+    import book_assets
+
+    from kvmath.book.calculator import PYODIDE_VERSION
+
+    assert book_assets.NPM["pyodide"] == book_assets.NPM_PINNED["pyodide"]["version"] == PYODIDE_VERSION
+    blob = tmp_path / "pkg.tgz"
+    blob.write_bytes(b"not the package")
+    good = "sha512-" + base64.b64encode(hashlib.sha512(b"not the package").digest()).decode()
+    book_assets.check_npm_integrity(blob, good)  # matches: no exit
+    with pytest.raises(SystemExit, match="does not match the pinned npm integrity"):
+        book_assets.check_npm_integrity(blob, book_assets.NPM_PINNED["pyodide"]["integrity"])
+    with pytest.raises(SystemExit, match="not sha512"):
+        book_assets.check_npm_integrity(blob, "sha1-abc")
+
+
+def test_site_ships_only_the_runtime_and_its_notices(site):
+    names = sorted(p.name for p in (site / "_static" / "pyodide").iterdir())
+    assert names == sorted(["pyodide.js", "pyodide.asm.js", "pyodide.asm.wasm", "python_stdlib.zip",
+                            "pyodide-lock.json", "NOTICE.txt", "LICENSE-MPL-2.0.txt", "LICENSE-Apache-2.0.txt",
+                            "LICENSE-PSF-2.0.txt", "kvmath.whl"])
+    notice = (site / "_static" / "pyodide" / "NOTICE.txt").read_text()
+    assert "Pyodide 0.25.1" in notice and "MPL-2.0" in notice and "github.com/pyodide/pyodide" in notice

@@ -53,6 +53,7 @@ CALC_CSS = """
 .kvmath-calc .kvmath-calc-answer { margin-top: 0.5rem; }
 .kvmath-calc .kvmath-calc-answer pre { white-space: pre-wrap; overflow-wrap: anywhere; max-width: 100%; font-size: 0.8rem; }
 .kvmath-calc .kvmath-verdict { font-weight: bold; }
+.kvmath-calc p { overflow-wrap: anywhere; }
 .kvmath-calc dl { display: grid; grid-template-columns: max-content 1fr; gap: 0.1rem 0.75rem; margin: 0.25rem 0; }
 .kvmath-calc dd { margin: 0; overflow-wrap: anywhere; }
 """
@@ -150,6 +151,8 @@ CALC_JS = r"""
     if (d.pool_tokens !== undefined && d.pool_tokens !== null) {
       rows.push(["KV pool", d.available_kv_bytes !== undefined && d.available_kv_bytes < 0 ?
         num(d.pool_tokens) + " tokens: the budget is " + gib(-d.available_kv_bytes) + " short per card before any KV" :
+        d.pool_tokens === 0 && d.outcome && d.outcome !== "boots" ?
+        "not allocated: the engine stops first" + (d.available_kv_bytes !== undefined ? " (" + gib(d.available_kv_bytes) + " per card would be left for KV)" : "") :
         num(d.pool_tokens) + " tokens" + (d.available_kv_bytes !== undefined ? ", " + gib(d.available_kv_bytes) + " for KV per card" : "")]);
     }
     if (d.kv_mib !== undefined) rows.push(["Cache", mib(d.kv_mib) + " KV" + (d.rs_mib ? " + " + mib(d.rs_mib) + " recurrent state" : "")]);
@@ -170,7 +173,7 @@ CALC_JS = r"""
     }
     var log = d.vllm_log || d.log_lines || (d.fit && d.fit.lines) || [];
     return verdictHtml(d) + dl(rows) + (log.length ? "<p>The engine's log lines:</p>" + pre(log, "kvmath-log") : "") +
-      (d.notes && d.notes.length ? pre(d.notes.map(function (n) { return "Note: " + n; }), "kvmath-notes") : "");
+      (d.notes && d.notes.length ? "<p>Notes:</p>" + pre(d.notes, "kvmath-notes") : "");
   }
   function cacheAnswer(d, engine) {
     var t = d.totals || {}, lc = d.llamacpp || {};
