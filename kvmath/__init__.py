@@ -47,3 +47,19 @@ def __getattr__(name: str):
 
 def __dir__():
     return sorted(set(globals()) | set(_PUBLIC))
+
+
+class _Package(__import__("types").ModuleType):
+    """kvmath itself. The submodule ``kvmath.derive`` shares its name with the function ``kvmath.derive``;
+    after importing a submodule the import system sets it as the package's attribute, which would hide the
+    function from every later ``kvmath.derive(...)`` in the process (the book's calculator runs both CLIs in
+    one interpreter). A public name set to its own submodule keeps the public object instead."""
+
+    def __setattr__(self, name, value):
+        types = __import__("types")
+        if isinstance(value, types.ModuleType) and name in _PUBLIC and value.__name__ == f"{__name__}.{name}":
+            value = getattr(value, _PUBLIC[name][1])
+        super().__setattr__(name, value)
+
+
+__import__("sys").modules[__name__].__class__ = _Package

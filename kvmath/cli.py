@@ -125,6 +125,8 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, list[str]]]:
     p.add_argument("--max-num-seqs", "--sequences", dest="max_num_seqs", type=int, default=1,
                    help="concurrent sequences (default 1)")
     p.add_argument("--json", action="store_true", help="print the derivation as JSON (all figures in bytes)")
+    p.add_argument("--offline", action="store_true",
+                   help="a Hub id is answered from the HF cache only, as with HF_HUB_OFFLINE=1")
     owned = {}
     for eng in ENGINES.values():
         owned[eng.name] = eng.add_cli_flags(p.add_argument_group(eng.cli_title or eng.name))
@@ -133,6 +135,11 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, list[str]]]:
 
 def _engine_block(d, extra: dict):
     """The engine's own start-up figures, from the same allocation ``d`` sums: (text lines, JSON)."""
+    from .engines import get_engine
+
+    report = getattr(get_engine(d.engine), "cache_report", None)  # an engine that writes its own block
+    if report is not None:
+        return report(d)
     if d.engine == "vllm" and "kv_cache_memory_bytes" in extra:
         from .engines.vllm.alloc import plan as vllm_plan
 
@@ -185,6 +192,10 @@ def run(argv=None) -> int:
 
     parser, owned = build_parser()
     args = parser.parse_args(argv)
+    if args.offline:  # kvmath.hub reads HF_HUB_OFFLINE at call time
+        import os
+
+        os.environ["HF_HUB_OFFLINE"] = "1"
     given_all = vars(args)
     try:
         eng = get_engine(args.engine)

@@ -163,7 +163,7 @@ def test_deployment_rejects_impossible_numbers():
         with pytest.raises(kvmath.KvMathError, match="positive integer"):
             kvmath.derive("gemma-4-31b", **{"max_ctx": 1024, **kw})
     with pytest.raises(kvmath.KvMathError, match="unknown engine"):
-        kvmath.derive("gemma-4-31b", engine="sglang", max_ctx=1024)
+        kvmath.derive("gemma-4-31b", engine="tgi", max_ctx=1024)
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ REGISTRY: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
     "vllm": ("vllm", (), ("vllm", "python", "python3")),
     "llama.cpp": ("llamacpp", ("llamacpp", "llama-cpp"), ("llama-server", "llama-cli", "llama-fit-params")),
     "transformers": ("transformers", ("hf",), ()),
+    "sglang": ("sglang", ("sgl",), ("python", "python3", "sglang")),
 }
 ALIASES = {alias: name for name, (_, aliases, _) in REGISTRY.items() for alias in aliases}
 

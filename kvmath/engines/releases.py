@@ -46,6 +46,17 @@ def parse_version(text: str, *, what: str = "version") -> tuple[int, ...]:
     raise KvMathError(f"{what} must look like 0.11.2 (or bNNNN for a llama.cpp build), got {t[:40]!r}")
 
 
+def release_key(text: str, *, what: str = "version") -> tuple[int, ...]:
+    """``parse_version`` plus the ``.postN`` number as a fourth part for ``MAJOR.MINOR.PATCH`` versions
+    (``"0.4.3.post4"`` -> ``(0, 4, 3, 4)``, ``"0.4.3"`` -> ``(0, 4, 3, 0)``): post releases can change rules (SGLang
+    0.4.3.post4 logs ``#tokens``, 0.4.3 does not), so a table may hold both. Build numbers stay ``(N,)``."""
+    base = parse_version(text, what=what)
+    if len(base) == 1:
+        return base
+    m = re.search(r"post(\d{1,4})$", text.strip())
+    return base + (int(m.group(1)) if m else 0,)
+
+
 @dataclass(frozen=True)
 class Release:
     """One release whose rules were read. Engines subclass it with their own named switches.
@@ -59,7 +70,7 @@ class Release:
 
     @property
     def key(self) -> tuple[int, ...]:
-        return parse_version(self.name)
+        return release_key(self.name)
 
     def switches(self) -> dict:
         """The record's rule switches by name (everything but ``name`` and ``source``)."""
@@ -117,7 +128,7 @@ class ReleaseTable:
             return Chosen(self.default.name, self.default,
                           f"{self.flag} not given: {self.engine} {self.default.name}'s rules (the newest read)"
                           if self.default is self.newest else f"{self.flag} not given: {self.default.name}'s rules")
-        key = parse_version(version, what=self.flag)
+        key = release_key(version, what=self.flag)
         if len(key) != len(self.oldest.key):
             raise KvMathError(f"{self.flag} {version[:40]!r} is not a {self.engine} release; {self.covers}")
         if key < self.oldest.key:

@@ -25,7 +25,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ...errors import KvMathError
-from ... import facts
 
 from ...units import GiB, MiB
 CUDA_CONTEXT_MIB = 400
@@ -39,32 +38,13 @@ FIT_MIN_CTX = 4096
 """``--fit-ctx`` default (``fit_params_min_ctx``)."""
 
 
-def _card_key(text: str) -> str:
-    t = str(text).strip().lower()
-    for word in ("nvidia", "geforce", "amd", "radeon", "apple"):
-        t = t.replace(word, "")
-    return "".join(ch for ch in t if ch.isalnum())
-
 
 def card(name: str) -> dict:
-    """A card of data/cards.json by id, alias or the name the runtime prints (``5070ti``, ``rtx4060ti-16``,
-    ``RTX 3090``, ``NVIDIA GeForce RTX 3090``): case, spaces, hyphens and the vendor words do not count.
-    Uses ``kvmath.cards`` (the one card lookup) when the package has it. Raises KvMathError naming the cards."""
-    try:
-        from ...cards import card as shared_card  # the shared lookup, where present
-    except ImportError:
-        shared_card = None
-    if shared_card is not None:
-        return shared_card(name)
-    if not isinstance(name, str) or len(name) > 120:
-        raise KvMathError("a card is named by a short string (see data/cards.json)")
-    cards = facts.cards()
-    key = _card_key(name)
-    for cid, c in cards.items():
-        names = [cid, c.get("name", ""), *c.get("aliases", ())]
-        if key and key in {_card_key(n) for n in names}:
-            return dict(c, id=cid)
-    raise KvMathError(f"unknown card {name[:60]!r}; known: {', '.join(sorted(cards))} (or give --device-memory SIZE)")
+    """A card of data/cards.json by id, alias or printed name (``5070ti``, ``rtx4060ti-16``, ``NVIDIA GeForce RTX
+    3090``): ``kvmath.cards.card``. Raises KvMathError naming the candidates or the ids."""
+    from ...cards import card as _card
+
+    return _card(name)
 
 
 @dataclass(frozen=True)
