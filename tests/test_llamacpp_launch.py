@@ -355,3 +355,16 @@ def test_gguf_weights_projector_and_draft(tiny_gguf):
     assert _term(two, "CUDA0", "kv") == 1024 * 2 * (2 * 64 * 2) and _term(two, "Host", "kv") == 3 * 1024 * 512
     with pytest.raises(KvMathError, match="quant-mix"):
         _verdict(["-m", str(path), "--quant-mix", "Q4_K_M"])
+
+
+@pytest.mark.parametrize("card, prefix", [("m3-max-64gb", "MTL"), ("rx7900xtx", "ROCm"), ("rtx3090", "CUDA")])
+def test_the_backend_names_the_devices(card, prefix):
+    from kvmath import facts
+
+    v, _ = _verdict(QWEN27 + ["-c", "4096", "--card", card, "--fit", "off"])
+    gpu = v.devices[0]
+    assert gpu.name == f"{prefix}0" and gpu.capacity_bytes == round(facts.cards()[card]["total_gib"] * GiB)
+    # Metal: no CUDA driver context or ggml_cuda_pool; the budget is the wired limit (recommendedMaxWorkingSetSize)
+    assert (gpu.term("cuda_context") == 0) == (prefix == "MTL")
+    assert any("wired" in n for n in v.notes) == (prefix == "MTL")
+    assert any(f"{prefix}0 KV buffer size" in line for line in v.log_lines)

@@ -34,8 +34,8 @@ import sys
 from dataclasses import dataclass
 
 from ... import facts
+from ...units import GiB
 
-GiB = 2**30
 CALIBRATION = "calibration/llamacpp_speed.json"
 MEASUREMENTS = "measurements/llamacpp-speed.csv"
 

@@ -268,10 +268,16 @@ def _extras(s: dict, mem, gpus: list[dict], host: dict, notes: list[str]) -> Non
         notes.append("-md: the draft model's weights and cache on the main GPU; its compute buffer is not modelled")
 
 
+BACKEND = {"cuda": "CUDA", "rocm": "ROCm", "metal": "MTL", "vulkan": "Vulkan"}
+"""llama.cpp's device names per runtime (ggml-cuda CUDA<i>, built for HIP ROCm<i>, ggml-metal MTL<i>, Vulkan<i>)."""
+
+
 def _capacity(launch) -> tuple[int, str, list[str]]:
-    """The memory of each GPU, bytes: ``--device-memory``, else the card's, else the default card (said)."""
+    """The memory of each GPU, bytes: ``--device-memory``, else the card's, else the default card (said);
+    and the runtime (``cuda`` unless the card says otherwise: Apple silicon's total is Metal's
+    recommendedMaxWorkingSetSize, the wired limit llama.cpp's Metal backend budgets against)."""
     if launch.device_bytes is not None:
-        return int(launch.device_bytes), "device", []
+        return int(launch.device_bytes), "cuda", []
     name = launch.card
     notes = []
     if name is None:  # no silent default card: this machine's GPU, said so, or a refusal naming the flags
@@ -286,7 +292,11 @@ def _capacity(launch) -> tuple[int, str, list[str]]:
         notes.append(f"card: {name} ({found[0]['name']}, {found[0]['total_gib']} GiB), this machine's GPU as "
                      f"{found[1]}; pass --card for another")
     c = B.card(name)
-    return int(round(c["total_gib"] * GiB)), c["name"], notes
+    runtime = c.get("runtime") or "cuda"
+    if runtime == "metal":
+        notes.append(f"{c['name']}: Metal's recommendedMaxWorkingSetSize ({c['total_gib']} GiB, the GPU wired "
+                     "limit of unified memory) is the budget; raising iogpu.wired_limit_mb raises it")
+    return int(round(c["total_gib"] * GiB)), runtime, notes
 
 
 _TERMS = ("model", "kv", "rs", "compute", "mmproj", "draft_model", "draft_kv")
@@ -301,14 +311,16 @@ _EXACT = {"model", "kv", "rs", "mmproj", "draft_model", "draft_kv", "output"}
 def devices(launch, pr: Priced) -> tuple[tuple[Device, ...], list[str]]:
     """The priced terms as :class:`Device` records (one per GPU, then the host)."""
     s = launch.settings
-    cap, label, notes = _capacity(launch)
+    cap, runtime, notes = _capacity(launch)
     limit = cap - int(s["headroom_mib"] * MiB)
+    prefix = BACKEND.get(runtime, "CUDA")
     out = []
     for i, g in enumerate(pr.gpus):
         terms = [Term(k, int(g[k]), k in _EXACT, _SOURCE[k]) for k in _TERMS if g.get(k)]
-        terms.append(Term("cuda_context", int(s["cuda_context_mib"] * MiB), False, _SOURCE["cuda_context"]))
-        terms.append(Term("first_batch_pool", POOL_BYTES, False, _SOURCE["first_batch_pool"]))
-        out.append(Device(f"CUDA{i}", cap, tuple(terms), limit))
+        if runtime in ("cuda", "rocm"):  # the driver context and the ggml_cuda_pool (HIP builds share ggml-cuda)
+            terms.append(Term("cuda_context", int(s["cuda_context_mib"] * MiB), False, _SOURCE["cuda_context"]))
+            terms.append(Term("first_batch_pool", POOL_BYTES, False, _SOURCE["first_batch_pool"]))
+        out.append(Device(f"{prefix}{i}", cap, tuple(terms), limit))
     host_terms = tuple(Term(k, int(pr.host[k]), k in _EXACT, _SOURCE.get(k, k))
                        for k in ("model", "kv", "rs", "compute", "output", "mmproj") if pr.host.get(k))
     host_cap = None
@@ -358,14 +370,17 @@ def verdict(launch) -> Verdict:
         pr = price(launch, model, n_ctx=fit.n_ctx, n_cpu_moe=fit.n_cpu_moe_equivalent or s["n_cpu_moe"])
         devs, _ = devices(launch, pr)
         notes.append(f"--fit on: {fit.action} (see its lines); --fit off prices the line as written")
-    lines += pr.memory.log_lines(buffers="CUDA0") + pr.compute.log_lines()
+    dev0 = devs[0].name
+    lines += pr.memory.log_lines(buffers=dev0) + pr.compute.log_lines(device_name=dev0)
     short = [d for d in devs[:-1] if d.spare_bytes < 0]
     outcome, message = "boots", None
     if short:
         d = short[0]
         outcome = "oom"
         message = (f"ggml_backend_cuda_buffer_type_alloc_buffer: allocating on device {d.name[4:]}: cudaMalloc "
-                   f"failed: out of memory ({d.name} short by {-d.spare_bytes / MiB:,.0f} MiB)")
+                   f"failed: out of memory ({d.name} short by {-d.spare_bytes / MiB:,.0f} MiB)"
+                   if d.name.startswith(("CUDA", "ROCm")) else
+                   f"{d.name}: failed to allocate the buffers, short by {-d.spare_bytes / MiB:,.0f} MiB")
     host = devs[-1]
     if host.spare_bytes < 0:
         outcome, message = "oom", f"system RAM short by {-host.spare_bytes / MiB:,.0f} MiB"
@@ -390,7 +405,7 @@ def _fit(launch, model: Model, pr: Priced, devs):
     if len(pr.gpus) > 1:
         return None
     d = devs[0]
-    free = (d.capacity_bytes - d.term("cuda_context")) / MiB
+    free = (d.capacity_bytes - d.term("cuda_context")) / MiB  # the free memory --fit reads
     by_user_ctx = s["ctx_given"] or s["n_ctx"] != s["n_ctx_parsed"]
     by_user_ot = bool(s["override_tensor"]) or s["cpu_moe"] or s["n_cpu_moe"] != 0 \
         or s["n_cpu_moe"] != s["n_cpu_moe_parsed"]
