@@ -172,8 +172,9 @@ def refuse_repeats(parser) -> None:
             value = values if _base is argparse._StoreAction else self.const
             prev = seen.get(self.dest)
             if prev is not None and prev[1] != value:
-                p.error(f"{prev[0]} is given twice with different values ({_cut(prev[1])} and {_cut(value)}); "
-                        "give it once")
+                what = (f"{prev[0]} is given twice with different values" if prev[0] == option_string else
+                        f"{prev[0]} and {option_string} set {self.dest} to different values")
+                p.error(f"{what} ({_cut(prev[1])} and {_cut(value)}); give it once")
             seen[self.dest] = (option_string, value)
             _base.__call__(self, p, namespace, values, option_string)
 

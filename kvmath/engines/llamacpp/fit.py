@@ -4,7 +4,8 @@ Prints the per-device budget (model / KV / RS / compute, CUDA context, headroom)
 ``--n-cpu-moe`` and the largest ``-c`` that fit, what ``--fit`` would do (its projected-memory lines), and a
 tokens/s estimate. Weights come from a GGUF's tensor table (``-m file.gguf``), or from the config's tensor
 shapes in a named llama-quantize mix (``--quant-mix Q4_K_M``: :mod:`quantmix`, per-tensor types as llama.cpp
-chooses them), or at a flat ``--weight-bits``. Exit status 0 fits, 1 does not, 2 bad input.
+chooses them), or at a flat ``--weight-bits``. Exit status 0 fits, 1 does not, 2 bad input, 3 an internal
+error (one line asking for a report; ``--debug`` prints the traceback; kvmath.clitools).
 """
 
 from __future__ import annotations
@@ -19,7 +20,12 @@ MiB = 2**20
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m kvmath.engines.llamacpp.fit", description=__doc__.splitlines()[0])
+    from ...clitools import EXIT_HELP
+
+    p = argparse.ArgumentParser(prog="python -m kvmath.engines.llamacpp.fit", description=__doc__.splitlines()[0],
+                                epilog=EXIT_HELP.replace("boots (or answered)", "fits").replace("does not boot",
+                                                                                               "does not fit"))
+    p.add_argument("--debug", action="store_true", help="print the traceback of an internal error (exit 3)")
     p.add_argument("--model", "-m", required=True, help="known model id, config.json path, or a .gguf file")
     p.add_argument("-c", "--ctx-size", dest="n_ctx", type=int, default=None, help="context (0/unset = training)")
     p.add_argument("-np", "--parallel", dest="n_parallel", type=int, default=1)
@@ -130,5 +136,12 @@ def run(argv=None) -> int:
     return 0 if b.verdict == "fits" else 1
 
 
+def main(argv=None) -> int:
+    """Entry point: ``run`` under kvmath.clitools.guarded (exit 0 fits, 1 does not, 2 bad input, 3 internal)."""
+    from ...clitools import guarded
+
+    return guarded("kvmath-llamacpp-fit", run, argv)
+
+
 if __name__ == "__main__":
-    sys.exit(run())
+    sys.exit(main())
