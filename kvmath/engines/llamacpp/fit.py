@@ -76,8 +76,11 @@ def run(argv=None) -> int:
             try:
                 cfg = resolve_model(a.model)["config"]
             except KvMathError:
-                with open(a.model, encoding="utf-8") as f:
-                    cfg = json.load(f)
+                from ...model.load import MAX_CONFIG_BYTES
+                from ...validate import check_config, parse_json, read_bounded
+
+                # a regular file only (a FIFO or device cannot hang the read), bounded, depth-capped, every field checked
+                cfg = check_config(parse_json(read_bounded(a.model, MAX_CONFIG_BYTES, "config.json"), a.model))
             arch = load_architecture(cfg if not isinstance(a.model, str) or a.model.endswith(".json") else a.model)
             if a.quant_mix is not None:
                 from .quantmix import check_mix
