@@ -170,7 +170,7 @@ def _header_cached(path_text: str, size_hint: int, mtime_ns: int) -> tuple[tuple
     try:
         header = parse_json(raw, f"{path}: the safetensors header", MAX_HEADER_BYTES)
     except KvMathError as e:
-        raise KvMathError(str(e) if "nested" in str(e) else f"{e} (not valid UTF-8 JSON)") from None
+        raise KvMathError(f"{e}: not valid safetensors header JSON") from None
     if not isinstance(header, dict):
         raise KvMathError(f"{path}: the safetensors header is not a JSON object")
     if len(header) > MAX_TENSORS:

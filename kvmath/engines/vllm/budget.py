@@ -245,14 +245,15 @@ def checkpoint_weights_per_rank(arch, tp: int, *, enable_expert_parallel: bool =
     (``kvmath.model.checkpoint``, for the layouts of its ``ESTIMATED_MODEL_TYPES``; others are refused naming what is needed),
     sharded as vLLM's layers shard them (``kvmath.engines.vllm.weights``). Returns ``(RankWeights, source)``,
     the source naming where the tensors came from. Raises KvMathError."""
-    from ...model.checkpoint import read_checkpoint
+    from ...model.checkpoint import list_folder, read_checkpoint
     from .weights import loaded_bytes_per_rank, weights_from_config
 
     cfg = _checkpoint_config(arch)
     if cfg is None:
         raise KvMathError(f"no checkpoint size for {arch.name}: pass weights_gb_total (--weights-gb) or a model folder")
     folder = arch.extras.get("folder")
-    if folder and (any(Path(folder).glob("*.safetensors")) or (Path(folder) / "model.safetensors.index.json").is_file()):
+    listing = list_folder(folder) if folder else None  # listed once per run, every entry checked (checkpoint.py)
+    if listing and (listing.safetensors or listing.has_index):
         w = loaded_bytes_per_rank(read_checkpoint(folder), cfg, tp=tp, enable_expert_parallel=enable_expert_parallel)
         source = "safetensors headers"
     else:
