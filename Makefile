@@ -6,7 +6,8 @@
 #   make chapters  write the model chapters from the template (_toc.yml -> notebooks/generated/)
 #   make book    execute every chapter and build the HTML -> _build/html/ (installs the book's lock only)
 #   make test    python -m pytest (builds the book once, checks pages in headless Chromium)
-#   make bench   time a full book build and each chapter; one fit prediction, the solver, a 10^6 sweep
+#   make bench   time a full book build and each chapter; one fit prediction, the solver, a 10^6 sweep;
+#                the calculator in the page (time until ready, bytes added to the site)
 #   make lab     JupyterLab from the project's environment; chapters' .md files open as notebooks
 #                (LAB_ARGS="--port=8899 --no-browser" to pass flags, LAB_ROOT=dir for another root)
 #   make lock    regenerate requirements-book.lock and requirements-test.lock from their .in files
@@ -28,7 +29,7 @@ CHROMIUM ?= /usr/bin/chromium
 VENV_ENV := PATH="$(BIN):$$PATH" JUPYTER_PATH="$(abspath $(VENV))/share/jupyter" \
             PYDEVD_DISABLE_FILE_VALIDATION=1
 
-.PHONY: fuzz all venv venv-test assets chapters book test bench lock browser clean distclean lab
+.PHONY: fuzz all venv venv-test sglang-wheels assets chapters book test bench lock browser clean distclean lab
 
 all: book
 
@@ -70,7 +71,11 @@ assets: venv
 
 # --all: Sphinx re-reads (so myst-nb re-executes) only changed pages otherwise, and a page
 # whose text did not change would keep numbers computed by an older kvmath.
+# The calculator in the page (kvmath.book.calculator) installs this wheel in Pyodide: kvmath itself, built
+# from the checkout by the locked setuptools (setuptools leaves its build/ folder, removed again).
 book: venv assets chapters
+	rm -rf .cache/wheel && $(call PIP,$(VENV)) wheel -q --no-deps --no-build-isolation -w .cache/wheel . \
+		&& rm -rf build && cp .cache/wheel/kvmath-*-py3-none-any.whl book/assets/pyodide/kvmath.whl
 	$(VENV_ENV) KVMATH_BOOK_BUILD=1 $(VENV)/bin/jb build . --all -W -n --keep-going
 
 # The model chapters (every notebooks/generated/<id> entry of _toc.yml) are written from one template,
@@ -104,7 +109,13 @@ browser:
 		fi; \
 	fi
 
-test: venv-test browser
+# SGLang's released wheels for tests/test_sglang_oracle.py (its pool classes run on the CPU); never committed
+SGLANG_WHEELS := 0.4.3 0.4.3.post4 0.4.4 0.4.7 0.4.8.post1 0.4.10 0.5.4.post1 0.5.6 0.5.9 0.5.23
+sglang-wheels: venv-test
+	@for v in $(SGLANG_WHEELS); do ls .cache/sglang-wheels/sglang-$$v-*.whl >/dev/null 2>&1 || \
+		$(call PIP,$(VENV)) download -q --no-deps sglang==$$v -d .cache/sglang-wheels || exit 1; done
+
+test: venv-test browser sglang-wheels
 	$(VENV_ENV) $(VENV)/bin/python -m pytest
 
 # The long fuzz run (50,000 cases: GGUF headers, configs through every engine, the vLLM plan and budget,
@@ -112,9 +123,11 @@ test: venv-test browser
 fuzz: venv-test
 	$(VENV_ENV) $(VENV)/bin/python tools/fuzz.py
 
-bench: venv assets chapters
+bench: venv-test browser assets chapters
 	$(VENV_ENV) $(VENV)/bin/python tools/bench_book.py
 	$(VENV_ENV) $(VENV)/bin/python tools/bench_fit.py
+	$(VENV_ENV) $(VENV)/bin/python tools/bench_startup.py
+	$(VENV_ENV) $(VENV)/bin/python tools/bench_page.py
 
 # Two hashed locks (tools/lock.py, in a throw-away Python 3.11 venv): what pip resolves from requirements-book.in,
 # then from requirements-book.in + requirements-test.in (the tests' additions), each file pinned by its sha256 so

@@ -10,24 +10,56 @@ Layout: ``kvmath.model`` reads models, ``kvmath.engines.<engine>`` holds each en
 allocation, ``kvmath.derive`` sums an engine's allocation, ``kvmath.facts`` reads ``data/``.
 """
 
-from .derive import Derivation, derive
-from .engines import ENGINES, LayerGroup, StateTensor, all_formats, get_engine, valid_tp
-from .engines.llamacpp.formats import llamacpp_format, llamacpp_type
-from .engines.llamacpp.memory import llamacpp_memory
-from .engines.transformers.formats import transformers_format
-from .engines.vllm.alloc import VllmPlan, plan as vllm_plan
-from .engines.vllm.formats import vllm_format
-from .engines.vllm.settings import VllmSettings
-from .errors import KvMathError
-from .facts import known_models, resolve_model
-from .formats import KVFormat
-from .model import Architecture, AttentionLayer, GatedDeltaNetLayer, load_architecture, supported_model_types
-from .units import GB, GiB, MiB, fmt_bytes
+# Each public name is imported on first use (PEP 562): `import kvmath` and the commands load only what an
+# answer needs. name -> (module, attribute).
+_PUBLIC = {
+    "Derivation": (".derive", "Derivation"), "derive": (".derive", "derive"),
+    "ENGINES": (".engines", "ENGINES"), "LayerGroup": (".engines", "LayerGroup"),
+    "StateTensor": (".engines", "StateTensor"), "all_formats": (".engines", "all_formats"),
+    "get_engine": (".engines", "get_engine"), "valid_tp": (".engines", "valid_tp"),
+    "llamacpp_format": (".engines.llamacpp.formats", "llamacpp_format"),
+    "llamacpp_type": (".engines.llamacpp.formats", "llamacpp_type"),
+    "llamacpp_memory": (".engines.llamacpp.memory", "llamacpp_memory"),
+    "transformers_format": (".engines.transformers.formats", "transformers_format"),
+    "VllmPlan": (".engines.vllm.alloc", "VllmPlan"), "vllm_plan": (".engines.vllm.alloc", "plan"),
+    "vllm_format": (".engines.vllm.formats", "vllm_format"), "VllmSettings": (".engines.vllm.settings", "VllmSettings"),
+    "KvMathError": (".errors", "KvMathError"), "known_models": (".facts", "known_models"),
+    "resolve_model": (".facts", "resolve_model"), "KVFormat": (".formats", "KVFormat"),
+    "Architecture": (".model", "Architecture"), "AttentionLayer": (".model", "AttentionLayer"),
+    "GatedDeltaNetLayer": (".model", "GatedDeltaNetLayer"), "load_architecture": (".model", "load_architecture"),
+    "supported_model_types": (".model", "supported_model_types"),
+    "GB": (".units", "GB"), "GiB": (".units", "GiB"), "MiB": (".units", "MiB"), "fmt_bytes": (".units", "fmt_bytes"),
+}
 
-__all__ = [
-    "Architecture", "AttentionLayer", "GatedDeltaNetLayer", "known_models", "load_architecture",
-    "resolve_model", "supported_model_types", "Derivation", "LayerGroup", "StateTensor", "derive", "ENGINES",
-    "get_engine", "valid_tp", "KvMathError", "KVFormat", "all_formats", "llamacpp_format", "llamacpp_type",
-    "transformers_format", "vllm_format", "VllmSettings", "GB", "GiB", "MiB", "fmt_bytes", "llamacpp_memory",
-    "VllmPlan", "vllm_plan",
-]
+__all__ = sorted(_PUBLIC)
+
+
+def __getattr__(name: str):
+    if name not in _PUBLIC:
+        raise AttributeError(f"module 'kvmath' has no attribute {name!r}")
+    from importlib import import_module
+
+    module, attr = _PUBLIC[name]
+    value = getattr(import_module(module, __name__), attr)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_PUBLIC))
+
+
+class _Package(__import__("types").ModuleType):
+    """kvmath itself. The submodule ``kvmath.derive`` shares its name with the function ``kvmath.derive``;
+    after importing a submodule the import system sets it as the package's attribute, which would hide the
+    function from every later ``kvmath.derive(...)`` in the process (the book's calculator runs both CLIs in
+    one interpreter). A public name set to its own submodule keeps the public object instead."""
+
+    def __setattr__(self, name, value):
+        types = __import__("types")
+        if isinstance(value, types.ModuleType) and name in _PUBLIC and value.__name__ == f"{__name__}.{name}":
+            value = getattr(value, _PUBLIC[name][1])
+        super().__setattr__(name, value)
+
+
+__import__("sys").modules[__name__].__class__ = _Package

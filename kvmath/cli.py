@@ -130,6 +130,8 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, list[str]]]:
                    help="concurrent sequences (default 1)")
     p.add_argument("--json", action="store_true", help="print the derivation as JSON (all figures in bytes)")
     p.add_argument("--debug", action="store_true", help="print the traceback of an internal error (exit 3)")
+    p.add_argument("--offline", action="store_true",
+                   help="a Hub id is answered from the HF cache only, as with HF_HUB_OFFLINE=1")
     owned = {}
     for eng in ENGINES.values():
         owned[eng.name] = eng.add_cli_flags(p.add_argument_group(eng.cli_title or eng.name))
@@ -139,6 +141,11 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, list[str]]]:
 
 def _engine_block(d, extra: dict):
     """The engine's own start-up figures, from the same allocation ``d`` sums: (text lines, JSON)."""
+    from .engines import get_engine
+
+    report = getattr(get_engine(d.engine), "cache_report", None)  # an engine that writes its own block
+    if report is not None:
+        return report(d)
     if d.engine == "vllm" and "kv_cache_memory_bytes" in extra:
         from .engines.vllm.alloc import plan as vllm_plan
 
@@ -157,16 +164,9 @@ def _engine_block(d, extra: dict):
         lines = ["", head, f"  outcome: {verdict}"] + [f"  log: {line}" for line in plan.log_lines]
         lines += [f"  note: {n}" for n in plan.notes]
         return lines, {"vllm_plan": plan.to_dict()}
-    if d.engine == "llama.cpp":
-        mem = d.allocation
-        lines = ["", f"llama.cpp ({mem.build}) start-up lines for these flags (n_ctx {mem.n_ctx:,}):"]
-        lines += [f"  {line}" for line in mem.log_lines(buffers="CUDA0")]
-        lines += [f"  note: {n}" for n in mem.notes]
-        return lines, {"llamacpp": {"build": mem.build, "n_ctx": mem.n_ctx, "n_ctx_seq": mem.n_ctx_seq,
-                                    "kv_bytes": mem.kv_bytes, "recurrent_bytes": mem.recurrent_bytes,
-                                    "total_bytes": mem.total_bytes,
-                                    "log_lines": mem.log_lines(buffers="CUDA0")}}
-    return None
+    from .engines import get_engine
+
+    return get_engine(d.engine).cli_block(d, extra)
 
 
 def _flag_names(parser) -> dict[str, str]:
@@ -205,6 +205,10 @@ def run(argv=None) -> int:
     parser, owned = build_parser()
     args = parser.parse_args(argv)
     drop_private(args)
+    if args.offline:  # kvmath.hub reads HF_HUB_OFFLINE at call time
+        import os
+
+        os.environ["HF_HUB_OFFLINE"] = "1"
     given_all = vars(args)
     try:
         eng = get_engine(args.engine)

@@ -12,6 +12,7 @@ import copy
 import csv
 import difflib
 import json
+import re
 from functools import lru_cache
 from pathlib import Path
 
@@ -122,15 +123,62 @@ def model_entry(name: str) -> dict:
     if found is not None:
         return found
     models = _models()
-    names = list(models) + [e["hf_repo"].lower() for e in models.values()]
-    near = difflib.get_close_matches(key, names, n=1, cutoff=0.75)
-    if near:
-        hint = near[0] if near[0] in models else next(i for i, e in models.items() if e["hf_repo"].lower() == near[0])
+    hint = suggest_model(name)
+    if hint:
         raise KvMathError(f"unknown model {name!r}: did you mean {hint}? (or pass the path of a config.json)")
     raise KvMathError(
         f"unknown model {name!r}: not a file and not a known model id; known: {choices(models)} "
         "(or pass the path of a config.json)"
     )
+
+
+def find_model(name: str) -> dict | None:
+    """The shared data entry of a known model by kvmath id or HF repo (case-insensitive), or None. Callers must
+    not change it."""
+    if not isinstance(name, str) or len(name) > MAX_NAME:
+        return None
+    return _entry_by_key(name.strip().lower())
+
+
+_SIZE = re.compile(r"(?<![a-z0-9])(?:\d+x)?a?\d+(?:\.\d+)?[bm](?![a-z0-9])")
+_FAMILY = re.compile(r"[a-z]+(?:[-_]?v?\d+(?:\.\d+)*)?")
+
+
+def _family_size(name: str) -> tuple[str, frozenset]:
+    """(family, sizes) of a model name: the family is the leading word with its version (``qwen3.6``,
+    ``mixtral``, ``llama-3.1``, ``gemma-4``), the sizes every parameter count token (``27b``, ``a3b``,
+    ``8x7b``); the org of a repo name is dropped."""
+    base = name.strip().lower().rsplit("/", 1)[-1]
+    base = re.sub(r"^meta-(?=llama)", "", base)
+    m = _FAMILY.match(_SIZE.sub(" ", base))
+    fam = m.group(0).replace("_", "-") if m else ""
+    return fam, frozenset(_SIZE.findall(base))
+
+
+def suggest_model(name: str) -> str | None:
+    """The known model id to suggest for an unknown ``name``: only one of the same family and the same sizes
+    (``Qwen/Qwen3.6-27B-FP8`` -> ``qwen3.6-27b``; nothing for ``Mixtral-8x7B`` against ``mistral-7b-v0.1`` or
+    ``Qwen2.5-72B`` against ``qwen2.5-7b``), the closest of those by spelling; a name with no whole size (a typo
+    such as ``qwen3.6-27``) gets the same family's closest spelling (difflib ratio at least 0.75). None when
+    there is none."""
+    if not isinstance(name, str) or len(name) > MAX_NAME:
+        return None
+    fam, sizes = _family_size(name)
+    if not fam:
+        return None
+    models = _models()
+    key = name.strip().lower().rsplit("/", 1)[-1]
+
+    def closeness(i):
+        repo = models[i]["hf_repo"].lower().rsplit("/", 1)[-1]
+        return max(difflib.SequenceMatcher(None, key, n).ratio() for n in (i, repo)), i
+
+    if sizes:
+        same = [i for i, e in models.items() if any(_family_size(n) == (fam, sizes) for n in (i, e["hf_repo"]))]
+    else:  # no whole size in the name ("qwen3.6-27", a typo): the same family, spelt within 0.75 (difflib)
+        same = [i for i, e in models.items() if any(_family_size(n)[0] == fam for n in (i, e["hf_repo"]))
+                and closeness(i)[0] >= 0.75]
+    return max(same, key=closeness) if same else None
 
 
 def reference_config_path(filename: str) -> Path:

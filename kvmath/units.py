@@ -37,3 +37,40 @@ def fmt_bytes(n: int | float, unit: str = "GiB", digits: int = 2) -> str:
     if unit == "B":
         return f"{int(n):,} B"
     return f"{n / UNITS[unit]:,.{digits}f} {unit}"
+
+
+def ceil_div(a: int, b: int) -> int:
+    """``ceil(a / b)`` for integers, exactly (no float): the block, page and chunk counts of every engine."""
+    return -(-a // b)
+
+
+def round_up(a: int, b: int) -> int:
+    """``a`` rounded up to a multiple of ``b`` (integers, exact): aligned sizes and padded lengths."""
+    return ceil_div(a, b) * b
+
+
+def parse_bytes(text: str, what: str = "a memory size") -> int:
+    """``"24GiB"``, ``"23.69 GiB"``, ``"80GB"``, ``"512MiB"``, ``"1073741824"`` (bytes) -> exact bytes.
+
+    The unit names the family: GB / MB / KB are decimal, GiB / MiB / KiB binary, a bare integer is bytes.
+    Raises KvMathError naming ``what`` for anything else (no unit guessing, no NaN, nothing above 2^60)."""
+    import re
+    from decimal import Decimal, InvalidOperation
+
+    from .errors import KvMathError, choices
+
+    m = re.fullmatch(r"\s*([0-9]{1,15}(?:\.[0-9]{1,9})?)\s*([A-Za-z]{0,3})\s*", str(text)[:64])
+    if not m:
+        raise KvMathError(f"{what} must be a number with a unit ({choices(UNITS)}), got {str(text)[:40]!r}")
+    number, unit = m.groups()
+    if unit and unit not in UNITS:
+        raise KvMathError(f"{what}: unknown unit {unit!r}; valid units: {choices(UNITS)}")
+    if not unit and "." in number:
+        raise KvMathError(f"{what} {number} needs a unit ({choices(UNITS)}): bytes are whole numbers")
+    try:
+        n = int(Decimal(number) * UNITS[unit or "B"])
+    except InvalidOperation:  # pragma: no cover - the pattern admits only decimals
+        raise KvMathError(f"{what} must be a number, got {number!r}") from None
+    if not 0 < n <= 2**60:
+        raise KvMathError(f"{what} must be above 0 and at most 1 EiB, got {str(text)[:40]!r}")
+    return n

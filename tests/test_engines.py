@@ -163,7 +163,7 @@ def test_deployment_rejects_impossible_numbers():
         with pytest.raises(kvmath.KvMathError, match="positive integer"):
             kvmath.derive("gemma-4-31b", **{"max_ctx": 1024, **kw})
     with pytest.raises(kvmath.KvMathError, match="unknown engine"):
-        kvmath.derive("gemma-4-31b", engine="sglang", max_ctx=1024)
+        kvmath.derive("gemma-4-31b", engine="tgi", max_ctx=1024)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -383,3 +383,14 @@ def test_api_bad_arguments_are_kvmath_errors(kwargs, match):
 def test_fmt_bytes_refuses_nan():
     with pytest.raises(kvmath.KvMathError, match="finite"):
         kvmath.fmt_bytes(float("nan"))
+
+
+def test_registry_first_words_match_the_engines_programs():
+    # the front door imports only the engines whose registry words start the pasted line
+    from kvmath.engines import ENGINES, REGISTRY, engine_for_launch
+
+    for name, (_, _, words) in REGISTRY.items():
+        assert {p[0] for p in ENGINES[name].programs} == set(words), name
+    assert engine_for_launch(["vllm", "serve", "x"])[0].name == "vllm"
+    assert engine_for_launch(["llama-server", "-m", "x"]) == (ENGINES["llama.cpp"], 1)
+    assert engine_for_launch(["--model", "x"]) is None and engine_for_launch([]) is None

@@ -243,7 +243,7 @@ def _json(capsys, *argv):
 
 
 def test_vllm_serve_line_is_the_same_budget_as_kvmath_fit_flags(capsys):
-    code1, a, _ = _json(capsys, "vllm", "serve", "Qwen/Qwen3.6-27B", "--tensor-parallel-size", "2",
+    code1, a, _ = _json(capsys, "vllm", "serve", "Qwen/Qwen3.6-27B", "--tensor-parallel-size", "2", "--card", "rtx3090",
                         "--gpu-memory-utilization", "0.9", "--kv-cache-dtype", "fp8_e5m2", "--max-model-len", "32k",
                         "--max-num-seqs", "4", "--max-num-batched-tokens", "8k", "--port", "8000",
                         "--served-model-name", "q", "qq", "--trust-remote-code")
@@ -303,7 +303,7 @@ def test_vllm_flags_kvmath_does_not_model_are_refused(capsys, argv, message):
 
 
 def test_speculative_config_mtp_is_the_models_mtp(capsys):
-    code, a, _ = _json(capsys, "qwen3.6-27b", "--speculative-config",
+    code, a, _ = _json(capsys, "qwen3.6-27b", "--card", "rtx3090", "--speculative-config",
                        '{"method": "mtp", "num_speculative_tokens": 2}', "--max-model-len", "32768",
                        "--kv-cache-dtype", "fp8_e5m2", "--gpu-memory-utilization", "0.95", "--max-num-seqs", "1")
     code2, b, _ = _json(capsys, "--model", "qwen3.6-27b", "--mtp", "--num-speculative-tokens", "2", "--max-ctx", "32768")
@@ -321,7 +321,7 @@ def test_a_pasted_line_takes_vllms_defaults_not_the_anchors(capsys):
     # vLLM's defaults: kv_cache_dtype auto, gpu_memory_utilization 0.9, the card's max_num_seqs, the model's
     # derived max_model_len, and the HF repository's own checkpoint (bf16 Qwen 3.6 27B: 54.7 GB, which does
     # not fit two RTX 3090s); the anchor's --model id keeps its own defaults (int4, fp8_e5m2, 0.95, 1 sequence)
-    code, d, _ = _json(capsys, "vllm", "serve", "Qwen/Qwen3.6-27B", "--tensor-parallel-size", "2")
+    code, d, _ = _json(capsys, "vllm", "serve", "Qwen/Qwen3.6-27B", "--tensor-parallel-size", "2", "--card", "rtx3090")
     assert (d["kv_format"], d["mem_util"], d["max_model_len"], d["max_num_seqs"]) == ("bf16", 0.9, 262144, 256)  # auto = bf16
     assert code == 1 and d["outcome"] == "oom"
     code, e, _ = _json(capsys, "--model", "qwen3.6-27b", "--tp", "2")

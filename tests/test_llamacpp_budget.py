@@ -7,6 +7,9 @@ reader; every expectation is derived by hand from the rules in ``placement.py``'
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -263,7 +266,8 @@ def test_speed_model_moves_with_offload():
 
 # --- compute buffers and device totals against real llama.cpp dry runs (tests/fixtures/llamacpp/compute_fixtures.json)
 
-from kvmath.engines.llamacpp import dryruns as DR  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+import llamacpp_dryruns as DR  # noqa: E402
 
 DRY = DR.load()
 CASES = DR.cases(DRY)

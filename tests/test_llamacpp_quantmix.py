@@ -12,6 +12,8 @@ against llama.cpp itself and against published GGUF figures.
 
 from __future__ import annotations
 
+import sys
+
 import json
 from pathlib import Path
 
@@ -104,7 +106,8 @@ def test_hand_checked_rules():
     assert by["token_embd.weight"] == "Q6_K"  # tied: the embedding gets the output head's type
 
 
-from kvmath.engines.llamacpp import mixcheck  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+import llamacpp_mixcheck as mixcheck  # noqa: E402
 
 PUB = {r["id"]: r for r in mixcheck.published_checks()}
 
@@ -137,7 +140,10 @@ def test_fit_cli_quant_mix(capsys):
               "--n-cpu-moe", "12", "--card", "5070ti", "--json"])
     out = json.loads(capsys.readouterr().out)
     tensors, _ = weights_from_mix(_config("gemma-4-26b-a4b"), "Q4_K_M")
-    assert rc == 0 and out["weights"].startswith("Q4_K_M")
-    assert out["host_model_mib"] > 0
+    assert rc == 0 and out["engine_detail"]["weights"].startswith("Q4_K_M")
+    host = next(d for d in out["devices"] if d["name"] == "Host")
+    # the experts of the first 12 blocks are in RAM: the mapped host buffer holds at least their tensors
+    experts = sum(t.n_bytes for t in tensors if "exps" in t.name and int(t.name.split(".")[1]) < 12)
+    assert next(t["bytes"] for t in host["terms"] if t["name"] == "model") >= experts > 0
     assert run(["-m", "gemma-4-26b-a4b", "--quant-mix", "Q4_K_X"]) == 2
     assert "valid: Q4_0" in capsys.readouterr().err

@@ -14,6 +14,10 @@ script a page needs is served from the book itself (see shared/book-toolchain.md
 * ``mathjax/es5/...`` (npm ``mathjax`` 3.x) -- so ``$...$`` math renders offline.
 * ``widgets/mathjax2-shim.js`` (written here) -- html-manager 1.0.x typesets widget labels
   with the MathJax 2 call ``MathJax.Hub.Queue(...)``; the shim answers it with MathJax 3.
+* ``pyodide/`` (npm ``pyodide``, its registry sha512 integrity checked) -- the Python runtime of the
+  calculator in the page (``kvmath.book.calculator``): only the five runtime files, a notice naming
+  the package, its licence and source, and the licence texts. The page loads them on first use only.
+  ``pyodide/kvmath.whl`` beside them is kvmath's own wheel, written by ``make book`` (not here).
 * ``kvmath-book.css`` (written here) -- the site-wide layout rules: wide tables and
   equations scroll inside their own box, long inline code wraps, charts and widgets fit
   a 390 px phone column.
@@ -57,6 +61,18 @@ NPM = {
     "requirejs": "2.3.8",
     "@jupyter-widgets/html-manager": "1.0.15",
     "mathjax": "3.2.2",
+    # 0.25.1 runs CPython 3.11.3, the project's Python (3.11): argparse's messages and help, which the
+    # calculator in the page prints, are those of the native command (later Pyodides are 3.12-3.14).
+    "pyodide": "0.25.1",
+}
+
+# npm packages checked against the registry's integrity after fetching (npm view <name>@<version>
+# dist.integrity): name -> {"version", "integrity"}. A tarball that does not match is refused.
+NPM_PINNED = {
+    "pyodide": {
+        "version": "0.25.1",
+        "integrity": "sha512-y0nJ/fLA3bxD2iZRzvVTbP2O+wp4Ewm2wThfV4HF0BytQ6hsoqTJFLNY4usLOcCVBrK8TTWqFqrmsVPzHe4rsw==",
+    },
 }
 
 VEGA_BUNDLE = ASSETS / "vega-embed-bundle.js"
@@ -67,7 +83,15 @@ MATHJAX_DIR = ASSETS / "mathjax"
 MATHJAX_ENTRY = MATHJAX_DIR / "es5" / "tex-mml-chtml.js"
 MATHJAX_SHIM = ASSETS / "widgets" / "mathjax2-shim.js"
 SITE_CSS = ASSETS / "kvmath-book.css"
-OUTPUTS = [VEGA_BUNDLE, REQUIRE_JS, REQUIRE_CONFIG, EMBED_AMD, MATHJAX_ENTRY, MATHJAX_SHIM, SITE_CSS]
+PYODIDE_DIR = ASSETS / "pyodide"
+# What loadPyodide() fetches from indexURL (Pyodide 0.25: the classic-script loader, the Emscripten
+# module, the wasm, the standard library and the package lock); maps, consoles and typings stay out.
+PYODIDE_FILES = ("pyodide.js", "pyodide.asm.js", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json")
+PYODIDE_NOTICE = "NOTICE.txt"
+REPOSITORY_LICENCE = "MPL-2.0"  # github.com/pyodide/pyodide LICENSE
+LICENSES = Path(__file__).resolve().parent / "licenses"
+OUTPUTS = [VEGA_BUNDLE, REQUIRE_JS, REQUIRE_CONFIG, EMBED_AMD, MATHJAX_ENTRY, MATHJAX_SHIM, SITE_CSS,
+           *(PYODIDE_DIR / f for f in PYODIDE_FILES), PYODIDE_DIR / PYODIDE_NOTICE]
 
 # Loaded before embed-amd.js on pages with widgets (nb_ipywidgets_js in _config.yml).
 # html-manager 1.0.x (@jupyter-widgets/controls) does
@@ -322,6 +346,31 @@ def npm_tarball(name: str, version: str) -> Path:
     return target
 
 
+def check_npm_integrity(tgz: Path, integrity: str) -> None:
+    """Exit naming the file when ``tgz`` does not match npm's ``dist.integrity`` (``sha512-<base64>``,
+    the Subresource Integrity form the registry publishes)."""
+    import base64
+    import hashlib
+
+    algo, _, want = integrity.partition("-")
+    if algo != "sha512" or not want:
+        sys.exit(f"book_assets: integrity {integrity!r} is not sha512-<base64>")
+    got = base64.b64encode(hashlib.sha512(tgz.read_bytes()).digest()).decode()
+    if got != want:
+        sys.exit(f"book_assets: {tgz} does not match the pinned npm integrity (sha512-{got} != {integrity}); "
+                 "delete it to fetch it again")
+
+
+def pinned_tarball(name: str) -> Path:
+    """``npm_tarball`` of a package of :data:`NPM_PINNED`, checked against its integrity."""
+    pin = NPM_PINNED[name]
+    if NPM.get(name, pin["version"]) != pin["version"]:
+        sys.exit(f"book_assets: NPM and NPM_PINNED disagree on {name}'s version")
+    tgz = npm_tarball(name, pin["version"])
+    check_npm_integrity(tgz, pin["integrity"])
+    return tgz
+
+
 def _extract(tgz: Path, members: dict[str, Path]) -> None:
     """Copy exact members ("package/..." paths) of an npm tarball to destinations."""
     with tarfile.open(tgz) as tar:
@@ -366,6 +415,46 @@ def write_widgets() -> None:
     MATHJAX_SHIM.write_text(MATHJAX_SHIM_JS, encoding="utf-8")
 
 
+def write_pyodide(dest: Path = PYODIDE_DIR) -> list[Path]:
+    """Copy Pyodide's runtime files (:data:`PYODIDE_FILES`) from the checked npm tarball into ``dest``,
+    with ``NOTICE.txt`` (package, version, declared licence, source, files and their sha256) and the
+    licence texts from ``tools/licenses/``: the package's declared licence and the PSF licence of the
+    CPython standard library in ``python_stdlib.zip``. The files are copied unmodified. Returns the
+    files written."""
+    import hashlib
+
+    tgz = pinned_tarball("pyodide")
+    dest.mkdir(parents=True, exist_ok=True)
+    _extract(tgz, {f"package/{f}": dest / f for f in PYODIDE_FILES})
+    with tarfile.open(tgz) as tar:
+        meta = json.load(tar.extractfile("package/package.json"))
+    licence = meta.get("license", "")
+    # Pyodide's repository is MPL-2.0 (its LICENSE file); 0.25.1's package.json declares Apache-2.0.
+    # Both texts ship, and the notice says which is which.
+    names = dict.fromkeys([REPOSITORY_LICENCE, licence, "PSF-2.0"])
+    texts = {f"{n}.txt": LICENSES / f"{n}.txt" for n in names}
+    for name, src in texts.items():
+        if not src.is_file():
+            sys.exit(f"book_assets: no licence text {src} for Pyodide's declared licence {licence!r}")
+        shutil.copyfile(src, dest / f"LICENSE-{name}")
+    lines = [
+        f"Pyodide {meta['version']} (npm package 'pyodide', {NPM_PINNED['pyodide']['integrity']}),",
+        f"unmodified runtime files. Licence: {REPOSITORY_LICENCE}, the LICENSE of Pyodide's repository",
+        f"(LICENSE-{REPOSITORY_LICENCE}.txt here); the package's package.json declares {licence}",
+        f"(LICENSE-{licence}.txt here). The CPython standard library in python_stdlib.zip: the PSF License",
+        "Agreement (LICENSE-PSF-2.0.txt).",
+        f"Source: {meta.get('homepage') or 'https://github.com/pyodide/pyodide'} (tag {meta['version']});",
+        f"the package: https://registry.npmjs.org/pyodide/-/pyodide-{meta['version']}.tgz",
+        "Used by the book's calculator (kvmath.book.calculator), loaded only when a reader asks.",
+        "",
+        "Files (sha256):",
+    ]
+    lines += [f"  {hashlib.sha256((dest / f).read_bytes()).hexdigest()}  {f}" for f in PYODIDE_FILES]
+    lines += ["", "kvmath.whl (written by make book): kvmath itself, Apache-2.0."]
+    (dest / PYODIDE_NOTICE).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return [dest / f for f in (*PYODIDE_FILES, PYODIDE_NOTICE, *(f"LICENSE-{n}" for n in texts))]
+
+
 def write_css() -> None:
     SITE_CSS.write_text(SITE_CSS_TEXT, encoding="utf-8")
 
@@ -403,6 +492,7 @@ def main(argv: list[str] | None = None) -> int:
     write_widgets()
     write_mathjax()
     write_css()
+    write_pyodide()
     STAMP.write_text(json.dumps(want, indent=1, sort_keys=True) + "\n")
     for p in OUTPUTS:
         print(f"book_assets: wrote {p.relative_to(ROOT)} ({p.stat().st_size:,} bytes)")

@@ -1069,10 +1069,10 @@ def _lb_setup(model: str, ctx: int, t: str, n: int, weight_bits, card: str, t_v:
 
 
 def _lb_smallest(model, ctx, t, weight_bits, card):
-    from ..engines.llamacpp import budget as LB
+    from ..solve import first_true
 
     _, w = _lb_setup(model, ctx, t, 0, weight_bits, card)
-    return LB.smallest(lambda k: _lb_setup(model, ctx, t, k, weight_bits, card)[0].spare_mib >= 0, 0, w.n_blocks)
+    return first_true(lambda k: _lb_setup(model, ctx, t, k, weight_bits, card)[0].spare_mib >= 0, 0, w.n_blocks)
 
 
 def ru_fits_16gb(*, models: list, ctx: int, cache_type: str, weight_bits: float, card: str) -> Check:

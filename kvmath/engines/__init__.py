@@ -1,7 +1,8 @@
-"""Engines: one subpackage each (its settings, formats, rules per layer kind, allocation, log lines).
+"""Engines: one subpackage each (its settings, formats, rules per layer kind, allocation, log lines,
+launch line and budget).
 
 Adding an engine is one subpackage with an ``ENGINE`` object implementing ``base.Engine`` and one
-line in ``ENGINES`` below.
+line in ``REGISTRY`` below. An engine is imported the first time it is asked for.
 """
 
 from __future__ import annotations
@@ -10,12 +11,43 @@ from ..errors import KvMathError, choices
 from ..formats import KVFormat
 from .base import Engine, LayerGroup, StateTensor
 from .base import valid_tp as _valid_tp
-from .llamacpp import ENGINE as _LLAMACPP
-from .transformers import ENGINE as _TRANSFORMERS
-from .vllm import ENGINE as _VLLM
+from collections.abc import Mapping
+from importlib import import_module
 
-ENGINES: dict[str, Engine] = {e.name: e for e in (_VLLM, _LLAMACPP, _TRANSFORMERS)}
-ALIASES = {"llamacpp": "llama.cpp", "llama-cpp": "llama.cpp", "hf": "transformers"}
+# name -> (subpackage, other names it answers to, the first words of its launch lines). One line per engine.
+# The first words let the front door import only the engines a pasted line can belong to; each must start
+# one of the engine's ``programs`` (tests/test_engines.py checks the two agree).
+REGISTRY: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
+    "vllm": ("vllm", (), ("vllm", "python", "python3")),
+    "llama.cpp": ("llamacpp", ("llamacpp", "llama-cpp"), ("llama-server", "llama-cli", "llama-fit-params")),
+    "transformers": ("transformers", ("hf",), ()),
+    "sglang": ("sglang", ("sgl",), ("python", "python3", "sglang")),
+}
+ALIASES = {alias: name for name, (_, aliases, _) in REGISTRY.items() for alias in aliases}
+
+
+class _Engines(Mapping):
+    """``name -> Engine``, importing an engine's subpackage on first use (the commands load only the
+    engines an answer needs)."""
+
+    def __init__(self):
+        self._loaded: dict[str, Engine] = {}
+
+    def __getitem__(self, name: str) -> Engine:
+        if name not in REGISTRY:
+            raise KeyError(name)
+        if name not in self._loaded:
+            self._loaded[name] = import_module(f"{__name__}.{REGISTRY[name][0]}").ENGINE
+        return self._loaded[name]
+
+    def __iter__(self):
+        return iter(REGISTRY)
+
+    def __len__(self) -> int:
+        return len(REGISTRY)
+
+
+ENGINES: Mapping[str, Engine] = _Engines()
 
 
 def get_engine(name) -> Engine:
@@ -57,9 +89,30 @@ def all_formats() -> list[KVFormat]:
     from .transformers.formats import TRANSFORMERS_FORMATS
     from .vllm.formats import VLLM_FORMATS
 
-    return (list(VLLM_FORMATS.values()) + [llamacpp_format(t) for t in _LLAMACPP.formats]
+    return (list(VLLM_FORMATS.values()) + [llamacpp_format(t) for t in ENGINES["llama.cpp"].formats]
             + list(TRANSFORMERS_FORMATS.values()))
 
 
-__all__ = ["ENGINES", "Engine", "LayerGroup", "StateTensor", "get_engine", "valid_tp", "all_formats",
+def format_owners(name: str, exclude: str = "") -> list[str]:
+    """The engines (other than ``exclude``) with a cache format named ``name`` (case-insensitive)."""
+    key = str(name).lower()
+    return [n for n, e in ENGINES.items() if n != exclude and key in (f.lower() for f in e.formats)]
+
+
+def engine_for_launch(argv) -> tuple[Engine, int] | None:
+    """The engine whose launch-line command words (``Engine.programs``) start ``argv``, and how many words
+    they are (the longest match), or None when the line starts with none of them."""
+    best = None
+    first = argv[0] if argv else None
+    for name, (_, _, words) in REGISTRY.items():
+        if first not in words:
+            continue
+        e = ENGINES[name]
+        for prog in e.programs:
+            if tuple(argv[: len(prog)]) == prog and (best is None or len(prog) > best[1]):
+                best = (e, len(prog))
+    return best
+
+
+__all__ = ["ENGINES", "REGISTRY", "Engine", "engine_for_launch", "LayerGroup", "StateTensor", "get_engine", "valid_tp", "all_formats",
            "settings_owners"]

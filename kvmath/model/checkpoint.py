@@ -167,41 +167,59 @@ def _header_cached(path_text: str, size_hint: int, mtime_ns: int) -> tuple[tuple
             raise KvMathError(f"{path}: cannot read ({e.strerror})") from None
     if len(raw) != n:
         raise KvMathError(f"{path}: the file ended inside its {n:,}-byte header")
+    tensors, meta = parse_safetensors_header(head + raw, size, str(path), path.name)
+    return tuple(tensors), meta
+
+
+def parse_safetensors_header(head: bytes, size: int, where: str, file: str = "") -> tuple[list[Tensor], dict]:
+    """The tensor table and ``__metadata__`` of a safetensors file from its first ``8 + n`` bytes (``head``: the
+    little-endian u64 header length ``n``, then the header) and the whole file's ``size`` in bytes, which the
+    tensors' ``data_offsets`` are checked against. ``where`` names the file in messages, ``file`` is kept on
+    each Tensor. For headers read without the file: ranged reads from the Hub (``kvmath.hub``). Refuses as
+    :func:`read_safetensors_header` does (KvMathError, one line; JSON nested deeper than
+    ``kvmath.validate.MAX_JSON_DEPTH`` too)."""
+    if len(head) < 8:
+        raise KvMathError(f"{where}: {len(head)} bytes is too short for a safetensors file (8-byte header length)")
+    (n,) = struct.unpack("<Q", head[:8])
+    if n > MAX_HEADER_BYTES or n > size - 8 or len(head) < 8 + n:
+        raise KvMathError(f"{where}: header length {n:,} is beyond the file ({size:,} bytes) "
+                          f"or the {MAX_HEADER_BYTES:,}-byte limit")
+    raw = head[8:8 + n]
     try:
-        header = parse_json(raw, f"{path}: the safetensors header", MAX_HEADER_BYTES)
+        header = parse_json(raw, f"{where}: the safetensors header", MAX_HEADER_BYTES)
     except KvMathError as e:
-        raise KvMathError(f"{e}: not valid safetensors header JSON") from None
+        raise KvMathError(f"{e}: not valid UTF-8 JSON") from None
     if not isinstance(header, dict):
-        raise KvMathError(f"{path}: the safetensors header is not a JSON object")
+        raise KvMathError(f"{where}: the safetensors header is not a JSON object")
     if len(header) > MAX_TENSORS:
-        raise KvMathError(f"{path}: {len(header):,} header entries (at most {MAX_TENSORS:,})")
+        raise KvMathError(f"{where}: {len(header):,} header entries (at most {MAX_TENSORS:,})")
     meta = header.pop("__metadata__", None) or {}
     if not isinstance(meta, dict):
-        raise KvMathError(f"{path}: __metadata__ is not an object")
+        raise KvMathError(f"{where}: __metadata__ is not an object")
     data_len = size - 8 - n
     tensors = []
     for name, info in header.items():
         if not isinstance(info, dict):
-            raise KvMathError(f"{path}: entry {name[:80]!r} is not an object")
+            raise KvMathError(f"{where}: entry {name[:80]!r} is not an object")
         dtype, shape, offs = info.get("dtype"), info.get("shape"), info.get("data_offsets")
         dtype = dtype.lower() if isinstance(dtype, str) else dtype  # kvmath names dtypes in lower case
         if dtype not in DTYPE_BITS:
-            raise KvMathError(f"{path}: tensor {name[:80]!r} has unknown dtype {str(dtype)[:20]!r}")
+            raise KvMathError(f"{where}: tensor {name[:80]!r} has unknown dtype {str(dtype)[:20]!r}")
         if (not isinstance(shape, list) or len(shape) > 16
                 or not all(isinstance(d, int) and not isinstance(d, bool) and 0 <= d < 2**48 for d in shape)):
-            raise KvMathError(f"{path}: tensor {name[:80]!r} has a bad shape {str(shape)[:60]}")
+            raise KvMathError(f"{where}: tensor {name[:80]!r} has a bad shape {str(shape)[:60]}")
         if (not isinstance(offs, list) or len(offs) != 2
                 or not all(isinstance(o, int) and not isinstance(o, bool) and o >= 0 for o in offs)):
-            raise KvMathError(f"{path}: tensor {name[:80]!r} has bad data_offsets {str(offs)[:60]}")
+            raise KvMathError(f"{where}: tensor {name[:80]!r} has bad data_offsets {str(offs)[:60]}")
         nbytes = tensor_bytes(dtype, shape)
         if offs[1] - offs[0] != nbytes:
-            raise KvMathError(f"{path}: tensor {name[:80]!r} holds {offs[1] - offs[0]:,} bytes, but {dtype} "
+            raise KvMathError(f"{where}: tensor {name[:80]!r} holds {offs[1] - offs[0]:,} bytes, but {dtype} "
                               f"{shape} is {nbytes:,}")
         if offs[1] > data_len:
-            raise KvMathError(f"{path}: tensor {name[:80]!r} ends at byte {offs[1]:,}, past the data ({data_len:,})")
-        tensors.append(Tensor(name, dtype, tuple(shape), nbytes, path.name))
+            raise KvMathError(f"{where}: tensor {name[:80]!r} ends at byte {offs[1]:,}, past the data ({data_len:,})")
+        tensors.append(Tensor(name, dtype, tuple(shape), nbytes, file))
     tensors.sort(key=lambda t: t.name)
-    return tuple(tensors), {str(k): str(v) for k, v in meta.items()}
+    return tensors, {str(k): str(v) for k, v in meta.items()}
 
 
 def _read_json(path: Path, what: str, limit: int = 64 * 2**20):

@@ -343,8 +343,11 @@ class _Reader:
         return out
 
 
-def read_header(path: str | Path) -> GGUFHeader:
+def read_header(path: str | Path, *, file_size: int | None = None) -> GGUFHeader:
     """Read the header of ``path`` (metadata and tensor table) with every length checked.
+
+    ``file_size``: the size in bytes of the whole file when ``path`` holds only its first bytes (a ranged
+    read from the Hub, ``kvmath.hub``): tensors are checked against it instead of the bytes at hand.
 
     Raises KvMathError, naming the problem, for a missing, unreadable or malformed file: a bad magic
     or version, any count, length or offset reaching past the end of the file, an unknown value or
@@ -366,12 +369,12 @@ def read_header(path: str | Path) -> GGUFHeader:
     except (OSError, ValueError) as e:  # unreadable, or mmap refusing the file
         raise KvMathError(f"{p}: cannot read the file ({type(e).__name__}: {getattr(e, 'strerror', None) or e})") from None
     try:
-        return _parse(buf, p)
+        return _parse(buf, p, file_size)
     finally:
         buf.close()
 
 
-def _parse(buf, p: Path) -> GGUFHeader:
+def _parse(buf, p: Path, file_size: int | None = None) -> GGUFHeader:
     gguf = __import__("gguf")
     r = _Reader(buf, str(p))
     if bytes(buf[:4]) != b"GGUF":
@@ -449,14 +452,15 @@ def _parse(buf, p: Path) -> GGUFHeader:
         infos.append((name, shape, ttype, n_elem, n_elem * type_size // block, offset))
 
     data_offset = r.pos + (-r.pos % alignment)
+    size = file_size if file_size is not None else r.size
     tensors = []
     for name, shape, ttype, n_elem, n_bytes, offset in infos:
         start = data_offset + offset
-        if start + n_bytes > r.size:
+        if start + n_bytes > size:
             r.fail(f"tensor {name!r} ({n_bytes:,} bytes at offset {start:,}) reaches past the end of the "
-                   f"{r.size:,}-byte file")
+                   f"{size:,}-byte file")
         tensors.append(GGUFTensorInfo(name, shape, ttype, n_elem, n_bytes, start))
-    return GGUFHeader(str(p), version, r.order, meta, tuple(tensors), alignment, data_offset, r.size)
+    return GGUFHeader(str(p), version, r.order, meta, tuple(tensors), alignment, data_offset, size)
 
 
 def _open(path: str | Path) -> GGUFHeader:
@@ -678,12 +682,13 @@ def weight_bytes(tensors, *, n_layer: int | None = None, source: str = "") -> We
     return WeightBytes(inp, att, exp, oth, mtp, embd if tied else 0, tuple(per_block), source)
 
 
-def read_gguf(path: str | Path, *, name: str | None = None) -> GGUFModel:
+def read_gguf(path: str | Path, *, name: str | None = None, file_size: int | None = None) -> GGUFModel:
     """Read a ``.gguf`` header: the architecture (via kvmath's config loader) and the weight bytes.
+    ``file_size``: as :func:`read_header` (``path`` holds the first bytes of a file of that size).
 
     Raises KvMathError for a missing or unreadable file and for an architecture kvmath cannot map.
     """
-    header = read_header(path)
+    header = read_header(path, file_size=file_size)
     meta = _metadata(header)
     names = {t.name for t in header.tensors}
     cfg = gguf_to_hf_config(meta, tensor_names=names)

@@ -1,11 +1,14 @@
 """The one entry point from a model as a user names it to an Architecture.
 
 A model is an Architecture (returned as is), a parsed config dict, a ``config.json`` path, a model
-folder holding one, a ``.gguf`` file, or a known model id / HF repo name (``data/models``).
+folder holding one, a ``.gguf`` file, a known model id / HF repo name (``data/models``), or any other
+Hugging Face Hub id ``org/name[@revision]`` (``org/name:QUANT`` for a GGUF repository), read through
+``kvmath.hub`` (config.json and safetensors / GGUF headers only, into the HF cache).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from functools import lru_cache
@@ -27,9 +30,12 @@ def _parse_json(text, where: str):
     return parse_json(text, where, MAX_CONFIG_BYTES)
 
 
-def load_architecture(src, *, name: str | None = None) -> Architecture:
+def load_architecture(src, *, name: str | None = None, offline: bool | None = None) -> Architecture:
     """Build an Architecture from an Architecture, a config dict, a path (config.json, model folder,
-    ``.gguf``) or a known model id.
+    ``.gguf``), a known model id, or a Hub id: a string of the grammar ``kvmath.hub.HUB_ID`` that is not an
+    existing path and not a known model's repository without a revision (that one is read from kvmath's data,
+    pinned to the recorded revision). ``offline``: for a Hub id, answer from the HF cache only (None:
+    ``HF_HUB_OFFLINE``).
 
     Every config dict is checked field by field first (:func:`kvmath.validate.check_config`: type, sign,
     range, finiteness of every field a reader uses). A file must be a regular file (a FIFO, a device or
@@ -80,7 +86,44 @@ def load_architecture(src, *, name: str | None = None) -> Architecture:
         return _with_config(arch, cfg, folder)
     if path.suffix == ".json":
         raise KvMathError(f"{path}: no such config.json file (give a config.json, a folder holding one, or a known model id)")
+    from ..hub import parse_hub_id
+
+    ref = parse_hub_id(text)
+    if ref is not None and (ref.revision or ref.quant or facts.find_model(ref.repo) is None):
+        from .. import hub
+
+        return _hub(text, name, hub.offline_mode(offline), hub.endpoint(), str(hub.hub_cache_dir()),
+                    str(hub.assets_dir()), bool(os.environ.get("HF_TOKEN")))
     return _known(text, name)
+
+
+@lru_cache(maxsize=64)
+def _hub(text: str, name: str | None, offline: bool, *_env) -> Architecture:
+    """A Hub id's Architecture (``kvmath.hub.fetch``), once per process and environment (``_env``: endpoint,
+    caches, token). From config.json, with the safetensors checkpoint table on ``extras["checkpoint"]``; from
+    the GGUF header for a GGUF repository, with its weights on ``extras["gguf_weights"]``."""
+    from dataclasses import replace
+
+    from .. import hub
+
+    m = hub.fetch(text, offline=offline)
+    label = name or (m.ref.repo + (f"@{m.ref.revision}" if m.ref.revision else ""))
+    note = f"; {m.notes[0]}" if m.notes else ""
+    if m.gguf is not None:
+        from .gguf import read_gguf
+
+        g = read_gguf(m.gguf.path, name=name or str(m.ref), file_size=m.gguf.size)
+        source = (f"{m.source} {m.gguf.filename}: {g.architecture.source.split(' (', 1)[-1].rstrip(')')}; header from "
+                  f"the first {m.gguf.read:,} of {m.gguf.size:,} bytes{note}")
+        return replace(g.architecture, source=source,
+                       extras=dict(g.architecture.extras, gguf_weights=g.weights, hub_commit=m.commit))
+    cfg = check_config(m.config, f"{m.ref.repo} config.json")  # every field checked, as a local config is
+    arch = architecture_from_config(cfg, name=label, source=f"{m.source} config.json{note}")
+    arch = _with_config(arch, cfg, None)
+    extras = dict(arch.extras, hub_commit=m.commit)
+    if m.checkpoint is not None:
+        extras["checkpoint"] = m.checkpoint
+    return replace(arch, extras=extras)
 
 
 def _with_config(arch: Architecture, cfg: dict, folder: Path | None) -> Architecture:

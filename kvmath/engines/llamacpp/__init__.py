@@ -8,18 +8,21 @@ the flags; ``layer_groups`` sums their tensors, so ``kvmath.derive``'s total is 
 from __future__ import annotations
 
 import argparse
+import re
 from dataclasses import asdict, dataclass
 
 from ...errors import KvMathError
 from ...model.specs import FULL, LINEAR, SLIDING, Architecture, GatedDeltaNetLayer, KDALayer, MLALayer, Mamba2Layer
+from ...units import ceil_div
 from ...validate import MAX_TOKENS, _short, check_bool, check_count, check_name, check_positive
 from ..base import Engine, LayerGroup, StateTensor, merge_empty
 from .formats import LLAMACPP_CACHE_TYPES, TURBO_TYPES, llamacpp_format
+from .builds import SPEC_ROLLBACK, TABLE
 from .memory import BUILD_ALIASES, BUILDS, DEFAULT_BUILD, LlamaCppMemory, llamacpp_memory
 
 _KINDS = ((GatedDeltaNetLayer, "gdn"), (Mamba2Layer, "mamba2"), (KDALayer, "kda"))
 FLASH_ATTN = ("auto", "on", "off")
-SPEC_TYPES_WITH_ROLLBACK = ("draft-mtp", "draft-eagle3", "draft-dflash", "draft-dspark")
+SPEC_TYPES_WITH_ROLLBACK = SPEC_ROLLBACK
 """``--spec-type`` values whose draft replays rejected tokens, so the target keeps ``--spec-draft-n-max``
 recurrent-state snapshots per sequence (upstream common/common.h ``need_n_rs_seq()``: ``draft.n_max`` for
 the model-based draft types, 0 for ``draft-simple`` and the n-gram types; llama-context sets
@@ -27,6 +30,19 @@ the model-based draft types, 0 for ``draft-simple`` and the n-gram types; llama-
 RS_ROLLBACK_MODEL_TYPES = ("qwen3_5_text", "qwen3_5_moe_text")
 """Models whose recurrent cache supports rollback snapshots (upstream llama-arch.cpp
 ``llm_arch_supports_rs_rollback``: QWEN35 and QWEN35MOE); others get 0 snapshots."""
+
+
+JSON_FIELDS = {  # the keys of Verdict.engine_detail (verdict.Detail.to_dict)
+    "build": "the llama.cpp build (tag) whose rules priced the launch",
+    "tool": "llama-server | llama-cli | llama-fit-params (decides the reserved output rows)",
+    "n_ctx": "the context llama.cpp ends up with (padded to 256, whole streams), tokens",
+    "n_ctx_seq": "cells of a full-attention layer per stream",
+    "weights": "where the weight bytes came from (GGUF tensor table, a llama-quantize mix, or bits per weight)",
+    "fit": "what --fit does: action, n_ctx, n_cpu_moe_equivalent, projected_mib, free_mib, target_mib, lines",
+    "compute_dominant": "the graph phase that sizes the device compute buffer",
+    "moe": "the model has routed experts (--n-cpu-moe has something to move; else smallest_offload is null)",
+    "compute_upper_bytes": "the compute buffer with the logits placed above every earlier phase (ggml-alloc), bytes",
+}
 
 
 @dataclass(frozen=True)
@@ -89,7 +105,7 @@ class LlamaCppSettings:
     @property
     def max_ctx(self) -> int:
         """Context per sequence as asked for (``n_ctx / n_parallel``, before llama.cpp's padding)."""
-        return -(-self.n_ctx // self.n_parallel)
+        return ceil_div(self.n_ctx, self.n_parallel)
 
     @property
     def tp(self) -> int:
@@ -105,6 +121,46 @@ class LlamaCppEngine(Engine):
     setting_names = tuple(f for f in LlamaCppSettings.__dataclass_fields__
                           if f not in ("n_parallel", "cache_type_k", "cache_type_v"))
     cli_title = "llama.cpp flags (llama-server names)"
+    programs = (("llama-server",), ("llama-cli",), ("llama-fit-params",))
+    context_setting = "n_ctx"
+    seqs_setting = "n_parallel"
+    offload_setting = "n_cpu_moe"
+
+    json_fields = JSON_FIELDS
+
+    def parse_launch(self, argv, env=None):
+        """A ``llama-server`` line (program word removed) as a Launch (:func:`launch.parse_launch`)."""
+        from .launch import parse_launch
+
+        return parse_launch(argv, env)
+
+    def launch_for(self, words, argv, env=None):
+        """``llama-server`` / ``llama-cli`` / ``llama-fit-params`` lines: the program decides the defaults of
+        ``-np`` and the output rows the compute buffer is reserved for."""
+        from .launch import parse_launch
+
+        return parse_launch(argv, env, tool=words[0] if words else "llama-server")
+
+    def verdict(self, launch):
+        """Per-device buffers, the outcome and llama.cpp's lines (:func:`verdict.verdict`)."""
+        from .verdict import verdict
+
+        return verdict(launch)
+
+    def for_solving(self, launch):
+        """The solvers answer for the line as written: ``--fit`` off (it would move experts or lower ``-c``
+        by itself, and ``--n-cpu-moe N`` turns it off, so booting would not be monotone)."""
+        return launch.with_settings(fit=False)
+
+    def range_of(self, launch, setting):
+        from .verdict import range_of
+
+        return range_of(launch, setting)
+
+    def render(self, verdict, answers):
+        from .verdict import render
+
+        return render(verdict, answers)
 
     def settings(self, arch, *, max_ctx, max_num_seqs, tp, kv_format, cache_type_k=None, cache_type_v=None, **kw):
         self.check_tp(arch, tp)
@@ -176,6 +232,17 @@ class LlamaCppEngine(Engine):
         return merge_empty(out)
 
     # --- command line -----------------------------------------------------------------------------
+    def cli_block(self, d, extra: dict):
+        """``kvmath --engine llama.cpp``: the start-up lines of the memory module the derivation sums."""
+        mem = d.allocation
+        lines = ["", f"llama.cpp ({mem.build}) start-up lines for these flags (n_ctx {mem.n_ctx:,}):"]
+        lines += [f"  {line}" for line in mem.log_lines(buffers="CUDA0")]
+        lines += [f"  note: {n}" for n in mem.notes]
+        return lines, {"llamacpp": {"build": mem.build, "n_ctx": mem.n_ctx, "n_ctx_seq": mem.n_ctx_seq,
+                                    "kv_bytes": mem.kv_bytes, "recurrent_bytes": mem.recurrent_bytes,
+                                    "total_bytes": mem.total_bytes,
+                                    "log_lines": mem.log_lines(buffers="CUDA0")}}
+
     def add_cli_flags(self, g) -> list[str]:
         S = argparse.SUPPRESS
         g.add_argument("-c", "--ctx-size", dest="n_ctx", type=int, default=S,
@@ -195,8 +262,9 @@ class LlamaCppEngine(Engine):
                        help="most draft tokens per step: with a draft-model --spec-type, the recurrent state keeps "
                             "that many rollback snapshots per sequence (Qwen 3.5 / 3.6 hybrids)")
         g.add_argument("--llamacpp-build", dest="build", default=S,
-                       help=f"which llama.cpp rules: {', '.join(list(BUILDS) + list(BUILD_ALIASES))}")
-        where = "the cache is sized for all layers; python -m kvmath.engines.llamacpp.fit prints the per-device budget"
+                       help=f"which llama.cpp rules: a build tag ({', '.join(r.name for r in TABLE.releases)}; a "
+                            f"build between two takes the older one's) or {', '.join(list(BUILDS) + list(BUILD_ALIASES))}")
+        where = "the cache is sized for all layers; kvmath-fit llama-server ... prints the per-device budget"
         g.add_argument("-ngl", "--n-gpu-layers", dest="n_gpu_layers", default=S,
                        help=f"layers on the GPU (a number, all or auto); {where}")
         g.add_argument("--n-cpu-moe", "-ncmoe", dest="n_cpu_moe", type=int, default=S,
@@ -252,11 +320,22 @@ class LlamaCppEngine(Engine):
 
             check_mix(out.pop("quant_mix"))
         spec_type, n_max = out.pop("spec_type", None), out.pop("spec_draft_n_max", None)
+        build = out.get("build")
+        tag = isinstance(build, str) and re.fullmatch(r"[bB]\d{1,6}", build) is not None
+        chosen = TABLE.choose(build if tag else None)
+        if tag:
+            out["build"] = chosen.release.memory  # a build tag: the memory-module rules it was read with
         if spec_type is not None or n_max is not None:
             if spec_type is None or n_max is None:
                 raise KvMathError("give --spec-type and --spec-draft-n-max together: the recurrent snapshots "
                                   "kvmath counts are --spec-draft-n-max for a draft-model --spec-type")
-            out["n_rs_seq"] = n_max if spec_type in SPEC_TYPES_WITH_ROLLBACK else 0
+            from .launch import parse_spec_types
+
+            types = parse_spec_types(spec_type, chosen.release)  # llama.cpp's list form, each value checked
+            if not 0 <= n_max <= 1024:
+                raise KvMathError(f"--spec-draft-n-max must be between 0 and 1,024, got {n_max:,}")
+            rollback = any(t in chosen.release.spec_types_with_rollback for t in types)
+            out["n_rs_seq"] = n_max if rollback else 0
         return out
 
 

@@ -25,10 +25,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ...errors import KvMathError
-from ... import facts
 
-MiB = 2**20
-GiB = 2**30
+from ...units import GiB, MiB
 CUDA_CONTEXT_MIB = 400
 """Assumed memory the CUDA context takes before llama.cpp allocates anything (driver and runtime; ~300-500
 MiB on current drivers, more with a display attached). An assumption: pass your own."""
@@ -40,14 +38,13 @@ FIT_MIN_CTX = 4096
 """``--fit-ctx`` default (``fit_params_min_ctx``)."""
 
 
+
 def card(name: str) -> dict:
-    """A card of data/cards.json by id or alias (``5070ti``, ``rtx4060ti-16``, ...)."""
-    cards = facts.cards()
-    key = str(name).strip().lower()
-    for cid, c in cards.items():
-        if key == cid or key in [a.lower() for a in c.get("aliases", ())]:
-            return dict(c, id=cid)
-    raise KvMathError(f"unknown card {name!r}; known: {', '.join(sorted(cards))}")
+    """A card of data/cards.json by id, alias or printed name (``5070ti``, ``rtx4060ti-16``, ``NVIDIA GeForce RTX
+    3090``): ``kvmath.cards.card``. Raises KvMathError naming the candidates or the ids."""
+    from ...cards import card as _card
+
+    return _card(name)
 
 
 @dataclass(frozen=True)
@@ -99,33 +96,6 @@ def device_budget(*, model_bytes: int, kv_bytes: int, rs_bytes: int = 0, compute
                   first_batch_mib: float = FIRST_BATCH_POOL_MIB, device: str = "CUDA0") -> DeviceBudget:
     return DeviceBudget(device, float(total_mib), float(cuda_context_mib), float(headroom_mib), model_bytes / MiB,
                         kv_bytes / MiB, rs_bytes / MiB, compute_bytes / MiB, float(first_batch_mib))
-
-
-def smallest(predicate, lo: int, hi: int):
-    """The smallest integer n in [lo, hi] with predicate(n) true, assuming it stays true above (None if none)."""
-    if not predicate(hi):
-        return None
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if predicate(mid):
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo
-
-
-def largest(predicate, lo: int, hi: int, step: int = 256):
-    """The largest multiple of ``step`` in [lo, hi] with predicate true, assuming it stays true below."""
-    lo_k, hi_k = -(-lo // step), hi // step
-    if hi_k < lo_k or not predicate(lo_k * step):
-        return None
-    while lo_k < hi_k:
-        mid = (lo_k + hi_k + 1) // 2
-        if predicate(mid * step):
-            lo_k = mid
-        else:
-            hi_k = mid - 1
-    return lo_k * step
 
 
 @dataclass(frozen=True)
@@ -181,7 +151,9 @@ def fit_like_llamacpp(project, *, free_mib: float, n_ctx: int, n_ctx_set_by_user
     if not is_moe:
         return FitAnswer(used, free, target_mib, "layers moved to the CPU (dense model; not modelled)", n_ctx, None,
                          tuple(lines))
-    n = smallest(lambda k: project(n_ctx, k) <= (free - target_mib) * MiB, 0, n_blocks)
+    from ...solve import first_true
+
+    n = first_true(lambda k: project(n_ctx, k) <= (free - target_mib) * MiB, 0, n_blocks)
     if n is None:
         lines.append(f"{f}: with only dense weights in device memory there is still a total deficit")
         return FitAnswer(used, free, target_mib, "does not fit", n_ctx, None, tuple(lines))

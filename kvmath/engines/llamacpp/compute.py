@@ -52,7 +52,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-MiB = 2**20
+from ...units import MiB
 
 LIVE = {
     # backend: (c_out, c_e, attention activations split into Q / K / V / output)

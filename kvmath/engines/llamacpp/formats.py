@@ -1,4 +1,4 @@
-"""llama.cpp's ``-ctk`` / ``-ctv`` cache types (GGML block sizes from the ``gguf`` package) and the
+"""llama.cpp's ``-ctk`` / ``-ctv`` cache types (GGML block sizes of ggml.c's type_traits) and the
 TurboQuant fork's turbo types."""
 
 from __future__ import annotations
@@ -9,20 +9,21 @@ from ...formats import ElementFormat, KVFormat
 
 # Values accepted by -ctk / -ctv (common/arg.cpp kv_cache_types).
 LLAMACPP_CACHE_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1")
-_GGML_SOURCE = "ggml type_traits (ggml/src/ggml.c) via gguf.GGML_QUANT_SIZES, gguf {version}"
+_GGML_SOURCE = "ggml type_traits (ggml/src/ggml.c: blck_size, type_size)"
+# (elements per block, bytes per block) of each -ctk / -ctv type, ggml.c's type_traits (block_q8_0 =
+# fp16 scale + 32 int8, block_q4_0 = fp16 + 16 B, block_q4_1 = 2 fp16 + 16 B, block_iq4_nl = fp16 + 16 B,
+# block_q5_0 = fp16 + 4 B high bits + 16 B, block_q5_1 = 2 fp16 + 4 B + 16 B). Kept here rather than read
+# from gguf.GGML_QUANT_SIZES so the cache path imports neither gguf nor numpy (it runs in the book's
+# page, where they are absent); tests/test_pagecalc.py checks every row against gguf.GGML_QUANT_SIZES.
+GGML_CACHE_BLOCKS: dict[str, tuple[int, int]] = {
+    "f32": (1, 4), "f16": (1, 2), "bf16": (1, 2), "q8_0": (32, 34), "q4_0": (32, 18), "q4_1": (32, 20),
+    "iq4_nl": (32, 18), "q5_0": (32, 22), "q5_1": (32, 24),
+}
 
 
 def _ggml(name: str) -> ElementFormat:
-    import gguf
-
-    qtype = gguf.GGMLQuantizationType[name.upper()]
-    block_elems, block_bytes = gguf.GGML_QUANT_SIZES[qtype]
-    version = getattr(gguf, "__version__", None)
-    if version is None:
-        from importlib.metadata import version as _v
-
-        version = _v("gguf")
-    return ElementFormat(name, block_elems, block_bytes, _GGML_SOURCE.format(version=version), per_row=True)
+    block_elems, block_bytes = GGML_CACHE_BLOCKS[name]
+    return ElementFormat(name, block_elems, block_bytes, _GGML_SOURCE, per_row=True)
 
 
 _TURBO_SOURCE = (

@@ -71,7 +71,7 @@ from ...validate import _short
 from ...formats import ElementFormat
 from ...model.load import load_architecture
 from ...model.specs import SLIDING, Architecture, AttentionLayer, GatedDeltaNetLayer, KDALayer, MLALayer, Mamba2Layer
-from ...units import MiB
+from ...units import MiB, round_up
 from ...validate import MAX_TOKENS, check_count
 from .formats import llamacpp_type
 
@@ -80,8 +80,11 @@ from .formats import llamacpp_type
 
 
 @dataclass(frozen=True)
-class LlamaCppBuild:
-    """The build-dependent rules of llama.cpp's memory module."""
+class MemoryRules:
+    """The build-dependent rules of llama.cpp's memory module, by the commit whose tree was read.
+
+    The build records by tag (:mod:`.builds`, ``--llamacpp-build bNNNN``) name one of these in their
+    ``memory`` switch."""
 
     name: str
     source: str
@@ -92,10 +95,10 @@ class LlamaCppBuild:
     checks_block_divides_head: bool  # llama_init_from_model refuses K/V types whose block does not divide heads
 
 
-BUILDS: dict[str, LlamaCppBuild] = {
+BUILDS: dict[str, MemoryRules] = {
     b.name: b
     for b in (
-        LlamaCppBuild(
+        MemoryRules(
             "0c1e570",
             "llama.cpp 0c1e570 (llama-cpp-python 0.3.36 sdist vendor/llama.cpp); built and run for the fixtures",
             mla_v_less=True,
@@ -104,9 +107,9 @@ BUILDS: dict[str, LlamaCppBuild] = {
             quant_v_error="quantized V cache requires flash_attn to be enabled",
             checks_block_divides_head=True,
         ),
-        LlamaCppBuild(
+        MemoryRules(
             "ec98e2002",
-            "llama.cpp ec98e2002 as vendored in ollama (engine-notes 3b); not run here",
+            "llama.cpp ec98e2002 (2025-12-16) as vendored in ollama 0.21-0.24 (engine-notes 3b); not run here",
             mla_v_less=False,
             hybrid_attn_cells="n_ctx",
             recurrent_log="plain",
@@ -211,7 +214,7 @@ class KVCacheObject:
 
     def buffer_bytes(self, alignment: int = 32) -> int:
         """The backend buffer: every tensor rounded up to ``alignment`` (CPU: 32), plus extras."""
-        pad = lambda n: -(-n // alignment) * alignment
+        pad = lambda n: round_up(n, alignment)
         extra = 2 * pad(128 * 128 * 4) + pad(128 * 4) if self.extra_buffer_bytes else 0
         return sum(pad(t.k_bytes) + (pad(t.v_bytes) if t.v_type else 0) for t in self.layers) + extra
 
@@ -258,7 +261,7 @@ class RecurrentObject:
         return 4 * (self.r_width + self.s_width) * len(self.layers) * (1 + self.n_rs_seq)
 
     def buffer_bytes(self, alignment: int = 32) -> int:
-        pad = lambda n: -(-n // alignment) * alignment
+        pad = lambda n: round_up(n, alignment)
         return len(self.layers) * (pad(4 * self.r_width * self.rows) + pad(4 * self.s_width * self.rows))
 
     def log_line(self) -> str:
@@ -435,8 +438,7 @@ def _state_widths(layer, arch: Architecture) -> tuple[int, int]:
 # the computation
 
 
-def _pad(x: int, n: int) -> int:
-    return -(-x // n) * n
+_pad = round_up
 
 
 def _count(value, what: str, minimum: int = 1, maximum: int = MAX_TOKENS) -> int:
@@ -458,6 +460,103 @@ def _row_bytes(fmt: ElementFormat, n_heads: int, head_dim: int) -> tuple[int, in
     """(elements, bytes) of one cell row of ``n_heads`` heads: ggml_row_size, turbo heads padded to 128."""
     width = _pad(head_dim, fmt.pad_head_to) * n_heads
     return width, fmt.row_bytes(n_heads, head_dim)
+
+
+def _rules(build, fork) -> tuple[MemoryRules, TurboQuantFork | None]:
+    """The memory rules of ``build`` (:data:`BUILDS` or an alias) and the TurboQuant fork version, if any."""
+    if not isinstance(build, str) or BUILD_ALIASES.get(build, build) not in BUILDS:
+        raise KvMathError(f"unknown llama.cpp build {_short(build)}; known: {choices(list(BUILDS) + list(BUILD_ALIASES))}")
+    if fork is None:
+        return BUILDS[BUILD_ALIASES.get(build, build)], None
+    key = _FORK_ALIASES.get(str(fork).lower(), str(fork).lower())
+    if key not in FORKS:
+        raise KvMathError(f"unknown TurboQuant fork version {_short(fork)}; known: {choices(FORKS)} (or 'turboquant')")
+    return BUILDS[BUILD_ALIASES.get(build, build)], FORKS[key]
+
+
+def _check_types(arch, rules, attn, fmt_k, fmt_v, fa: str, is_mla: bool, notes: list[str]) -> None:
+    """``llama_init_from_model``'s refusals: MLA layouts, a quantised V without flash attention, a block type
+    that does not divide a head width (each with llama.cpp's own message). Appends the notes it prints."""
+    flash = fa != "off"
+    if is_mla and not rules.mla_v_less and arch.model_type != "deepseek_v3":
+        raise KvMathError(
+            f"kvmath has the pre-PR-#19067 llama.cpp MLA layout (K latent + V kv_lora_rank) for DeepSeek-V3 only, "
+            f"not for {arch.model_type}; use build 'current'")
+    if is_mla and fmt_k.name != fmt_v.name and rules.mla_v_less:
+        raise KvMathError(f"model does not support different K ({fmt_k.name}) and V ({fmt_v.name}) cache types")
+    if _quantized(fmt_v) and fa == "off":
+        raise KvMathError(rules.quant_v_error)
+    if _quantized(fmt_v) and fa == "auto":
+        notes.append("flash attention enabled: required for a quantized V cache")
+    if flash and rules.checks_block_divides_head:
+        for which, fmt, width in (("K", fmt_k, "head_k"), ("V", fmt_v, "head_v")):
+            if _quantized(fmt) and fmt.name not in TURBO_TYPES:
+                for a in attn:
+                    w = getattr(a, width)
+                    if w and w % fmt.block_elems:
+                        raise KvMathError(
+                            f"{which} cache type {fmt.name} with block size {fmt.block_elems} does not divide "
+                            f"n_embd_head_{which.lower()}={w}"
+                        )
+
+
+def _context(arch, n_ctx: int, n_batch: int, n_ubatch: int, n_seq: int, kv_unified: bool):
+    """llama-context.cpp: ``(n_ctx, n_ctx padded to whole streams, n_ctx_seq, n_batch, n_ubatch)`` as llama.cpp
+    ends up with them (0 = the training context; batches clamped; 256-cell padding)."""
+    if n_ctx == 0:
+        if not arch.max_position_embeddings:
+            raise KvMathError(f"{arch.name}: n_ctx 0 means the training context, which the model does not state")
+        n_ctx = arch.max_position_embeddings
+    n_batch_eff = min(n_ctx, n_batch)
+    n_ubatch_eff = min(n_batch_eff, n_ubatch)
+    n_ctx_pad = _pad(n_ctx, 256)
+    if kv_unified:
+        n_ctx_seq = n_ctx_pad
+    else:
+        n_ctx_seq = _pad(n_ctx_pad // n_seq, 256)
+        n_ctx_pad = n_ctx_seq * n_seq
+    return n_ctx, n_ctx_pad, n_ctx_seq, n_batch_eff, n_ubatch_eff
+
+
+def _turbo(arch, attn, fork_rules, fmt_k, fmt_v, auto_asymmetric: bool, boundary_v: bool, notes: list[str]):
+    """The TurboQuant fork's changes (module docstring): ``(K format used, Boundary V on)``."""
+    type_k_eff = fmt_k
+    adaptive_boundary_v = False
+    if fork_rules is not None:
+        if auto_asymmetric and fork_rules.auto_asymmetric and fmt_k.name in TURBO_TYPES \
+                and fmt_k.name == fmt_v.name:
+            # n_head(0) / n_head_kv(0): GGUF scalars make layer 0 read the attention layers' counts
+            n_head = arch.num_attention_heads
+            first = next((a for a in attn if a.index == 0), attn[0] if attn else None)
+            n_head_kv = first.n_head_kv if first else 0
+            ratio = n_head // n_head_kv if n_head_kv else 1
+            if ratio >= 6:
+                type_k_eff = llamacpp_type("q8_0")
+                notes.append(f"auto-asymmetric: GQA ratio {ratio}:1 (n_head={n_head}, n_head_kv={n_head_kv}) - "
+                             f"upgrading K from {fmt_k.name} to q8_0")
+        if boundary_v and fmt_v.name == "turbo2" and arch.num_hidden_layers >= 8:
+            adaptive_boundary_v = True
+            notes.append("Boundary V auto-enabled for turbo2-V: layers 0, 1 and the last two store V as q8_0")
+    return type_k_eff, adaptive_boundary_v
+
+
+def _recurrent(arch, recr: list, n_seq: int, n_rs_seq: int, rules: MemoryRules) -> RecurrentObject:
+    """llama-memory-recurrent.cpp: ``max(1, n_seq_max)`` cells of one R / S shape over the recurrent layers."""
+    widths = {_state_widths(l, arch) for l in recr}
+    if len(widths) > 1:
+        raise KvMathError("llama.cpp has one recurrent state shape per model (n_embd_r, n_embd_s); "
+                          f"{arch.name} has several: {sorted(widths)}")
+    r_width, s_width = widths.pop()
+    return RecurrentObject(max(1, n_seq), arch.num_hidden_layers, n_seq, n_rs_seq, tuple(l.index for l in recr),
+                           r_width, s_width, rules.recurrent_log)
+
+
+def _sliding_window(arch, attn) -> int:
+    """The one sliding window of the model's SWA layers (0 if none); llama.cpp has one per model."""
+    windows = {a.window for a in attn if a.is_swa}
+    if len(windows) > 1:
+        raise KvMathError(f"llama.cpp has one sliding window per model; {arch.name} has {sorted(windows)}")
+    return windows.pop() if windows else 0
 
 
 def llamacpp_memory(
@@ -495,76 +594,33 @@ def llamacpp_memory(
     without flash attention; a block type that does not divide a head width).
     """
     arch = load_architecture(model)
-    if BUILD_ALIASES.get(build, build) not in BUILDS:
-        raise KvMathError(f"unknown llama.cpp build {_short(build)}; known: {choices(list(BUILDS) + list(BUILD_ALIASES))}")
-    rules = BUILDS[BUILD_ALIASES.get(build, build)]
-    fork_rules = None
-    if fork is not None:
-        key = _FORK_ALIASES.get(str(fork).lower(), str(fork).lower())
-        if key not in FORKS:
-            raise KvMathError(f"unknown TurboQuant fork version {_short(fork)}; known: {choices(FORKS)} (or 'turboquant')")
-        fork_rules = FORKS[key]
+    rules, fork_rules = _rules(build, fork)
     fa = _FLASH_ATTN.get(flash_attn if isinstance(flash_attn, bool) else str(flash_attn).lower())
     if fa is None:
         raise KvMathError(f"flash_attn must be one of auto, on, off; got {_short(flash_attn)}")
-    n_parallel = _count(n_parallel, "n_parallel")
-    n_ctx = _count(n_ctx, "n_ctx", minimum=0)
-    n_batch = _count(n_batch, "n_batch")
-    n_ubatch = _count(n_ubatch, "n_ubatch")
-    n_rs_seq = _count(n_rs_seq, "n_rs_seq", minimum=0)
+    n_parallel, n_batch, n_ubatch = (_count(v, k) for v, k in ((n_parallel, "n_parallel"), (n_batch, "n_batch"),
+                                                               (n_ubatch, "n_ubatch")))
+    n_ctx, n_rs_seq = _count(n_ctx, "n_ctx", minimum=0), _count(n_rs_seq, "n_rs_seq", minimum=0)
     fmt_k, fmt_v = _type(cache_type_k, fork_rules), _type(cache_type_v, fork_rules)
     notes: list[str] = []
 
-    layers = arch.layers
     attn = _attention_view(arch)  # llama.cpp's per-layer K/V widths
-    recr = [l for l in layers if isinstance(l, _STATE_TYPES)]
+    recr = [l for l in arch.layers if isinstance(l, _STATE_TYPES)]
     is_mla = any(a.is_mla for a in attn)
 
     # --- llama_init_from_model: type / flash-attention checks ---------------------------------------
-    if is_mla and not rules.mla_v_less and arch.model_type != "deepseek_v3":
-        raise KvMathError(
-            f"kvmath has the pre-PR-#19067 llama.cpp MLA layout (K latent + V kv_lora_rank) for DeepSeek-V3 only, "
-            f"not for {arch.model_type}; use build 'current'")
-    if is_mla and fmt_k.name != fmt_v.name and rules.mla_v_less:
-        raise KvMathError(f"model does not support different K ({fmt_k.name}) and V ({fmt_v.name}) cache types")
+    _check_types(arch, rules, attn, fmt_k, fmt_v, fa, is_mla, notes)
     flash = fa != "off"
-    if _quantized(fmt_v) and fa == "off":
-        raise KvMathError(rules.quant_v_error)
-    if _quantized(fmt_v) and fa == "auto":
-        notes.append("flash attention enabled: required for a quantized V cache")
-    if flash and rules.checks_block_divides_head:
-        for which, fmt, width in (("K", fmt_k, "head_k"), ("V", fmt_v, "head_v")):
-            if _quantized(fmt) and fmt.name not in TURBO_TYPES:
-                for a in attn:
-                    w = getattr(a, width)
-                    if w and w % fmt.block_elems:
-                        raise KvMathError(
-                            f"{which} cache type {fmt.name} with block size {fmt.block_elems} does not divide "
-                            f"n_embd_head_{which.lower()}={w}"
-                        )
 
     # --- context, batch, streams (llama-context.cpp) ---------------------------------------------
-    if n_ctx == 0:
-        if not arch.max_position_embeddings:
-            raise KvMathError(f"{arch.name}: n_ctx 0 means the training context, which the model does not state")
-        n_ctx = arch.max_position_embeddings
-    n_batch_eff = min(n_ctx, n_batch)
-    n_ubatch_eff = min(n_batch_eff, n_ubatch)
+    n_ctx, n_ctx_pad, n_ctx_seq, n_batch_eff, n_ubatch_eff = _context(arch, n_ctx, n_batch, n_ubatch, n_parallel,
+                                                                      kv_unified)
     n_seq = n_parallel
-    n_ctx_pad = _pad(n_ctx, 256)
-    if kv_unified:
-        n_ctx_seq = n_ctx_pad
-    else:
-        n_ctx_seq = _pad(n_ctx_pad // n_seq, 256)
-        n_ctx_pad = n_ctx_seq * n_seq
     n_stream = 1 if kv_unified else n_seq
     v_trans = not flash
 
     # --- layer hparams ----------------------------------------------------------------------------
-    windows = {a.window for a in attn if a.is_swa}
-    if len(windows) > 1:
-        raise KvMathError(f"llama.cpp has one sliding window per model; {arch.name} has {sorted(windows)}")
-    n_swa = windows.pop() if windows else 0
+    n_swa = _sliding_window(arch, attn)
     # n_embd_v_gqa_max(): over every layer; GGUF scalars give recurrent layers the attention width
     v_widths = [a.n_head_kv * a.head_v for a in attn] or [0]
     v_max = max(v_widths)
@@ -573,23 +629,8 @@ def llamacpp_memory(
                      f"padding V cache to {v_max}")
 
     # --- TurboQuant fork: auto-asymmetric and the layer-adaptive mode ----------------------------
-    type_k_eff = fmt_k
-    adaptive_boundary_v = False
-    if fork_rules is not None:
-        if turbo_auto_asymmetric and fork_rules.auto_asymmetric and fmt_k.name in TURBO_TYPES \
-                and fmt_k.name == fmt_v.name:
-            # n_head(0) / n_head_kv(0): GGUF scalars make layer 0 read the attention layers' counts
-            n_head = arch.num_attention_heads
-            first = next((a for a in attn if a.index == 0), attn[0] if attn else None)
-            n_head_kv = first.n_head_kv if first else 0
-            ratio = n_head // n_head_kv if n_head_kv else 1
-            if ratio >= 6:
-                type_k_eff = llamacpp_type("q8_0")
-                notes.append(f"auto-asymmetric: GQA ratio {ratio}:1 (n_head={n_head}, n_head_kv={n_head_kv}) - "
-                             f"upgrading K from {fmt_k.name} to q8_0")
-        if turbo_boundary_v and fmt_v.name == "turbo2" and arch.num_hidden_layers >= 8:
-            adaptive_boundary_v = True
-            notes.append("Boundary V auto-enabled for turbo2-V: layers 0, 1 and the last two store V as q8_0")
+    type_k_eff, adaptive_boundary_v = _turbo(arch, attn, fork_rules, fmt_k, fmt_v, turbo_auto_asymmetric,
+                                             turbo_boundary_v, notes)
     q8 = llamacpp_type("q8_0")
     n_layer = arch.num_hidden_layers
     has_v = not (is_mla and rules.mla_v_less)
@@ -616,9 +657,7 @@ def llamacpp_memory(
                              tuple(layer_tensors(a, cells) for a in owned), rotation)
 
     # --- create_memory ------------------------------------------------------------------------------
-    kv_cells = n_ctx_seq
-    if recr and rules.hybrid_attn_cells == "n_ctx":
-        kv_cells = n_ctx_pad
+    kv_cells = n_ctx_pad if recr and rules.hybrid_attn_cells == "n_ctx" else n_ctx_seq
     caches: list[KVCacheObject] = []
     if attn:
         if n_swa:
@@ -627,15 +666,7 @@ def llamacpp_memory(
             caches.append(kv_object("SWA", [a for a in attn if a.is_swa], size_swa))
         else:
             caches.append(kv_object("kv", attn, kv_cells))
-    recurrent = None
-    if recr:
-        widths = {_state_widths(l, arch) for l in recr}
-        if len(widths) > 1:
-            raise KvMathError("llama.cpp has one recurrent state shape per model (n_embd_r, n_embd_s); "
-                              f"{arch.name} has several: {sorted(widths)}")
-        r_width, s_width = widths.pop()
-        recurrent = RecurrentObject(max(1, n_seq), n_layer, n_seq, n_rs_seq, tuple(l.index for l in recr),
-                                    r_width, s_width, rules.recurrent_log)
+    recurrent = _recurrent(arch, recr, n_seq, n_rs_seq, rules) if recr else None
 
     src = rules.source + (f"; {fork_rules.source}" if fork_rules else "")
     return LlamaCppMemory(

@@ -53,6 +53,17 @@ class VllmEngine(Engine):
     formats = tuple(VLLM_FORMATS)
     setting_names = tuple(f for f in VllmSettings.__dataclass_fields__ if f not in _COMMON)
     cli_title = "vLLM flags (vllm serve names)"
+    programs = (("vllm", "serve"), ("python", "-m", "vllm.entrypoints.openai.api_server"),
+                ("python3", "-m", "vllm.entrypoints.openai.api_server"))
+    context_setting = "max_model_len"
+    seqs_setting = "max_num_seqs"
+
+    def front_door(self, words, argv):
+        """``kvmath-fit vllm serve ...``: vLLM's own command line (kvmath.engines.vllm.cli), which also takes the
+        public calculator's flags."""
+        from .cli import run
+
+        return run([*words, *argv])
 
     def settings(self, arch, *, max_ctx, max_num_seqs, tp, kv_format, cache_type_k=None, cache_type_v=None, **kw):
         if cache_type_k is not None or cache_type_v is not None:

@@ -135,12 +135,11 @@ def cards() -> dict:
 
 
 def card(name: str) -> dict:
-    """A card by id or alias (``rtx3090``, ``3090``, ``RTX-3090``). Raises KvMathError listing the ids."""
-    key = str(name).strip().lower().replace("_", "-").replace(" ", "-")
-    for cid, c in _cards().items():
-        if key == cid or key in c.get("aliases", ()) or key == c["name"].lower().replace(" ", "-"):
-            return dict(c, id=cid)
-    raise KvMathError(f"unknown card {name!r}; known: {choices(_cards())} (or give --vram in GiB)")
+    """A card by id, alias or the name nvidia-smi / rocm-smi / PyTorch print (``rtx3090``, ``3090``, ``NVIDIA
+    GeForce RTX 3090``): ``kvmath.cards.card``. Raises KvMathError naming the candidates or the ids."""
+    from ...cards import card as _card
+
+    return _card(name)
 
 
 def presets() -> dict:
@@ -171,7 +170,6 @@ def model_for_preset(name: str) -> str:
 
 
 # Read once per process for the budget's own lookups (the public functions above and below return copies)
-_cards = lru_cache(maxsize=1)(facts.cards)
 _presets = lru_cache(maxsize=1)(facts.presets)
 _deployments = lru_cache(maxsize=1)(facts.deployments)
 
@@ -252,8 +250,10 @@ def checkpoint_weights_per_rank(arch, tp: int, *, enable_expert_parallel: bool =
     if cfg is None:
         raise KvMathError(f"no checkpoint size for {arch.name}: pass weights_gb_total (--weights-gb) or a model folder")
     folder = arch.extras.get("folder")
-    listing = list_folder(folder) if folder else None  # listed once per run, every entry checked (checkpoint.py)
-    if listing and (listing.safetensors or listing.has_index):
+    if arch.extras.get("checkpoint") is not None:  # a Hub id: the safetensors headers read by kvmath.hub
+        w = loaded_bytes_per_rank(arch.extras["checkpoint"], cfg, tp=tp, enable_expert_parallel=enable_expert_parallel)
+        source = "safetensors headers"
+    elif folder and ((listing := list_folder(folder)).safetensors or listing.has_index):  # listed once, entries checked
         w = loaded_bytes_per_rank(read_checkpoint(folder), cfg, tp=tp, enable_expert_parallel=enable_expert_parallel)
         source = "safetensors headers"
     else:

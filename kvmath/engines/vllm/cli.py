@@ -145,6 +145,19 @@ def _vram(text):
     return v
 
 
+def _device_memory(text):
+    """--device-memory: a size with its unit (kvmath.units.parse_bytes: '24GiB', '24576MiB', '25.4GB') -> GiB."""
+    from ...units import parse_bytes
+
+    try:
+        n = parse_bytes(text, "--device-memory")
+    except KvMathError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    if n > VRAM_MAX_GIB * GIB:
+        raise argparse.ArgumentTypeError(f"--device-memory must be at most {VRAM_MAX_GIB:,} GiB, got {_cut(text)}")
+    return n / GIB
+
+
 AUTO_FIT = -1  # vLLM's --max-model-len -1 / auto (human_readable_int_or_auto, vllm/utils/argparse_utils.py 0.27.0)
 
 
@@ -337,7 +350,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--block-size", type=_vllm_int("--block-size", 1024), default=None,
                    help="vLLM --block-size (KV block in tokens; default 16, or the hybrid alignment)")
     p.add_argument("--vram", type=_vram, help="card memory as PyTorch reports it, GiB ('25.4GB' for 1e9 B)")
-    p.add_argument("--card", help=f"a known card ({', '.join(sorted(cards()))}); default rtx3090")
+    p.add_argument("--device-memory", dest="device_memory", type=_device_memory,
+                   help="memory of any other device as its runtime reports it, with its unit ('24GiB', '24576MiB', "
+                        "'25.4GB'; kvmath.units.parse_bytes, as the front door's --device-memory)")
+    p.add_argument("--card", help="a known card by id or the name nvidia-smi / rocm-smi / PyTorch print (rtx3090, "
+                                  "'NVIDIA GeForce RTX 3090', a100, mi300x, m3-max-128gb, ...: kvmath/data/cards.json); "
+                                  "default: a pasted vllm serve line takes this machine's GPU (nvidia-smi, rocm-smi) and "
+                                  "says so, else refuses; the anchor flags take the anchor's rtx3090 and say so")
     mtp = p.add_mutually_exclusive_group()
     mtp.add_argument("--mtp", dest="mtp", action="store_true", default=None, help="use the model's MTP drafter")
     mtp.add_argument("--no-mtp", dest="mtp", action="store_false", help="no MTP drafter")
@@ -356,6 +375,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--calibration", action="store_true", help="predicted vs measured for every measured boot")
     p.add_argument("--solve-max-ctx", action="store_true", help="largest max_model_len that boots")
     p.add_argument("--json", action="store_true", help="JSON output")
+    p.add_argument("--offline", action="store_true",
+                   help="a Hub id is answered from the HF cache only, as with HF_HUB_OFFLINE=1")
     p.add_argument("--kv-breakdown", action="store_true", help="cache buckets (demand) and vLLM's pool groups")
     p.add_argument("--kv-layout", choices=KV_LAYOUTS, default="auto", help="label only (auto: from the config)")
     p.add_argument("--include-draft-kv", action="store_true", help="reserve --draft-kv-gb out of the KV memory")
@@ -409,6 +430,16 @@ def _resolve(args, env=None) -> tuple[str, dict, list[str]]:
     vllm_mode = getattr(args, "vllm_mode", False)  # a pasted `vllm serve` line: vLLM's defaults, not the anchor's
     as_repo = False
     if args.model and args.model not in known_models():
+        from ...facts import find_model, resolve_model
+        from ...hub import parse_hub_id
+
+        ref = parse_hub_id(args.model)
+        if ref is not None and (ref.revision or ref.quant or find_model(ref.repo) is None):
+            # any other Hub id: its own config.json and safetensors headers (kvmath.hub), as --config
+            args.config, args.model = args.model, None
+            if args.compose:
+                raise KvMathError("--compose presets belong to --model ids, not to Hub ids kvmath has no data for")
+    if args.model and args.model not in known_models():
         from ...facts import resolve_model
 
         entry = resolve_model(args.model)  # an HF repo name, or "did you mean ...?" (KvMathError)
@@ -438,13 +469,39 @@ def _resolve(args, env=None) -> tuple[str, dict, list[str]]:
     kw = dict(kv_format=kv, tp=tp, max_model_len=args.max_ctx or vals.get("max_ctx") or 180000, max_num_seqs=seqs,
               mem_util=mem, max_num_batched_tokens=args.max_num_batched_tokens or vals.get("max_num_batched_tokens")
               or None)  # None: vllm serve's default for the card and version (budget() says which in its notes)
+    if args.device_memory is not None:
+        if args.vram is not None:
+            raise KvMathError("pass --device-memory or --vram, not both")
+        args.vram = args.device_memory
     if args.vram is not None and args.card:
-        raise KvMathError("pass --card or --vram, not both")
+        raise KvMathError("pass --card or --device-memory / --vram, not both")
     if args.vram is not None:
         kw.update(card=None, total_gib=args.vram)
+    elif args.card:
+        kw["card"] = B.card(args.card)["id"]
+    elif vllm_mode:  # a pasted line names no card: this machine's GPU, said so, or a refusal (never a silent default)
+        from ...cards import detect
+
+        found = detect()
+        if found is None:
+            raise KvMathError("which card? a vllm serve line needs --card (e.g. --card rtx3090, --card 'NVIDIA H100 "
+                              "80GB HBM3') or --device-memory <GiB as PyTorch reports it>; no nvidia-smi, rocm-smi or "
+                              "system_profiler answered on this machine")
+        kw["card"] = found[0]["id"]
+        notes.append(f"card: {found[0]['id']} ({found[0]['name']}, {found[0]['total_gib']} GiB as the runtime reports "
+                     f"it), this machine's GPU as {found[1]}; pass --card for another")
     else:
-        kw["card"] = args.card or "rtx3090"
-        B.card(kw["card"])
+        kw["card"] = "rtx3090"
+        notes.append("card: rtx3090 (NVIDIA GeForce RTX 3090, 23.69 GiB), the anchor calculator's card, as no --card "
+                     "was given")
+    if kw.get("card"):
+        c = B.card(kw["card"])
+        if c.get("runtime") == "metal":
+            raise KvMathError(f"--card {kw['card']}: vLLM does not run on Apple silicon (Metal); price it with the "
+                              "llama.cpp engine (kvmath --engine llama.cpp, python -m kvmath.engines.llamacpp.fit)")
+        if c.get("runtime") == "rocm":
+            notes.append(f"{c['name']}: vLLM on ROCm; the card's memory is HIP's total, but which KV formats and "
+                         "attention backends ROCm runs is not checked (compute capability is NVIDIA's)")
     # drafter
     from ...model.load import load_architecture
 
@@ -704,11 +761,15 @@ def run(argv=None) -> int:
     args.ignored_flags = getattr(args, "ignored_flags", []) + ignored
     args.vllm_mode = pasted or args.model_tag is not None
     if args.calibration:
-        extra = _given_besides(parser, args, ("calibration", "json"))
+        extra = _given_besides(parser, args, ("calibration", "json", "offline"))
         if extra:
             print(f"kvmath-fit: error: --calibration compares every recorded boot and takes no other flag "
                   f"(got {', '.join(extra[:4])}); drop them, or drop --calibration", file=sys.stderr)
             return 2
+    if args.offline:  # kvmath.hub reads HF_HUB_OFFLINE at call time
+        import os
+
+        os.environ["HF_HUB_OFFLINE"] = "1"
     if args.model_tag is not None:
         if args.model or args.config:
             print("kvmath-fit: error: give the model once: as MODEL, --model or --config", file=sys.stderr)

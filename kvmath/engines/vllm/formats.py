@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from ...errors import KvMathError, choices
 from ...formats import BF16, F16, FP8_E4M3, FP8_E5M2, ElementFormat, KVFormat, lookup as _lookup
-from ..llamacpp.formats import LLAMACPP_CACHE_TYPES
 
 # --- vLLM -------------------------------------------------------------------------------------
 _VLLM_IFACE = "vllm/v1/kv_cache_interface.py (AttentionSpec.real_page_size_bytes), vLLM 0.20-0.25"
@@ -83,11 +82,17 @@ def vllm_format(name: str) -> KVFormat:
     ``q4_0`` and the other GGML types are llama.cpp cache types; vLLM has no such kv_cache_dtype
     (``CacheDType`` in vllm/config/cache.py), so they are rejected here with that explanation.
     """
-    if isinstance(name, str) and name.lower() in LLAMACPP_CACHE_TYPES and name.lower() not in ("bf16",):
-        raise KvMathError(
-            f"{name} is a llama.cpp cache type, not a vLLM --kv-cache-dtype (use --engine llama.cpp); "
-            f"vLLM formats: {choices(VLLM_FORMATS)}"
-        )
-    return _lookup(VLLM_FORMATS, name, "vLLM --kv-cache-dtype")
+    try:
+        return _lookup(VLLM_FORMATS, name, "vLLM --kv-cache-dtype")
+    except KvMathError:
+        if not isinstance(name, str):
+            raise
+        from .. import format_owners  # the registry, not another engine: asked only on this error path
+
+        owners = format_owners(name, exclude="vllm")
+        if not owners:
+            raise
+    raise KvMathError(f"{name} is a {' / '.join(owners)} cache type, not a vLLM --kv-cache-dtype (use --engine "
+                      f"{owners[0]}); vLLM formats: {choices(VLLM_FORMATS)}")
 
 

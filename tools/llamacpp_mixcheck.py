@@ -5,7 +5,9 @@ functions are for the book and the tests, not for an installed wheel)."""
 
 from __future__ import annotations
 
-from .quantmix import mix_model_from_gguf, nbytes, tensor_types
+from kvmath.units import MiB
+
+from kvmath.engines.llamacpp.quantmix import mix_model_from_gguf, nbytes, tensor_types
 
 PUBLISHED = "measurements/llamacpp-gguf-sizes.csv"
 
@@ -19,15 +21,15 @@ def published_checks(rows=None) -> list[dict]:
     from collections import Counter
     from pathlib import Path
 
-    from ... import facts
-    from .weights import weights_from_mix
+    from kvmath import facts
+    from kvmath.engines.llamacpp.weights import weights_from_mix
 
     out = []
     for r in rows if rows is not None else facts.read_csv(PUBLISHED):
         cfg = (json.loads(facts.reference_config_path(Path(r["config"]).name).read_text()) if r["config"]
                else json.loads(r["config_fields"]))
         tensors, _ = weights_from_mix(cfg, r["quant"])
-        est = sum(t.n_bytes for t in tensors) / 2**20
+        est = sum(t.n_bytes for t in tensors) / MiB
         counts = Counter(t.ggml_type.lower() for t in tensors)
         row = {"id": r["id"], "model": r["model"], "quant": r["quant"], "url": r["url"], "kvmath_mib": est,
                "logged_mib": None, "error_mib": None, "error_pct": None, "rounding_mib": None,
@@ -49,7 +51,7 @@ def dryrun_checks(path=None) -> list[dict]:
     import json
     from pathlib import Path
 
-    fix = Path(path) if path else Path(__file__).resolve().parents[3] / "tests" / "fixtures" / "llamacpp"
+    fix = Path(path) if path else Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "llamacpp"
     quant = json.loads((fix / "quant_fixtures.json").read_text())
     compute = json.loads((fix / "compute_fixtures.json").read_text())
     rows: dict[str, dict] = {}
@@ -59,7 +61,7 @@ def dryrun_checks(path=None) -> list[dict]:
         for mix, r in e["mixes"].items():
             got = tensor_types(tensors, mm, mix)
             want = r["types"].split()
-            size = sum(nbytes(s, got[n]) for n, s, _ in tensors) / 2**20
+            size = sum(nbytes(s, got[n]) for n, s, _ in tensors) / MiB
             row = rows.setdefault(mix, {"mix": mix, "models": 0, "tensors": 0, "types_differing": 0,
                                         "max_abs_size_error_mib": 0.0, "max_abs_size_error_pct": 0.0})
             row["models"] += 1

@@ -1,4 +1,4 @@
-"""kvmath against real llama.cpp dry runs: compute buffers and per-device totals.
+"""(tools/, not the package: it reads tests/fixtures) kvmath against real llama.cpp dry runs: compute buffers and per-device totals.
 
 ``tests/fixtures/llamacpp/compute_fixtures.json`` holds what llama.cpp 0c1e570's CPU build printed for
 GGUF files with the real tensor shapes of 7 models (``llama-fit-params --fit-print on``: model loaded with
@@ -16,8 +16,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-MiB = 2**20
-FIXTURES = Path(__file__).resolve().parents[3] / "tests" / "fixtures" / "llamacpp" / "compute_fixtures.json"
+from kvmath.units import MiB
+FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "llamacpp" / "compute_fixtures.json"
 _FLAGS = {"-c": "n_ctx", "-np": "n_parallel", "-ctk": "cache_type_k", "-ctv": "cache_type_v", "-fa": "flash_attn",
           "-ub": "n_ubatch", "-b": "n_batch"}
 
@@ -78,11 +78,11 @@ def _breakdown(lines):
 
 def cases(data: dict | None = None) -> list[Case]:
     import kvmath
-    from ...errors import KvMathError
-    from ...model.gguf import gguf_to_hf_config
-    from .compute import compute_buffers, shape_from_gguf
-    from .memory import llamacpp_memory
-    from .placement import Tensor, place
+    from kvmath.errors import KvMathError
+    from kvmath.model.gguf import gguf_to_hf_config
+    from kvmath.engines.llamacpp.compute import compute_buffers, shape_from_gguf
+    from kvmath.engines.llamacpp.memory import llamacpp_memory
+    from kvmath.engines.llamacpp.placement import Tensor, place
 
     data = data or load()
     out = []
