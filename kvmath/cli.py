@@ -10,7 +10,8 @@ that engine logs at start-up for them:
         --tensor-parallel-size 2 --kv-cache-dtype fp8_e5m2 --kv-cache-memory-bytes 11.10GiB
     kvmath --config gemma-4-26b-a4b --engine llama.cpp -c 262144 -np 1 -ctk q8_0 -ctv q8_0 -fa on
 
-Exit status: 0 on success, 2 on bad input (one line on stderr, no traceback).
+Exit status: 0 on success, 2 on bad input (one line on stderr, no traceback), 3 on an internal error (one
+line asking for a report; ``--debug`` prints the traceback); kvmath.clitools has the codes of every command.
 Imports only the standard library and kvmath's core (no pandas, no altair).
 """
 
@@ -18,8 +19,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
+from .clitools import EXIT_HELP, check_arg_count, drop_private, refuse_repeats
 from .errors import KvMathError
 from .validate import one_line
 
@@ -108,7 +111,8 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, list[str]]]:
         prog="kvmath",
         description="Exact KV-cache and recurrent-state bytes per card, derived from a model's config.json.",
         epilog="Units: B = bytes; MiB/GiB are binary (2^20, 2^30), GB is decimal (1e9). "
-               "Figures are per card (tensor-parallel rank). A flag of another engine than --engine is refused.",
+               "Figures are per card (tensor-parallel rank). A flag of another engine than --engine is refused. "
+               + EXIT_HELP.replace("0 boots (or answered), 1 does not boot, ", "0 answered, "),
     )
     p.add_argument("--config", "--model", dest="config", required=True, metavar="PATH_OR_MODEL_ID",
                    help="a config.json path, a model folder, a .gguf file or a known model id (qwen3.6-27b, "
@@ -125,11 +129,13 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, list[str]]]:
     p.add_argument("--max-num-seqs", "--sequences", dest="max_num_seqs", type=int, default=1,
                    help="concurrent sequences (default 1)")
     p.add_argument("--json", action="store_true", help="print the derivation as JSON (all figures in bytes)")
+    p.add_argument("--debug", action="store_true", help="print the traceback of an internal error (exit 3)")
     p.add_argument("--offline", action="store_true",
                    help="a Hub id is answered from the HF cache only, as with HF_HUB_OFFLINE=1")
     owned = {}
     for eng in ENGINES.values():
         owned[eng.name] = eng.add_cli_flags(p.add_argument_group(eng.cli_title or eng.name))
+    refuse_repeats(p)  # --tp 2 --tp 4: refused, not the last one silently
     return p, owned
 
 
@@ -190,8 +196,15 @@ def foreign_flag(given: dict, owned: dict[str, list[str]], engine: str, names: d
 def run(argv=None) -> int:
     from .engines import get_engine
 
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        check_arg_count("kvmath", argv)
+    except KvMathError as e:
+        print(f"kvmath: error: {one_line(e)}", file=sys.stderr)
+        return 2
     parser, owned = build_parser()
     args = parser.parse_args(argv)
+    drop_private(args)
     if args.offline:  # kvmath.hub reads HF_HUB_OFFLINE at call time
         import os
 
@@ -209,6 +222,7 @@ def run(argv=None) -> int:
                 raise KvMathError(f"--{name} is empty; name a cache format")
         extra = {k: given[k] for k in ("kv_cache_memory_bytes",) if k in given}
         settings = eng.settings_from_cli(given)
+        settings.update(eng.env_settings(os.environ))  # the command reads the environment, as the engine's launcher
         max_ctx, seqs = args.max_ctx, args.max_num_seqs
         if "n_parallel" in settings:
             if args.max_num_seqs != 1:

@@ -15,7 +15,8 @@ The front door's own options, anywhere on the line: ``--card NAME`` (a card of `
 ``--device-memory SIZE`` (the memory of any other device, ``24GiB``), ``--json`` (``Verdict.to_json()`` plus
 ``answers``), ``--no-solve`` (the verdict only), and ``kvmath-fit --json-schema`` (every JSON field, documented).
 
-Exit status: 0 boots, 1 does not boot, 2 bad input.
+Exit status: 0 boots, 1 does not boot, 2 bad input, 3 an internal error (one line asking for a report;
+``--debug`` prints the traceback; kvmath.clitools).
 """
 
 from __future__ import annotations
@@ -62,7 +63,8 @@ def json_schema() -> dict:
 
     return {"verdict": dict(VERDICT_FIELDS),
             "engines": {name: dict(e.json_fields) for name, e in ENGINES.items() if e.json_fields},
-            "exit_status": {"0": "boots", "1": "does not boot", "2": "bad input"}}
+            "exit_status": {"0": "boots", "1": "does not boot", "2": "bad input",
+                            "3": "internal error (please report it; --debug prints the traceback)"}}
 
 
 def run(argv=None) -> int:

@@ -26,7 +26,8 @@ from kvmath.engines.vllm import budget as B
 
 ROOT = Path(__file__).resolve().parents[1]
 QWEN_NEXT = json.loads((ROOT / "data" / "configs" / "Qwen__Qwen3-Next-80B-A3B-Instruct.json").read_text())
-ENTRY = {"kvmath": "from kvmath.cli import main", "kvmath-fit": "from kvmath.engines.vllm.cli import main"}
+ENTRY = {"kvmath": "from kvmath.cli import main", "kvmath-fit": "from kvmath.engines.vllm.cli import main",
+         "kvmath-llamacpp-fit": "from kvmath.engines.llamacpp.fit import main"}
 # a call that works, per command: the cases below change one thing
 GOOD = {"kvmath": ["--config", "qwen3.6-27b", "--max-ctx", "8192"], "kvmath-fit": ["--model", "qwen3.6-27b"]}
 
@@ -157,7 +158,10 @@ def test_layer_bound_is_fast_in_process():
     # the largest accepted count plans in well under the fuzzer's 2 s per case
     from kvmath.validate import MAX_LAYERS
 
-    cfg = dict(QWEN_NEXT, num_hidden_layers=MAX_LAYERS)
+    from kvmath.validate import MAX_LAYER_EXPERTS
+
+    # (layers x experts is bounded too: MAX_LAYERS x Qwen3-Next's 512 experts is refused, test_layers_times_experts)
+    cfg = dict(QWEN_NEXT, num_hidden_layers=MAX_LAYERS, num_experts=MAX_LAYER_EXPERTS // MAX_LAYERS)
     t0 = time.perf_counter()
     d = kvmath.derive(cfg, engine="vllm", max_ctx=4096)
     kvmath.vllm_plan(d.arch, 10 * 2**30, max_model_len=4096)
@@ -260,7 +264,7 @@ def test_piped_into_head(prog):
 def test_stdout_on_dev_full(prog):
     with open("/dev/full", "w") as full:
         r = cli(prog, *GOOD[prog], stdout=full, stderr=subprocess.PIPE)
-    assert_one_line_error(r, prog, status=1, contains="cannot write the output")
+    assert_one_line_error(r, prog, status=2, contains="cannot write the output")  # bad output: exit 2, not 1
 
 
 @PROGS
@@ -296,7 +300,7 @@ def test_closed_stdout(prog):
     code = f"{ENTRY[prog]}; import sys; sys.exit(main(sys.argv[1:]))"
     r = subprocess.run(["bash", "-c", f"{sys.executable} -c '{code}' {' '.join(GOOD[prog])} >&-"],
                        capture_output=True, text=True, cwd=ROOT, timeout=60)
-    assert_one_line_error(r, prog, status=1, contains="standard output is closed")
+    assert_one_line_error(r, prog, status=2, contains="standard output is closed")
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -495,18 +499,28 @@ def cli_args(draw, prog: str):
             argv.append(draw(st.sampled_from(ABSURD if absurd else good), label=flag))
     if prog == "kvmath" and "--config" not in argv and draw(st.booleans(), label="add config"):
         argv += ["--config", draw(st.sampled_from(CONFIGS), label="config")]
+    extra = draw(st.integers(0, 9), label="extra")
+    valued = [f for f in flags if table[f] is not None]
+    if extra == 0 and valued:  # a flag given twice (a different value is refused; the same one accepted)
+        flag = draw(st.sampled_from(valued), label="repeated")
+        argv += [flag, draw(st.sampled_from(table[flag] + ABSURD[:3]), label="repeated value")]
+    elif extra == 1:  # a huge repeat count: a serving-only flag (set aside in one pass) or a modelled one
+        n = draw(st.sampled_from([100, 3000]), label="repeats")
+        argv += (["--port", "1"] if prog == "kvmath-fit" and draw(st.booleans()) else ["--max-num-seqs", "1"]) * n
     return argv
 
 
 def run_cli_in_process(prog: str, argv: list[str]) -> tuple[int, str, str]:
     """``main(argv)`` of ``prog`` with stdout / stderr captured; argparse's SystemExit as its status."""
     from kvmath.cli import main as kvmath_main
+    from kvmath.engines.llamacpp.fit import main as llama_main
     from kvmath.engines.vllm.cli import main as fit_main
 
+    mains = {"kvmath": kvmath_main, "kvmath-fit": fit_main, "kvmath-llamacpp-fit": llama_main}
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
-            code = (kvmath_main if prog == "kvmath" else fit_main)(argv)
+            code = mains[prog](argv)
         except SystemExit as e:
             code = e.code if isinstance(e.code, int) else 2
     return code, out.getvalue(), err.getvalue()
@@ -544,3 +558,346 @@ def test_fuzzed_command_lines(data):
     argv = data.draw(cli_args(prog), label="argv")
     code, out, err = run_cli_in_process(prog, argv)
     assert not cli_problems(prog, argv, code, out, err), (argv, code, err[-500:])
+
+
+# ---------------------------------------------------------------------------------------------------
+# issue #25: hostile files, deep JSON, huge repeat counts, bad fields, duplicated flags, exit codes, the
+# environment. Every case: one line, exit 2 (3 for an internal error), no traceback, no hang.
+
+ALL_PROGS = pytest.mark.parametrize("prog", ["kvmath", "kvmath-fit", "kvmath-llamacpp-fit"])
+
+
+def model_args(prog: str, path: str) -> list[str]:
+    return ["-m", path] if prog == "kvmath-llamacpp-fit" else with_config(prog, path)
+
+
+@ALL_PROGS
+def test_fifo_as_config_does_not_hang(prog, tmp_path):
+    fifo = tmp_path / "config.json"
+    os.mkfifo(fifo)
+    r = cli(prog, *model_args(prog, str(fifo)), timeout=30)  # a blocking open would hang until the timeout
+    assert_one_line_error(r, prog, contains="FIFO")
+
+
+def _folder(tmp_path, cfg=None) -> Path:
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(cfg or QWEN_NEXT))
+    return folder
+
+
+@pytest.mark.parametrize("how", ["--config", "serve"])
+def test_fifo_in_a_model_folder_does_not_hang(how, tmp_path):
+    folder = _folder(tmp_path)
+    os.mkfifo(folder / "model.safetensors")
+    argv = ["--config", str(folder)] if how == "--config" else ["vllm", "serve", str(folder)]
+    r = cli("kvmath-fit", *argv, timeout=30)
+    assert_one_line_error(r, "kvmath-fit", contains="model.safetensors: is a FIFO")
+
+
+@ALL_PROGS
+@pytest.mark.parametrize("device", ["/dev/zero", "/dev/full", "/dev/null"])
+def test_device_as_config(prog, device):
+    if not os.path.exists(device):
+        pytest.skip(f"no {device}")
+    r = cli(prog, *model_args(prog, device), timeout=30)
+    assert_one_line_error(r, prog, contains="character device")
+
+
+def test_device_and_folder_inside_a_model_folder(tmp_path):
+    from kvmath.model.checkpoint import read_checkpoint
+
+    folder = _folder(tmp_path)
+    os.symlink("/dev/zero", folder / "model.safetensors")  # a link out of the folder, to a device
+    with pytest.raises(KvMathError, match="symbolic link out of the model folder"):
+        read_checkpoint(folder)
+    (folder / "model.safetensors").unlink()
+    (folder / "model.safetensors").mkdir()
+    with pytest.raises(KvMathError, match="is a folder, not a safetensors file"):
+        read_checkpoint(folder)
+    (folder / "model.safetensors").rmdir()
+    (folder / "config.json").unlink()
+    (folder / "config.json").mkdir()
+    with pytest.raises(KvMathError, match="config.json: is a folder"):
+        kvmath.load_architecture(folder)
+
+
+def test_links_followed_only_within_the_folder_or_into_hf_blobs(tmp_path):
+    from kvmath.model.checkpoint import check_link, list_folder
+
+    outside = tmp_path / "elsewhere.json"
+    outside.write_text(json.dumps(QWEN_NEXT))
+    folder = tmp_path / "plain"
+    folder.mkdir()
+    os.symlink(outside, folder / "config.json")
+    with pytest.raises(KvMathError, match="symbolic link out of the model folder"):
+        kvmath.load_architecture(folder)
+    # the hub's cache layout: models--org--name/snapshots/<rev>/config.json -> ../../blobs/<sha>
+    repo = tmp_path / "hub" / "models--org--name"
+    (repo / "blobs").mkdir(parents=True)
+    snap = repo / "snapshots" / "0123abcd"
+    snap.mkdir(parents=True)
+    (repo / "blobs" / "9f86d081").write_text(json.dumps(QWEN_NEXT))
+    os.symlink("../../blobs/9f86d081", snap / "config.json")
+    assert kvmath.load_architecture(snap).num_hidden_layers == QWEN_NEXT["num_hidden_layers"]
+    assert list_folder(snap).has_config
+    # ... but not out of the blobs store
+    os.symlink(outside, snap / "model.safetensors")
+    with pytest.raises(KvMathError, match="out of the model folder"):
+        list_folder(snap)
+    inside = folder / "real.json"
+    inside.write_text("{}")
+    os.symlink(inside, folder / "alias.json")
+    check_link(folder, folder / "alias.json")  # within the folder: followed
+    os.symlink(tmp_path / "nothing", folder / "dangling.safetensors")
+    with pytest.raises(KvMathError, match="link to nothing"):
+        check_link(folder, folder / "dangling.safetensors")
+
+
+def _safetensors(path: Path, tensors: dict) -> None:
+    """A safetensors file written by hand (8-byte header length, JSON header, zero data), bf16 tensors."""
+    header, offset = {}, 0
+    for name, shape in tensors.items():
+        n = 2 * math.prod(shape)
+        header[name] = {"dtype": "BF16", "shape": list(shape), "data_offsets": [offset, offset + n]}
+        offset += n
+    raw = json.dumps(header).encode()
+    path.write_bytes(len(raw).to_bytes(8, "little") + raw + b"\0" * offset)
+
+
+@pytest.mark.parametrize("name", ["model-00001-of-00000.safetensors", "model-00000-of-00002.safetensors",
+                                  "model-00003-of-00002.safetensors"])
+def test_impossible_shard_names(name, tmp_path):
+    from kvmath.model.checkpoint import read_checkpoint
+
+    folder = _folder(tmp_path)
+    _safetensors(folder / name, {"model.layers.0.mlp.weight": (2, 2)})
+    with pytest.raises(KvMathError, match="not a possible shard name"):
+        read_checkpoint(folder)
+    r = cli("kvmath-fit", "--config", str(folder))
+    assert_one_line_error(r, "kvmath-fit", contains="not a possible shard name")
+
+
+def test_model_folder_read_once(tmp_path, monkeypatch):
+    from kvmath.model import checkpoint as C
+
+    cfg = {"model_type": "llama", "num_hidden_layers": 1, "num_attention_heads": 2, "hidden_size": 8,
+           "intermediate_size": 16, "vocab_size": 32}
+    folder = _folder(tmp_path, cfg)
+    _safetensors(folder / "model.safetensors", {"model.layers.0.mlp.up_proj.weight": (16, 8),
+                                                "model.embed_tokens.weight": (32, 8)})
+    opened = []
+    real = C.open_regular
+    monkeypatch.setattr(C, "open_regular", lambda p, what="file": opened.append(str(p)) or real(p, what))
+    first = C.read_checkpoint(folder)
+    second = C.read_checkpoint(folder)
+    assert first.total_bytes == second.total_bytes == 2 * (16 * 8 + 32 * 8)  # bf16: 2 bytes an element
+    assert opened.count(str(folder / "model.safetensors")) == 1  # the header was read once
+    _safetensors(folder / "model.safetensors", {"model.layers.0.mlp.up_proj.weight": (16, 16),
+                                                "model.embed_tokens.weight": (32, 8)})
+    os.utime(folder / "model.safetensors", ns=(1, 10**18))  # a changed file is read again
+    assert C.read_checkpoint(folder).total_bytes == 2 * (16 * 16 + 32 * 8)
+
+
+# deep JSON, everywhere JSON is read
+
+def test_999_level_speculative_config():
+    for text in ("[" * 999 + "]" * 999, '{"a":' * 300 + "1" + "}" * 300):
+        r = cli("kvmath-fit", "--model", "qwen3.6-27b", "--speculative-config", text)
+        line = assert_one_line_error(r, "kvmath-fit", contains="--speculative-config")
+        assert "RecursionError" not in line
+
+
+@ALL_PROGS
+def test_deep_config_file(prog, tmp_path):
+    path = config_file(tmp_path, text='{"model_type": "llama", "x": ' + "[" * 999 + "]" * 999 + "}")
+    r = cli(prog, *model_args(prog, path))
+    assert_one_line_error(r, prog, contains="nested 1,000 levels deep")
+
+
+def test_deep_safetensors_header(tmp_path):
+    from kvmath.model.checkpoint import read_safetensors_header
+
+    raw = ('{"__metadata__": ' + "[" * 5000 + "]" * 5000 + "}").encode()
+    path = tmp_path / "model.safetensors"
+    path.write_bytes(len(raw).to_bytes(8, "little") + raw)
+    with pytest.raises(KvMathError, match="nested 5,001 levels deep"):
+        read_safetensors_header(path)
+
+
+def test_json_depth_is_linear_and_skips_strings():
+    from kvmath.validate import json_depth
+
+    assert json_depth('{"a": [1, {"b": "[[[{{{"}], "c": "\\"]"}') == 3
+    assert json_depth("[" * 100_000 + "]" * 100_000) == 100_000
+
+
+# huge repeat counts and duplicated flags
+
+def test_serving_only_flag_repeated_8000_times():
+    """8,000 --port pairs took 10.9 s (argparse rescans its option positions per flag: quadratic); they are set
+    aside in one pass now. The answer is the same as without them, with one note naming the flag."""
+    code0, out0, _ = run_cli_in_process("kvmath-fit", ["--model", "qwen3.6-27b", "--json"])
+    code, out, err = run_cli_in_process("kvmath-fit", ["--model", "qwen3.6-27b", "--json"] + ["--port", "1"] * 8000)
+    assert code == code0 and not err
+    a, b = json.loads(out0), json.loads(out)
+    assert b["notes"] == ["ignored (they do not change memory): --port"] + a["notes"]
+    assert {k: v for k, v in b.items() if k != "notes"} == {k: v for k, v in a.items() if k != "notes"}
+
+
+def test_set_aside_takes_each_form():
+    from kvmath.clitools import set_aside
+
+    argv = ["--port", "1", "--tp", "2", "--host=x", "--served-model-name", "a", "b", "--trust-remote-code",
+            "--max-num-seqs", "3", "--", "--port"]
+    rest, taken = set_aside(argv, {"--port": 1, "--host": 1, "--served-model-name": "+", "--trust-remote-code": 0})
+    assert rest == ["--tp", "2", "--max-num-seqs", "3", "--", "--port"]
+    assert taken == ["--port", "--host", "--served-model-name", "--trust-remote-code"]
+
+
+@PROGS
+def test_too_many_words(prog):
+    r = cli(prog, *GOOD[prog], *(["--max-num-seqs", "1"] * 3000))
+    assert_one_line_error(r, prog, contains="command-line words")
+
+
+@pytest.mark.parametrize("prog,argv,same", [
+    ("kvmath", ["--config", "qwen3.6-27b", "--tp", "1", "--tp", "2"], ["--config", "qwen3.6-27b", "--tp", "2", "--tp", "2"]),
+    ("kvmath-fit", ["--model", "qwen3.6-27b", "--max-num-seqs", "2", "--max-num-seqs", "4"],
+     ["--model", "qwen3.6-27b", "--max-num-seqs", "2", "--max-num-seqs", "2"]),
+    ("kvmath-fit", ["vllm", "serve", "Qwen/Qwen3.6-27B", "--kv-cache-dtype", "fp8_e5m2", "--kv-cache-dtype", "auto"],
+     ["vllm", "serve", "Qwen/Qwen3.6-27B", "--kv-cache-dtype", "auto", "--kv-cache-dtype", "auto"]),
+    ("kvmath-fit", ["--model", "qwen3.6-27b", "--enable-prefix-caching", "--no-enable-prefix-caching"],
+     ["--model", "qwen3.6-27b", "--enable-prefix-caching", "--enable-prefix-caching"]),
+])
+def test_flag_repeated_with_another_value(prog, argv, same):
+    line = assert_one_line_error(cli(prog, *argv), prog)
+    assert "different values" in line
+    r = cli(prog, *same)  # the same value twice is the same launch
+    assert r.returncode in (0, 1) and "Traceback" not in r.stderr, r.stderr
+
+
+# negative, non-finite, list and string fields: every field of the table, in the file and in the API
+
+FIELD_CASES = [("intermediate_size", -5), ("intermediate_size", [17408]), ("num_hidden_layers", 10**6),
+               ("num_key_value_heads", float("nan")), ("head_dim", float("inf")), ("vocab_size", "151936"),
+               ("num_experts", -1), ("hidden_size", True), ("linear_num_key_heads", 0),
+               ("max_position_embeddings", -1), ("tie_word_embeddings", "false"), ("layer_types", "full")]
+
+
+@pytest.mark.parametrize("key,value", FIELD_CASES, ids=lambda v: str(v)[:20])
+def test_bad_field_refused_naming_key_and_range(key, value):
+    with pytest.raises(KvMathError, match=rf"config field {key} .*\(valid: ") as e:
+        kvmath.load_architecture(dict(QWEN_NEXT, **{key: value}))
+    assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("key,value", [("intermediate_size", -5), ("hidden_size", float("nan")),
+                                       ("moe_intermediate_size", [512])])
+def test_bad_field_refused_by_every_command(key, value, tmp_path):
+    path = config_file(tmp_path, text=json.dumps(dict(QWEN_NEXT, **{key: value})))
+    for prog in ("kvmath", "kvmath-fit", "kvmath-llamacpp-fit"):
+        assert_one_line_error(cli(prog, *model_args(prog, path)), prog, contains=f"config field {key}")
+
+
+def test_every_rule_refuses_its_wrong_types():
+    """Each key of kvmath.validate.CONFIG_RULES refuses a value of the wrong kind (the table is the one place
+    a family reader adds its fields to), and accepts null (read as absent)."""
+    from kvmath.validate import CONFIG_RULES, check_config
+
+    wrong = {"int": [-(10**9), 10**12, float("nan"), "1", [1], True], "number": [float("nan"), float("inf"), "1", -1.0],
+             "bool": ["false", 0, 1], "ints": [5, ["a"], [10**9]], "strs": ["x", [1]], "str": [5, "x" * 5000],
+             "dict": [[], "x"]}
+    for key, rule in CONFIG_RULES.items():
+        check_config({key: None})
+        for value in wrong[rule.kind]:
+            with pytest.raises(KvMathError, match=rf"config field {key} "):
+                check_config({key: value})
+
+
+def test_layers_times_experts_bounded():
+    with pytest.raises(KvMathError, match="expert MLPs"):
+        kvmath.load_architecture(dict(QWEN_NEXT, num_hidden_layers=512, num_experts=4096))
+
+
+def test_integral_floats_reach_every_reader_as_ints():
+    cfg = dict(QWEN_NEXT, intermediate_size=5120.0, num_experts=512.0)
+    arch = kvmath.load_architecture(cfg)
+    assert type(arch.extras["hf_config"]["intermediate_size"]) is int and cfg["intermediate_size"] == 5120.0
+
+
+# the other accepted-bad-input classes of the issue
+
+@pytest.mark.parametrize("prog,argv,contains", [
+    ("kvmath", ["--config", "qwen3.6-27b", "--engine", "llama.cpp", "-ts", "nan,1"], "--tensor-split"),
+    ("kvmath", ["--config", "qwen3.6-27b", "--engine", "llama.cpp", "-ts", "1,-1"], "--tensor-split"),
+    ("kvmath", ["--config", "qwen3.6-27b", "--vllm-version", ""], "vllm_version is empty"),
+    ("kvmath-fit", ["--model", "qwen3.6-27b", "--vllm-version", ""], "--vllm-version is empty"),
+    ("kvmath-fit", ["--model", "qwen3.6-27b", "--attention-backend", " "], "--attention-backend is empty"),
+    ("kvmath-fit", ["--calibration", "--model", "no-such-model"], "--calibration"),
+    ("kvmath-fit", ["--calibration", "--tp", "2"], "--calibration"),
+])
+def test_accepted_bad_inputs_now_refused(prog, argv, contains):
+    assert_one_line_error(cli(prog, *argv), prog, contains=contains)
+
+
+def test_calibration_alone_still_answers():
+    code, out, err = run_cli_in_process("kvmath-fit", ["--calibration", "--json"])
+    assert code == 0 and json.loads(out)["rows"], err
+
+
+# exit codes: 3 for an internal error, one line, the traceback only with --debug
+
+def test_internal_error_is_exit_3_one_line(capsys):
+    from kvmath.clitools import guarded
+
+    def broken(argv):
+        raise ZeroDivisionError("division by zero")
+
+    assert guarded("kvmath", broken, ["--json"]) == 3
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "internal error" in err and "report" in err
+    assert "Traceback" not in err
+    assert guarded("kvmath", broken, ["--debug"]) == 3
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "ZeroDivisionError" in err
+    seen = []
+    assert guarded("kvmath", lambda argv: seen.append(argv) or 0, ["--debug", "--json"]) == 0
+    assert seen == [["--json"]]  # --debug is the wrapper's, not the command's
+    assert guarded("kvmath", lambda argv: (_ for _ in ()).throw(KvMathError("bad\nthing")), []) == 2
+
+
+@ALL_PROGS
+def test_help_documents_the_exit_codes(prog):
+    r = cli(prog, "--help")
+    assert r.returncode == 0
+    text = " ".join(r.stdout.split())
+    assert "2 bad input" in text and "3 internal error" in text and "--debug" in text
+
+
+def test_readme_documents_the_exit_codes():
+    text = " ".join((ROOT / "README.md").read_text().split())
+    assert "3 an internal error" in text and "--debug" in text
+
+
+# the API takes nothing from the environment
+
+def test_derive_ignores_the_environment(monkeypatch):
+    monkeypatch.setenv("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "1")
+    with pytest.raises(KvMathError, match="User-specified max_model_len"):
+        kvmath.derive("llama-3.1-8b", max_ctx=1_000_000)
+    d = kvmath.derive("llama-3.1-8b", max_ctx=1_000_000, allow_long_max_model_len=True)
+    assert d.deployment.max_ctx == 1_000_000
+    with pytest.raises(KvMathError, match="derived maximum 131,072"):
+        B.budget("llama-3.1-8b", max_model_len=1_000_000)
+
+
+def test_no_library_module_reads_os_environ():
+    """Only the command modules (and the book build's own switch) read os.environ."""
+    allowed = {"cli.py", "engines/vllm/cli.py", "engines/llamacpp/fit.py", "book/glue.py", "book/execute.py"}
+    pkg = ROOT / "kvmath"
+    for path in pkg.rglob("*.py"):
+        rel = path.relative_to(pkg).as_posix()
+        code = path.read_text()
+        if rel not in allowed:
+            assert "os.environ" not in code.replace("``os.environ``", "") and "getenv(" not in code, rel

@@ -531,3 +531,81 @@ def test_mutated_configs_plan_and_budget_cleanly(data):
     except kvmath.KvMathError:
         return
     check_plan_and_budget(arch, data)
+
+
+# ---------------------------------------------------------------------------------------------------
+# the weight estimators under fuzzing (issue #25): the checkpoint table from config.json
+# (kvmath.model.checkpoint.estimate_checkpoint), vLLM's per-rank weights from it and llama.cpp's config
+# estimate either refuse with one line or give non-negative integer sizes; a negative or list-valued
+# width (intermediate_size -5 priced Qwen 3.6 27B at 20.5 GB instead of 54.7 GB) never gets that far.
+
+WEIGHT_KEYS = ("intermediate_size", "moe_intermediate_size", "shared_expert_intermediate_size", "vocab_size",
+               "hidden_size", "num_experts", "num_local_experts", "n_routed_experts", "head_dim",
+               "num_attention_heads", "num_key_value_heads", "tie_word_embeddings", "expert_intermediate_size",
+               "first_k_dense_replace", "n_shared_experts", "num_hidden_layers")
+WEIGHT_VALUES = st.one_of(NUMBERS, st.sampled_from([[5120], [], "5120", True, None, {}]))
+
+
+def check_weights(cfg) -> None:
+    """Every weight estimator on ``cfg``: KvMathError in one line, or sizes that are non-negative integers."""
+    from kvmath.engines.llamacpp.weights import estimate_weights
+    from kvmath.engines.vllm.weights import weights_from_config
+    from kvmath.model.checkpoint import ESTIMATED_MODEL_TYPES, estimate_checkpoint
+
+    try:
+        arch = kvmath.load_architecture(cfg)
+    except kvmath.KvMathError as e:
+        assert str(e).strip() and "\n" not in str(e)
+        return
+    checked = arch.extras["hf_config"]  # what every reader gets: the validated config
+    mt = _text(checked).get("model_type")
+    for name, fn in (("checkpoint", lambda c: estimate_checkpoint(c)),
+                     ("vllm", lambda c: weights_from_config(c, tp=1)),
+                     ("llama.cpp", lambda c: estimate_weights(c, bits_per_weight=4.5))):
+        if name != "llama.cpp" and mt not in ESTIMATED_MODEL_TYPES:
+            continue
+        if name == "llama.cpp" and mt not in ("qwen3_5_moe_text", "qwen3_5_text", "gemma4_text"):
+            continue
+        try:
+            out = fn(checked)
+        except kvmath.KvMathError as e:
+            assert str(e).strip() and "\n" not in str(e), (name, str(e)[:200])
+            continue
+        except (KeyError, TypeError) as e:  # a field the estimator needs is absent: not a silent number
+            if name == "llama.cpp":
+                continue  # llama.cpp's config estimate reads the published layouts only (kvmath.engines.llamacpp)
+            raise AssertionError(f"{name}: {type(e).__name__} {e}") from None
+        if name == "checkpoint":
+            assert all(_is_count(t.nbytes) and all(_is_count(d) for d in t.shape) for t in out.tensors)
+            assert _is_count(out.total_bytes)
+        elif name == "vllm":
+            for x in (out.sharded, out.replicated, out.vocab, out.experts, out.buffers, out.total):
+                assert _is_count(x), (name, out)
+        else:
+            assert not bad_numbers(vars(out)), (name, bad_numbers(vars(out))[:5])
+
+
+@settings(max_examples=int(os.environ.get("KVMATH_FUZZ_EXAMPLES", "150")) // 3 or 1, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(data=st.data())
+def test_mutated_configs_estimate_weights_cleanly(data):
+    cfg = copy.deepcopy(SEEDS[data.draw(st.sampled_from(sorted(SEEDS)), label="seed")])
+    target = _text(cfg)
+    for _ in range(data.draw(st.integers(1, 3), label="mutations")):
+        if data.draw(st.booleans(), label="weight field"):
+            target[data.draw(st.sampled_from(WEIGHT_KEYS), label="key")] = data.draw(WEIGHT_VALUES, label="value")
+        else:
+            mutate(cfg, data)
+    check_weights(cfg)
+
+
+@pytest.mark.parametrize("value", [-5, 0, [5120], "5120", float("nan"), float("inf"), True, 10**30])
+def test_bad_intermediate_size_is_refused_before_any_estimate(value):
+    cfg = copy.deepcopy(SEEDS["shipped:qwen3.6-27b"])
+    _text(cfg)["intermediate_size"] = value
+    with pytest.raises(kvmath.KvMathError, match=r"config field (text_config\.)?intermediate_size must be"):
+        kvmath.load_architecture(cfg)
+    from kvmath.engines.vllm.budget import budget
+
+    with pytest.raises(kvmath.KvMathError, match="intermediate_size"):
+        budget(cfg, max_model_len=4096)

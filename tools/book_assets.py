@@ -276,10 +276,48 @@ def _tarball_name(name: str, version: str) -> str:
     return f"{name.lstrip('@').replace('/', '-')}-{version}.tgz"
 
 
+INTEGRITY_FILE = Path(__file__).resolve().parent / "npm-integrity.json"
+"""Each npm tarball's integrity (``NAME@VERSION`` -> ``sha512-<base64>``, the registry's ``dist.integrity``)."""
+
+
+def expected_integrity(name: str, version: str) -> str:
+    """The recorded integrity of ``name@version`` (tools/npm-integrity.json); exits naming the file when the
+    package is not recorded there (a new package or version must be recorded before it is fetched)."""
+    table = json.loads(INTEGRITY_FILE.read_text(encoding="utf-8"))
+    key = f"{name}@{version}"
+    if key not in table:
+        sys.exit(f"book_assets: {key} has no recorded integrity in {INTEGRITY_FILE.relative_to(ROOT)}; add "
+                 f"`npm view {key} dist.integrity` there first")
+    return table[key]
+
+
+def check_integrity(path: Path, integrity: str) -> None:
+    """Exit (one line naming the file) unless ``path``'s bytes match ``integrity``, a Subresource Integrity
+    string as npm's registry metadata gives it (``sha512-<base64>``; sha384 / sha256 also read). Reusable for
+    any fetched file whose digest is recorded."""
+    import base64
+    import hashlib
+
+    algo, _, want = integrity.partition("-")
+    if algo not in ("sha512", "sha384", "sha256") or not want:
+        sys.exit(f"book_assets: {integrity[:40]!r} is not an integrity string (sha512-<base64>)")
+    h = hashlib.new(algo)
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    got = base64.b64encode(h.digest()).decode("ascii")
+    if got != want:
+        sys.exit(f"book_assets: {path.name} does not match its recorded integrity ({algo} {got[:16]}... != "
+                 f"{want[:16]}...): refusing it; delete it from {path.parent} to fetch it again")
+
+
 def npm_tarball(name: str, version: str) -> Path:
-    """Return the cached ``npm pack`` tarball of ``name@version``, fetching it if needed."""
+    """Return the cached ``npm pack`` tarball of ``name@version``, fetching it if needed; either way checked
+    against its recorded integrity (:func:`check_integrity`, tools/npm-integrity.json)."""
+    integrity = expected_integrity(name, version)
     target = CACHE / _tarball_name(name, version)
     if target.is_file() and target.stat().st_size > 0:
+        check_integrity(target, integrity)
         return target
     npm = shutil.which("npm")
     if npm is None:
@@ -289,7 +327,8 @@ def npm_tarball(name: str, version: str) -> Path:
             f"Alternatively put {target.name} (from `npm pack {name}@{version}`) into {CACHE}."
         )
     CACHE.mkdir(parents=True, exist_ok=True)
-    print(f"book_assets: npm pack {name}@{version}", flush=True)
+    print(f"book_assets: fetching {name}@{version} from the npm registry (npm pack; checked against "
+          f"{integrity[:19]}...)", flush=True)
     with tempfile.TemporaryDirectory(dir=CACHE) as tmp:
         proc = subprocess.run(
             [npm, "pack", f"{name}@{version}", "--pack-destination", tmp, "--silent"],
@@ -302,6 +341,7 @@ def npm_tarball(name: str, version: str) -> Path:
                 f"book_assets: `npm pack {name}@{version}` failed (exit {proc.returncode}):\n"
                 f"{proc.stdout}\n{proc.stderr}"
             )
+        check_integrity(produced[0], integrity)
         os.replace(produced[0], target)
     return target
 

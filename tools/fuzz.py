@@ -12,7 +12,12 @@ Parts (their strategies live in the tests, so the suite's short runs and this on
   random fields, through ``load_architecture``, ``derive`` on vLLM, llama.cpp and transformers, the
   vLLM block plan with a random memory, and ``budget()``;
 - command lines (tests/test_bad_input.py): random flags of ``kvmath`` and ``kvmath-fit`` with good,
-  edge and absurd values, run in-process.
+  edge and absurd values, flags given twice and repeated thousands of times, run in-process;
+- hostile files (issue #25): a FIFO, a device, a folder or a link out of the folder where a config.json or a
+  safetensors file is due, JSON nested up to 100,000 levels, impossible shard names, negative, non-finite
+  and list-valued config fields, through all three commands in-process (a FIFO opened blocking would hang
+  the case: the alarm counts it).
+- the weight estimators (tests/test_fuzz_config.py ``check_weights``) run in every config case.
 
 Printed: cases run per part and kind, how many were accepted and how many refused with KvMathError,
 exceptions other than KvMathError (by type, with a sample), cases over 2 s (a 10 s alarm ends a case
@@ -49,7 +54,7 @@ import kvmath  # noqa: E402
 from kvmath import KvMathError  # noqa: E402
 from kvmath.model.gguf import read_gguf  # noqa: E402
 
-PARTS = {"gguf": 0.4, "config": 0.4, "cli": 0.2}
+PARTS = {"gguf": 0.35, "config": 0.35, "cli": 0.2, "files": 0.1}
 GGUF_KINDS = {"byte edits": (F.byte_edits, 0.4), "huge lengths/counts": (F.field_edits, 0.3),
               "bad metadata values": (F.key_edits, 0.3)}
 HANG_SECONDS = 10
@@ -127,6 +132,10 @@ def config_case(cfg, data) -> str:
         bad = K.bad_numbers(b.to_dict())
         if bad:
             raise Bad("NaN / negative figures", f"budget: {bad[:5]}")
+    try:
+        K.check_weights(cfg)
+    except AssertionError as e:
+        raise Bad("weight estimate misbehaviour", str(e)[:200]) from None
     return "derived (some engines refused)" if refused else "derived on every engine"
 
 
@@ -142,6 +151,68 @@ def cli_case(prog: str, argv: list[str]) -> str:
     if problems:
         raise Bad("command-line misbehaviour", f"{prog} {' '.join(argv)[:200]}: {problems[0]}")
     return {0: "exit 0", 1: "exit 1 (does not boot)", 2: "exit 2 (bad input)"}[code]
+
+
+FILE_KINDS = ("fifo config", "device config", "folder as config.json", "fifo shard", "device link shard",
+              "link out", "deep json", "shard of 0", "bad field")
+FILE_PROGS = ("kvmath", "kvmath-fit", "kvmath-llamacpp-fit")
+FILE_READERS = {"fifo shard": ("kvmath-fit",), "device link shard": ("kvmath-fit",), "shard of 0": ("kvmath-fit",),
+                "link out": ("kvmath", "kvmath-fit")}
+"""Kinds only some commands meet: the weights of a folder are read by kvmath-fit alone (kvmath sizes the cache,
+llama.cpp's command takes the config.json path, and a path the user names is followed wherever it leads)."""
+
+
+def file_case(tmp: Path, kind: str, prog: str, data) -> str:
+    """One hostile file through one command, in-process; it must refuse it in one line (exit 2)."""
+    import json
+    import shutil
+
+    case = tmp / "case"
+    shutil.rmtree(case, ignore_errors=True)
+    case.mkdir()
+    folder = case / "model"
+    folder.mkdir()
+    base = K.SEEDS["shipped:qwen3.6-27b"]
+    (folder / "config.json").write_text(json.dumps(base))
+    target = str(folder)
+    if kind == "fifo config":
+        target = str(case / "config.json")
+        os.mkfifo(target)
+    elif kind == "device config":
+        target = data.draw(st.sampled_from(["/dev/zero", "/dev/full", "/dev/null", "/dev/urandom"]))
+    elif kind == "folder as config.json":
+        (folder / "config.json").unlink()
+        (folder / "config.json").mkdir()
+    elif kind == "fifo shard":
+        os.mkfifo(folder / "model.safetensors")
+    elif kind == "device link shard":
+        os.symlink(data.draw(st.sampled_from(["/dev/zero", "/dev/full"])), folder / "model.safetensors")
+    elif kind == "link out":
+        (case / "out.json").write_text(json.dumps(base))
+        (folder / "config.json").unlink()
+        os.symlink(case / "out.json", folder / "config.json")
+    elif kind == "deep json":
+        depth = data.draw(st.sampled_from([65, 999, 5000, 100_000]))
+        (folder / "config.json").write_text('{"model_type": "llama", "x": ' + "[" * depth + "]" * depth + "}")
+    elif kind == "shard of 0":
+        (folder / "model-00001-of-00000.safetensors").write_bytes(b"\0" * 16)
+    else:
+        cfg = copy.deepcopy(base)
+        t = cfg.get("text_config", cfg)
+        t[data.draw(st.sampled_from(["intermediate_size", "hidden_size", "num_hidden_layers", "vocab_size",
+                                     "num_key_value_heads", "head_dim"]))] = data.draw(
+            st.sampled_from([-5, 0, [5120], float("nan"), float("inf"), "64", True, 10**40]))
+        (folder / "config.json").write_text(json.dumps(cfg))
+    if prog == "kvmath-llamacpp-fit":
+        target = target if kind in ("fifo config", "device config") else str(folder / "config.json")
+        argv = ["-m", target]
+    else:
+        argv = ["--config", target] + (["--weights-gb", "10"] if prog == "kvmath-fit" and "shard" not in kind else [])
+    code, out, err = C.run_cli_in_process(prog, argv)
+    lines = err.strip().splitlines()
+    if code != 2 or len(lines) != 1 or not lines[0].startswith(f"{prog}: error: ") or "Traceback" in err:
+        raise Bad("hostile file accepted or not one line", f"{prog} {kind}: exit {code}, {err[:200]!r}")
+    return "refused in one line"
 
 
 def config_strategy():
@@ -257,6 +328,13 @@ def main(argv=None) -> int:
                 one("config", kind, lambda: config_case(cfg, data))
 
             run_hypothesis(n_part, st.data(), body)
+        elif part == "files":
+            def body(data):
+                kind = data.draw(st.sampled_from(FILE_KINDS))
+                prog = data.draw(st.sampled_from(FILE_READERS.get(kind, FILE_PROGS)))
+                one("files", kind, lambda: file_case(Path(tmp.name), kind, prog, data), detail=f"{prog} {kind}")
+
+            run_hypothesis(n_part, st.data(), body)
         else:
             def body(data):
                 prog = data.draw(st.sampled_from(["kvmath", "kvmath-fit"]))
@@ -272,7 +350,8 @@ def main(argv=None) -> int:
     per_part = sorted(k for k in counts if k.split(":")[0] in parts)
     keys = per_part + ["exceptions other than KvMathError", *sorted(k for k in counts if k.startswith("  ")),
                        "cases over 2 s", "hangs (> 10 s)", "NaN / negative figures",
-                       "totals not the sum of their parts", "KvMathError not one line", "command-line misbehaviour"]
+                       "totals not the sum of their parts", "KvMathError not one line", "command-line misbehaviour",
+                       "weight estimate misbehaviour", "hostile file accepted or not one line"]
     width = max(len(k) for k in keys)
     for k in keys:
         print(f"  {k:<{width}}  {counts.get(k, 0):>8,}")
@@ -282,7 +361,8 @@ def main(argv=None) -> int:
         print(f"  problem: {p}")
     bad = sum(counts[k] for k in ("exceptions other than KvMathError", "cases over 2 s", "hangs (> 10 s)",
                                   "NaN / negative figures", "totals not the sum of their parts",
-                                  "KvMathError not one line", "command-line misbehaviour"))
+                                  "KvMathError not one line", "command-line misbehaviour",
+                                  "weight estimate misbehaviour", "hostile file accepted or not one line"))
     tmp.cleanup()
     return 1 if bad else 0
 

@@ -380,6 +380,11 @@ class Engine(ABC):
         """Map the given engine flags (``dest -> value``) to :meth:`settings` keywords."""
         return dict(args)
 
+    def env_settings(self, env) -> dict:
+        """:meth:`settings` keywords the engine's own launcher takes from its environment, read from the
+        mapping ``env`` a command passes (the library never reads ``os.environ``). None by default."""
+        return {}
+
 
 def valid_tp(arch: Architecture, engine: Engine, candidates=(1, 2, 4, 8, 16)) -> list[int]:
     """The tensor-parallel sizes among ``candidates`` the engine accepts for this architecture."""

@@ -30,14 +30,16 @@ from __future__ import annotations
 
 import re
 
-import json
 import math
 import os
+import stat
 import struct
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 from ..errors import KvMathError, choices
+from ..validate import check_regular_file, open_regular, parse_json, read_bounded
 
 # safetensors dtype (lower-cased: the header's "BF16" is "bf16" here) -> bits per element (huggingface/safetensors safetensors/src/tensor.rs ``Dtype``,
 # 0.6+: F4 = float4_e2m1 packed two per byte, F6_* six bits, E8M0 the MX scale)
@@ -107,18 +109,52 @@ class Checkpoint:
 # ---------------------------------------------------------------------------------------------------
 # reading safetensors headers
 
+def check_link(folder, path) -> None:
+    """Refuse ``path`` (an entry of the model folder ``folder``) when it is a symbolic link that leads out of
+    the folder, except into a Hugging Face cache's blob store: in the hub's cache layout a snapshot folder
+    ``models--org--name/snapshots/<revision>/`` holds links into ``models--org--name/blobs/``
+    (huggingface_hub ``file_download.py``, ``_create_symlink``), which are followed. A link to nothing is
+    refused too. KvMathError, one line, naming the link and where it leads."""
+    folder, path = Path(folder), Path(path)
+    if not os.path.islink(path):
+        return
+    try:
+        target = Path(os.path.realpath(path))
+        root = Path(os.path.realpath(folder))
+    except (OSError, RuntimeError, ValueError):  # a link loop
+        raise KvMathError(f"{path}: a symbolic link that cannot be resolved (a loop?)") from None
+    if not os.path.exists(target):
+        raise KvMathError(f"{path}: a symbolic link to nothing ({str(target)[:200]})")
+    allowed = [root]
+    if root.parent.name == "snapshots":  # an HF cache snapshot: its links point into ../../blobs
+        allowed.append(root.parent.parent / "blobs")
+    if not any(target == a or a in target.parents for a in allowed):
+        raise KvMathError(f"{path}: a symbolic link out of the model folder (to {str(target)[:200]}); kvmath follows "
+                          "links only within the folder or into its Hugging Face cache's blobs/")
+
+
 def read_safetensors_header(path) -> tuple[list[Tensor], dict]:
     """The tensor table and ``__metadata__`` of one ``.safetensors`` file, reading only its header.
 
-    Refuses (KvMathError, one line naming the file) a file shorter than 8 bytes, a header length beyond
-    the file or :data:`MAX_HEADER_BYTES`, a header that is not a JSON object, an unknown dtype, a shape
-    that is not a list of non-negative integers, offsets that do not match the dtype and shape, and a
-    tensor that ends past the file.
+    Refuses (KvMathError, one line naming the file) anything but a regular file (a FIFO or a device is not
+    opened for reading), a file shorter than 8 bytes, a header length beyond the file or
+    :data:`MAX_HEADER_BYTES`, a header that is not a JSON object (or nested deeper than
+    ``kvmath.validate.MAX_JSON_DEPTH``), an unknown dtype, a shape that is not a list of non-negative
+    integers, offsets that do not match the dtype and shape, and a tensor that ends past the file. A
+    file's table is read once per (path, size, modification time) in a process.
     """
     path = Path(path)
-    try:
-        size = path.stat().st_size
-        with path.open("rb") as f:
+    st = check_regular_file(path, "safetensors file")
+    tensors, meta = _header_cached(str(path), st.st_size, st.st_mtime_ns)
+    return list(tensors), dict(meta)
+
+
+@lru_cache(maxsize=4096)
+def _header_cached(path_text: str, size_hint: int, mtime_ns: int) -> tuple[tuple[Tensor, ...], dict]:
+    path = Path(path_text)
+    with open_regular(path, "safetensors file") as f:
+        try:
+            size = os.fstat(f.fileno()).st_size
             head = f.read(8)
             if len(head) < 8:
                 raise KvMathError(f"{path}: {size} bytes is too short for a safetensors file (8-byte header length)")
@@ -127,9 +163,12 @@ def read_safetensors_header(path) -> tuple[list[Tensor], dict]:
                 raise KvMathError(f"{path}: header length {n:,} is beyond the file ({size:,} bytes) "
                                   f"or the {MAX_HEADER_BYTES:,}-byte limit")
             raw = f.read(n)
-    except OSError as e:
-        raise KvMathError(f"{path}: cannot read ({e.strerror})") from None
-    return parse_safetensors_header(head + raw, size, str(path), path.name)
+        except OSError as e:
+            raise KvMathError(f"{path}: cannot read ({e.strerror})") from None
+    if len(raw) != n:
+        raise KvMathError(f"{path}: the file ended inside its {n:,}-byte header")
+    tensors, meta = parse_safetensors_header(head + raw, size, str(path), path.name)
+    return tuple(tensors), meta
 
 
 def parse_safetensors_header(head: bytes, size: int, where: str, file: str = "") -> tuple[list[Tensor], dict]:
@@ -137,7 +176,8 @@ def parse_safetensors_header(head: bytes, size: int, where: str, file: str = "")
     little-endian u64 header length ``n``, then the header) and the whole file's ``size`` in bytes, which the
     tensors' ``data_offsets`` are checked against. ``where`` names the file in messages, ``file`` is kept on
     each Tensor. For headers read without the file: ranged reads from the Hub (``kvmath.hub``). Refuses as
-    :func:`read_safetensors_header` does (KvMathError, one line)."""
+    :func:`read_safetensors_header` does (KvMathError, one line; JSON nested deeper than
+    ``kvmath.validate.MAX_JSON_DEPTH`` too)."""
     if len(head) < 8:
         raise KvMathError(f"{where}: {len(head)} bytes is too short for a safetensors file (8-byte header length)")
     (n,) = struct.unpack("<Q", head[:8])
@@ -146,9 +186,9 @@ def parse_safetensors_header(head: bytes, size: int, where: str, file: str = "")
                           f"or the {MAX_HEADER_BYTES:,}-byte limit")
     raw = head[8:8 + n]
     try:
-        header = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError, ValueError):
-        raise KvMathError(f"{where}: the safetensors header is not valid UTF-8 JSON") from None
+        header = parse_json(raw, f"{where}: the safetensors header", MAX_HEADER_BYTES)
+    except KvMathError as e:
+        raise KvMathError(f"{e}: not valid UTF-8 JSON") from None
     if not isinstance(header, dict):
         raise KvMathError(f"{where}: the safetensors header is not a JSON object")
     if len(header) > MAX_TENSORS:
@@ -183,58 +223,118 @@ def parse_safetensors_header(head: bytes, size: int, where: str, file: str = "")
 
 
 def _read_json(path: Path, what: str, limit: int = 64 * 2**20):
+    """A JSON file of the model folder: regular, at most ``limit`` bytes, bounded nesting (KvMathError)."""
+    return parse_json(read_bounded(path, limit, what), f"{path} ({what})", limit)
+
+
+_SHARD = re.compile(r"(.+)-(\d{5})-of-(\d{5})\.safetensors")
+
+
+@dataclass(frozen=True)
+class FolderListing:
+    """A model folder as read once: its ``*.safetensors`` files (sorted, each a regular file or a permitted
+    link), whether it has ``model.safetensors.index.json`` and ``config.json``."""
+
+    folder: str
+    safetensors: tuple[str, ...]
+    has_index: bool
+    has_config: bool
+
+
+def list_folder(folder) -> FolderListing:
+    """The listing of a model folder, read once per (folder, modification time) in a process: every entry
+    is checked (links only within the folder or into an HF cache's blobs, :func:`check_link`; a
+    ``.safetensors`` entry must be a regular file, not a FIFO, device or folder). Raises KvMathError."""
+    folder = Path(folder)
     try:
-        if path.stat().st_size > limit:
-            raise KvMathError(f"{path}: too large for a {what} ({path.stat().st_size:,} bytes)")
-        return json.loads(path.read_text(encoding="utf-8"))
+        st = os.stat(folder)
     except OSError as e:
-        raise KvMathError(f"{path}: cannot read ({e.strerror})") from None
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError, ValueError):
-        raise KvMathError(f"{path}: not valid JSON ({what})") from None
+        raise KvMathError(f"{folder}: not a model folder ({e.strerror})") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise KvMathError(f"{folder}: not a model folder")
+    return _listing_cached(str(folder), st.st_mtime_ns)
+
+
+@lru_cache(maxsize=64)
+def _listing_cached(folder_text: str, mtime_ns: int) -> FolderListing:
+    folder = Path(folder_text)
+    names = []
+    try:
+        with os.scandir(folder) as it:
+            for i, entry in enumerate(it):
+                if i >= 8 * MAX_FILES:
+                    raise KvMathError(f"{folder}: more than {8 * MAX_FILES:,} entries; not a model folder")
+                if entry.name.endswith(".safetensors") or entry.name in (INDEX_NAME, "config.json"):
+                    names.append(entry.name)
+    except OSError as e:
+        raise KvMathError(f"{folder}: cannot list the folder ({e.strerror})") from None
+    files = sorted(n for n in names if n.endswith(".safetensors"))
+    if len(files) > MAX_FILES:
+        raise KvMathError(f"{folder}: {len(files)} safetensors files (at most {MAX_FILES})")
+    for n in names:
+        check_link(folder, folder / n)
+        check_regular_file(folder / n, "safetensors file" if n.endswith(".safetensors") else n)
+    return FolderListing(str(folder), tuple(files), INDEX_NAME in names, "config.json" in names)
+
+
+INDEX_NAME = "model.safetensors.index.json"
+
+
+def _check_shards(folder: Path, files) -> None:
+    """Sharded names say how many files there are (``model-00001-of-00004.safetensors``): refuse impossible
+    numbering (shard 0, a count of 0, a shard past the count) and a missing shard, naming it."""
+    shards: dict = {}
+    for name in files:
+        m = _SHARD.fullmatch(name)
+        if m:
+            i, n = int(m.group(2)), int(m.group(3))
+            if n < 1 or not 1 <= i <= n:
+                raise KvMathError(f"{folder}: {name} is not a possible shard name (shard {i} of {n}; shards count "
+                                  "from 1 to their total)")
+            shards.setdefault((m.group(1), n), set()).add(i)
+    for (stem, n), got in shards.items():
+        if got != set(range(1, n + 1)):
+            first = min(set(range(1, n + 1)) - got)
+            raise KvMathError(f"{folder}: {stem}-{first:05d}-of-{n:05d}.safetensors is missing ({len(got)} of "
+                              f"{n} shards present): a partial download would price a fraction of the model")
 
 
 def read_checkpoint(folder) -> Checkpoint:
     """The tensor table of a model folder: its ``*.safetensors`` headers, or, with none, the estimate from
     its ``config.json`` (``index_total_size`` from ``model.safetensors.index.json`` when present).
 
-    A folder whose index names files that are not there is refused naming the first missing file.
+    The folder is listed once and each header read once per run (:func:`list_folder`,
+    :func:`read_safetensors_header`). A folder whose index names files that are not there is refused
+    naming the first missing file; so are impossible or missing shard numbers, links out of the folder
+    and entries that are not regular files.
     """
     folder = Path(folder)
-    if not folder.is_dir():
-        raise KvMathError(f"{folder}: not a model folder")
-    files = sorted(folder.glob("*.safetensors"))
-    if len(files) > MAX_FILES:
-        raise KvMathError(f"{folder}: {len(files)} safetensors files (at most {MAX_FILES})")
-    index_path = folder / "model.safetensors.index.json"
-    index = _read_json(index_path, "safetensors index") if index_path.is_file() else None
+    listing = list_folder(folder)
+    files = [folder / n for n in listing.safetensors]
+    index_path = folder / INDEX_NAME
+    index = _read_json(index_path, "safetensors index") if listing.has_index else None
     total = None
     if index is not None:
         if not isinstance(index, dict) or not isinstance(index.get("weight_map", {}), dict):
             raise KvMathError(f"{index_path}: no weight_map object")
         total = (index.get("metadata") or {}).get("total_size")
-        total = total if isinstance(total, int) and not isinstance(total, bool) else None
+        total = total if isinstance(total, int) and not isinstance(total, bool) and total >= 0 else None
     cfg_path = folder / "config.json"
-    config = _read_json(cfg_path, "config.json", 4 * 2**20) if cfg_path.is_file() else None
+    config = _read_json(cfg_path, "config.json", 4 * 2**20) if listing.has_config else None
+    if isinstance(config, dict):
+        from ..validate import check_config
+
+        config = check_config(config, str(cfg_path))
     quant = _quant_method(config) if isinstance(config, dict) else None
     if files:
         if index is not None:
-            wanted = sorted(set(index.get("weight_map", {}).values()))
+            wanted = sorted({str(v) for v in index.get("weight_map", {}).values()})
             have = {p.name for p in files}
             missing = [w for w in wanted if w not in have]
             if missing:
-                raise KvMathError(f"{folder}: the index names {missing[0]} but the folder does not hold it "
+                raise KvMathError(f"{folder}: the index names {missing[0][:200]} but the folder does not hold it "
                                   f"({len(missing)} of {len(wanted)} files missing)")
-        else:  # no index: sharded names say how many files there are (model-00001-of-00004.safetensors)
-            shards = {}
-            for p in files:
-                m = re.fullmatch(r"(.+)-(\d{5})-of-(\d{5})\.safetensors", p.name)
-                if m:
-                    shards.setdefault((m.group(1), int(m.group(3))), set()).add(int(m.group(2)))
-            for (stem, n), got in shards.items():
-                if got != set(range(1, n + 1)):
-                    first = min(set(range(1, n + 1)) - got)
-                    raise KvMathError(f"{folder}: {stem}-{first:05d}-of-{n:05d}.safetensors is missing ({len(got)} of "
-                                      f"{n} shards present): a partial download would price a fraction of the model")
+        _check_shards(folder, listing.safetensors)
         tensors, meta = [], {}
         for p in files:
             t, m = read_safetensors_header(p)

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from functools import lru_cache
 from pathlib import Path
 
 from .. import facts
 from ..errors import KvMathError
+from ..validate import check_config, check_regular_file, parse_json, read_bounded
+from .checkpoint import check_link
 from .gguf import load_gguf_architecture
 from .hf import architecture_from_config
 from .specs import Architecture
@@ -23,15 +26,8 @@ MAX_CONFIG_BYTES = 4 * 2**20
 """Largest config.json kvmath reads (published ones are a few KiB)."""
 
 
-def _parse_json(text: str, where: str):
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        raise KvMathError(f"{where}: not valid JSON ({e.msg} at line {e.lineno}, column {e.colno})") from None
-    except RecursionError:
-        raise KvMathError(f"{where}: JSON nested too deeply") from None
-    except ValueError as e:  # e.g. an integer beyond Python's digit limit
-        raise KvMathError(f"{where}: unreadable JSON value ({str(e).splitlines()[0][:80]})") from None
+def _parse_json(text, where: str):
+    return parse_json(text, where, MAX_CONFIG_BYTES)
 
 
 def load_architecture(src, *, name: str | None = None, offline: bool | None = None) -> Architecture:
@@ -41,6 +37,13 @@ def load_architecture(src, *, name: str | None = None, offline: bool | None = No
     pinned to the recorded revision). ``offline``: for a Hub id, answer from the HF cache only (None:
     ``HF_HUB_OFFLINE``).
 
+    Every config dict is checked field by field first (:func:`kvmath.validate.check_config`: type, sign,
+    range, finiteness of every field a reader uses). A file must be a regular file (a FIFO, a device or
+    a folder where a file is due is refused without being opened for reading), at most
+    :data:`MAX_CONFIG_BYTES`, JSON nested at most :data:`kvmath.validate.MAX_JSON_DEPTH` levels; a model
+    folder's ``config.json`` may be a link only within the folder or into its Hugging Face cache's
+    ``blobs`` store (:func:`kvmath.model.checkpoint.check_link`).
+
     Raises KvMathError for a missing or unreadable file, malformed JSON, an unknown model id (with the
     closest known one), an unknown ``model_type`` (naming the fields that would be needed) and
     impossible values.
@@ -48,8 +51,9 @@ def load_architecture(src, *, name: str | None = None, offline: bool | None = No
     if isinstance(src, Architecture):
         return src
     if isinstance(src, dict):
-        arch = architecture_from_config(src, name=name or str(src.get("model_type") or "config"), source="config dict")
-        return _with_config(arch, src, None)
+        cfg = check_config(src)
+        arch = architecture_from_config(cfg, name=name or str(cfg.get("model_type") or "config"), source="config dict")
+        return _with_config(arch, cfg, None)
     if not isinstance(src, (str, Path)):
         raise KvMathError(f"a model is an id, a path or a config dict, got {type(src).__name__}")
     text = str(src)
@@ -58,27 +62,29 @@ def load_architecture(src, *, name: str | None = None, offline: bool | None = No
     path = Path(text)
     folder = None
     try:
-        if path.is_dir() and (path / "config.json").is_file():  # a model folder, as downloaded
-            name = name or path.name
-            folder = path
-            path = path / "config.json"
-        if path.suffix == ".gguf":
-            return load_gguf_architecture(path, name=name)
-        is_file = path.is_file()
+        st = os.stat(path) if os.path.lexists(path) else None
     except OSError as e:
         raise KvMathError(f"{text[:200]}: cannot read ({e.strerror})") from None
-    if is_file:
-        try:
-            if path.stat().st_size > MAX_CONFIG_BYTES:
-                raise KvMathError(f"{path}: {path.stat().st_size:,} bytes is too large for a config.json "
-                                  f"(at most {MAX_CONFIG_BYTES:,})")
-            raw = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as e:
-            raise KvMathError(f"{path}: cannot read ({e})") from None
-        cfg = _parse_json(raw, str(path))
+    if st is None and os.path.islink(path):
+        raise KvMathError(f"{text[:200]}: a link to nothing (dangling symlink)")
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        if not os.path.lexists(path / "config.json"):
+            raise KvMathError(f"{path}: no config.json in this folder (give a config.json, a model folder holding "
+                              "one, or a known model id)")
+        name = name or path.resolve().name
+        folder = path
+        path = path / "config.json"
+        check_link(folder, path)
+    elif st is not None and path.suffix == ".gguf":
+        check_regular_file(path, ".gguf file")
+    if path.suffix == ".gguf":
+        return load_gguf_architecture(path, name=name)
+    if st is not None:
+        raw = read_bounded(path, MAX_CONFIG_BYTES, "config.json")
+        cfg = check_config(_parse_json(raw, str(path)))
         arch = architecture_from_config(cfg, name=name or path.stem, source=str(path))
         return _with_config(arch, cfg, folder)
-    if path.suffix == ".json" or path.is_dir():
+    if path.suffix == ".json":
         raise KvMathError(f"{path}: no such config.json file (give a config.json, a folder holding one, or a known model id)")
     from ..hub import parse_hub_id
 
@@ -111,8 +117,9 @@ def _hub(text: str, name: str | None, offline: bool, *_env) -> Architecture:
                   f"the first {m.gguf.read:,} of {m.gguf.size:,} bytes{note}")
         return replace(g.architecture, source=source,
                        extras=dict(g.architecture.extras, gguf_weights=g.weights, hub_commit=m.commit))
-    arch = architecture_from_config(m.config, name=label, source=f"{m.source} config.json{note}")
-    arch = _with_config(arch, m.config, None)
+    cfg = check_config(m.config, f"{m.ref.repo} config.json")  # every field checked, as a local config is
+    arch = architecture_from_config(cfg, name=label, source=f"{m.source} config.json{note}")
+    arch = _with_config(arch, cfg, None)
     extras = dict(arch.extras, hub_commit=m.commit)
     if m.checkpoint is not None:
         extras["checkpoint"] = m.checkpoint
@@ -137,4 +144,4 @@ def _known(text: str, name: str | None) -> Architecture:
     an Architecture is frozen)."""
     entry = facts.resolve_model(text)
     source = f"{entry['hf_repo']}@{(entry.get('revision') or 'unrecorded')[:12]} config.json ({entry['source']})"
-    return architecture_from_config(entry["config"], name=name or entry["id"], source=source)
+    return architecture_from_config(check_config(entry["config"]), name=name or entry["id"], source=source)

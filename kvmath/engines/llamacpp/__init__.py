@@ -301,9 +301,14 @@ class LlamaCppEngine(Engine):
         ts = out.pop("tensor_split", None)
         if ts is not None:
             try:
-                [float(x) for x in str(ts).replace("/", ",").split(",")]
+                parts = [float(x) for x in str(ts).replace("/", ",").split(",")]
             except ValueError:
                 raise KvMathError(f"--tensor-split takes proportions like 3,1, got {_short(ts)}") from None
+            import math
+
+            if len(parts) > 4096 or not all(math.isfinite(x) and 0 <= x <= 1e12 for x in parts):
+                raise KvMathError(f"--tensor-split takes finite non-negative proportions like 3,1 (all 0: llama.cpp's "
+                                  f"own split); got {_short(ts)}")
         out.pop("split_mode", None)
         if "card" in out:
             from .budget import card

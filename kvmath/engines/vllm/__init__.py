@@ -188,12 +188,14 @@ class VllmEngine(Engine):
                 "disable_hybrid_kv_cache_manager", "num_speculative_tokens", "enable_prefix_caching",
                 "mamba_cache_dtype", "mamba_ssm_cache_dtype", "vllm_version", "gemma4_pth_page_padding"]
 
-    def settings_from_cli(self, args: dict) -> dict:
-        import os
+    def env_settings(self, env) -> dict:
+        """Settings a command reads from its environment, as ``vllm serve`` does: ``VLLM_ALLOW_LONG_MAX_MODEL_LEN``
+        (vllm/envs.py, a bool: ``1`` / ``true``) -> ``allow_long_max_model_len``. ``env`` is a mapping the
+        command passes (``os.environ``); the library itself never reads the environment."""
+        return {"allow_long_max_model_len": True} if long_max_model_len_allowed(env) else {}
 
+    def settings_from_cli(self, args: dict) -> dict:
         out = dict(args)
-        if os.environ.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "").strip().lower() in ("1", "true"):
-            out["allow_long_max_model_len"] = True  # vllm/envs.py reads it as a bool
         out.pop("kv_cache_memory_bytes", None)
         u = out.pop("gpu_memory_utilization", None)
         if u is not None and not (0 < u <= 1):
@@ -202,6 +204,12 @@ class VllmEngine(Engine):
             raise KvMathError(f"--block-size must be one of {', '.join(map(str, VLLM_BLOCK_SIZES))} "
                               f"(vLLM's BlockSize), got {out['block_size']}")
         return out
+
+
+def long_max_model_len_allowed(env) -> bool:
+    """``VLLM_ALLOW_LONG_MAX_MODEL_LEN`` in the mapping ``env`` as vllm/envs.py reads it (``1`` or ``true``)."""
+    value = env.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "") if env is not None else ""
+    return str(value).strip().lower() in ("1", "true")
 
 
 VLLM_BLOCK_SIZES = (1, 8, 16, 32, 64, 128, 256)  # vllm/config/cache.py BlockSize

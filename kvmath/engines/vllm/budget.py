@@ -243,7 +243,7 @@ def checkpoint_weights_per_rank(arch, tp: int, *, enable_expert_parallel: bool =
     (``kvmath.model.checkpoint``, for the layouts of its ``ESTIMATED_MODEL_TYPES``; others are refused naming what is needed),
     sharded as vLLM's layers shard them (``kvmath.engines.vllm.weights``). Returns ``(RankWeights, source)``,
     the source naming where the tensors came from. Raises KvMathError."""
-    from ...model.checkpoint import read_checkpoint
+    from ...model.checkpoint import list_folder, read_checkpoint
     from .weights import loaded_bytes_per_rank, weights_from_config
 
     cfg = _checkpoint_config(arch)
@@ -253,7 +253,7 @@ def checkpoint_weights_per_rank(arch, tp: int, *, enable_expert_parallel: bool =
     if arch.extras.get("checkpoint") is not None:  # a Hub id: the safetensors headers read by kvmath.hub
         w = loaded_bytes_per_rank(arch.extras["checkpoint"], cfg, tp=tp, enable_expert_parallel=enable_expert_parallel)
         source = "safetensors headers"
-    elif folder and (any(Path(folder).glob("*.safetensors")) or (Path(folder) / "model.safetensors.index.json").is_file()):
+    elif folder and ((listing := list_folder(folder)).safetensors or listing.has_index):  # listed once, entries checked
         w = loaded_bytes_per_rank(read_checkpoint(folder), cfg, tp=tp, enable_expert_parallel=enable_expert_parallel)
         source = "safetensors headers"
     else:

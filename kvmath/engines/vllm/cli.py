@@ -9,7 +9,8 @@ The anchor calculator's (club-3090 ``tools/kv-calc.py``) flags, with vLLM's real
     kvmath-fit --calibration
 
 Exit status: 0 when vLLM boots (``--solve-max-ctx``: when some context boots; ``--calibration``: always),
-1 when it refuses to boot or runs out of memory, 2 on bad input (one line on stderr, no traceback).
+1 when it refuses to boot or runs out of memory, 2 on bad input (one line on stderr, no traceback), 3 on an
+internal error (one line asking for a report; ``--debug`` prints the traceback). See kvmath.clitools.
 
 Fixes against the anchor (each is listed in ``FIXES``): vLLM's verdict (boots / refused / oom)
 instead of PASS/TIGHT/FAIL; card memory in GiB as the engine sees it; a solver that returns the
@@ -25,9 +26,11 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import re
 import sys
 
+from ...clitools import EXIT_HELP, check_arg_count, drop_private, refuse_repeats, set_aside
 from ...errors import KvMathError
 from ...validate import MAX_GB, MAX_TOKENS, MAX_TP, one_line
 
@@ -189,10 +192,14 @@ def _speculative_config(text):
     layers are modelled from it; a separate draft model needs its weights (--drafter-gb)."""
     if len(text) > 2000:
         raise argparse.ArgumentTypeError(f"--speculative-config is {len(text):,} characters long (at most 2,000)")
+    from ...validate import parse_json
+
     try:
-        cfg = json.loads(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--speculative-config is not JSON: {_cut(text)}") from None
+        cfg = parse_json(text, "--speculative-config", 2000, max_depth=8)
+    except KvMathError as e:
+        if "not valid JSON" in str(e):
+            raise argparse.ArgumentTypeError(f"--speculative-config is not JSON: {_cut(text)}") from None
+        raise argparse.ArgumentTypeError(f"{e} ({_cut(text)})") from None
     if not isinstance(cfg, dict):
         raise argparse.ArgumentTypeError("--speculative-config must be a JSON object")
     method = str(cfg.get("method") or "")
@@ -292,7 +299,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="kvmath-fit",
                 description="Per-card vLLM memory budget and verdict (boots / refused / out of memory), "
                             "with the anchor calculator's flags.",
-                epilog="GiB = 2^30 B, GB = 1e9 B; figures are per card. Exit: 0 boots, 1 refused or OOM, 2 bad input.")
+                epilog=f"GiB = 2^30 B, GB = 1e9 B; figures are per card. {EXIT_HELP}")
     p.add_argument("model_tag", nargs="?", default=None, metavar="MODEL",
                    help="as in 'vllm serve MODEL': a known model id or HF repo (as --model), or a config.json / "
                         "model folder (as --config); a pasted 'vllm serve' prefix is dropped")
@@ -384,16 +391,33 @@ def build_parser() -> argparse.ArgumentParser:
                    default=4)
     p.add_argument("--indexer-head-dim", type=_int_in("--indexer-head-dim", -MAX_TOKENS, MAX_TOKENS))
     p.add_argument("--indexer-format", choices=tuple(INDEXER_BYTES), default="fp4")
+    p.add_argument("--debug", action="store_true", help="print the traceback of an internal error (exit 3)")
+    refuse_repeats(p)  # --tp 2 --tp 4: refused, not the last one silently
     return p
 
 
-def _resolve(args) -> tuple[str, dict, list[str]]:
-    """(model id or config path, budget keyword arguments, notes). Raises KvMathError."""
+def _given_besides(parser, args, allowed: tuple) -> list[str]:
+    """The flags of ``args`` set to something else than a bare command line sets them, other than ``allowed``
+    (dests), as their option names; the serving-only flags set aside are counted too."""
+    base = vars(parser.parse_args([]))
+    names = {}
+    for action in parser._actions:
+        names.setdefault(action.dest, action.option_strings[-1] if action.option_strings else action.dest)
+    out = [names.get(k, k) for k, v in vars(args).items()
+           if k in base and k not in allowed and k != "_kvmath_seen" and v != base[k]]
+    out += list(getattr(args, "ignored_flags", None) or ())
+    return list(dict.fromkeys(out))
+
+
+def _resolve(args, env=None) -> tuple[str, dict, list[str]]:
+    """(model id or config path, budget keyword arguments, notes); ``env``: the environment the command
+    read (``VLLM_ALLOW_LONG_MAX_MODEL_LEN``), passed in. Raises KvMathError."""
     from . import budget as B
     from ...facts import known_models
 
     notes: list[str] = []
-    for flag in ("model", "config", "compose", "card", "kv_format", "weights_variant"):
+    for flag in ("model", "config", "compose", "card", "kv_format", "weights_variant", "vllm_version",
+                 "attention_backend", "layer_partition"):
         v = getattr(args, flag, None)
         if v is not None and not str(v).strip():
             raise KvMathError(f"--{flag.replace('_', '-')} is empty; give a value or leave the flag out")
@@ -499,9 +523,9 @@ def _resolve(args) -> tuple[str, dict, list[str]]:
         kw["max_model_len"] = top
     if args.enforce_eager:
         kw["enforce_eager"] = True
-    import os
+    from . import long_max_model_len_allowed
 
-    if os.environ.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "").strip().lower() in ("1", "true"):
+    if long_max_model_len_allowed(env):
         kw["allow_long_max_model_len"] = True  # as vllm serve reads the environment (vllm/envs.py)
     if args.block_size is not None:
         from . import VLLM_BLOCK_SIZES
@@ -725,15 +749,28 @@ def run(argv=None) -> int:
     argv = _strip_serve(raw)
     pasted = len(argv) != len(raw)  # the line started with `vllm serve` (or its module form)
     argv = [_dash_option(a) for a in argv]
-    args = build_parser().parse_args(argv)
+    argv, ignored = set_aside(argv, IGNORED_VLLM_FLAGS)  # serving-only flags: one linear pass, not argparse's
+    try:
+        check_arg_count("kvmath-fit", argv)
+    except KvMathError as e:
+        print(f"kvmath-fit: error: {one_line(e)}", file=sys.stderr)
+        return 2
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    drop_private(args)
+    args.ignored_flags = getattr(args, "ignored_flags", []) + ignored
     args.vllm_mode = pasted or args.model_tag is not None
+    if args.calibration:
+        extra = _given_besides(parser, args, ("calibration", "json", "offline"))
+        if extra:
+            print(f"kvmath-fit: error: --calibration compares every recorded boot and takes no other flag "
+                  f"(got {', '.join(extra[:4])}); drop them, or drop --calibration", file=sys.stderr)
+            return 2
     if args.offline:  # kvmath.hub reads HF_HUB_OFFLINE at call time
         import os
 
         os.environ["HF_HUB_OFFLINE"] = "1"
     if args.model_tag is not None:
-        import os
-
         if args.model or args.config:
             print("kvmath-fit: error: give the model once: as MODEL, --model or --config", file=sys.stderr)
             return 2
@@ -761,7 +798,7 @@ def run(argv=None) -> int:
         from .budget import CALIBRATION_ERROR_GIB, budget, solve_max_model_len, solve_max_model_len_with_headroom
         from ...model.load import load_architecture
 
-        model, kw, notes = _resolve(args)
+        model, kw, notes = _resolve(args, os.environ)
         if args.pp > 1 or args.dp > 1 or args.enable_expert_parallel:
             return _print_parallel(model, kw, notes, args)
         try:
