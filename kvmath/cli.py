@@ -206,8 +206,6 @@ def run(argv=None) -> int:
     args = parser.parse_args(argv)
     drop_private(args)
     if args.offline:  # kvmath.hub reads HF_HUB_OFFLINE at call time
-        import os
-
         os.environ["HF_HUB_OFFLINE"] = "1"
     given_all = vars(args)
     try:

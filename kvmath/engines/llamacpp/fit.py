@@ -17,7 +17,8 @@ def usage() -> str:
 
     flags = ", ".join(sorted(launch._FLAGS))
     return "\n".join([__doc__.strip(), "", launch.__doc__.strip(), "", f"Flags read: {flags}.",
-                      "Front door: --card NAME, --device-memory SIZE, --json, --no-solve."])
+                      "Front door: --card NAME, --device-memory SIZE, --json, --no-solve.",
+                      "Exit status: 0 fits, 1 does not fit, 2 bad input, 3 internal error (a bug: please report it; --debug prints the traceback)."])
 
 
 def run(argv=None) -> int:

@@ -767,8 +767,6 @@ def run(argv=None) -> int:
                   f"(got {', '.join(extra[:4])}); drop them, or drop --calibration", file=sys.stderr)
             return 2
     if args.offline:  # kvmath.hub reads HF_HUB_OFFLINE at call time
-        import os
-
         os.environ["HF_HUB_OFFLINE"] = "1"
     if args.model_tag is not None:
         if args.model or args.config:
