@@ -128,6 +128,12 @@ MAX_NAME = 200
 """Longest model id or path kvmath reads (characters)."""
 
 
+def model_title(model: str) -> str:
+    """A known model's display title (``Qwen 3.6 27B``, its entry's ``title``), else ``model`` itself."""
+    entry = known_models().get(model)
+    return entry.get("title", model) if entry else model
+
+
 def resolve_model(name: str) -> dict:
     """The data entry of a known model by kvmath id (``qwen3.6-27b``) or HF repo (``Qwen/Qwen3.6-27B``):
     a copy the caller may change.

@@ -160,16 +160,18 @@ class Rule:
     """How one config field must look. ``kind``: ``int`` (an integer, not a bool; an integral float such as
     ``32.0`` is read as 32), ``number`` (a finite real), ``ints`` (a list of integers, at most ``max_len``
     long), ``strs`` (a list of strings), ``str`` (a string of at most ``max_len`` characters), ``bool``,
-    ``dict`` (an object of at most ``max_len`` keys). ``minimum`` / ``maximum`` bound the value (or each
-    item). ``also``: other values accepted as they are (``"auto"`` for ``mamba_d_head``). A null value is
-    always accepted: every reader treats it as absent."""
+    ``dict`` (an object of at most ``max_len`` keys), ``either`` (the value passes one of ``options``, other
+    rules, tried in order: EXAONE 4's ``sliding_window_pattern`` is an integer or a string such as ``"LLLG"``,
+    Gemma 3n's ``intermediate_size`` an integer or one per layer). ``minimum`` / ``maximum`` bound the value
+    (or each item). ``also``: other values accepted as they are (``"auto"`` for ``mamba_d_head``). A null value
+    is always accepted: every reader treats it as absent."""
 
-    __slots__ = ("kind", "minimum", "maximum", "max_len", "also", "open_min")
+    __slots__ = ("kind", "minimum", "maximum", "max_len", "also", "open_min", "options")
 
     def __init__(self, kind: str, minimum=None, maximum=None, max_len: int | None = None, also: tuple = (),
-                 open_min: bool = False):
+                 open_min: bool = False, options: tuple = ()):
         self.kind, self.minimum, self.maximum, self.max_len, self.also = kind, minimum, maximum, max_len, also
-        self.open_min = open_min
+        self.open_min, self.options = open_min, options
 
     def __repr__(self):  # pragma: no cover - for a reader of the table
         return f"Rule({self.kind!r}, {self.minimum!r}, {self.maximum!r}, max_len={self.max_len!r})"
@@ -179,6 +181,8 @@ class Rule:
         low = "(" if self.open_min else "["
         span = f"{low}{_num(self.minimum)}, {_num(self.maximum)}]" if self.minimum is not None else ""
         extra = "".join(f" or {a!r}" for a in self.also)
+        if self.kind == "either":
+            return " or ".join(o.describe() for o in self.options)
         if self.kind == "int":
             return f"an integer in {span}{extra}"
         if self.kind == "number":
@@ -221,19 +225,22 @@ CONFIG_RULES: dict[str, Rule] = {
     "num_hidden_layers": layers(), "n_layer": layers(), "num_layers": layers(), "depth": layers(),
     "encoder_layers": layers(), "mtp_num_hidden_layers": layers(0), "num_nextn_predict_layers": layers(0),
     "num_kv_shared_layers": layers(0), "first_k_dense_replace": layers(0), "max_window_layers": layers(0),
-    "full_attention_interval": layers(), "sliding_window_pattern": layers(), "decoder_sparse_step": layers(),
+    "full_attention_interval": layers(),
+    "sliding_window_pattern": Rule("either", options=(layers(), Rule("str", max_len=MAX_LAYERS))), "decoder_sparse_step": layers(),
     # attention
     "num_attention_heads": count(1, HEADS), "n_head": count(1, HEADS), "num_key_value_heads": count(1, HEADS),
     "num_global_key_value_heads": count(1, HEADS), "num_heads": count(1, HEADS),
     "head_dim": count(1, HEADS), "global_head_dim": count(1, HEADS), "attention_head_dim": count(1, HEADS),
     "kv_lora_rank": count(1, HEADS), "q_lora_rank": count(0, WIDTH), "qk_rope_head_dim": count(1, HEADS),
     "qk_nope_head_dim": count(0, HEADS), "v_head_dim": count(1, HEADS),
-    "sliding_window": count(1, MAX_TOKENS), "max_position_embeddings": count(0, MAX_TOKENS),
+    "sliding_window": count(0, MAX_TOKENS),  # 0: no window (qwen2_moe defaults); _window refuses < 2 where read
+    "max_position_embeddings": count(0, MAX_TOKENS),
     "original_max_position_embeddings": count(1, MAX_TOKENS),
     "partial_rotary_factor": Rule("number", 0, 1, open_min=True),
     # widths
     "hidden_size": count(1, WIDTH), "n_embd": count(1, WIDTH), "d_model": count(1, WIDTH), "width": count(1, WIDTH),
-    "embed_dim": count(1, WIDTH), "intermediate_size": count(1, WIDTH), "ffn_hidden_size": count(1, WIDTH),
+    "embed_dim": count(1, WIDTH),
+    "intermediate_size": Rule("either", options=(count(1, WIDTH), Rule("ints", 1, WIDTH, MAX_LAYERS))), "ffn_hidden_size": count(1, WIDTH),
     "encoder_ffn_dim": count(1, WIDTH), "moe_intermediate_size": count(0, WIDTH),
     "expert_intermediate_size": count(0, WIDTH), "shared_expert_intermediate_size": count(0, WIDTH),
     "moe_shared_expert_intermediate_size": count(0, WIDTH), "hidden_size_per_layer_input": count(0, WIDTH),
@@ -387,6 +394,13 @@ def _one_int(value, rule: Rule, name: str):
 
 def _check_value(value, rule: Rule, name: str):
     kind = rule.kind
+    if kind == "either":
+        for option in rule.options:
+            try:
+                return _check_value(value, option, name)
+            except KvMathError:
+                continue
+        raise _bad(name, rule, value, "has the wrong form")
     if kind == "int":
         return _one_int(value, rule, name)
     if kind == "number":

@@ -117,6 +117,10 @@ def env(server, tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
     for k in ("HF_TOKEN", "HF_HUB_OFFLINE", "HF_HUB_CACHE", "HF_ASSETS_CACHE"):
         monkeypatch.delenv(k, raising=False)
+    # huggingface_hub read conftest's HF_HUB_OFFLINE=1 into its constants when first imported; kvmath.hub reads
+    # the environment at call time (and passes local_files_only itself), the library's own gate must follow
+    import huggingface_hub.constants
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
     server.log.clear()
     server.weight_reads.clear()
     load._hub.cache_clear()

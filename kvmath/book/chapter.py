@@ -15,7 +15,7 @@ from __future__ import annotations
 from ..units import GiB, MiB
 from . import tables
 
-KIND_WORDS = {"gdn": "Gated DeltaNet", "mamba2": "Mamba-2", "kda": "Kimi Delta Attention"}
+from .prose import KIND_WORDS  # noqa: E402
 
 
 def budget_curve(model, cards, *, max_ctx: int, mem_util: float = 0.9, points: int = 12, **vllm_flags):

@@ -187,7 +187,7 @@ def frame(models, cards=GLANCE_CARDS, engines=None):
     seqs_at_context (nullable integers), weights, note."""
     import pandas as pd
 
-    from .model_chapter import title_of
+    from ..facts import model_title as title_of
 
     rows = [{"model": a.model, "title": title_of(a.model), "card": a.card, "card_label": card_label(a.card),
              "engine": a.engine, "largest_context": a.largest_context, "seqs_at_context": a.seqs_at_context,

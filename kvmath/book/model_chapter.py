@@ -32,11 +32,22 @@ import time
 from pathlib import Path
 
 from ..errors import KvMathError
+from ..facts import model_title as title_of  # noqa: F401  (the name the chapters' code uses)
 
-ROOT = Path(__file__).resolve().parents[2]
-TEMPLATE = ROOT / "notebooks" / "model_chapter.md"
-TOC = ROOT / "_toc.yml"
 GENERATED = "notebooks/generated/"
+
+
+def book_root(root: str | Path | None = None) -> Path:
+    """The book's folder: ``root``, else the working directory (``make book`` and ``make chapters`` run in
+    the checkout). The package never looks for it beside its own files, so an installed wheel writes chapters
+    into the book it is run in. Raises KvMathError when the folder holds no ``_toc.yml`` or no chapter
+    template ``notebooks/model_chapter.md``."""
+    folder = Path(root).resolve() if root is not None else Path.cwd()
+    for need in ("_toc.yml", "notebooks/model_chapter.md"):
+        if not (folder / need).is_file():
+            raise KvMathError(f"{folder} is not a KV_MATH book folder (no {need}): run from the book's checkout "
+                              "or give --root BOOK_FOLDER")
+    return folder
 
 # The config.json keys kvmath reads (HF names). --add-model copies these and nothing else.
 KEYS = [
@@ -118,10 +129,11 @@ def write_model_facts(config_path: str | Path, model_id: str, *, title: str = ""
               else f"{note or _shown_path(config_path)}; sha256 {sha}")
     entry = {"id": model_id, "title": title or model_id, "hf_repo": hf_repo or model_id, "revision": revision,
              "source": source, "wrapper_model_type": full.get("model_type"), "config": config}
-    # the kept keys alone must give the same architecture (a field kvmath reads but KEYS lacks would differ)
+    # the kept keys alone must give the same architecture (a field kvmath reads but KEYS lacks would differ);
+    # the vision tower is read from the whole file (the copy the entry's source names), never from KEYS
     whole, kept = load_architecture(config_path), load_architecture(config)
     differ = [f.name for f in dataclasses.fields(whole)
-              if f.compare and f.name not in ("name", "source") and getattr(whole, f.name) != getattr(kept, f.name)]
+              if f.compare and f.name not in ("name", "source", "vision") and getattr(whole, f.name) != getattr(kept, f.name)]
     if differ:
         raise KvMathError(f"{config_path.name}: the kept config keys give a different {', '.join(differ)}; "
                           "add the config field kvmath reads for it to KEYS in kvmath/book/model_chapter.py")
@@ -140,27 +152,20 @@ def write_model_facts(config_path: str | Path, model_id: str, *, title: str = ""
 def _shown_path(path: Path) -> str:
     """A config's path as the facts cite it: relative to the repository when inside it (data/configs/...)."""
     try:
-        return str(path.resolve().relative_to(ROOT))
+        return str(path.resolve().relative_to(Path.cwd()))
     except ValueError:
         return path.name
 
 
-def title_of(model: str) -> str:
-    """A known model's display title (``Qwen 3.6 27B``), else the id or file name itself."""
-    from ..facts import known_models
-
-    entry = known_models().get(model)
-    return entry.get("title", model) if entry else model
-
-
-def make_chapter(model: str, out: str | Path, *, title: str = "", template: Path = TEMPLATE,
+def make_chapter(model: str, out: str | Path, *, title: str = "", template: Path | None = None,
                  execute: bool = False, book_docs: set[str] | None = None, **params) -> Path:
     """Write the chapter template for ``model`` (id or config.json path) to ``out`` (.ipynb).
 
     ``execute=True`` also runs it (outputs kept). ``book_docs``: the documents of the book the chapter is
     written into (``_toc.yml``'s files); the template's references to a document it lacks (the formula
     chapter's equations, the Errata page) are written as plain words, so a book of a few chapters builds
-    without warnings. None: every document is there. Returns the path written. Raises KvMathError if the
+    without warnings. None: every document is there. ``template``: None reads ``notebooks/model_chapter.md``
+    of :func:`book_root`. Returns the path written. Raises KvMathError if the
     model cannot be loaded (checked first, so the message is the loader's, not a cell traceback).
     """
     import jupytext
@@ -170,6 +175,7 @@ def make_chapter(model: str, out: str | Path, *, title: str = "", template: Path
     from ..model.load import load_architecture
 
     arch = load_architecture(model)  # fail early with kvmath's message
+    template = Path(template) if template is not None else book_root() / "notebooks" / "model_chapter.md"
     nb = jupytext.read(template)
     params = {"model": str(model), "title": title or title_of(str(model)) or arch.name, **params}
     if Path(str(model)).suffix == ".json":
@@ -243,10 +249,11 @@ def _drop_missing_refs(text: str, docs: set[str]) -> str:
     return re.sub(r"\{doc\}`([^`<]*)<([^`>]+)>`", doc, text)
 
 
-def book_docs(toc: Path = TOC) -> set[str]:
-    """Every document ``_toc.yml`` lists (root and files, without suffix)."""
+def book_docs(toc: Path | None = None) -> set[str]:
+    """Every document ``_toc.yml`` lists (root and files, without suffix); None: :func:`book_root`'s."""
     import re
 
+    toc = Path(toc) if toc is not None else book_root() / "_toc.yml"
     return {m.group(1) for m in re.finditer(r"(?:file|root):\s*([^\s#]+)", toc.read_text())}
 
 
@@ -261,8 +268,9 @@ def _label_cell(cell, slug: str) -> None:
                 figure[key] = figure[key].replace(LABEL_PLACEHOLDER, slug)
 
 
-def book_chapters(toc: Path = TOC) -> list[dict]:
-    """The model chapters of the book: every ``notebooks/generated/<id>`` file in ``_toc.yml``.
+def book_chapters(toc: Path | None = None) -> list[dict]:
+    """The model chapters of the book: every ``notebooks/generated/<id>`` file in ``_toc.yml`` (None: the
+    one of :func:`book_root`).
 
     Returns ``[{"model": id, "title": ..., "file": "notebooks/generated/<id>.ipynb"}]`` in TOC order.
     Raises KvMathError for an entry whose id kvmath has no facts for (run ``--add-model`` first).
@@ -271,6 +279,7 @@ def book_chapters(toc: Path = TOC) -> list[dict]:
 
     from ..facts import known_models
 
+    toc = Path(toc) if toc is not None else book_root() / "_toc.yml"
     known = known_models()
     out = []
     for m in re.finditer(r"file:\s*(" + re.escape(GENERATED) + r"[^\s#]+)", toc.read_text()):
@@ -295,7 +304,7 @@ def main(argv=None) -> int:
     p.add_argument("--no-execute", action="store_true",
                    help="with --book: write the chapters only (the book then shows them without outputs)")
     p.add_argument("--jobs", type=int, default=None, help="with --book: chapters executed at once (default: CPUs)")
-    p.add_argument("--root", default=None, help="with --book: the book's folder (default: this checkout)")
+    p.add_argument("--root", default=None, help="the book's folder (default: the working directory)")
     p.add_argument("--add-model", metavar="CONFIG",
                    help="add a model from its config.json: writes <user data folder>/models/<id>.json and a copy of "
                         "the file as configs/<id>.json (the folder: $KVMATH_USER_DATA_DIR, else "
@@ -315,7 +324,7 @@ def main(argv=None) -> int:
             print(f"wrote {out} and {out.parent.parent / 'configs' / out.name}; kvmath now knows {args.id!r}; "
                   f"add `- file: notebooks/generated/{args.id}` to _toc.yml for its chapter")
         elif args.book:
-            root = Path(args.root).resolve() if args.root else ROOT
+            root = book_root(args.root)
             written = []
             for ch in book_chapters(root / "_toc.yml"):
                 path = make_chapter(ch["model"], root / ch["file"], title=ch["title"],
@@ -332,8 +341,9 @@ def main(argv=None) -> int:
                 print(f"executed {len(written)} model chapters in {time.perf_counter() - t0:.1f} s", flush=True)
         elif args.model:
             stem = Path(args.model).parent.name if Path(args.model).name == "config.json" else Path(args.model).stem
-            out = args.out or ROOT / "notebooks" / "generated" / f"{stem}.ipynb"
-            print("wrote", make_chapter(args.model, out, title=args.title, execute=args.execute))
+            out = args.out or book_root(args.root) / "notebooks" / "generated" / f"{stem}.ipynb"
+            template = book_root(args.root) / "notebooks" / "model_chapter.md"
+            print("wrote", make_chapter(args.model, out, title=args.title, execute=args.execute, template=template))
         else:
             p.error("give --model, --book or --add-model")
     except KvMathError as e:

@@ -15,6 +15,10 @@ KINDS = ("full", "gqa", "mla", "sliding", "recurrent", "gdn", "mamba2", "kda", "
 """The kinds a template cell can be conditioned on (``if-<kind>`` / ``if-not-<kind>`` tags)."""
 
 
+#: The words a chapter uses for each recurrent-state kind (``LayerGroup.kind``).
+KIND_WORDS = {"gdn": "Gated DeltaNet", "mamba2": "Mamba-2", "kda": "Kimi Delta Attention"}
+
+
 def kinds(arch) -> set[str]:
     """The kinds of :data:`KINDS` this architecture has: ``full`` (any full-attention layer, MLA included),
     ``gqa`` (full attention with K and V rows per head), ``mla``, ``sliding``, ``recurrent`` (any layer with a
@@ -112,7 +116,6 @@ def layer_summary(ch) -> str:
 
 
 def ch_kind_words(ch) -> list[str]:
-    from .chapter import KIND_WORDS
 
     return [KIND_WORDS[k] for k in ch.state_kinds if k in KIND_WORDS]
 

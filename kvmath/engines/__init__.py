@@ -85,12 +85,14 @@ def settings_owners() -> dict[str, tuple[str, ...]]:
 
 def all_formats() -> list[KVFormat]:
     """Every named format of every engine (llama.cpp with the same type for K and V)."""
-    from .llamacpp.formats import llamacpp_format
-    from .transformers.formats import TRANSFORMERS_FORMATS
-    from .vllm.formats import VLLM_FORMATS
+    # the engines' own format tables, loaded the way the registry loads an engine (an engine's formats module
+    # asks format_owners on its error path, so a static import here would be a cycle)
+    def table(sub):
+        return import_module(f"{__name__}.{sub}.formats")
 
-    return (list(VLLM_FORMATS.values()) + [llamacpp_format(t) for t in ENGINES["llama.cpp"].formats]
-            + list(TRANSFORMERS_FORMATS.values()))
+    return (list(table("vllm").VLLM_FORMATS.values())
+            + [table("llamacpp").llamacpp_format(t) for t in ENGINES["llama.cpp"].formats]
+            + list(table("transformers").TRANSFORMERS_FORMATS.values()))
 
 
 def format_owners(name: str, exclude: str = "") -> list[str]:

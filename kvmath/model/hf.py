@@ -1083,5 +1083,3 @@ def _nemotron_h(c: _Config, name: str, source: str) -> Architecture:
     return _arch(c, name, source, layers, heads, mamba_chunk_size=chunk,
                  mamba_ssm_dtype=_dtype_name(ssm, "mamba_ssm_cache_dtype") if ssm is not None else None)
 
-
-from . import hf_families  # noqa: E402,F401  (registers the remaining families)

@@ -44,7 +44,7 @@ def label_for(docname: str) -> str:
 
 
 def _title(model: str) -> str:
-    from ..model_chapter import title_of
+    from ...facts import model_title as title_of
 
     return title_of(model)
 

@@ -16,7 +16,8 @@ from ..base import Engine, LayerGroup, StateTensor, merge_empty
 from . import rules
 from .alloc import VllmPlan, plan
 from .formats import VLLM_FORMATS, vllm_format
-from .settings import DEFAULT_VLLM_VERSION, VllmSettings, in_flight_tokens
+from .settings import (DEFAULT_VLLM_VERSION, VLLM_BLOCK_SIZES, VllmSettings, human_readable_int, in_flight_tokens,
+                       long_max_model_len_allowed)
 
 _COMMON = ("max_model_len", "max_num_seqs", "tensor_parallel_size", "kv_cache_dtype")
 _KINDS = ((GatedDeltaNetLayer, "gdn"), (Mamba2Layer, "mamba2"), (KDALayer, "kda"))
@@ -206,45 +207,8 @@ class VllmEngine(Engine):
         return out
 
 
-def long_max_model_len_allowed(env) -> bool:
-    """``VLLM_ALLOW_LONG_MAX_MODEL_LEN`` in the mapping ``env`` as vllm/envs.py reads it (``1`` or ``true``)."""
-    value = env.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "") if env is not None else ""
-    return str(value).strip().lower() in ("1", "true")
-
-
-VLLM_BLOCK_SIZES = (1, 8, 16, 32, 64, 128, 256)  # vllm/config/cache.py BlockSize
-
-
 def _state_names(layer) -> tuple[str, ...]:
     return ("conv", "recurrent") if isinstance(layer, KDALayer) else ("conv", "temporal")
-
-
-def human_readable_int(text: str) -> int:
-    """vLLM's integer flags as ``vllm serve`` parses them (``human_readable_int``, vllm/engine/arg_utils.py,
-    0.20-0.26): a plain integer, or a number with a suffix, lowercase decimal (``k`` 10^3, ``m`` 10^6,
-    ``g`` 10^9, ``t`` 10^12; ``25.6k`` = 25,600) or uppercase binary (``K`` 2^10 ... ``T`` 2^40; integers
-    only). Raises argparse.ArgumentTypeError (one line) otherwise."""
-    import re
-
-    from ...validate import MAX_BYTES
-
-    value = text.strip()
-    m = re.fullmatch(r"([0-9]{1,20}(?:\.[0-9]{1,20})?)([kKmMgGtT]?)", value)
-    if not m:
-        raise argparse.ArgumentTypeError(f"not an integer: {text[:40]!r} (e.g. 8192, 8k, 16K)")
-    number, suffix = m.groups()
-    decimal = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
-    binary = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
-    if suffix in decimal:
-        out = int(float(number) * decimal[suffix])
-    elif "." in number:
-        raise argparse.ArgumentTypeError(f"decimals are not allowed with binary suffixes like {suffix or 'none'}: "
-                                         f"{text[:40]!r} (vLLM: use {number}{suffix.lower()} instead)")
-    else:
-        out = int(number) * binary.get(suffix, 1)
-    if not 0 < out <= MAX_BYTES:
-        raise argparse.ArgumentTypeError(f"must be positive and at most 2^60, got {text[:40]!r}")
-    return out
 
 
 def _bytes_arg(text: str) -> int:

@@ -713,9 +713,9 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
     p = vplan(arch, max(available, 0), **settings)
     notes = list(p.notes) + (notes_weights if derived_weights else [])
     # the per-term split of what max_num_seqs requests hold, from this same plan (vllm.VllmEngine)
-    from . import ENGINE
+    from .. import get_engine  # the registry's instance (the package imports cli, and cli this module)
 
-    growing_kv, sliding_kv, state_kv = ENGINE.kv_split(p) if p.final_layers else (0, 0, 0)
+    growing_kv, sliding_kv, state_kv = get_engine("vllm").kv_split(p) if p.final_layers else (0, 0, 0)
     refusal_kind = None
     if not p.boots and not p.needed_bytes and p.refusal:
         # vLLM's configuration checks (VllmConfig validation) run before any memory is touched

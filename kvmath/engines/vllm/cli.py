@@ -165,7 +165,7 @@ def _vllm_int(name, maximum: int = MAX_TOKENS):
     """vLLM's integer flag syntax (``8192``, ``8k``, ``16K``; vllm.engine.arg_utils ``human_readable_int``),
     bounded to [1, maximum]."""
     def conv(text):
-        from . import human_readable_int
+        from .settings import human_readable_int
 
         if re.fullmatch(r"\s*-?[0-9]{1,30}\s*", text):  # a plain integer: the range message
             return _int_in(name, 1, maximum)(text)
@@ -523,12 +523,12 @@ def _resolve(args, env=None) -> tuple[str, dict, list[str]]:
         kw["max_model_len"] = top
     if args.enforce_eager:
         kw["enforce_eager"] = True
-    from . import long_max_model_len_allowed
+    from .settings import long_max_model_len_allowed
 
     if long_max_model_len_allowed(env):
         kw["allow_long_max_model_len"] = True  # as vllm serve reads the environment (vllm/envs.py)
     if args.block_size is not None:
-        from . import VLLM_BLOCK_SIZES
+        from .settings import VLLM_BLOCK_SIZES
 
         if args.block_size not in VLLM_BLOCK_SIZES:  # vllm/config/cache.py BlockSize
             raise KvMathError(f"--block-size {args.block_size} is not one vLLM takes; valid: "
