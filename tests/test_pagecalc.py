@@ -167,6 +167,14 @@ def test_ggml_cache_blocks():
         assert tuple(gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType[name.upper()]]) == blocks, name
 
 
+def test_ggml_type_blocks_are_ggufs():
+    gguf = pytest.importorskip("gguf")
+    from kvmath.engines.llamacpp.formats import GGML_TYPE_BLOCKS
+
+    theirs = {t.name: tuple(gguf.GGML_QUANT_SIZES[t]) for t in gguf.GGMLQuantizationType if t in gguf.GGML_QUANT_SIZES}
+    assert GGML_TYPE_BLOCKS == theirs
+
+
 def test_native_cases_cover_good_and_bad(native):
     codes = [r["exit_code"] for r in native]
     assert len(CASES) >= 30

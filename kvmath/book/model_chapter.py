@@ -71,6 +71,17 @@ KEYS = [
 ]
 
 
+def _every_key_read() -> list[str]:
+    """:data:`KEYS` and every field the config rules check or the MLP reader tries (``kvmath.validate``'s
+    tables, ``kvmath.model.hf``'s expert / top-k / shared-expert spellings): a hand list alone falls behind
+    the readers (Kimi's ``num_experts_per_token``, DeepSeek's ``n_shared_experts``)."""
+    from ..model import hf
+    from ..validate import CONFIG_RULES
+
+    extra = [*CONFIG_RULES, *hf._EXPERT_KEYS, *hf._TOPK_KEYS, *hf._SHARED_COUNT_KEYS]
+    return list(dict.fromkeys(KEYS + extra))
+
+
 _SNAPSHOT = "snapshots"  # huggingface_hub's cache: <repo folder>/snapshots/<commit>/config.json
 
 
@@ -120,7 +131,7 @@ def write_model_facts(config_path: str | Path, model_id: str, *, title: str = ""
     raw = config_path.read_bytes()
     full = json.loads(raw)
     text = full.get("text_config", full)
-    config = {k: text[k] for k in KEYS if k in text}
+    config = {k: text[k] for k in _every_key_read() if k in text}
     if "dtype" not in config and (full.get("dtype") or full.get("torch_dtype")):
         config["dtype"] = full.get("dtype") or full.get("torch_dtype")
     sha = hashlib.sha256(raw).hexdigest()

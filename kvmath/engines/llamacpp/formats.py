@@ -20,6 +20,29 @@ GGML_CACHE_BLOCKS: dict[str, tuple[int, int]] = {
     "iq4_nl": (32, 18), "q5_0": (32, 22), "q5_1": (32, 24),
 }
 
+# (elements per block, bytes per block) of every GGML tensor type, by gguf's GGMLQuantizationType name: ggml.c's
+# type_traits as gguf 0.19.0's GGML_QUANT_SIZES lists them (the weights of a quantisation mix and their CUDA
+# allocation read it). A table, for the same reason as above: the page's Python has neither gguf nor numpy;
+# tests/test_pagecalc.py checks it against gguf.GGML_QUANT_SIZES type by type, both ways.
+GGML_TYPE_BLOCKS: dict[str, tuple[int, int]] = {
+    "F32": (1, 4), "F16": (1, 2), "Q4_0": (32, 18), "Q4_1": (32, 20), "Q5_0": (32, 22), "Q5_1": (32, 24),
+    "Q8_0": (32, 34), "Q8_1": (32, 40), "Q2_K": (256, 84), "Q3_K": (256, 110), "Q4_K": (256, 144),
+    "Q5_K": (256, 176), "Q6_K": (256, 210), "Q8_K": (256, 292), "IQ2_XXS": (256, 66), "IQ2_XS": (256, 74),
+    "IQ3_XXS": (256, 98), "IQ1_S": (256, 50), "IQ4_NL": (32, 18), "IQ3_S": (256, 110), "IQ2_S": (256, 82),
+    "IQ4_XS": (256, 136), "I8": (1, 1), "I16": (1, 2), "I32": (1, 4), "I64": (1, 8), "F64": (1, 8),
+    "IQ1_M": (256, 56), "BF16": (1, 2), "TQ1_0": (256, 54), "TQ2_0": (256, 66), "MXFP4": (32, 17),
+    "NVFP4": (64, 36), "Q1_0": (128, 18),
+}
+
+
+def ggml_block(ggml_type: str) -> tuple[int, int]:
+    """(elements per block, bytes per block) of a GGML tensor type named as gguf names it (``Q4_K``; any
+    case). Raises KvMathError naming the known types."""
+    key = str(ggml_type).upper()
+    if key not in GGML_TYPE_BLOCKS:
+        raise KvMathError(f"unknown GGML type {_short(ggml_type)}; valid: {choices(GGML_TYPE_BLOCKS)}")
+    return GGML_TYPE_BLOCKS[key]
+
 
 def _ggml(name: str) -> ElementFormat:
     block_elems, block_bytes = GGML_CACHE_BLOCKS[name]

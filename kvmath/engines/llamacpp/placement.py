@@ -66,10 +66,9 @@ def tensors_from_header(header) -> tuple[Tensor, ...]:
 
 
 def _block_size(ggml_type: str) -> tuple[int, int]:
-    import gguf
+    from .formats import ggml_block
 
-    q = gguf.GGMLQuantizationType[ggml_type.upper()]
-    return gguf.GGML_QUANT_SIZES[q]
+    return ggml_block(ggml_type)
 
 
 def cuda_alloc_size(t: Tensor) -> int:

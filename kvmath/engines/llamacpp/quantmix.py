@@ -94,9 +94,9 @@ def quantisable(name: str, shape) -> bool:
 
 
 def _blck(t: str) -> int:
-    import gguf
+    from .formats import ggml_block
 
-    return gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType[t]][0]
+    return ggml_block(t)[0]
 
 
 @dataclass(frozen=True)
@@ -232,10 +232,11 @@ def tensor_types(tensors, model: MixModel, mix: str, *, imatrix: bool = False) -
 
 
 def nbytes(shape, ggml_type: str) -> int:
-    """Bytes of a tensor of ``shape`` (ne0 first) in ``ggml_type`` (``gguf.GGML_QUANT_SIZES``)."""
-    import gguf
+    """Bytes of a tensor of ``shape`` (ne0 first) in ``ggml_type`` (``formats.GGML_TYPE_BLOCKS``, gguf's
+    ``GGML_QUANT_SIZES``)."""
+    from .formats import ggml_block
 
-    elems, size = gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType[ggml_type]]
+    elems, size = ggml_block(ggml_type)
     n = 1
     for x in shape:
         n *= int(x)
