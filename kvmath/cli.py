@@ -242,12 +242,15 @@ def run(argv=None) -> int:
         print(json.dumps(out, indent=1))
     else:
         print(render_text(d) + ("\n" + "\n".join(block[0]) if block else ""))
-    return 0
+    # exit 1 when the engine's own plan refuses the start-up (as kvmath-fit does), the answer printed first
+    plan = block[1].get("vllm_plan") if block else None
+    return 1 if isinstance(plan, dict) and plan.get("boots") is False else 0
 
 
 def main(argv=None) -> int:
     """Entry point: ``run`` with a closed pipe answered quietly (exit 0) and a full disk or a closed
-    stdout in one line (exit 1); bad input is one line and exit 2 (``run``)."""
+    stdout in one line (exit 2); bad input is one line and exit 2 (``run``); exit 1 when the engine's plan
+    refuses the start-up (``--kv-cache-memory-bytes`` too small for one request)."""
     from .clitools import guarded
 
     return guarded("kvmath", run, argv)

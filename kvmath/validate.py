@@ -296,6 +296,10 @@ SECTION_RULES: dict[str, dict[str, Rule]] = {
 """Fields of the objects inside a config that the readers take numbers from (``rope_scaling`` also as
 ``rope_parameters``): key -> {field: rule}."""
 
+PER_LAYER_MLP_TYPES = ("gemma3n",)
+"""model_type prefixes whose ``intermediate_size`` may be a list of one width per decoder layer
+(transformers 5.23 ``Gemma3nTextConfig``); everywhere else a list is refused."""
+
 MODEL_SECTIONS = ("text_config", "vision_config", "audio_config")
 """Sub-configs read with :data:`CONFIG_RULES` (a multimodal wrapper's decoder and towers)."""
 
@@ -335,11 +339,22 @@ def check_config(cfg, where: str = "config") -> dict:
     for holder_path in ([(), ("text_config",)] if isinstance(cfg.get("text_config"), dict) else [()]):
         holder = _at(cfg, holder_path)
         n = _fixed(holder, fixes, holder_path, "num_hidden_layers") or 0
+        inter = holder.get("intermediate_size")
+        if isinstance(inter, list) and not (str(holder.get("model_type", "")).startswith(PER_LAYER_MLP_TYPES)
+                                            and len(inter) == n):
+            name = ".".join(holder_path + ("intermediate_size",))
+            raise KvMathError(f"config field {name} must be an integer (valid: an integer in [1, {WIDTH:,}]; a list "
+                              f"of one width per layer only for {', '.join(PER_LAYER_MLP_TYPES)}), got {_short(inter)}")
         e = max((_fixed(holder, fixes, holder_path, k) or 0)
                 for k in ("num_experts", "num_local_experts", "n_routed_experts"))
         if n * e > MAX_LAYER_EXPERTS:
             raise KvMathError(f"{where}: {n} layers x {e} experts = {n * e:,} expert MLPs; kvmath reads at most "
                               f"{MAX_LAYER_EXPERTS:,} (num_hidden_layers x num_experts)")
+    for sec in ("vision_config", "audio_config"):  # towers: one MLP width
+        sub = cfg.get(sec)
+        if isinstance(sub, dict) and isinstance(sub.get("intermediate_size"), list):
+            raise KvMathError(f"config field {sec}.intermediate_size must be an integer (valid: an integer in "
+                              f"[1, {WIDTH:,}]), got {_short(sub['intermediate_size'])}")
     return _apply(cfg, fixes) if fixes else cfg
 
 
@@ -394,13 +409,14 @@ def _one_int(value, rule: Rule, name: str):
 
 def _check_value(value, rule: Rule, name: str):
     kind = rule.kind
-    if kind == "either":
+    if kind == "either":  # the first form's refusal speaks when no form takes the value
+        first = None
         for option in rule.options:
             try:
                 return _check_value(value, option, name)
-            except KvMathError:
-                continue
-        raise _bad(name, rule, value, "has the wrong form")
+            except KvMathError as e:
+                first = first or e
+        raise first
     if kind == "int":
         return _one_int(value, rule, name)
     if kind == "number":

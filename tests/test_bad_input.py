@@ -811,7 +811,7 @@ def test_every_rule_refuses_its_wrong_types():
 
     wrong = {"int": [-(10**9), 10**12, float("nan"), "1", [1], True], "number": [float("nan"), float("inf"), "1", -1.0],
              "bool": ["false", 0, 1], "ints": [5, ["a"], [10**9]], "strs": ["x", [1]], "str": [5, "x" * 5000],
-             "dict": [[], "x"]}
+             "dict": [[], "x"], "either": [float("nan"), True, {"a": 1}, -(10**9)]}  # wrong for every form
     for key, rule in CONFIG_RULES.items():
         check_config({key: None})
         for value in wrong[rule.kind]:

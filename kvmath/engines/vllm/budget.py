@@ -709,7 +709,8 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
         vllm_settings.setdefault("drafter_kv_layers", 0)
     settings = dict(max_model_len=L, kv_cache_dtype=kv_format, tensor_parallel_size=tp, max_num_seqs=max_num_seqs,
                     max_num_batched_tokens=max_num_batched_tokens, num_speculative_tokens=num_speculative_tokens,
-                    allow_long_max_model_len=allow_long_max_model_len, **vllm_settings)
+                    allow_long_max_model_len=allow_long_max_model_len,
+                    **{"enforce_eager": enforce_eager, **vllm_settings})  # the plan skips the decode-graph check
     p = vplan(arch, max(available, 0), **settings)
     notes = list(p.notes) + (notes_weights if derived_weights else [])
     # the per-term split of what max_num_seqs requests hold, from this same plan (vllm.VllmEngine)

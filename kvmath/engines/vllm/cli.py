@@ -226,6 +226,7 @@ IGNORED_VLLM_FLAGS = {
     "--chat-template": 1, "--tool-call-parser": 1, "--enable-auto-tool-choice": 0, "--reasoning-parser": 1,
     "--download-dir": 1, "--tokenizer": 1, "--seed": 1, "--generation-config": 1, "--revision": 1,
     "--disable-uvicorn-access-log": 0, "--tokenizer-mode": 1, "--enable-chunked-prefill": 0,
+    "--async-scheduling": 0, "--enable-reasoning": 0,
     "--swap-space": 1, "--max-log-len": 1, "--allowed-local-media-path": 1, "--tool-parser-plugin": 1,
     "--chat-template-content-format": 1, "--response-role": 1, "--ssl-keyfile": 1, "--ssl-certfile": 1,
 }
@@ -245,12 +246,38 @@ REFUSED_VLLM_FLAGS = {
 }
 
 
+# vLLM's --dtype choices (vllm/config/model.py ModelDType: auto, half, float16, bfloat16, float, float32) by the
+# torch dtype they name ("half" is float16, "float" float32: _STR_DTYPE_TO_TORCH_DTYPE)
+_VLLM_DTYPES = {"auto": "auto", "half": "float16", "float16": "float16", "bfloat16": "bfloat16",
+                "float": "float32", "float32": "float32"}
+
+
 def _dtype(text):
-    """vLLM's ``--dtype``: ``auto`` (the checkpoint's dtype) is what kvmath prices; any other is refused."""
-    if text.strip().lower() != "auto":
-        raise argparse.ArgumentTypeError(f"--dtype {_cut(text)} is not modelled (a dtype other than the checkpoint's "
-                                         "changes the weights and activations); valid: auto")
-    return "auto"
+    """vLLM's ``--dtype``, as the torch dtype it names (``half`` -> ``float16``). ``auto`` is the checkpoint's;
+    a 16-bit dtype is checked against the checkpoint's in :func:`_dtype_note` (same bytes when the checkpoint
+    is 16-bit too); ``float32`` doubles the weights and activations and is refused (not modelled)."""
+    key = text.strip().lower()
+    if key not in _VLLM_DTYPES:
+        raise argparse.ArgumentTypeError(f"--dtype {_cut(text)} is not one vLLM takes; valid: "
+                                         f"{', '.join(_VLLM_DTYPES)}")
+    if _VLLM_DTYPES[key] == "float32":
+        raise argparse.ArgumentTypeError(f"--dtype {_cut(text)} is not modelled (float32 weights and activations "
+                                         "are twice the checkpoint's 16-bit size); valid here: auto, half, float16, "
+                                         "bfloat16")
+    return _VLLM_DTYPES[key]
+
+
+def _dtype_note(dtype, arch) -> str | None:
+    """The note for ``--dtype`` ``float16`` / ``bfloat16`` on ``arch``, None for ``auto`` or the checkpoint's
+    own dtype. Raises KvMathError when the checkpoint's dtype (``Architecture.dtype``, config ``dtype`` /
+    ``torch_dtype``) is not 16-bit: vLLM would then load the weights at another size."""
+    if dtype in (None, "auto") or dtype == arch.dtype:
+        return None
+    if arch.dtype not in ("float16", "bfloat16"):
+        raise KvMathError(f"--dtype {dtype} on a {arch.dtype} checkpoint changes the weights' size; not modelled "
+                          "(valid here: auto)")
+    return (f"--dtype {dtype}: vLLM casts the {arch.dtype} checkpoint to {dtype}; both are 2 bytes per element, so "
+            "the weights, activations and the auto KV cache take the same memory")
 
 
 def _opt_level(text):
@@ -345,7 +372,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument(flag, nargs=nargs, action=_Ignored, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     for flag, why in REFUSED_VLLM_FLAGS.items():
         p.add_argument(flag, nargs="?", action=_refuse(flag, why), default=argparse.SUPPRESS, help=argparse.SUPPRESS)
-    p.add_argument("--dtype", type=_dtype, default=None, help="vLLM --dtype: auto only (another dtype is not modelled)")
+    p.add_argument("--dtype", type=_dtype, default=None, help="vLLM --dtype: auto, half, float16 or bfloat16 (float32 is not modelled)")
     p.add_argument("-O", dest="opt_level", type=_opt_level, default=None, help="vLLM -O3 (its default) only")
     p.add_argument("--block-size", type=_vllm_int("--block-size", 1024), default=None,
                    help="vLLM --block-size (KV block in tokens; default 16, or the hybrid alignment)")
@@ -554,6 +581,9 @@ def _resolve(args, env=None) -> tuple[str, dict, list[str]]:
     ignored = getattr(args, "ignored_flags", [])
     if ignored:
         notes.append(f"ignored (they do not change memory): {', '.join(dict.fromkeys(ignored))}")
+    dtype_note = _dtype_note(getattr(args, "dtype", None), arch)
+    if dtype_note:
+        notes.append(dtype_note)
     drafters = B.deployments().get(arch.name, {}).get("drafters", {})
     drafter = vals.get("drafter")
     mtp = args.mtp if args.mtp is not None else vals.get("mtp", False)
@@ -664,6 +694,11 @@ def _none_reason(b) -> str:
         return f"vLLM refuses this configuration at any length: {b.refusal.rstrip('.')}"
     if b.refusal_kind == "startup":
         return "gpu_memory_utilization leaves too little of the card outside the budget; lower --mem-util"
+    if b.refusal_kind == "mamba_blocks" and b.plan is not None:
+        # the block count does not depend on max_model_len (the pool is sized from memory): no length helps
+        return (f"the limit is max_num_seqs, not the length: at any max_model_len the pool holds "
+                f"{b.plan.num_blocks:,} Mamba cache blocks for max_num_seqs {b.max_num_seqs:,}; lower --max-num-seqs "
+                f"to at most {b.plan.num_blocks:,} (vLLM's own advice)")
     return "the non-KV terms alone exceed the budget"
 
 
