@@ -14,8 +14,7 @@ from __future__ import annotations
 
 from ..units import GiB, MiB
 from . import tables
-
-from .prose import KIND_WORDS  # noqa: E402
+from .prose import KIND_WORDS
 
 
 def budget_curve(model, cards, *, max_ctx: int, mem_util: float = 0.9, points: int = 12, **vllm_flags):

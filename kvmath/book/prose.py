@@ -116,7 +116,6 @@ def layer_summary(ch) -> str:
 
 
 def ch_kind_words(ch) -> list[str]:
-
     return [KIND_WORDS[k] for k in ch.state_kinds if k in KIND_WORDS]
 
 

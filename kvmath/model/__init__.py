@@ -8,7 +8,7 @@ from .specs import (
     GatedDeltaNetLayer, KDALayer, MLALayer, Mamba1Layer, Mamba2Layer, NoCacheLayer, ShortConvLayer, VisionTower,
 )
 from .hf import supported_model_types
-from . import hf_families  # noqa: E402,F401  (registers the remaining families in hf's table; kvmath.model.hf
+from . import hf_families  # noqa: F401  (registers the remaining families in hf's table; kvmath.model.hf
                            # is always imported through this package, so every reader sees them)
 
 __all__ = [

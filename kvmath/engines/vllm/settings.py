@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-
 from dataclasses import dataclass
 from functools import lru_cache
 
