@@ -284,9 +284,11 @@ def test_panel_answers(offline, width):
     assert argv == ["kvmath-fit", "llama-server", "-m", "qwen3.6-27b", "-c", "65536", "-np", "2", "-ctk", "q8_0",
                     "-ctv", "q8_0", "--card", "rtx3090", "--json"]
     native = json.loads(pagecalc.run(argv)["stdout"])
-    assert stdout == pagecalc.run(argv)["stdout"] and outcome == native["verdict"]
-    assert f"{native['largest_ctx']:,} tokens" in text
-    for line in native["fit"]["lines"]:
+    # the engine protocol's record (kvmath.engines.base.VERDICT_FIELDS): outcome, answers, log_lines
+    assert stdout == pagecalc.run(argv)["stdout"] and outcome == native["outcome"]
+    assert f"{native['answers']['largest_context']:,} tokens" in text
+    assert native["log_lines"]
+    for line in native["log_lines"]:
         assert line in text
     # transformers: the cache only, said so
     form.locator("select[name=engine]").select_option("transformers")
