@@ -10,19 +10,9 @@ from ...formats import ElementFormat, KVFormat
 # Values accepted by -ctk / -ctv (common/arg.cpp kv_cache_types).
 LLAMACPP_CACHE_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1")
 _GGML_SOURCE = "ggml type_traits (ggml/src/ggml.c: blck_size, type_size)"
-# (elements per block, bytes per block) of each -ctk / -ctv type, ggml.c's type_traits (block_q8_0 =
-# fp16 scale + 32 int8, block_q4_0 = fp16 + 16 B, block_q4_1 = 2 fp16 + 16 B, block_iq4_nl = fp16 + 16 B,
-# block_q5_0 = fp16 + 4 B high bits + 16 B, block_q5_1 = 2 fp16 + 4 B + 16 B). Kept here rather than read
-# from gguf.GGML_QUANT_SIZES so the cache path imports neither gguf nor numpy (it runs in the book's
-# page, where they are absent); tests/test_pagecalc.py checks every row against gguf.GGML_QUANT_SIZES.
-GGML_CACHE_BLOCKS: dict[str, tuple[int, int]] = {
-    "f32": (1, 4), "f16": (1, 2), "bf16": (1, 2), "q8_0": (32, 34), "q4_0": (32, 18), "q4_1": (32, 20),
-    "iq4_nl": (32, 18), "q5_0": (32, 22), "q5_1": (32, 24),
-}
-
 # (elements per block, bytes per block) of every GGML tensor type, by gguf's GGMLQuantizationType name: ggml.c's
 # type_traits as gguf 0.19.0's GGML_QUANT_SIZES lists them (the weights of a quantisation mix and their CUDA
-# allocation read it). A table, for the same reason as above: the page's Python has neither gguf nor numpy;
+# allocation read it). Kept here, not read from gguf, because the page's Python has neither gguf nor numpy;
 # tests/test_pagecalc.py checks it against gguf.GGML_QUANT_SIZES type by type, both ways.
 GGML_TYPE_BLOCKS: dict[str, tuple[int, int]] = {
     "F32": (1, 4), "F16": (1, 2), "Q4_0": (32, 18), "Q4_1": (32, 20), "Q5_0": (32, 22), "Q5_1": (32, 24),
@@ -33,6 +23,11 @@ GGML_TYPE_BLOCKS: dict[str, tuple[int, int]] = {
     "IQ1_M": (256, 56), "BF16": (1, 2), "TQ1_0": (256, 54), "TQ2_0": (256, 66), "MXFP4": (32, 17),
     "NVFP4": (64, 36), "Q1_0": (128, 18),
 }
+
+
+# (elements per block, bytes per block) of each -ctk / -ctv type: the rows of GGML_TYPE_BLOCKS (block_q8_0 = fp16
+# scale + 32 int8, block_q4_0 = fp16 + 16 B, ...); tests/test_pagecalc.py checks them against gguf too.
+GGML_CACHE_BLOCKS: dict[str, tuple[int, int]] = {t: GGML_TYPE_BLOCKS[t.upper()] for t in LLAMACPP_CACHE_TYPES}
 
 
 def ggml_block(ggml_type: str) -> tuple[int, int]:
