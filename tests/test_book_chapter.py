@@ -29,14 +29,14 @@ def test_memory_chart_crosses_the_limit_at_the_solvers_largest_context(model):
     off = {k: v for k, v in flags.items() if k == "enable_prefix_caching"}
     curve = chapter.budget_curve(model, CARDS, max_ctx=ctx, points=6, **off)
     for card in CARDS:
-        b = budget(model, card=card, mem_util=0.9, max_num_seqs=1, max_model_len=ctx, **off)
+        b = budget(model, card=card, mem_util=0.92, max_num_seqs=1, max_model_len=ctx, **off)
         solved = solve_max_model_len(b)
         assert chapter.crossing(curve, card) == solved, (model, card)
         c = curve[curve["card"] == card]
         assert set(c["term"]) == set(charts.BUDGET_TERMS)
         # every term drawn: the stack at each length is the budget's non-KV + one request's KV
         for L, g in c.groupby("context"):
-            bl = budget(model, card=card, mem_util=0.9, max_num_seqs=1, max_model_len=int(L), **off)
+            bl = budget(model, card=card, mem_util=0.92, max_num_seqs=1, max_model_len=int(L), **off)
             assert int(g["bytes"].sum()) == bl.non_kv + bl.kv_per_request
             assert int(g["limit_bytes"].iloc[0]) == bl.requested
         if 0 < solved < ctx:  # the length one past the answer is drawn, over the limit
@@ -45,9 +45,15 @@ def test_memory_chart_crosses_the_limit_at_the_solvers_largest_context(model):
 
 
 def test_qwen36_27b_on_a_3090_answers_24304_tokens_as_the_issue_read_it():
-    # issue 24 read this figure off the chapter's pasted vLLM error; the glance now gives it first
+    # issue 24 read 24,304 tokens off the chapter's pasted vLLM error at gpu_memory_utilization 0.9; the glance
+    # prices vLLM's own default, 0.92 from 0.20 (vllm/config/cache.py): 0.02 x 23.69 GiB = 0.47 GiB more KV
+    from kvmath.engines.vllm.budget import budget, solve_max_model_len
+
+    ctx, _ = frames.chapter_context(kvmath.load_architecture("qwen3.6-27b"))
+    assert solve_max_model_len(budget("qwen3.6-27b", card="rtx3090", mem_util=0.9, max_num_seqs=1,
+                                      max_model_len=ctx)) == 24304
     a = glance.vllm_answer("qwen3.6-27b", "rtx3090")
-    assert a.largest_context == 24304 and a.seqs_at_context == 0
+    assert a.largest_context > 24304 and a.seqs_at_context == 0
 
 
 def test_glance_engines_are_a_registry_and_a_table_takes_a_list_of_them():

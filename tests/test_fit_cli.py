@@ -286,7 +286,7 @@ def test_max_model_len_auto_keeps_the_full_length_when_it_fits(capsys):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--quantization", "fp8"], "--quantization is not modelled"),
+    (["--quantization", "fp8", "--card", "rtx3090"], "on qwen3.6-27b's unquantised checkpoint is online quantisation"),
     (["--cpu-offload-gb", "4"], "--cpu-offload-gb is not modelled"),
     (["--speculative-config", '{"method": "eagle", "num_speculative_tokens": 3}'], "kvmath models the model's own MTP layers"),
     (["--speculative-config", "{nope"], "--speculative-config is not JSON"),
@@ -318,11 +318,12 @@ def test_enforce_eager_drops_the_cuda_graph_term(capsys):
 
 
 def test_a_pasted_line_takes_vllms_defaults_not_the_anchors(capsys):
-    # vLLM's defaults: kv_cache_dtype auto, gpu_memory_utilization 0.9, the card's max_num_seqs, the model's
+    # vLLM's defaults: kv_cache_dtype auto, gpu_memory_utilization 0.92 (vllm/config/cache.py, 0.20.0-0.33.0), the
+    # card's max_num_seqs, the model's
     # derived max_model_len, and the HF repository's own checkpoint (bf16 Qwen 3.6 27B: 54.7 GB, which does
     # not fit two RTX 3090s); the anchor's --model id keeps its own defaults (int4, fp8_e5m2, 0.95, 1 sequence)
     code, d, _ = _json(capsys, "vllm", "serve", "Qwen/Qwen3.6-27B", "--tensor-parallel-size", "2", "--card", "rtx3090")
-    assert (d["kv_format"], d["mem_util"], d["max_model_len"], d["max_num_seqs"]) == ("bf16", 0.9, 262144, 256)  # auto = bf16
+    assert (d["kv_format"], d["mem_util"], d["max_model_len"], d["max_num_seqs"]) == ("bf16", 0.92, 262144, 256)  # auto = bf16
     assert code == 1 and d["outcome"] == "oom"
     code, e, _ = _json(capsys, "--model", "qwen3.6-27b", "--tp", "2")
     assert (e["kv_format"], e["mem_util"], e["max_num_seqs"]) == ("fp8_e5m2", 0.95, 1) and e["outcome"] == "boots"

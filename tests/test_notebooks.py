@@ -74,7 +74,7 @@ def test_model_chapter_glue_equals_kvmath(model):
     if model not in MODELS:  # no checkpoint sizes: vLLM's budget prices the config's tensors; no source document
         from kvmath.engines.vllm.budget import budget as vllm_budget
 
-        b = vllm_budget(model, card="h200", mem_util=0.9, max_num_seqs=1, max_model_len=min(g["ctx_tokens"], 4096))
+        b = vllm_budget(model, card="h200", mem_util=0.92, max_num_seqs=1, max_model_len=min(g["ctx_tokens"], 4096))
         assert g["weights_gb"] == pytest.approx(b.weights / 1e9) and b.weights > 0
         assert g["doc_bytes_per_token"] == 0
         return
@@ -156,7 +156,7 @@ def test_largest_checkpoint_that_boots_is_the_boundary():
 
     frame, _ = report.default_budget_frame("llama-3.1-8b", max_model_len=131072, cards=("rtx5090",), tps=(1,))
     w = float(frame["largest checkpoint that boots (GB)"].iloc[0])
-    kw = dict(card="rtx5090", tp=1, kv_format="auto", max_model_len=131072, max_num_seqs=1, mem_util=0.9)
+    kw = dict(card="rtx5090", tp=1, kv_format="auto", max_model_len=131072, max_num_seqs=1, mem_util=0.92)
     assert budget("llama-3.1-8b", weights_gb_total=w, **kw).outcome == "boots"
     assert budget("llama-3.1-8b", weights_gb_total=w + 0.01, **kw).outcome != "boots"
 

@@ -78,3 +78,59 @@ def test_dtype_16_bit_on_a_bf16_checkpoint(dtype, capsys):
 def test_dtype_refused_in_one_line(dtype, why, capsys):
     code, out, err = fit([*SERVE, "--dtype", dtype], capsys)
     assert code == 2 and why in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+# vllm/config/cache.py at each tag: `gpu_memory_utilization: float = Field(default=0.92, ...)` in 0.20.0-0.33.0
+# (0.9 in 0.19.0), `float | None = Field(default=None, ...)` in 0.34.0 (1.0 with the extensible KV cache)
+def test_a_pasted_line_takes_the_releases_gpu_memory_utilization(capsys):
+    code, out, err = fit([*SERVE, "--json"], capsys)
+    assert code == 0, err
+    rec = json.loads(out)
+    assert rec["mem_util"] == 0.92 and rec["requested_bytes"] == -(-rec["total_bytes"] * 92 // 100)
+    code, out, err = fit([*SERVE, "--vllm-version", "0.27.0"], capsys)
+    assert "gpu_memory_utilization=0.92" in out and "vLLM's default when the line leaves it out" in out
+    code, out, err = fit([*SERVE, "--gpu-memory-utilization", "0.9"], capsys)
+    assert "gpu_memory_utilization=0.9," in out and "vLLM's default when the line" not in out
+    code, out, err = fit([*SERVE, "--vllm-version", "0.34.0"], capsys)
+    assert code == 2 and "--gpu-memory-utilization" in err and len(err.strip().splitlines()) == 1
+
+
+def test_gpt_oss_120b_on_one_h100_does_not_boot_at_its_defaults(capsys):
+    # vllm-project/vllm#23278 (0.10.1, Marlin: "Model loading took 65.9651 GiB", available KV -2.14 GiB) and
+    # #33155 (0.14.1, "Using Triton backend", "Model loading took 64.38 GiB", out of memory): the HF checkpoint at
+    # vLLM's defaults does not start on one H100. The config's tensors alone are 60.78 GiB: the kernel's layout
+    # makes the difference (kvmath.engines.vllm.weights.mxfp4_kernel_bytes)
+    code, out, err = fit(["vllm", "serve", "openai/gpt-oss-120b", "--card", "h100"], capsys)
+    assert code == 1 and "Verdict: BOOTS" not in out, out
+    weights = float(next(x for x in out.splitlines() if "- weights" in x).split()[-2])
+    assert weights >= 64.3 and "Triton backend" in out
+    # on an A100 (sm_80) the experts are padded for Marlin: hidden 2880 -> 3072, intermediate 2880 -> 2944
+    code, out, err = fit(["vllm", "serve", "openai/gpt-oss-120b", "--card", "a100"], capsys)
+    assert "Marlin backend: hidden 2880 -> 3072, intermediate per partition 2880 -> 2944" in out
+
+
+def test_expert_parallel_over_data_parallel_ranks_splits_the_experts():
+    # gpt-oss-120b's experts per layer and expert, by hand from its config (hidden 2880, intermediate 2880): MXFP4
+    # values and E8M0 scales 3 x 2880 x 2880 x 17 / 32 = 13,219,200 B, bf16 biases 2 x (5760 + 2880) = 17,280 B.
+    # With --enable-expert-parallel over TP 1 x DP 2 each rank holds 64 of the 128 (fused_moe/layer.py
+    # determine_expert_map), so rank 0 holds 64 x 36 x 13,236,480 B less than with DP 1. A custom card: no kernel
+    # padding applies, so the difference is the checkpoint's alone.
+    from kvmath.engines.vllm.parallel import parallel_budget
+
+    w = [parallel_budget("gpt-oss-120b", card=None, total_gib=79.11, enable_expert_parallel=True, dp=dp).stages[0].weights
+         for dp in (1, 2)]
+    assert w[0] - w[1] == 64 * 36 * 13_236_480
+
+
+def test_quantization_naming_the_checkpoints_own_method(capsys):
+    # openai/gpt-oss-120b's config.json: quantization_config.quant_method "mxfp4". vLLM takes the flag when it names
+    # that method and refuses another one (config/model.py: "Quantization method specified in the model config
+    # ... does not match the quantization method specified in the `quantization` argument")
+    base = ["vllm", "serve", "openai/gpt-oss-120b", "--card", "h100", "--max-model-len", "32768", "--json"]
+    code, plain, _ = fit(base, capsys)
+    code2, same, _ = fit([*base, "--quantization", "mxfp4"], capsys)
+    a, b = json.loads(plain), json.loads(same)
+    assert code == code2 and a["weights_bytes"] == b["weights_bytes"] and a["available_kv_bytes"] == b["available_kv_bytes"]
+    assert any("--quantization mxfp4: the checkpoint's own method" in n for n in b["notes"])
+    code, out, err = fit([*base, "-q", "awq"], capsys)
+    assert code == 2 and "does not match the checkpoint's quant_method 'mxfp4'" in err and "valid here: mxfp4" in err

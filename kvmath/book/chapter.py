@@ -12,12 +12,14 @@ pandas, Altair and IPython are imported inside the functions that use them.
 
 from __future__ import annotations
 
+from ..engines.vllm.settings import SERVE_GPU_MEMORY_UTILIZATION
 from ..units import GiB, MiB
 from . import tables
 from .prose import KIND_WORDS
 
 
-def budget_curve(model, cards, *, max_ctx: int, mem_util: float = 0.9, points: int = 12, **vllm_flags):
+def budget_curve(model, cards, *, max_ctx: int, mem_util: float = SERVE_GPU_MEMORY_UTILIZATION, points: int = 12,
+                 **vllm_flags):
     """vLLM's budget per card against ``max_model_len``, term by term, for the memory-against-context chart.
 
     For each card (TP 1, one sequence, ``gpu_memory_utilization`` ``mem_util``, ``vllm serve``'s batch defaults
@@ -72,7 +74,7 @@ class ModelChapter:
 
     def __init__(self, model, *, title: str = "", formats=(), tps=(1, 2, 4, 8), reference_format: str = "bf16",
                  ctx: int = 0, seqs: int = 1, max_num_batched_tokens: int = 2048, card_gib: float = 24,
-                 budget_cards=None, mem_util: float = 0.9):
+                 budget_cards=None, mem_util: float = SERVE_GPU_MEMORY_UTILIZATION):
         import kvmath
         from . import frames as report
 

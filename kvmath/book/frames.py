@@ -15,6 +15,7 @@ from ..derive import Derivation, derive
 from ..engines import get_engine, valid_tp
 from ..errors import KvMathError
 from ..model.load import load_architecture
+from ..engines.vllm.settings import SERVE_GPU_MEMORY_UTILIZATION
 from ..units import GiB, MiB
 
 BOOK_VLLM_FORMATS = ("bf16", "fp8_e5m2", "int8_per_token_head", "turboquant_k8v4", "turboquant_3bit_nc", "nvfp4")
@@ -371,7 +372,7 @@ def _largest_boot_gb(kw: dict, tp: int) -> float | None:
 
 
 def default_budget_frame(model_id: str, *, max_model_len: int, cards=BUDGET_CARDS, tps=(1, 2, 4, 8),
-                         mem_util: float = 0.9, **vllm_flags):
+                         mem_util: float = SERVE_GPU_MEMORY_UTILIZATION, **vllm_flags):
     """The default deployment of a model on a list of cards, one row per card and valid TP.
 
     The deployment: ``--kv-cache-dtype auto``, one sequence of ``max_model_len`` tokens, ``gpu_memory_utilization``

@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from ..engines.vllm.settings import SERVE_GPU_MEMORY_UTILIZATION
 from ..errors import KvMathError
 
 GLANCE_CARDS = ("rtx4060ti-16", "rtx3090", "rtx5090", "a6000", "h100", "h200")
@@ -30,8 +31,8 @@ GLANCE_CARDS = ("rtx4060ti-16", "rtx3090", "rtx5090", "a6000", "h100", "h200")
 GLANCE_CONTEXT = 32768
 """The context per sequence of the "sequences at once" answer (tokens)."""
 
-MEM_UTIL = 0.9
-"""vLLM's default ``gpu_memory_utilization``."""
+MEM_UTIL = SERVE_GPU_MEMORY_UTILIZATION
+"""vLLM's default ``gpu_memory_utilization`` (0.92 in 0.20-0.33: ``kvmath.engines.vllm.settings``)."""
 
 LLAMACPP_MIX = "Q4_K_M"
 """The GGUF mix llama.cpp's weights are built in from config.json (llama-quantize's per-tensor rules)."""
@@ -75,7 +76,7 @@ def card_class(card_id: str) -> str:
 
 @lru_cache(maxsize=None)
 def vllm_answer(model: str, card: str) -> Answer:
-    """vLLM (``kvmath.engines.vllm.budget``): ``budget(model, card=card, mem_util=0.9, max_num_seqs=1)`` solved
+    """vLLM (``kvmath.engines.vllm.budget``): ``budget(model, card=card, mem_util=MEM_UTIL, max_num_seqs=1)`` solved
     with ``solve_max_model_len``; at :data:`GLANCE_CONTEXT`, ``vllm serve``'s batch defaults for the card and
     ``solve_max_num_seqs``. The weights are the model's default checkpoint (``data/deployments.json``) or, where
     none is recorded, its config.json estimate. Raises nothing: a refusal is an answer of 0 with the note."""

@@ -237,28 +237,38 @@ def _checkpoint_config(arch) -> dict | None:
         return None
 
 
-def checkpoint_weights_per_rank(arch, tp: int, *, enable_expert_parallel: bool = False):
+def checkpoint_weights_per_rank(arch, tp: int, *, enable_expert_parallel: bool = False, card: dict | None = None,
+                                vllm_version: str | None = None, dp: int = 1):
     """Weight bytes on rank 0 for a model kvmath has no published size for: from the safetensors headers
     of its model folder when it was loaded from one, else from its config.json and ``quantization_config``
     (``kvmath.model.checkpoint``, for the layouts of its ``ESTIMATED_MODEL_TYPES``; others are refused naming what is needed),
     sharded as vLLM's layers shard them (``kvmath.engines.vllm.weights``). Returns ``(RankWeights, source)``,
-    the source naming where the tensors came from. Raises KvMathError."""
+    the source naming where the tensors came from. ``card`` (a ``cards.json`` entry; None for a custom card) and
+    ``vllm_version`` pick the MXFP4 MoE kernel whose padding gpt-oss's experts are allocated at
+    (``weights.mxfp4_backend``). ``dp``: ``--data-parallel-size``; with ``enable_expert_parallel`` the experts are
+    divided over ``tp * dp`` ranks (``weights.weights_per_rank``). Raises KvMathError."""
     from ...model.checkpoint import list_folder, read_checkpoint
-    from .weights import loaded_bytes_per_rank, weights_from_config
+    from .settings import parse_version
+    from .weights import loaded_bytes_per_rank, mxfp4_backend, weights_from_config
+
+    kernel = dict(mxfp4_backend=mxfp4_backend(card.get("compute_capability"), card.get("vendor")) if card else None,
+                  vllm_version=parse_version(vllm_version or DEFAULT_VLLM_VERSION), dp=dp)
 
     cfg = _checkpoint_config(arch)
     if cfg is None:
         raise KvMathError(f"no checkpoint size for {arch.name}: pass weights_gb_total (--weights-gb) or a model folder")
     folder = arch.extras.get("folder")
     if arch.extras.get("checkpoint") is not None:  # a Hub id: the safetensors headers read by kvmath.hub
-        w = loaded_bytes_per_rank(arch.extras["checkpoint"], cfg, tp=tp, enable_expert_parallel=enable_expert_parallel)
+        w = loaded_bytes_per_rank(arch.extras["checkpoint"], cfg, tp=tp, enable_expert_parallel=enable_expert_parallel,
+                                  **kernel)
         source = "safetensors headers"
     elif folder and ((listing := list_folder(folder)).safetensors or listing.has_index):  # listed once, entries checked
-        w = loaded_bytes_per_rank(read_checkpoint(folder), cfg, tp=tp, enable_expert_parallel=enable_expert_parallel)
+        w = loaded_bytes_per_rank(read_checkpoint(folder), cfg, tp=tp, enable_expert_parallel=enable_expert_parallel,
+                                  **kernel)
         source = "safetensors headers"
     else:
         try:
-            w = weights_from_config(cfg, tp=tp, enable_expert_parallel=enable_expert_parallel)
+            w = weights_from_config(cfg, tp=tp, enable_expert_parallel=enable_expert_parallel, **kernel)
         except KvMathError as e:
             if "weights-gb" in str(e):
                 raise
@@ -552,7 +562,8 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
            coefficients: dict | None = None, check_card: bool = True, allow_long_max_model_len: bool = False,
            attention_backend: str | None = None, dflash: bool = False, enforce_eager: bool = False,
            enable_expert_parallel: bool = False, last_stage: bool = True, weights_bytes: int | None = None,
-           estimate_cudagraphs: bool = True, profile_release: str | None = None, **vllm_settings) -> Budget:
+           estimate_cudagraphs: bool = True, profile_release: str | None = None, data_parallel_size: int = 1,
+           **vllm_settings) -> Budget:
     """The per-card budget of ``model`` on vLLM and its verdict.
 
     ``model``: a known model id, a config.json path or dict. ``card``: a card id (``kvmath/data/cards.json``)
@@ -578,11 +589,15 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
     releases before the 0.20.0 kvmath's rules are read from): ``activation.release_rules`` (no CUDA graph
     estimate before 0.20, the sort top-k/top-p sampler before 0.16, Gemma 4 frames one at a time before 0.22);
     the KV rules stay ``vllm_version``'s. None: ``vllm_version``'s profile run.
+    ``data_parallel_size``: with ``enable_expert_parallel`` and weights from the checkpoint's own tensors, the
+    experts on rank 0 are ``E / (tp x data_parallel_size)`` (``weights.weights_per_rank``); a published
+    checkpoint size is split by ``parallel.parallel_budget``'s estimate instead.
 
     Raises KvMathError on bad input.
     """
     # argument checks first, before any arithmetic (kvmath.validate: one line naming field, value, range)
     tp = check_positive(tp, "tp", maximum=MAX_TP)
+    data_parallel_size = check_positive(data_parallel_size, "data_parallel_size", maximum=MAX_TP)
     given_seqs, given_batched = max_num_seqs, max_num_batched_tokens  # None: vllm serve's default for the card
     if max_num_seqs is not None:
         max_num_seqs = check_positive(max_num_seqs, "max_num_seqs", maximum=MAX_TOKENS)
@@ -660,7 +675,9 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
         # no published size, or the HF repository's own checkpoint asked for (--weights-variant hf, or bf16 of
         # an unquantised repository): the checkpoint's own tensors (safetensors headers of a model folder), or
         # the tensors its config.json + quantization_config imply, placed on rank 0 as vLLM shards them
-        derived_weights, variant = checkpoint_weights_per_rank(arch, tp, enable_expert_parallel=enable_expert_parallel)
+        derived_weights, variant = checkpoint_weights_per_rank(
+            arch, tp, enable_expert_parallel=enable_expert_parallel, card=c if card_id != "custom" else None,
+            vllm_version=vllm_settings.get("vllm_version"), dp=data_parallel_size)
         wgb, extra_gb = derived_weights.checkpoint_bytes / GB, 0.0
         files = f"{wgb:.2f} GB of checkpoint files" if wgb >= 0.01 else f"{derived_weights.checkpoint_bytes:,} B of checkpoint files"
         notes_weights = [f"weights: {derived_weights.total / GIB:.2f} GiB per card from the checkpoint's "
@@ -808,7 +825,7 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
                       allow_long_max_model_len=allow_long_max_model_len, attention_backend=attention_backend,
                       dflash=dflash, enforce_eager=enforce_eager, enable_expert_parallel=enable_expert_parallel,
                       last_stage=last_stage, weights_bytes=weights_bytes, estimate_cudagraphs=estimate_cudagraphs,
-                      profile_release=profile_release, **vllm_settings),
+                      profile_release=profile_release, data_parallel_size=data_parallel_size, **vllm_settings),
     )
 
 

@@ -232,9 +232,6 @@ IGNORED_VLLM_FLAGS = {
 }
 # vllm serve flags that change memory in ways kvmath does not model: refused rather than ignored
 REFUSED_VLLM_FLAGS = {
-    "--quantization": "online quantisation changes the weights in memory; give the quantised checkpoint "
-                      "(--config of its folder) or its size (--weights-gb) instead",
-    "-q": "online quantisation changes the weights in memory; give the quantised checkpoint or --weights-gb",
     "--cpu-offload-gb": "weight offload to the CPU is not modelled",
     "--language-model-only": "the vision tower is then neither loaded nor profiled; not modelled",
     "--compilation-config": "kvmath prices vLLM's default capture sizes; --enforce-eager prices none",
@@ -278,6 +275,38 @@ def _dtype_note(dtype, arch) -> str | None:
                           "(valid here: auto)")
     return (f"--dtype {dtype}: vLLM casts the {arch.dtype} checkpoint to {dtype}; both are 2 bytes per element, so "
             "the weights, activations and the auto KV cache take the same memory")
+
+
+# --quantization names vLLM accepts for a checkpoint quantised with another name's method: on CUDA vLLM runs AWQ /
+# GPTQ checkpoints with their Marlin kernels and takes the Marlin names for them (quantization/awq_marlin.py,
+# gptq_marlin.py ``override_quantization_method``); the config spells compressed-tensors with a hyphen
+_QUANT_ALIASES = {"awq_marlin": "awq", "gptq_marlin": "gptq", "compressed_tensors": "compressed-tensors"}
+
+
+def _quantization_note(name: str, arch, kw: dict) -> str:
+    """The note for ``--quantization NAME`` when it names the priced checkpoint's own method
+    (``quantization_config.quant_method``: the weights are the checkpoint's, as without the flag). Raises
+    KvMathError for an unquantised checkpoint (online quantisation, which changes the weights in memory, is not
+    modelled), for another method (vLLM refuses it: config/model.py "Quantization method specified in the model
+    config ... does not match"), and when the priced weights are not the checkpoint's own tensors."""
+    from .budget import _checkpoint_config, _own_checkpoint
+
+    asked = str(name).strip().lower()
+    cfg = _checkpoint_config(arch) or {}
+    tc = cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else cfg
+    qc = cfg.get("quantization_config") or tc.get("quantization_config")
+    own = str(qc.get("quant_method") or "").lower() if isinstance(qc, dict) else ""
+    if not own:
+        raise KvMathError(f"--quantization {_cut(asked)} on {arch.name}'s unquantised checkpoint is online "
+                          "quantisation (the weights change in memory), not modelled; give the quantised checkpoint "
+                          "(its Hub id or folder) or its size (--weights-gb)")
+    if _QUANT_ALIASES.get(asked, asked) != own:
+        raise KvMathError(f"--quantization {_cut(asked)} does not match the checkpoint's quant_method {own!r} (vLLM "
+                          f"refuses the mismatch at start-up); valid here: {own}")
+    if kw.get("weights_gb_total") is None and not _own_checkpoint(arch, kw.get("weights_variant")):
+        raise KvMathError(f"--quantization {asked} names the HF checkpoint's method, but the weights priced are the "
+                          f"{kw.get('weights_variant')} variant's; add --weights-variant hf to price that checkpoint")
+    return f"--quantization {asked}: the checkpoint's own method ({own}); the weights are its tensors, as without the flag"
 
 
 def _opt_level(text):
@@ -372,6 +401,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument(flag, nargs=nargs, action=_Ignored, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     for flag, why in REFUSED_VLLM_FLAGS.items():
         p.add_argument(flag, nargs="?", action=_refuse(flag, why), default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    p.add_argument("--quantization", "-q", dest="quantization", default=None,
+                   help="vLLM --quantization: only the checkpoint's own method (online quantisation is not modelled)")
     p.add_argument("--dtype", type=_dtype, default=None, help="vLLM --dtype: auto, half, float16 or bfloat16 (float32 is not modelled)")
     p.add_argument("-O", dest="opt_level", type=_opt_level, default=None, help="vLLM -O3 (its default) only")
     p.add_argument("--block-size", type=_vllm_int("--block-size", 1024), default=None,
@@ -444,7 +475,7 @@ def _resolve(args, env=None) -> tuple[str, dict, list[str]]:
 
     notes: list[str] = []
     for flag in ("model", "config", "compose", "card", "kv_format", "weights_variant", "vllm_version",
-                 "attention_backend", "layer_partition"):
+                 "attention_backend", "layer_partition", "quantization"):
         v = getattr(args, flag, None)
         if v is not None and not str(v).strip():
             raise KvMathError(f"--{flag.replace('_', '-')} is empty; give a value or leave the flag out")
@@ -483,7 +514,7 @@ def _resolve(args, env=None) -> tuple[str, dict, list[str]]:
         for k, v in pr.get("compose", {}).items():
             notes.append(f"preset {args.compose}: {k} = {v} as the compose file sets it (the anchor priced {pr[k]})")
             vals[k] = v
-    # defaults: vLLM's own for a pasted serve line (kv_cache_dtype auto, gpu_memory_utilization 0.9,
+    # defaults: vLLM's own for a pasted serve line (kv_cache_dtype auto, gpu_memory_utilization 0.92 from 0.20,
     # max_num_seqs the card's serve default, the model's derived max_model_len; vllm/engine/arg_utils.py), the
     # anchor calculator's otherwise (fp8_e5m2, 0.95, one sequence, 180,000 tokens)
     kv = args.kv_format or vals.get("kv_format") or ("auto" if vllm_mode else "fp8_e5m2")
@@ -492,7 +523,13 @@ def _resolve(args, env=None) -> tuple[str, dict, list[str]]:
     if args.gpus is not None and args.gpus < tp:
         raise KvMathError(f"--gpus {args.gpus} is fewer than --tp {tp}")
     seqs = args.max_num_seqs or args.sequences or vals.get("max_num_seqs") or (None if vllm_mode else 1)
-    mem = args.mem_util or vals.get("mem_util") or (0.9 if vllm_mode else 0.95)
+    mem = args.mem_util or vals.get("mem_util")
+    if not mem and vllm_mode:  # the release's own default (0.92 from 0.20), said so
+        from .settings import serve_gpu_memory_utilization
+
+        mem, mem_note = serve_gpu_memory_utilization(args.vllm_version)
+        notes.append(mem_note)
+    mem = mem or 0.95
     kw = dict(kv_format=kv, tp=tp, max_model_len=args.max_ctx or vals.get("max_ctx") or 180000, max_num_seqs=seqs,
               mem_util=mem, max_num_batched_tokens=args.max_num_batched_tokens or vals.get("max_num_batched_tokens")
               or None)  # None: vllm serve's default for the card and version (budget() says which in its notes)
@@ -622,6 +659,8 @@ def _resolve(args, env=None) -> tuple[str, dict, list[str]]:
         B.checkpoint_weights_per_rank(arch, 1)  # refuses early, naming what is missing, if nothing gives the size
     # a model named by its HF repo in a pasted line is that repository's checkpoint, not the anchor's default
     kw["weights_variant"] = args.weights_variant or vals.get("weights") or ("hf" if vllm_mode and as_repo else "default")
+    if getattr(args, "quantization", None) is not None:
+        notes.append(_quantization_note(args.quantization, arch, kw))
     if args.include_draft_kv:
         kw["draft_kv_gb"] = args.draft_kv_gb
         if not args.draft_kv_gb:

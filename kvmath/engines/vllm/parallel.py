@@ -152,9 +152,16 @@ def parallel_budget(model, *, tp: int = 1, pp: int = 1, dp: int = 1, enable_expe
     dp = check_positive(dp, "data_parallel_size", maximum=MAX_TP)
     arch = load_architecture(model)
     notes = []
+    from .budget import _own_checkpoint
+
+    # the checkpoint's own tensors split exactly over TP x DP ranks (weights_per_rank); a published size by the
+    # experts' share of the config's shapes
+    exact = kw.get("weights_gb_total") is None and _own_checkpoint(arch, kw.get("weights_variant"))
+    if exact and enable_expert_parallel and dp > 1:
+        kw = dict(kw, data_parallel_size=dp)
     whole = budget(model, tp=tp, enable_expert_parallel=enable_expert_parallel, **kw)
     W = whole.weights
-    if enable_expert_parallel and arch.is_moe and dp > 1 and "hf_config" not in arch.extras:
+    if enable_expert_parallel and arch.is_moe and dp > 1 and not exact:
         share = expert_share(arch)
         W = round(W * (1 - share) + W * share / dp)
         notes.append(f"expert parallelism over TP x DP = {tp * dp} ranks: the experts' share of the weights "

@@ -221,6 +221,28 @@ def batch_defaults(total_bytes: int, device_name: str = "", compute_capability: 
     return 2048, 256, why
 
 
+SERVE_GPU_MEMORY_UTILIZATION = 0.92
+"""``--gpu-memory-utilization`` when a serve line leaves it out: ``CacheConfig.gpu_memory_utilization`` (vllm/config/
+cache.py ``Field(default=0.92)`` in every release 0.20.0-0.33.0, read at each tag; 0.9 in 0.19 and before). 0.34.0
+leaves it unset (None: 1.0 with its extensible KV cache, sized from measured memory), which these rules do not
+model."""
+
+
+def serve_gpu_memory_utilization(version: str | None) -> tuple[float, str]:
+    """(the ``gpu_memory_utilization`` a ``vllm serve`` line without the flag runs at, the note saying so) for
+    ``version`` (None: ``DEFAULT_VLLM_VERSION``). Raises KvMathError from 0.34, whose unset default sizes an
+    extensible KV cache (vllm/config/cache.py 0.34.0 ``resolved_gpu_memory_utilization``) these rules do not read:
+    the message asks for the flag."""
+    v = parse_version(version or DEFAULT_VLLM_VERSION)
+    if v >= (0, 34):
+        raise KvMathError(f"vLLM {v[0]}.{v[1]} leaves --gpu-memory-utilization unset by default (1.0 with its extensible "
+                          "KV cache, sized from measured memory), which kvmath has not read; pass "
+                          "--gpu-memory-utilization (0.92 is what 0.20-0.33 used)")
+    return SERVE_GPU_MEMORY_UTILIZATION, (
+        f"gpu_memory_utilization {SERVE_GPU_MEMORY_UTILIZATION}: vLLM's default when the line leaves it out "
+        f"(CacheConfig, vllm/config/cache.py, 0.20-0.33; vLLM {version or DEFAULT_VLLM_VERSION})")
+
+
 def serve_batch_settings(total_bytes: int, device_name: str, compute_capability: int | None, version: str,
                          max_model_len: int, max_num_batched_tokens: int | None, max_num_seqs: int | None
                          ) -> tuple[int, int, str | None]:

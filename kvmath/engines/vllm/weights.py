@@ -37,9 +37,9 @@ Unquantised floating tensors are loaded in the model dtype (``--dtype``; ``auto`
 model is built and loaded) also holds the non-persistent buffers the model creates: the rotary
 embedding's ``cos_sin_cache`` (``rotary_embedding.py``: ``[max_position, rotary_dim]`` cast to the
 model dtype, one per distinct rope, shared by the layers through ``get_rope``'s cache) is counted
-here by :func:`rotary_cache_bytes`. Kernel repacking after loading (Marlin, MXFP4 padding of the
-intermediate size to the kernel's alignment) is not modelled; :func:`loaded_bytes_per_rank` says so
-in its notes.
+here by :func:`rotary_cache_bytes`. MXFP4 experts (gpt-oss) are allocated at the sizes the card's
+MoE kernel pads them to (:func:`mxfp4_kernel_bytes`); other kernels' repacking after loading (Marlin for
+AWQ / GPTQ / FP8) is not modelled, and :func:`loaded_bytes_per_rank` says so in its notes.
 """
 
 from __future__ import annotations
@@ -257,13 +257,109 @@ def rotary_cache_bytes(config: dict, *, dtype: str = "auto") -> int:
     return n * pos * rot * DTYPE_BITS[rt] // 8
 
 
-def loaded_bytes_per_rank(checkpoint: Checkpoint, config: dict, **kw) -> RankWeights:
+# MXFP4 MoE backends (gpt-oss experts) as vLLM 0.20.0-0.27.0 pick them on a GPU with default bf16 activations
+# (fused_moe/oracle/mxfp4.py ``_get_priority_backends_for_gpt_oss`` and each kernel's ``_supports_current_device``:
+# FlashInfer TRT-LLM on the sm_100 family, the vendored Triton kernels on sm_90 (and sm_100, which takes TRT-LLM
+# first), FlashInfer CUTLASS bf16 only on sm_90 after Triton, Marlin from sm_75; ROCm its AITER kernels), and the
+# sizes ``mxfp4_round_up_hidden_size_and_intermediate_size`` pads (hidden, intermediate per partition) to before
+# ``create_weights`` allocates the experts. 0.27.0 pads TRT-LLM's intermediate to 128 instead of 256.
+MXFP4_PADDING = {"marlin": (256, 128), "triton": (1, 64), "flashinfer_trtllm": (256, 256), "rocm": (256, 256)}
+MXFP4_MIN_CC = 75  # experts/marlin_moe.py MarlinExperts._supports_current_device: has_device_capability((7, 5))
+# The Triton kernels' swizzled layout (triton_kernels HopperMXValueLayout / HopperMXScaleLayout) holds more than
+# the padded experts: "Model loading took 64.38 GiB" for gpt-oss-120b on one H100 (vllm-project/vllm#33155,
+# "Using Triton backend"), 3.60 GiB above the 56.80 GiB of MXFP4 expert tensors plus the rest. The ratio is fitted
+# to that one log (not derived from the layout code); gpt-oss-20b's H100 log (13.47 GiB, llm-d config explorer)
+# checks it (tests/test_checkpoint.py).
+MXFP4_TRITON_FITTED_RATIO = 0.0633
+
+
+def mxfp4_backend(compute_capability: int | None, vendor: str | None) -> str | None:
+    """The MXFP4 MoE backend vLLM (0.20.0-0.27.0) runs gpt-oss experts with on a card: ``"marlin"``,
+    ``"triton"``, ``"flashinfer_trtllm"``, ``"rocm"``; None when the card is not known (``compute_capability``
+    None). ``compute_capability`` as ``major * 10 + minor`` (86 = sm_86). Rules: ``MXFP4_PADDING``'s comment.
+    Raises KvMathError for an NVIDIA card below sm_75 (vLLM: "No MXFP4 MoE backend supports the deployment
+    configuration")."""
+    if compute_capability is None:
+        return None
+    if str(vendor or "nvidia").lower() == "amd":
+        return "rocm"
+    if str(vendor or "nvidia").lower() != "nvidia":
+        return None
+    cc = int(compute_capability)
+    if 100 <= cc < 110:
+        return "flashinfer_trtllm"
+    if cc == 90:
+        return "triton"
+    if cc >= MXFP4_MIN_CC:
+        return "marlin"
+    raise KvMathError(f"vLLM has no MXFP4 MoE kernel for sm_{cc} (Marlin needs sm_75 or newer; fused_moe/oracle/"
+                      "mxfp4.py: 'No MXFP4 MoE backend supports the deployment configuration')")
+
+
+def mxfp4_kernel_bytes(config: dict, backend: str, *, tp: int = 1, enable_expert_parallel: bool = False, dp: int = 1,
+                       vllm_version: tuple[int, int] = (0, 24)) -> tuple[int, str]:
+    """Bytes vLLM's MXFP4 expert allocation on rank 0 holds beyond the checkpoint's expert tensors, and a note.
+
+    vLLM allocates each MoE layer's ``w13_weight`` uint8 [E_local, 2 I', H' / 2], ``w13_weight_scale`` uint8
+    [E_local, 2 I', H' / 32], ``w13_bias`` bf16 [E_local, 2 I'], ``w2_weight`` [E_local, H', I' / 2],
+    ``w2_weight_scale`` [E_local, H', I' / 32], ``w2_bias`` bf16 [E_local, H'] (quantization/mxfp4.py
+    ``Mxfp4MoEMethod.create_weights``), where ``I'`` / ``H'`` are the intermediate size per partition
+    (``intermediate_size / tp``; whole with expert parallelism) and ``hidden_size`` rounded up to the backend's
+    alignment (``MXFP4_PADDING``). The result is that allocation minus the same at the unpadded sizes, plus the
+    Triton backend's fitted layout overhead (``MXFP4_TRITON_FITTED_RATIO``). Config keys: ``hidden_size``,
+    ``intermediate_size``, ``num_local_experts``, ``num_hidden_layers``."""
+    tc = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+    H, I = int(tc.get("hidden_size") or 0), int(tc.get("intermediate_size") or 0)
+    E, L = int(tc.get("num_local_experts") or 0), int(tc.get("num_hidden_layers") or 0)
+    if not (H and I and E and L):
+        return 0, ""
+    ep = tp * dp if enable_expert_parallel else 1
+    e_local = -(-E // ep)
+    ip = I if enable_expert_parallel else I // tp
+    h_align, i_align = MXFP4_PADDING[backend]
+    if backend == "flashinfer_trtllm" and vllm_version >= (0, 27):
+        i_align = 128
+    hp, ipp = -(-H // h_align) * h_align, -(-ip // i_align) * i_align
+
+    def per_expert(h, i):  # values (4 bits), E8M0 scales per 32, bf16 biases
+        return 3 * h * i // 2 + 3 * h * i // 32 + 2 * (2 * i) + 2 * h
+
+    pad = L * e_local * (per_expert(hp, ipp) - per_expert(H, ip))
+    fitted = round(MXFP4_TRITON_FITTED_RATIO * L * e_local * per_expert(hp, ipp)) if backend == "triton" else 0
+    words = {"marlin": "Marlin", "triton": "Triton", "flashinfer_trtllm": "FlashInfer TRT-LLM", "rocm": "ROCm"}[backend]
+    note = (f"MXFP4 experts on vLLM's {words} backend: hidden {H} -> {hp}, intermediate per partition {ip} -> {ipp} "
+            f"(+{pad / 2**30:.2f} GiB per rank; fused_moe/oracle/mxfp4.py)" if pad else
+            f"MXFP4 experts on vLLM's {words} backend: no padding at hidden {H}, intermediate per partition {ip}")
+    if fitted:
+        note += (f", plus {fitted / 2**30:.2f} GiB the Triton kernels' swizzled layout holds (fitted to one public H100 "
+                 "log, not derived)")
+    elif backend in ("flashinfer_trtllm", "rocm"):
+        note += "; the kernel's weight shuffle after loading is not derived and no public log checks it"
+    return pad + fitted, note
+
+
+def loaded_bytes_per_rank(checkpoint: Checkpoint, config: dict, *, mxfp4_backend: str | None = None,
+                          vllm_version: tuple[int, int] = (0, 24), **kw) -> RankWeights:
     """What vLLM's "Model loading took X GiB" counts on rank 0: :func:`weights_per_rank` plus the rotary
-    cache buffers. The hook ``kvmath.engines.vllm.budget.budget()`` can call for its weights term."""
+    cache buffers, plus, for an MXFP4 checkpoint (gpt-oss) on a known ``mxfp4_backend``
+    (:func:`mxfp4_backend`), the experts' kernel padding (:func:`mxfp4_kernel_bytes`, in ``experts``). The
+    hook ``kvmath.engines.vllm.budget.budget()`` calls for its weights term. Bytes."""
     w = weights_per_rank(checkpoint, config, **kw)
     buf = rotary_cache_bytes(config, dtype=kw.get("dtype", "auto"))
-    notes = w.notes + ("Marlin / MXFP4 repacking after loading not modelled",) if checkpoint.quant_method else w.notes
-    return RankWeights(w.tp, w.ep, w.sharded, w.replicated, w.vocab, w.experts, buf, w.checkpoint_bytes, notes)
+    notes, experts = w.notes, w.experts
+    if checkpoint.quant_method == "mxfp4":
+        if mxfp4_backend is None:
+            notes += ("the card is not known, so vLLM's MXFP4 kernel and its padding of the experts are not applied "
+                      "(Marlin adds several percent of the expert bytes); pass --card",)
+        else:
+            extra, note = mxfp4_kernel_bytes(config, mxfp4_backend, tp=kw.get("tp", 1), dp=kw.get("dp", 1),
+                                             enable_expert_parallel=kw.get("enable_expert_parallel", False),
+                                             vllm_version=vllm_version)
+            experts += extra
+            notes += (note,) if note else ()
+    elif checkpoint.quant_method:
+        notes += ("Marlin repacking after loading not modelled",)
+    return RankWeights(w.tp, w.ep, w.sharded, w.replicated, w.vocab, experts, buf, w.checkpoint_bytes, notes)
 
 
 def weights_from_config(config: dict, **kw) -> RankWeights:
@@ -278,4 +374,5 @@ def gib(nbytes: int) -> float:
 
 
 __all__ = ["RankWeights", "weights_per_rank", "loaded_bytes_per_rank", "rotary_cache_bytes", "weights_from_config",
+           "mxfp4_backend", "mxfp4_kernel_bytes",
            "VOCAB_PADDING"]
