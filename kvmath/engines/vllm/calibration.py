@@ -40,6 +40,7 @@ from functools import lru_cache
 
 from .budget import (CALIBRATION_ERROR_GIB, COEFFICIENTS, FITTED_CHECKPOINTS, GB, GIB, anchor_prediction, budget,
                      card as get_card, gdn_scratch_bytes)
+from .settings import SERVE_GPU_MEMORY_UTILIZATION
 from ... import facts
 from ...errors import KvMathError
 
@@ -813,6 +814,11 @@ def public_rows() -> list[Row]:
                 break
             if v != "serve-default":
                 cfg[key] = v
+            elif key == "mem_util":  # vllm/config/cache.py: 0.9 to 0.19, 0.92 from 0.20; no release, no default
+                ver = _release(rec.get("vllm_version", ""))
+                if ver is None:
+                    break
+                cfg[key] = SERVE_GPU_MEMORY_UTILIZATION if ver >= (0, 20) else 0.9
             elif key in ("max_num_seqs", "max_num_batched_tokens"):
                 cfg[key] = None  # vllm serve's default for the card (budget: settings.serve_batch_settings)
         else:
