@@ -555,6 +555,200 @@ def _check_format_card(fmt_name: str, cc: int | None, card_label: str, backend: 
     return None
 
 
+def _check_arguments(a: dict) -> dict:
+    """``budget``'s arguments checked before any arithmetic (kvmath.validate: one line naming field, value and
+    range), the counts returned normalised. ``a``: the call's arguments by name. Raises KvMathError."""
+    a = dict(a)
+    a["tp"] = check_positive(a["tp"], "tp", maximum=MAX_TP)
+    a["data_parallel_size"] = check_positive(a["data_parallel_size"], "data_parallel_size", maximum=MAX_TP)
+    for name in ("max_num_seqs", "max_num_batched_tokens"):  # None: vllm serve's default for the card
+        if a[name] is not None:
+            a[name] = check_positive(a[name], name, maximum=MAX_TOKENS)
+    if a["max_model_len"] is not None:  # bounded by MAX_TOKENS later, after the model's own maximum is named
+        a["max_model_len"] = check_positive(a["max_model_len"], "max_model_len", maximum=10**30)
+    check_number(a["mem_util"], "mem_util (gpu_memory_utilization)", 0, 1, open_min=True)
+    a["num_speculative_tokens"] = check_count(a["num_speculative_tokens"], "num_speculative_tokens", maximum=1024)
+    if a["weights_bytes"] is not None:
+        a["weights_bytes"] = check_count(a["weights_bytes"], "weights_bytes", maximum=2**60)
+    check_name(a["kv_format"], "kv_format", maximum=64)
+    check_name(a["weights_variant"], "weights_variant", maximum=64)
+    check_name(a["attention_backend"], "attention_backend", maximum=64, optional=True)
+    for name in ("check_card", "allow_long_max_model_len", "dflash", "enforce_eager", "enable_expert_parallel",
+                 "last_stage", "estimate_cudagraphs"):
+        check_bool(a[name], name)
+    for name in ("drafter_gb", "draft_kv_gb"):
+        check_number(a[name], f"{name} (GB)", 0, MAX_GB)
+    if a["weights_gb_total"] is not None:
+        check_number(a["weights_gb_total"], "weights_gb_total (GB)", 0, MAX_GB, open_min=True)
+    card, coefficients = a["card"], a["coefficients"]
+    if card is not None and not isinstance(card, (str, dict)):
+        raise KvMathError(f"card must be a card id such as rtx3090 (or None with total_gib), got {_short(card)}")
+    if isinstance(card, str):
+        check_name(card, "card", maximum=64)
+    if coefficients is not None and not isinstance(coefficients, dict):
+        raise KvMathError(f"coefficients must be a dict like kvmath.budget.COEFFICIENTS, got {_short(coefficients)}")
+    for k, v in (coefficients or {}).items():
+        if not isinstance(k, str) or (k not in COEFFICIENTS and k not in KNOWN_COEFFICIENTS):
+            raise KvMathError(f"unknown coefficient {_short(k)}; valid: "
+                              f"{choices(sorted(set(COEFFICIENTS) | set(KNOWN_COEFFICIENTS)))}")
+        check_number(v, f"coefficient {k} (GiB)", -2**20, 2**20)
+    if a["attention_backend"] is not None and a["attention_backend"] not in ATTENTION_BACKENDS:
+        raise KvMathError(f"unknown attention backend {a['attention_backend']!r}; valid: {choices(ATTENTION_BACKENDS)}")
+    return a
+
+
+def _card_memory(card, total_gib) -> tuple[dict | None, float, str, int | None]:
+    """(the card's entry or None, its memory in GiB as PyTorch reports it, its id or "custom", its compute
+    capability or None) from a card id or dict, or a custom ``total_gib``. Raises KvMathError."""
+    if card is not None and total_gib is None:
+        c = globals()["card"](card) if isinstance(card, str) else card
+        try:
+            total_gib, card_id, cc = c["total_gib"], c["id"], c["compute_capability"]
+        except KeyError as e:
+            raise KvMathError(f"a card dict needs total_gib, id and compute_capability; it has no {e}") from None
+        check_number(total_gib, f"card {_short(card_id)} total_gib", 0, 2**20, open_min=True)
+        return c, total_gib, card_id, cc
+    if not (_finite(total_gib) and 0 < total_gib <= 2**20):
+        raise KvMathError(f"card memory must be a positive number of GiB (at most 2^20), got {_short(total_gib)}")
+    return None, total_gib, "custom", None
+
+
+def _max_model_len(arch, max_model_len: int | None, allow_long: bool) -> int:
+    """``max_model_len``, or the model's ``max_position_embeddings``, checked against the derived maximum as vLLM
+    checks it (refused above it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1). Tokens. Raises KvMathError."""
+    L = max_model_len or arch.max_position_embeddings
+    if not L:
+        raise KvMathError(f"{arch.name}: config has no max_position_embeddings; pass max_model_len")
+    if isinstance(L, bool) or not isinstance(L, int) or L < 1:
+        raise KvMathError(f"max_model_len must be a positive integer, got {L!r}")
+    derived = arch.derived_max_model_len
+    if derived and L > derived and not allow_long:
+        raise KvMathError(
+            f"max_model_len {L:,} is greater than {arch.name}'s derived maximum {derived:,} (max_position_embeddings, "
+            "rope scaling applied); vLLM refuses it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 "
+            "(Python: allow_long_max_model_len=True)")
+    return check_positive(L, "max_model_len", maximum=MAX_TOKENS)
+
+
+@dataclass(frozen=True)
+class _Weights:
+    """Where ``budget``'s weights term comes from: ``derived`` (the checkpoint's own tensors on rank 0, or None
+    for a published size), the variant, its size ``wgb`` (GB) and fitted ``extra_gb``, and the notes."""
+
+    derived: object
+    variant: str
+    wgb: float
+    extra_gb: float
+    notes: tuple[str, ...]
+
+
+def _weights_source(arch, model, a: dict, coeffs: dict, card_entry: dict | None, vllm_version) -> _Weights:
+    """The checkpoint the weights term prices (``budget``'s docstring: ``weights_variant``, ``weights_gb_total``).
+    Raises KvMathError."""
+    if a["weights_gb_total"] is None and _own_checkpoint(arch, a["weights_variant"]):
+        # no published size, or the HF repository's own checkpoint asked for (--weights-variant hf, or bf16 of
+        # an unquantised repository): the checkpoint's own tensors (safetensors headers of a model folder), or
+        # the tensors its config.json + quantization_config imply, placed on rank 0 as vLLM shards them
+        w, variant = checkpoint_weights_per_rank(arch, a["tp"], enable_expert_parallel=a["enable_expert_parallel"],
+                                                 card=card_entry, vllm_version=vllm_version,
+                                                 dp=a["data_parallel_size"])
+        wgb = w.checkpoint_bytes / GB
+        files = f"{wgb:.2f} GB of checkpoint files" if wgb >= 0.01 else f"{w.checkpoint_bytes:,} B of checkpoint files"
+        notes = (f"weights: {w.total / GIB:.2f} GiB per card from the checkpoint's {variant} ({files}; per card as "
+                 "vLLM loads and shards them)",) + tuple(f"weights: {n}" for n in w.notes)
+        return _Weights(w, variant, wgb, 0.0, notes)
+    if a["weights_gb_total"] is None:
+        variant, wgb = weights_gb(arch.name if arch.name in _deployments() else str(model), a["weights_variant"])
+        extra_gb = coeffs.get(f"weights_extra_gb[{arch.name}/{variant}]", 0.0)
+        if f"{arch.name}/{variant}" in LOGGED_CHECKPOINT_GIB:  # vLLM's own log of the checkpoint's size
+            wgb = LOGGED_CHECKPOINT_GIB[f"{arch.name}/{variant}"] * GIB / GB
+        return _Weights(None, variant, wgb, extra_gb, ())
+    if not _finite(a["weights_gb_total"]) or a["weights_gb_total"] <= 0:
+        raise KvMathError(f"weights GB must be a finite positive number, got {a['weights_gb_total']!r}")
+    return _Weights(None, "custom", a["weights_gb_total"], 0.0, ())
+
+
+def _verdict(p, *, requested: int, total: int, weights: int, available: int, coeffs: dict, mem_util: float,
+             total_gib: float) -> tuple[str, str | None, str | None]:
+    """(outcome, refusal, refusal_kind) of a start-up, in the order vLLM meets them: the configuration checks,
+    the free-memory check of gpu_worker.py, the weights, the KV memory, the plan's own refusals."""
+    if not p.boots and not p.needed_bytes and p.refusal:
+        # vLLM's configuration checks (VllmConfig validation) run before any memory is touched
+        return "refused", p.refusal, "config"
+    if requested + round(coeffs.get("peak_over_requested_gib", 0.0) * GIB) > total:
+        # gpu_worker.py init needs free memory >= requested, and the CUDA context, NCCL and the CUDA graphs
+        # captured after the KV cache live outside it (the fitted peak overhead)
+        return "oom", (
+            f"gpu_memory_utilization {mem_util} asks for {requested / GIB:.2f} GiB of the card's {total / GIB:.2f} GiB, "
+            f"leaving less than the {coeffs['peak_over_requested_gib']:.2f} GiB the CUDA context and CUDA-graph capture "
+            "take outside it (vLLM: free memory below the requested memory, or out of memory capturing CUDA graphs)"), \
+            "startup"
+    if weights >= requested:
+        return "oom", (f"weights alone ({weights / GIB:.2f} GiB/card) exceed the requested "
+                       f"{requested / GIB:.2f} GiB (gpu_memory_utilization {mem_util} of {total_gib} GiB)"), None
+    if available <= 0:
+        return "oom", "No available memory for the cache blocks (vLLM: available KV memory <= 0)", None
+    if not p.boots:
+        # "mamba_blocks": the pool is sized and logged, then the worker refuses max_num_seqs above it
+        return "refused", p.refusal, "mamba_blocks" if p.refusal_stage == "mamba_blocks" else "memory"
+    return "boots", None, None
+
+
+def _budget_notes(arch, a: dict, W: _Weights, coeffs: dict, flags: dict, *, outcome: str, total: int,
+                  requested: int, backend_note: str | None, batch_note: str | None) -> list[str]:
+    """The notes of a budget beyond the plan's and the weights' own: overrides, projections, the KV format on the
+    card, the headroom, fitted terms, the batch defaults."""
+    notes = []
+    given, variant = a["weights_gb_total"], W.variant
+    if given is not None and a["weights_variant"] not in (None, "default") and arch.name in _deployments():
+        try:
+            vkey, vgb = weights_gb(arch.name, a["weights_variant"])
+        except KvMathError:
+            vkey, vgb = a["weights_variant"], None
+        fitted = coeffs.get(f"weights_extra_gb[{arch.name}/{vkey}]", 0.0)
+        if vgb is not None:
+            notes.append(f"weights: the given {given:g} GB replaces the {vkey} checkpoint's {vgb:g} GB"
+                         + (f" and its fitted correction ({fitted:+.2f} GB)" if fitted else "")
+                         + "; give the size vLLM loads")
+    projected = given is None and variant in _deployments().get(arch.name, {}).get("projected_weights", ())
+    if projected:
+        notes.append(f"weights: the {variant} size ({W.wgb:g} GB) is a projection (the anchor's), not a measured "
+                     f"checkpoint; {_CITES['projected_weights']}")
+    if backend_note:
+        notes.append(backend_note)
+    if outcome == "boots" and total - requested < HEADROOM_OUTSIDE_BUDGET_GIB * GIB:
+        notes.append(f"only {(total - requested) / GIB:.2f} GiB of the card is outside gpu_memory_utilization: the "
+                     f"CUDA context, NCCL and CUDA-graph capture live there ({_CITES['headroom_outside_budget']})")
+    if a["dflash"]:
+        notes.append(DFLASH_NOTE + (f" ({a['draft_kv_gb']:g} GB reserved by hand)" if a["draft_kv_gb"] else ""))
+    if given is None and f"{arch.name}/{variant}" in LOGGED_CHECKPOINT_GIB:
+        notes.append(f"weights: the {variant} checkpoint at the size vLLM logs for it, "
+                     f"{LOGGED_CHECKPOINT_GIB[arch.name + '/' + variant]:.2f} GiB (weight_utils.py 'Checkpoint size'; "
+                     "sources in data/calibration/vllm_non_kv.json)")
+    if W.extra_gb:
+        notes.append(f"weights: the {variant} checkpoint's {W.wgb:g} GB plus a fitted {W.extra_gb:+.2f} GB "
+                     "(the boot logs show more loaded than the profile size; kvmath.calibration)")
+    if (flags["gemma4"] and coeffs.get("gemma4_gib")) or (flags["moe"] and coeffs.get("moe_gib")):
+        notes.append("non-KV terms use fitted Gemma 4 / MoE offsets (kvmath.calibration)")
+    return notes + ([batch_note] if batch_note else [])
+
+
+def _coverage_notes(arch, variant: str, given_weights, card_id: str) -> list[str]:
+    """What the calibration of the non-KV terms has not seen: the model, the checkpoint, the card."""
+    if arch.name not in _deployments():
+        return ["model outside the calibration set: the fitted non-KV terms are an extrapolation"]
+    notes, cov = [], _COVERAGE
+    projected = given_weights is None and variant in _deployments()[arch.name].get("projected_weights", ())
+    if (arch.name, variant) not in cov["checkpoints"] and not projected:
+        notes.append(f"the fit has no boot of the {arch.name} {variant} checkpoint: expect errors beyond "
+                     f"+/-{CALIBRATION_ERROR_GIB} GiB (up to {UNCOVERED_ERROR_GIB} GiB seen when a checkpoint "
+                     "is left out of the fit)")
+    if card_id not in cov["cards"]:
+        notes.append(f"the fit has no boot on {'a custom card' if card_id == 'custom' else card_id}: every "
+                     f"fitted boot ran on {', '.join(sorted(cov['cards']))}")
+    return notes
+
+
 def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = None, mem_util: float = 0.92,
            tp: int = 1, kv_format: str = "auto", max_model_len: int | None = None, max_num_seqs: int = 1,
            max_num_batched_tokens: int | None = None, num_speculative_tokens: int = 0, weights_variant: str = "default",
@@ -595,103 +789,17 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
 
     Raises KvMathError on bad input.
     """
-    # argument checks first, before any arithmetic (kvmath.validate: one line naming field, value, range)
-    tp = check_positive(tp, "tp", maximum=MAX_TP)
-    data_parallel_size = check_positive(data_parallel_size, "data_parallel_size", maximum=MAX_TP)
-    given_seqs, given_batched = max_num_seqs, max_num_batched_tokens  # None: vllm serve's default for the card
-    if max_num_seqs is not None:
-        max_num_seqs = check_positive(max_num_seqs, "max_num_seqs", maximum=MAX_TOKENS)
-    if max_num_batched_tokens is not None:
-        max_num_batched_tokens = check_positive(max_num_batched_tokens, "max_num_batched_tokens", maximum=MAX_TOKENS)
-    if max_model_len is not None:  # bounded by MAX_TOKENS below, after the model's own maximum is named
-        max_model_len = check_positive(max_model_len, "max_model_len", maximum=10**30)
-    check_number(mem_util, "mem_util (gpu_memory_utilization)", 0, 1, open_min=True)
-    num_speculative_tokens = check_count(num_speculative_tokens, "num_speculative_tokens", maximum=1024)
-    if weights_bytes is not None:
-        weights_bytes = check_count(weights_bytes, "weights_bytes", maximum=2**60)
-    check_name(kv_format, "kv_format", maximum=64)
-    check_name(weights_variant, "weights_variant", maximum=64)
-    check_name(attention_backend, "attention_backend", maximum=64, optional=True)
-    for name, v in (("check_card", check_card), ("allow_long_max_model_len", allow_long_max_model_len),
-                    ("dflash", dflash), ("enforce_eager", enforce_eager),
-                    ("enable_expert_parallel", enable_expert_parallel), ("last_stage", last_stage),
-                    ("estimate_cudagraphs", estimate_cudagraphs)):
-        check_bool(v, name)
-    for name, v in (("drafter_gb", drafter_gb), ("draft_kv_gb", draft_kv_gb)):
-        check_number(v, f"{name} (GB)", 0, MAX_GB)
-    if weights_gb_total is not None:
-        check_number(weights_gb_total, "weights_gb_total (GB)", 0, MAX_GB, open_min=True)
-    if card is not None and not isinstance(card, (str, dict)):
-        raise KvMathError(f"card must be a card id such as rtx3090 (or None with total_gib), got {_short(card)}")
-    if isinstance(card, str):
-        check_name(card, "card", maximum=64)
-    if coefficients is not None and not isinstance(coefficients, dict):
-        raise KvMathError(f"coefficients must be a dict like kvmath.budget.COEFFICIENTS, got {_short(coefficients)}")
-    for k, v in (coefficients or {}).items():
-        if not isinstance(k, str) or (k not in COEFFICIENTS and k not in KNOWN_COEFFICIENTS):
-            raise KvMathError(f"unknown coefficient {_short(k)}; valid: "
-                              f"{choices(sorted(set(COEFFICIENTS) | set(KNOWN_COEFFICIENTS)))}")
-        check_number(v, f"coefficient {k} (GiB)", -2**20, 2**20)
+    a = _check_arguments({k: v for k, v in locals().items() if k not in ("model", "vllm_settings")})
+    tp, max_num_seqs, max_num_batched_tokens = a["tp"], a["max_num_seqs"], a["max_num_batched_tokens"]
+    num_speculative_tokens = a["num_speculative_tokens"]
     arch = load_architecture(model)
     flags = _model_flags(arch)
     coeffs = dict(COEFFICIENTS, **(coefficients or {}))
-    given_total_gib = total_gib  # recorded as given: a card's own figure is not an override (rebudget keeps its sm)
-    if card is not None and total_gib is None:
-        c = globals()["card"](card) if isinstance(card, str) else card
-        try:
-            total_gib, card_id, cc = c["total_gib"], c["id"], c["compute_capability"]
-        except KeyError as e:
-            raise KvMathError(f"a card dict needs total_gib, id and compute_capability; it has no {e}") from None
-        check_number(total_gib, f"card {_short(card_id)} total_gib", 0, 2**20, open_min=True)
-    else:
-        card_id, cc = "custom", None
-        if not (_finite(total_gib) and 0 < total_gib <= 2**20):
-            raise KvMathError(f"card memory must be a positive number of GiB (at most 2^20), got {_short(total_gib)}")
-    L = max_model_len or arch.max_position_embeddings
-    if not L:
-        raise KvMathError(f"{arch.name}: config has no max_position_embeddings; pass max_model_len")
-    if isinstance(L, bool) or not isinstance(L, int) or L < 1:
-        raise KvMathError(f"max_model_len must be a positive integer, got {L!r}")
-    derived = arch.derived_max_model_len
-    if derived and L > derived and not allow_long_max_model_len:
-        raise KvMathError(
-            f"max_model_len {L:,} is greater than {arch.name}'s derived maximum {derived:,} (max_position_embeddings, "
-            "rope scaling applied); vLLM refuses it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 "
-            "(Python: allow_long_max_model_len=True)")
-    L = check_positive(L, "max_model_len", maximum=MAX_TOKENS)
-    if attention_backend is not None and attention_backend not in ATTENTION_BACKENDS:
-        raise KvMathError(f"unknown attention backend {attention_backend!r}; valid: {choices(ATTENTION_BACKENDS)}")
-    backend_note = None
-    if check_card:
-        backend_note = _check_format_card(kv_format if kv_format != "auto" else "bf16", cc, card_id,
-                                          attention_backend, flags["gemma4"])
-    for name, v in (("drafter_gb", drafter_gb), ("draft_kv_gb", draft_kv_gb)):
-        if not _finite(v) or v < 0:
-            raise KvMathError(f"{name} must be a finite number of GB >= 0, got {v!r}")
-    extra_gb = 0.0
-    derived_weights = None
-    own = _own_checkpoint(arch, weights_variant)
-    if weights_gb_total is None and own:
-        # no published size, or the HF repository's own checkpoint asked for (--weights-variant hf, or bf16 of
-        # an unquantised repository): the checkpoint's own tensors (safetensors headers of a model folder), or
-        # the tensors its config.json + quantization_config imply, placed on rank 0 as vLLM shards them
-        derived_weights, variant = checkpoint_weights_per_rank(
-            arch, tp, enable_expert_parallel=enable_expert_parallel, card=c if card_id != "custom" else None,
-            vllm_version=vllm_settings.get("vllm_version"), dp=data_parallel_size)
-        wgb, extra_gb = derived_weights.checkpoint_bytes / GB, 0.0
-        files = f"{wgb:.2f} GB of checkpoint files" if wgb >= 0.01 else f"{derived_weights.checkpoint_bytes:,} B of checkpoint files"
-        notes_weights = [f"weights: {derived_weights.total / GIB:.2f} GiB per card from the checkpoint's "
-                         f"{variant} ({files}; per card as vLLM loads and shards them)"] + [
-                             f"weights: {n}" for n in derived_weights.notes]
-    elif weights_gb_total is None:
-        variant, wgb = weights_gb(arch.name if arch.name in _deployments() else str(model), weights_variant)
-        extra_gb = coeffs.get(f"weights_extra_gb[{arch.name}/{variant}]", 0.0)
-        if f"{arch.name}/{variant}" in LOGGED_CHECKPOINT_GIB:  # vLLM's own log of the checkpoint's size
-            wgb = LOGGED_CHECKPOINT_GIB[f"{arch.name}/{variant}"] * GIB / GB
-    else:
-        if not _finite(weights_gb_total) or weights_gb_total <= 0:
-            raise KvMathError(f"weights GB must be a finite positive number, got {weights_gb_total!r}")
-        variant, wgb = "custom", weights_gb_total
+    c, total_gib, card_id, cc = _card_memory(card, total_gib)
+    L = _max_model_len(arch, a["max_model_len"], allow_long_max_model_len)
+    backend_note = _check_format_card(kv_format if kv_format != "auto" else "bf16", cc, card_id, attention_backend,
+                                      flags["gemma4"]) if check_card else None
+    W = _weights_source(arch, model, a, coeffs, c if card_id != "custom" else None, vllm_settings.get("vllm_version"))
     # max_num_batched_tokens < max_num_seqs: VllmSettings refuses it with vLLM's SchedulerConfig message
     total = round(total_gib * GIB)
     # unset max_num_batched_tokens / max_num_seqs: vllm serve's defaults for this card and version
@@ -700,11 +808,11 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
         total, (c.get("name", card_id) if card_id != "custom" else ""), cc,
         vllm_settings.get("vllm_version", DEFAULT_VLLM_VERSION), L, max_num_batched_tokens, max_num_seqs)
     requested = math.ceil(total * mem_util)  # vllm/v1/worker/utils.py request_memory
-    weights = derived_weights.total if derived_weights else round((wgb + extra_gb) * GB / tp)
-    if weights_bytes is not None:  # a pipeline stage's own share (kvmath.engines.vllm.parallel)
-        weights = int(weights_bytes)
+    weights = W.derived.total if W.derived else round((W.wgb + W.extra_gb) * GB / tp)
+    if a["weights_bytes"] is not None:  # a pipeline stage's own share (kvmath.engines.vllm.parallel)
+        weights = int(a["weights_bytes"])
     if weights <= 0:
-        raise KvMathError(f"weights come out at {wgb + extra_gb:g} GB with weights_extra_gb {extra_gb:+g}: the "
+        raise KvMathError(f"weights come out at {W.wgb + W.extra_gb:g} GB with weights_extra_gb {W.extra_gb:+g}: the "
                           "correction must leave a positive checkpoint size")
     drafter = round(drafter_gb * GB / tp)
     draft_kv = round(draft_kv_gb * GB)
@@ -724,108 +832,35 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
     available = requested - non_kv
     if dflash:
         vllm_settings.setdefault("drafter_kv_layers", 0)
-    settings = dict(max_model_len=L, kv_cache_dtype=kv_format, tensor_parallel_size=tp, max_num_seqs=max_num_seqs,
-                    max_num_batched_tokens=max_num_batched_tokens, num_speculative_tokens=num_speculative_tokens,
-                    allow_long_max_model_len=allow_long_max_model_len,
-                    **{"enforce_eager": enforce_eager, **vllm_settings})  # the plan skips the decode-graph check
-    p = vplan(arch, max(available, 0), **settings)
-    notes = list(p.notes) + (notes_weights if derived_weights else [])
+    p = vplan(arch, max(available, 0), max_model_len=L, kv_cache_dtype=kv_format, tensor_parallel_size=tp,
+              max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
+              num_speculative_tokens=num_speculative_tokens, allow_long_max_model_len=allow_long_max_model_len,
+              **{"enforce_eager": enforce_eager, **vllm_settings})  # the plan skips the decode-graph check
     # the per-term split of what max_num_seqs requests hold, from this same plan (vllm.VllmEngine)
     from .. import get_engine  # the registry's instance (the package imports cli, and cli this module)
 
     growing_kv, sliding_kv, state_kv = get_engine("vllm").kv_split(p) if p.final_layers else (0, 0, 0)
-    refusal_kind = None
-    if not p.boots and not p.needed_bytes and p.refusal:
-        # vLLM's configuration checks (VllmConfig validation) run before any memory is touched
-        outcome, refusal, refusal_kind = "refused", p.refusal, "config"
-    elif requested + round(coeffs.get("peak_over_requested_gib", 0.0) * GIB) > total:
-        # gpu_worker.py init needs free memory >= requested, and the CUDA context, NCCL and the CUDA graphs
-        # captured after the KV cache live outside it (the fitted peak overhead)
-        outcome, refusal, refusal_kind = "oom", (
-            f"gpu_memory_utilization {mem_util} asks for {requested / GIB:.2f} GiB of the card's {total / GIB:.2f} GiB, "
-            f"leaving less than the {coeffs['peak_over_requested_gib']:.2f} GiB the CUDA context and CUDA-graph capture "
-            "take outside it (vLLM: free memory below the requested memory, or out of memory capturing CUDA graphs)"), \
-            "startup"
-    elif weights >= requested:
-        outcome = "oom"
-        refusal = (f"weights alone ({weights / GIB:.2f} GiB/card) exceed the requested "
-                   f"{requested / GIB:.2f} GiB (gpu_memory_utilization {mem_util} of {total_gib} GiB)")
-    elif available <= 0:
-        outcome, refusal = "oom", "No available memory for the cache blocks (vLLM: available KV memory <= 0)"
-    elif not p.boots:
-        # "mamba_blocks": the pool is sized and logged, then the worker refuses max_num_seqs above it
-        outcome, refusal, refusal_kind = "refused", p.refusal, (
-            "mamba_blocks" if p.refusal_stage == "mamba_blocks" else "memory")
-    else:
-        outcome, refusal = "boots", None
-    pool = p.num_blocks * p.bytes_per_block if p.boots and available > 0 else 0
-    if weights_gb_total is not None and weights_variant not in (None, "default") and arch.name in _deployments():
-        try:
-            vkey, vgb = weights_gb(arch.name, weights_variant)
-        except KvMathError:
-            vkey, vgb = weights_variant, None
-        fitted = coeffs.get(f"weights_extra_gb[{arch.name}/{vkey}]", 0.0)
-        if vgb is not None:
-            notes.append(f"weights: the given {weights_gb_total:g} GB replaces the {vkey} checkpoint's {vgb:g} GB"
-                         + (f" and its fitted correction ({fitted:+.2f} GB)" if fitted else "")
-                         + "; give the size vLLM loads")
-    if weights_gb_total is None and variant in _deployments().get(arch.name, {}).get("projected_weights", ()):
-        notes.append(f"weights: the {variant} size ({wgb:g} GB) is a projection (the anchor's), not a measured "
-                     f"checkpoint; {_CITES['projected_weights']}")
-    if backend_note:
-        notes.append(backend_note)
-    if outcome == "boots" and total - requested < HEADROOM_OUTSIDE_BUDGET_GIB * GIB:
-        notes.append(f"only {(total - requested) / GIB:.2f} GiB of the card is outside gpu_memory_utilization: the "
-                     f"CUDA context, NCCL and CUDA-graph capture live there ({_CITES['headroom_outside_budget']})")
-    if dflash:
-        notes.append(DFLASH_NOTE + (f" ({draft_kv_gb:g} GB reserved by hand)" if draft_kv_gb else ""))
-    if weights_gb_total is None and f"{arch.name}/{variant}" in LOGGED_CHECKPOINT_GIB:
-        notes.append(f"weights: the {variant} checkpoint at the size vLLM logs for it, "
-                     f"{LOGGED_CHECKPOINT_GIB[arch.name + '/' + variant]:.2f} GiB (weight_utils.py 'Checkpoint size'; "
-                     "sources in data/calibration/vllm_non_kv.json)")
-    if extra_gb:
-        notes.append(f"weights: the {variant} checkpoint's {wgb:g} GB plus a fitted {extra_gb:+.2f} GB "
-                     "(the boot logs show more loaded than the profile size; kvmath.calibration)")
-    if (flags["gemma4"] and coeffs.get("gemma4_gib")) or (flags["moe"] and coeffs.get("moe_gib")):
-        notes.append("non-KV terms use fitted Gemma 4 / MoE offsets (kvmath.calibration)")
-    if batch_note:
-        notes.append(batch_note)
-    if arch.name not in _deployments():
-        notes.append("model outside the calibration set: the fitted non-KV terms are an extrapolation")
-    else:
-        cov = _COVERAGE
-        projected = weights_gb_total is None and variant in _deployments()[arch.name].get("projected_weights", ())
-        if (arch.name, variant) not in cov["checkpoints"] and not projected:
-            notes.append(f"the fit has no boot of the {arch.name} {variant} checkpoint: expect errors beyond "
-                         f"+/-{CALIBRATION_ERROR_GIB} GiB (up to {UNCOVERED_ERROR_GIB} GiB seen when a checkpoint "
-                         "is left out of the fit)")
-        if card_id not in cov["cards"]:
-            notes.append(f"the fit has no boot on {'a custom card' if card_id == 'custom' else card_id}: every "
-                         f"fitted boot ran on {', '.join(sorted(cov['cards']))}")
+    outcome, refusal, refusal_kind = _verdict(p, requested=requested, total=total, weights=weights,
+                                              available=available, coeffs=coeffs, mem_util=mem_util,
+                                              total_gib=total_gib)
+    notes = list(p.notes) + list(W.notes) + _budget_notes(
+        arch, a, W, coeffs, flags, outcome=outcome, total=total, requested=requested, backend_note=backend_note,
+        batch_note=batch_note) + _coverage_notes(arch, W.variant, weights_gb_total, card_id)
+    boots = outcome == "boots"
     return Budget(
         model=arch.name, card=card_id, total_bytes=total, mem_util=mem_util, tp=tp, kv_format=p.kv_format,
         max_model_len=L, max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
-        num_speculative_tokens=num_speculative_tokens, weights_variant=variant, requested=requested,
+        num_speculative_tokens=num_speculative_tokens, weights_variant=W.variant, requested=requested,
         weights=weights, drafter_weights=drafter, gdn_scratch=scratch, activation_fitted=act, profile_peak=peak,
-        cudagraph=graphs, overhead=over,
-        model_offset=off, draft_kv=draft_kv, non_kv=non_kv, available_kv=available, outcome=outcome, plan=p,
-        pool_bytes=pool, pool_tokens=p.gpu_kv_cache_tokens if outcome == "boots" else 0,
-        max_concurrency=p.max_concurrency if outcome == "boots" else 0.0,
+        cudagraph=graphs, overhead=over, model_offset=off, draft_kv=draft_kv, non_kv=non_kv, available_kv=available,
+        outcome=outcome, plan=p, pool_bytes=p.num_blocks * p.bytes_per_block if p.boots and available > 0 else 0,
+        pool_tokens=p.gpu_kv_cache_tokens if boots else 0, max_concurrency=p.max_concurrency if boots else 0.0,
         estimated_max_model_len=p.estimated_max_model_len if available > 0 and refusal_kind != "startup" else 0,
-        kv_per_request=p.needed_bytes, growing_kv=growing_kv, sliding_kv=sliding_kv,
-        state_bytes=state_kv,
+        kv_per_request=p.needed_bytes, growing_kv=growing_kv, sliding_kv=sliding_kv, state_bytes=state_kv,
         peak_bytes=requested + round(coeffs.get("peak_over_requested_gib", 0.0) * GIB), refusal=refusal,
-        refusal_kind=refusal_kind,
-        notes=tuple(notes),
-        settings=dict(_model=model, card=card, total_gib=given_total_gib, mem_util=mem_util, tp=tp, kv_format=kv_format,
-                      max_model_len=L, max_num_seqs=given_seqs, max_num_batched_tokens=given_batched,
-                      num_speculative_tokens=num_speculative_tokens, weights_variant=weights_variant,
-                      weights_gb_total=weights_gb_total, drafter_gb=drafter_gb, draft_kv_gb=draft_kv_gb,
-                      coefficients=coefficients, check_card=check_card,
-                      allow_long_max_model_len=allow_long_max_model_len, attention_backend=attention_backend,
-                      dflash=dflash, enforce_eager=enforce_eager, enable_expert_parallel=enable_expert_parallel,
-                      last_stage=last_stage, weights_bytes=weights_bytes, estimate_cudagraphs=estimate_cudagraphs,
-                      profile_release=profile_release, data_parallel_size=data_parallel_size, **vllm_settings),
+        refusal_kind=refusal_kind, notes=tuple(notes),
+        settings={"_model": model, **{k: v for k, v in a.items() if k != "max_model_len"}, "max_model_len": L,
+                  **vllm_settings},
     )
 
 
