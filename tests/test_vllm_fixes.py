@@ -134,3 +134,13 @@ def test_quantization_naming_the_checkpoints_own_method(capsys):
     assert any("--quantization mxfp4: the checkpoint's own method" in n for n in b["notes"])
     code, out, err = fit([*base, "-q", "awq"], capsys)
     assert code == 2 and "does not match the checkpoint's quant_method 'mxfp4'" in err and "valid here: mxfp4" in err
+
+
+@pytest.mark.parametrize("variant", ["bogus", "awq"])
+def test_weights_variant_is_checked_for_a_model_without_published_sizes(variant, capsys):
+    # the case: Llama 3.1 70B has no published checkpoint sizes, so its weights are the HF checkpoint's
+    # own bf16 tensors; 'awq' was priced as those bf16 tensors (131.45 GiB) without a word
+    code, out, err = fit(["--model", "llama-3.1-70b", "--weights-variant", variant], capsys)
+    assert code == 2 and not out and "valid: default, hf, bf16" in err and len(err.strip().splitlines()) == 1
+    code, out, err = fit(["--model", "llama-3.1-70b", "--weights-variant", "bf16", "--tp", "8", "--card", "h100"], capsys)
+    assert code in (0, 1) and "- weights" in out

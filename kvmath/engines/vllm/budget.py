@@ -222,6 +222,21 @@ def _own_checkpoint(arch, weights_variant: str | None) -> bool:
     return v in OWN_CHECKPOINT_VARIANTS or (v == "bf16" and not quantised)
 
 
+def _check_own_variant(arch, weights_variant: str | None) -> None:
+    """Refuse a ``weights_variant`` a model without published sizes cannot price: its weights are the checkpoint's
+    own tensors (``default`` / ``hf``; ``bf16`` when the config has no quantization_config), so another name
+    (``awq``, ``fp8``) would silently price the wrong checkpoint. Raises KvMathError naming the valid ones."""
+    cfg = _checkpoint_config(arch) or {}
+    tc = cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else cfg
+    quantised = isinstance(cfg.get("quantization_config") or tc.get("quantization_config"), dict)
+    valid = ["default", *OWN_CHECKPOINT_VARIANTS] + ([] if quantised else ["bf16"])
+    v = str(weights_variant or "default").lower()
+    if v not in valid:
+        raise KvMathError(f"--weights-variant {_short(weights_variant)}: kvmath has no published checkpoint sizes for "
+                          f"{arch.name}, so it prices the checkpoint's own tensors; valid: {choices(valid)}; for another "
+                          "checkpoint give its Hub id or folder, or its size (--weights-gb)")
+
+
 def _checkpoint_config(arch) -> dict | None:
     """The config the weights are derived from: the parsed config.json kept on the Architecture, else a known
     model's whole reference config (``facts.reference_config``: its published checkpoint, as the model's
@@ -645,6 +660,8 @@ class _Weights:
 def _weights_source(arch, model, a: dict, coeffs: dict, card_entry: dict | None, vllm_version) -> _Weights:
     """The checkpoint the weights term prices (``budget``'s docstring: ``weights_variant``, ``weights_gb_total``).
     Raises KvMathError."""
+    if a["weights_gb_total"] is None and arch.name not in _deployments() and _checkpoint_config(arch) is not None:
+        _check_own_variant(arch, a["weights_variant"])
     if a["weights_gb_total"] is None and _own_checkpoint(arch, a["weights_variant"]):
         # no published size, or the HF repository's own checkpoint asked for (--weights-variant hf, or bf16 of
         # an unquantised repository): the checkpoint's own tensors (safetensors headers of a model folder), or
