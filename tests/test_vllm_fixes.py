@@ -144,3 +144,27 @@ def test_weights_variant_is_checked_for_a_model_without_published_sizes(variant,
     assert code == 2 and not out and "valid: default, hf, bf16" in err and len(err.strip().splitlines()) == 1
     code, out, err = fit(["--model", "llama-3.1-70b", "--weights-variant", "bf16", "--tp", "8", "--card", "h100"], capsys)
     assert code in (0, 1) and "- weights" in out
+
+
+def test_a_model_the_public_corpus_checks_is_not_called_outside_it():
+    # the issue: "model outside the calibration set" was printed for models the calibration report prices
+    import csv
+    from pathlib import Path
+
+    from kvmath.engines.vllm.budget import budget
+
+    with open(Path(__file__).parents[1] / "data" / "measurements" / "vllm-public-boots.csv", newline="") as f:
+        n = sum(1 for r in csv.DictReader(f) if r["model"].lower() in ("meta-llama/llama-3.1-8b-instruct",
+                                                                        "meta-llama/llama-3.1-8b"))
+    note = next(x for x in budget("llama-3.1-8b", card="h100").notes if "outside the fit" in x)
+    assert n > 0 and f"{n} public boot" in note
+    assert any("no public boot of it" in x for x in budget("mistral-7b-v0.1", card="h100").notes)
+
+
+def test_gpus_without_tp_is_the_tp_size(capsys):
+    # the issue: "--gpus 2 stays at TP 1"
+    code, out, err = fit(["--model", "qwen3.6-27b", "--gpus", "2", "--json"], capsys)
+    rec = json.loads(out)
+    assert rec["tp"] == 2 and any("--gpus 2 without --tensor-parallel-size" in n for n in rec["notes"])
+    code, out, err = fit(["--model", "qwen3.6-27b", "--gpus", "4", "--tp", "2", "--json"], capsys)
+    assert json.loads(out)["tp"] == 2

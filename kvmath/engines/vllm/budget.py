@@ -750,10 +750,26 @@ def _budget_notes(arch, a: dict, W: _Weights, coeffs: dict, flags: dict, *, outc
     return notes + ([batch_note] if batch_note else [])
 
 
+@lru_cache(maxsize=1)
+def _public_boot_counts() -> dict:
+    """Model id -> how many rows of the public vLLM boots (data/measurements/vllm-public-boots.csv) name it."""
+    from ...facts import find_model, public_boots
+
+    out: dict = {}
+    for rec in public_boots():
+        entry = find_model(rec.get("model", ""))
+        if entry is not None:
+            out[entry["id"]] = out.get(entry["id"], 0) + 1
+    return out
+
+
 def _coverage_notes(arch, variant: str, given_weights, card_id: str) -> list[str]:
     """What the calibration of the non-KV terms has not seen: the model, the checkpoint, the card."""
     if arch.name not in _deployments():
-        return ["model outside the calibration set: the fitted non-KV terms are an extrapolation"]
+        n = _public_boot_counts().get(arch.name, 0)
+        return ["model outside the fit (club-3090's boots): its fitted non-KV terms are extrapolated"
+                + (f"; {n} public boot{'s' if n > 1 else ''} of it in data/measurements/vllm-public-boots.csv show "
+                   "the error (kvmath-fit --calibration)" if n else "; no public boot of it checks them")]
     notes, cov = [], _COVERAGE
     projected = given_weights is None and variant in _deployments()[arch.name].get("projected_weights", ())
     if (arch.name, variant) not in cov["checkpoints"] and not projected:

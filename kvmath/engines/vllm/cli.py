@@ -386,7 +386,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--enable-expert-parallel", action="store_true",
                    help="place MoE experts whole over TP x DP ranks instead of slicing them over TP")
     p.add_argument("--layer-partition", default=None, help="VLLM_PP_LAYER_PARTITION: layers per stage, e.g. 21,22,21")
-    p.add_argument("--gpus", type=_positive_int("--gpus", MAX_TP), help="GPUs in the box (informational; >= TP)")
+    p.add_argument("--gpus", type=_positive_int("--gpus", MAX_TP),
+                   help="GPUs for the engine: without --tp, priced as --tensor-parallel-size N")
     p.add_argument("--mem-util", "--gpu-memory-utilization", dest="mem_util", type=_mem_util,
                    help="gpu_memory_utilization (default: preset, else 0.95)")
     p.add_argument("--enforce-eager", action="store_true", default=False,
@@ -522,6 +523,12 @@ def _resolve(args, env=None) -> tuple[str, dict, list[str]]:
     tp = args.tp or vals.get("tp") or 1
     if args.gpus is not None and args.gpus < tp:
         raise KvMathError(f"--gpus {args.gpus} is fewer than --tp {tp}")
+    if args.gpus is not None and not args.tp and not vals.get("tp") and args.gpus > 1:
+        tp = args.gpus  # the GPUs a user names are the ones the engine splits over
+        notes.append(f"--gpus {args.gpus} without --tensor-parallel-size: priced at TP {tp}")
+    elif args.gpus is not None and args.gpus > tp:
+        notes.append(f"--gpus {args.gpus} with TP {tp}: one engine uses {tp} of them (more engines: "
+                     "--data-parallel-size)")
     seqs = args.max_num_seqs or args.sequences or vals.get("max_num_seqs") or (None if vllm_mode else 1)
     mem = args.mem_util or vals.get("mem_util")
     if not mem and vllm_mode:  # the release's own default (0.92 from 0.20), said so
