@@ -168,3 +168,14 @@ def test_gpus_without_tp_is_the_tp_size(capsys):
     assert rec["tp"] == 2 and any("--gpus 2 without --tensor-parallel-size" in n for n in rec["notes"])
     code, out, err = fit(["--model", "qwen3.6-27b", "--gpus", "4", "--tp", "2", "--json"], capsys)
     assert json.loads(out)["tp"] == 2
+
+
+def test_the_public_calculators_defaults_are_named_when_taken(capsys):
+    # the issue's "two defaults stories": --model takes the public calculator's defaults, a pasted line vLLM's;
+    # the answer must say which it took (the anchor's: fp8_e5m2, 0.95, one sequence, 180,000 tokens)
+    code, out, err = fit(["--model", "llama-3.1-8b", "--card", "rtx3090", "--json"], capsys)
+    note = next(n for n in json.loads(out)["notes"] if n.startswith("not given"))
+    assert "kv-cache-dtype fp8_e5m2" in note and "gpu_memory_utilization 0.95" in note and "max_num_seqs 1" in note
+    assert "max_model_len 131,072 (180,000 capped" in note  # Llama 3.1's max_position_embeddings
+    code, out, err = fit([*SERVE, "--json"], capsys)
+    assert not any(n.startswith("not given") for n in json.loads(out)["notes"])

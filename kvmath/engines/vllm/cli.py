@@ -584,6 +584,17 @@ def _resolve(args, env=None) -> tuple[str, dict, list[str]]:
         kw["max_model_len"] = top  # vLLM's default: the derived maximum (vllm/config/model.py)
     elif not (args.max_ctx or vals.get("max_ctx")) and arch.max_position_embeddings:
         kw["max_model_len"] = min(180000, arch.max_position_embeddings)  # the anchor's default, within the model
+    if not vllm_mode:  # the anchor calculator's defaults, named (never a silent default)
+        taken = [f"{name} {value}" for name, value, given in (
+            ("model", model, args.config or args.model or args.compose), ("kv-cache-dtype", kv, args.kv_format or
+             vals.get("kv_format")), ("gpu_memory_utilization", mem, args.mem_util or vals.get("mem_util")),
+            ("max_num_seqs", seqs, args.max_num_seqs or args.sequences or vals.get("max_num_seqs")),
+            ("max_model_len", f"{kw['max_model_len']:,}" + (
+                " (180,000 capped at the model's maximum)" if kw["max_model_len"] != 180000 else ""),
+             args.max_ctx or vals.get("max_ctx"))) if not given]
+        if taken:
+            notes.append(f"not given, so the public calculator's defaults: {', '.join(taken)}; a pasted "
+                         "`vllm serve` line takes vLLM's own")
     if args.max_ctx == AUTO_FIT:
         # vllm/config/model.py _get_and_verify_max_len (0.27.0 l.2336-2339): -1 starts from the derived maximum;
         # the KV planner then lowers it to what the memory holds (kv_cache_utils.py _auto_fit_max_model_len)
