@@ -13,6 +13,8 @@ import struct
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import safetensors  # pinned in requirements-test.lock (via transformers)
 from safetensors import TensorSpec, serialize_file  # noqa: E402
@@ -419,3 +421,29 @@ def test_impossible_quantization_settings_are_refused(q, message):
     # a fresh user's cases: bits 0 was priced as 4-bit, a string quantization_config as bf16
     with pytest.raises(KvMathError, match=message):
         estimate_checkpoint(dict(TINY, quantization_config=q))
+
+
+def _skipped_by_the_rule(prefix: str, skip: list[str]) -> bool:
+    """The skip-list rule as written before it was indexed: an entry (``re:`` and a trailing ``*`` dropped)
+    matches a prefix equal to it, ending with ``.entry``, holding ``.entry.`` or starting with it."""
+    for s in skip:
+        s2 = s[3:] if s.startswith("re:") else s
+        if s2.endswith("*"):
+            s2 = s2[:-1]
+        if s2 and (prefix == s2 or prefix.endswith("." + s2) or ("." + s2 + ".") in ("." + prefix + ".")
+                   or prefix.startswith(s2)):
+            return True
+    return False
+
+
+_PART = st.sampled_from(["model", "layers", "0", "1", "10", "mlp", "gate", "experts", "self_attn", "q_proj",
+                         "lm_head", "", "re:", "*", "re:model", "gate*"])
+
+
+@given(prefix=st.lists(_PART, min_size=1, max_size=6).map(".".join),
+       skip=st.lists(st.lists(_PART, min_size=1, max_size=4).map(".".join), max_size=6))
+def test_skip_list_index_matches_the_rule(prefix, skip):
+    from kvmath.model.checkpoint import _Linear
+
+    lin = _Linear({"quant_method": "fp8", "modules_to_not_convert": skip}, "bf16")
+    assert lin.converted(prefix) == (not _skipped_by_the_rule(prefix, skip))

@@ -5,7 +5,10 @@
 1. one prediction from the command line, cold (a fresh interpreter: ``kvmath-fit --compose dual --json``;
    target <= 0.25 s);
 2. the max-context solver on a refused preset;
-3. ``kvmath.engines.vllm.budget.sweep`` over >= 10^6 configurations (contexts x sequences x formats x TP; target <= 1 s).
+3. ``kvmath.engines.vllm.budget.sweep`` over >= 10^6 configurations (contexts x sequences x formats x TP; target <= 1 s);
+4. the largest config the product accepts: a Qwen3-235B-A22B FP8 config.json (94 layers x 128 experts, 282
+   ``modules_to_not_convert`` entries; its weights estimated from config.json), a whole ``kvmath-fit`` answer with
+   the solvers, cold (issue 21 target <= 1 s).
 """
 
 from __future__ import annotations
@@ -79,6 +82,34 @@ def sweep(runs: int = 3) -> tuple[float, float, int]:
     return times[0], min(times), out["boots"].size
 
 
+def largest_config(runs: int = 3) -> float:
+    """Seconds of a cold ``kvmath-fit --config <Qwen3-235B-A22B FP8> --card h100 --tp 8``, best of ``runs``."""
+    import json
+    import tempfile
+    from pathlib import Path
+
+    skip = (["lm_head"] + [f"model.layers.{i}.mlp.gate" for i in range(94)]
+            + [f"model.layers.{i}.self_attn.q_norm" for i in range(94)]
+            + [f"model.layers.{i}.self_attn.k_norm" for i in range(93)])
+    cfg = {"architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe", "hidden_size": 4096,
+           "num_hidden_layers": 94, "num_attention_heads": 64, "num_key_value_heads": 4, "head_dim": 128,
+           "intermediate_size": 12288, "moe_intermediate_size": 1536, "num_experts": 128, "num_experts_per_tok": 8,
+           "decoder_sparse_step": 1, "mlp_only_layers": [], "vocab_size": 151936, "max_position_embeddings": 40960,
+           "rope_theta": 1000000.0, "rms_norm_eps": 1e-6, "tie_word_embeddings": False, "torch_dtype": "bfloat16",
+           "quantization_config": {"quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic",
+                                   "weight_block_size": [128, 128], "modules_to_not_convert": skip}}
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "config.json"
+        path.write_text(json.dumps(cfg))
+        cmd = [sys.executable, "-m", "kvmath.fit", "--config", str(path), "--card", "h100", "--tp", "8"]
+        best = float("inf")
+        for _ in range(runs):
+            t = time.perf_counter()
+            subprocess.run(cmd, check=True, capture_output=True)
+            best = min(best, time.perf_counter() - t)
+    return best
+
+
 if __name__ == "__main__":
     base = interpreter_only()
     cli = cold_cli()
@@ -92,3 +123,6 @@ if __name__ == "__main__":
     first, w, n = sweep()
     print(f"vectorised sweep: {n:,} configurations in {w:.3f} s = {n / w:,.0f} per second, best of 3 (the first "
           f"run, planning each format and TP once: {first:.3f} s = {n / first:,.0f} per second; target >= 10^7 / s)")
+    big = largest_config()
+    print(f"largest config (Qwen3-235B-A22B FP8 config.json, 282 skipped modules, TP 8 on H100, solvers included): "
+          f"{big:.2f} s cold (target <= 1 s)")

@@ -51,6 +51,7 @@ is imported inside ``sweep``; the book's pandas tables are in ``kvmath.book.fram
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -262,9 +263,8 @@ def checkpoint_weights_per_rank(arch, tp: int, *, enable_expert_parallel: bool =
     ``vllm_version`` pick the MXFP4 MoE kernel whose padding gpt-oss's experts are allocated at
     (``weights.mxfp4_backend``). ``dp``: ``--data-parallel-size``; with ``enable_expert_parallel`` the experts are
     divided over ``tp * dp`` ranks (``weights.weights_per_rank``). Raises KvMathError."""
-    from ...model.checkpoint import list_folder, read_checkpoint
     from .settings import parse_version
-    from .weights import loaded_bytes_per_rank, mxfp4_backend, weights_from_config
+    from .weights import mxfp4_backend
 
     kernel = dict(mxfp4_backend=mxfp4_backend(card.get("compute_capability"), card.get("vendor")) if card else None,
                   vllm_version=parse_version(vllm_version or DEFAULT_VLLM_VERSION), dp=dp)
@@ -273,6 +273,30 @@ def checkpoint_weights_per_rank(arch, tp: int, *, enable_expert_parallel: bool =
     if cfg is None:
         raise KvMathError(f"no checkpoint size for {arch.name}: pass weights_gb_total (--weights-gb) or a model folder")
     folder = arch.extras.get("folder")
+    # one answer prices the same checkpoint several times (the solvers rebudget): remembered per run by the
+    # config's content, the folder, the Hub checkpoint object and the sharding (180,000 estimated tensors of a
+    # Qwen3-235B config took 0.45 s a pricing)
+    ckpt = arch.extras.get("checkpoint")
+    key = (json.dumps(cfg, sort_keys=True, default=str), str(folder), id(ckpt), tp, enable_expert_parallel,
+           tuple(sorted(kernel.items())))
+    hit = _WEIGHTS_MEMO.get(key)
+    if hit is not None and hit[0] is ckpt:
+        return hit[1]
+    w, source = _checkpoint_weights(arch, cfg, folder, tp, enable_expert_parallel, kernel)
+    if len(_WEIGHTS_MEMO) >= 32:
+        _WEIGHTS_MEMO.pop(next(iter(_WEIGHTS_MEMO)))
+    _WEIGHTS_MEMO[key] = (ckpt, (w, source))
+    return w, source
+
+
+_WEIGHTS_MEMO: dict = {}
+
+
+def _checkpoint_weights(arch, cfg: dict, folder, tp: int, enable_expert_parallel: bool, kernel: dict):
+    """:func:`checkpoint_weights_per_rank`'s work, not remembered."""
+    from ...model.checkpoint import list_folder, read_checkpoint
+    from .weights import loaded_bytes_per_rank, weights_from_config
+
     if arch.extras.get("checkpoint") is not None:  # a Hub id: the safetensors headers read by kvmath.hub
         w = loaded_bytes_per_rank(arch.extras["checkpoint"], cfg, tp=tp, enable_expert_parallel=enable_expert_parallel,
                                   **kernel)
