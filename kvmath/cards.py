@@ -92,7 +92,7 @@ def card(name, *, memory_gib: float | None = None) -> dict:
     hint = f"did you mean {choices(near)}? " if near else ""
     raise KvMathError(f"unknown card {str(name)[:80]!r}; {hint}{len(cards)} cards are known, by id (rtx3090, rtx4090, "
                       "a100, h100, mi300x, rx7900xtx, m3-max-128gb, ...: kvmath/data/cards.json) or by the name "
-                      "nvidia-smi prints; or give the device memory in GiB")
+                      "nvidia-smi prints; or give --device-memory with its unit (24GiB)")
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -90,9 +90,9 @@ def run(argv=None) -> int:
         if opts["card"] is not None or opts["device_memory"] is not None:
             from dataclasses import replace
 
-            from .units import parse_bytes
+            from .units import parse_device_memory
 
-            mem = None if opts["device_memory"] is None else parse_bytes(opts["device_memory"], "--device-memory")
+            mem = None if opts["device_memory"] is None else parse_device_memory(opts["device_memory"])
             launch = replace(launch, card=opts["card"], device_bytes=mem)
         verdict = engine.verdict(launch)
         from .solve import answers

@@ -74,3 +74,19 @@ def parse_bytes(text: str, what: str = "a memory size") -> int:
     if not 0 < n <= 2**60:
         raise KvMathError(f"{what} must be above 0 and at most 1 EiB, got {str(text)[:40]!r}")
     return n
+
+
+def parse_device_memory(text: str) -> int:
+    """``--device-memory``: a card's memory with its unit (``"24GiB"``, ``"25.4GB"``, ``"24576MiB"``) -> bytes.
+    A bare number is refused (is ``24`` GiB or bytes?): the message gives the unit spellings. Raises
+    KvMathError."""
+    import re
+
+    from .errors import KvMathError
+
+    if re.fullmatch(r"\s*[0-9.]{1,30}\s*", str(text)):
+        n = str(text).strip()
+        raise KvMathError(f"--device-memory {n} needs a unit: {n}GiB (GiB as PyTorch reports the card), or {n}GB / "
+                          "MiB / MB")
+    return parse_bytes(text, "--device-memory")
+

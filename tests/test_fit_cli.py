@@ -94,7 +94,7 @@ BAD = [
     (["--vram", "lots"], "--vram must be"),
     (["--card", "voodoo5"], "unknown card"),
     (["--card", "rtx3090", "--vram", "20"], "not both"),
-    (["--gpus", "1", "--tp", "2"], "fewer than --tp"),
+    (["--gpus", "1", "--tp", "2"], "--gpus 1 is fewer than the 2 GPUs of TP 2"),
     (["--drafter-gb", "-1"], "--drafter-gb must be"),
     (["--draft-kv-gb", "nan"], "--draft-kv-gb must be"),
     (["--weights-variant", "gguf"], "--weights-variant gguf is not known"),

@@ -223,7 +223,7 @@ def _own_checkpoint(arch, weights_variant: str | None) -> bool:
     return v in OWN_CHECKPOINT_VARIANTS or (v == "bf16" and not quantised)
 
 
-def _check_own_variant(arch, weights_variant: str | None) -> None:
+def _check_own_variant(arch, weights_variant: str | None, *, sized: bool = False) -> None:
     """Refuse a ``weights_variant`` a model without published sizes cannot price: its weights are the checkpoint's
     own tensors (``default`` / ``hf``; ``bf16`` when the config has no quantization_config), so another name
     (``awq``, ``fp8``) would silently price the wrong checkpoint. Raises KvMathError naming the valid ones."""
@@ -232,6 +232,9 @@ def _check_own_variant(arch, weights_variant: str | None) -> None:
     quantised = isinstance(cfg.get("quantization_config") or tc.get("quantization_config"), dict)
     valid = ["default", *OWN_CHECKPOINT_VARIANTS] + ([] if quantised else ["bf16"])
     v = str(weights_variant or "default").lower()
+    if v not in valid and sized:
+        raise KvMathError(f"--weights-variant {_short(weights_variant)} names no known checkpoint of {arch.name}; with "
+                          f"--weights-gb the given size is the checkpoint: leave the variant out (valid: {choices(valid)})")
     if v not in valid:
         raise KvMathError(f"--weights-variant {_short(weights_variant)}: kvmath has no published checkpoint sizes for "
                           f"{arch.name}, so it prices the checkpoint's own tensors; valid: {choices(valid)}; for another "
@@ -679,13 +682,17 @@ class _Weights:
     wgb: float
     extra_gb: float
     notes: tuple[str, ...]
+    kernel_bytes: int = 0  # per rank, on a checkpoint size given or published: the MXFP4 experts' kernel padding
 
 
 def _weights_source(arch, model, a: dict, coeffs: dict, card_entry: dict | None, vllm_version) -> _Weights:
     """The checkpoint the weights term prices (``budget``'s docstring: ``weights_variant``, ``weights_gb_total``).
     Raises KvMathError."""
-    if a["weights_gb_total"] is None and arch.name not in _deployments() and _checkpoint_config(arch) is not None:
-        _check_own_variant(arch, a["weights_variant"])
+    if arch.name not in _deployments() and _checkpoint_config(arch) is not None:
+        _check_own_variant(arch, a["weights_variant"], sized=a["weights_gb_total"] is not None)
+    elif a["weights_gb_total"] is not None and str(a["weights_variant"] or "default").lower() not in (
+            "default", *OWN_CHECKPOINT_VARIANTS, "bf16") and arch.name in _deployments():
+        weights_gb(arch.name, a["weights_variant"])  # a variant the given size replaces must exist (refused naming them)
     if a["weights_gb_total"] is None and _own_checkpoint(arch, a["weights_variant"]):
         # no published size, or the HF repository's own checkpoint asked for (--weights-variant hf, or bf16 of
         # an unquantised repository): the checkpoint's own tensors (safetensors headers of a model folder), or
@@ -698,15 +705,39 @@ def _weights_source(arch, model, a: dict, coeffs: dict, card_entry: dict | None,
         notes = (f"weights: {w.total / GIB:.2f} GiB per card from the checkpoint's {variant} ({files}; per card as "
                  "vLLM loads and shards them)",) + tuple(f"weights: {n}" for n in w.notes)
         return _Weights(w, variant, wgb, 0.0, notes)
+    kernel, kernel_notes = _mxfp4_kernel_on_a_size(arch, a, card_entry, vllm_version)
     if a["weights_gb_total"] is None:
         variant, wgb = weights_gb(arch.name if arch.name in _deployments() else str(model), a["weights_variant"])
         extra_gb = coeffs.get(f"weights_extra_gb[{arch.name}/{variant}]", 0.0)
         if f"{arch.name}/{variant}" in LOGGED_CHECKPOINT_GIB:  # vLLM's own log of the checkpoint's size
             wgb = LOGGED_CHECKPOINT_GIB[f"{arch.name}/{variant}"] * GIB / GB
-        return _Weights(None, variant, wgb, extra_gb, ())
+        return _Weights(None, variant, wgb, extra_gb, kernel_notes, kernel)
     if not _finite(a["weights_gb_total"]) or a["weights_gb_total"] <= 0:
         raise KvMathError(f"weights GB must be a finite positive number, got {a['weights_gb_total']!r}")
-    return _Weights(None, "custom", a["weights_gb_total"], 0.0, ())
+    return _Weights(None, "custom", a["weights_gb_total"], 0.0, kernel_notes, kernel)
+
+
+def _mxfp4_kernel_on_a_size(arch, a: dict, card_entry: dict | None, vllm_version) -> tuple[int, tuple[str, ...]]:
+    """The MXFP4 experts' kernel padding per rank (bytes) and its note for a checkpoint priced by its size (given,
+    or published) rather than its tensors: the size is the checkpoint's, vLLM's allocation pads it the same way
+    (``weights.mxfp4_kernel_bytes``). (0, ()) for other checkpoints. Raises KvMathError for a card with no
+    MXFP4 kernel."""
+    cfg = _checkpoint_config(arch) or {}
+    tc = cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else cfg
+    qc = cfg.get("quantization_config") or tc.get("quantization_config")
+    if not (isinstance(qc, dict) and str(qc.get("quant_method") or "").lower() == "mxfp4"):
+        return 0, ()
+    from .settings import parse_version
+    from .weights import mxfp4_backend, mxfp4_kernel_bytes
+
+    backend = mxfp4_backend(card_entry.get("compute_capability"), card_entry.get("vendor")) if card_entry else None
+    if backend is None:
+        return 0, ("weights: no MXFP4 kernel known for this card (a custom card, or no vLLM kernel), so the experts' "
+                   "kernel padding is not added to the checkpoint size",)
+    extra, note = mxfp4_kernel_bytes(cfg, backend, tp=a["tp"], enable_expert_parallel=a["enable_expert_parallel"],
+                                     dp=a["data_parallel_size"], vllm_version=parse_version(vllm_version
+                                                                                          or DEFAULT_VLLM_VERSION))
+    return extra, (f"weights: {note}",) if note else ()
 
 
 def _verdict(p, *, requested: int, total: int, weights: int, available: int, coeffs: dict, mem_util: float,
@@ -776,11 +807,14 @@ def _budget_notes(arch, a: dict, W: _Weights, coeffs: dict, flags: dict, *, outc
 
 @lru_cache(maxsize=1)
 def _public_boot_counts() -> dict:
-    """Model id -> how many rows of the public vLLM boots (data/measurements/vllm-public-boots.csv) name it."""
+    """Model id -> how many public vLLM boot logs of it (data/measurements/vllm-public-boots.csv) have an
+    "Available KV cache memory" figure, from the V1 engine (the rows ``calibration.public_rows`` can price)."""
     from ...facts import find_model, public_boots
 
     out: dict = {}
     for rec in public_boots():
+        if not rec.get("available_kv_gib") or "V0" in rec.get("vllm_version", ""):
+            continue
         entry = find_model(rec.get("model", ""))
         if entry is not None:
             out[entry["id"]] = out.get(entry["id"], 0) + 1
@@ -792,12 +826,15 @@ def _coverage_notes(arch, variant: str, given_weights, card_id: str) -> list[str
     if arch.name not in _deployments():
         n = _public_boot_counts().get(arch.name, 0)
         return ["model outside the fit (club-3090's boots): its fitted non-KV terms are extrapolated"
-                + (f"; {n} public boot{'s' if n > 1 else ''} of it in data/measurements/vllm-public-boots.csv show "
-                   "the error (kvmath-fit --calibration)" if n else "; no public boot of it checks them")]
+                + (f"; {n} public boot log{'s' if n > 1 else ''} of it with vLLM's 'Available KV cache memory' line "
+                   "(data/measurements/vllm-public-boots.csv) check them where kvmath-fit --calibration can price "
+                   "the settings" if n else "; no public boot log of it checks them")]
     notes, cov = [], _COVERAGE
     projected = given_weights is None and variant in _deployments()[arch.name].get("projected_weights", ())
     if (arch.name, variant) not in cov["checkpoints"] and not projected:
-        notes.append(f"the fit has no boot of the {arch.name} {variant} checkpoint: expect errors beyond "
+        which = (f"{arch.name}'s own checkpoint (priced from its {variant})"
+                 if variant in ("config.json estimate", "safetensors headers") else f"the {arch.name} {variant} checkpoint")
+        notes.append(f"the fit has no boot of {which}: expect errors beyond "
                      f"+/-{CALIBRATION_ERROR_GIB} GiB (up to {UNCOVERED_ERROR_GIB} GiB seen when a checkpoint "
                      "is left out of the fit)")
     if card_id not in cov["cards"]:
@@ -865,7 +902,7 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
         total, (c.get("name", card_id) if card_id != "custom" else ""), cc,
         vllm_settings.get("vllm_version", DEFAULT_VLLM_VERSION), L, max_num_batched_tokens, max_num_seqs)
     requested = math.ceil(total * mem_util)  # vllm/v1/worker/utils.py request_memory
-    weights = W.derived.total if W.derived else round((W.wgb + W.extra_gb) * GB / tp)
+    weights = W.derived.total if W.derived else round((W.wgb + W.extra_gb) * GB / tp) + W.kernel_bytes
     if a["weights_bytes"] is not None:  # a pipeline stage's own share (kvmath.engines.vllm.parallel)
         weights = int(a["weights_bytes"])
     if weights <= 0:

@@ -147,10 +147,10 @@ def _vram(text):
 
 def _device_memory(text):
     """--device-memory: a size with its unit (kvmath.units.parse_bytes: '24GiB', '24576MiB', '25.4GB') -> GiB."""
-    from ...units import parse_bytes
+    from ...units import parse_device_memory
 
     try:
-        n = parse_bytes(text, "--device-memory")
+        n = parse_device_memory(text)
     except KvMathError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
     if n > VRAM_MAX_GIB * GIB:
@@ -283,29 +283,45 @@ def _dtype_note(dtype, arch) -> str | None:
 _QUANT_ALIASES = {"awq_marlin": "awq", "gptq_marlin": "gptq", "compressed_tensors": "compressed-tensors"}
 
 
+# the --quantization names of the checkpoints deployments.json prices by variant (vLLM's quantization registry:
+# auto_round.py "auto-round", awq.py "awq", gptq.py "gptq", fp8.py "fp8", modelopt.py "modelopt" / "modelopt_fp4")
+_VARIANT_METHODS = {"awq": ("awq", "awq_marlin"), "gptq": ("gptq", "gptq_marlin"), "fp8": ("fp8",),
+                    "nvfp4": ("modelopt", "modelopt_fp4"), "autoround_int4": ("auto-round",)}
+
+
 def _quantization_note(name: str, arch, kw: dict) -> str:
-    """The note for ``--quantization NAME`` when it names the priced checkpoint's own method
-    (``quantization_config.quant_method``: the weights are the checkpoint's, as without the flag). Raises
-    KvMathError for an unquantised checkpoint (online quantisation, which changes the weights in memory, is not
-    modelled), for another method (vLLM refuses it: config/model.py "Quantization method specified in the model
-    config ... does not match"), and when the priced weights are not the checkpoint's own tensors."""
+    """The note for ``--quantization NAME`` (vLLM's names, case as vLLM spells them) when it names the priced
+    checkpoint's own method: the config's ``quantization_config.quant_method`` for the checkpoint's own tensors,
+    the variant's method for a published variant (``_VARIANT_METHODS``); with ``--weights-gb`` the given size is
+    what vLLM loads. Raises KvMathError otherwise: online quantisation of an unquantised checkpoint changes the
+    weights in memory (not modelled), and vLLM refuses a method that is not the checkpoint's (config/model.py
+    "Quantization method specified in the model config ... does not match")."""
     from .budget import _checkpoint_config, _own_checkpoint
 
-    asked = str(name).strip().lower()
+    asked = str(name)
+    if kw.get("weights_gb_total") is not None:
+        return (f"--quantization {asked[:40]}: the weights are the given {kw['weights_gb_total']:g} GB (give the size "
+                "vLLM loads after quantising)")
+    if not _own_checkpoint(arch, kw.get("weights_variant")):
+        from .budget import weights_gb
+
+        variant, _ = weights_gb(arch.name, kw.get("weights_variant") or "default")
+        methods = _VARIANT_METHODS.get(variant, ())
+        if asked not in methods:
+            raise KvMathError(f"--quantization {_cut(asked)} is not the priced {variant} checkpoint's method; valid "
+                              f"here: {', '.join(methods) or 'none (leave the flag out)'}")
+        return f"--quantization {asked}: the priced {variant} checkpoint's own method"
     cfg = _checkpoint_config(arch) or {}
     tc = cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else cfg
     qc = cfg.get("quantization_config") or tc.get("quantization_config")
-    own = str(qc.get("quant_method") or "").lower() if isinstance(qc, dict) else ""
+    own = str(qc.get("quant_method") or "") if isinstance(qc, dict) else ""
     if not own:
         raise KvMathError(f"--quantization {_cut(asked)} on {arch.name}'s unquantised checkpoint is online "
                           "quantisation (the weights change in memory), not modelled; give the quantised checkpoint "
-                          "(its Hub id or folder) or its size (--weights-gb)")
+                          "(its Hub id or folder) or the size vLLM loads (--weights-gb)")
     if _QUANT_ALIASES.get(asked, asked) != own:
         raise KvMathError(f"--quantization {_cut(asked)} does not match the checkpoint's quant_method {own!r} (vLLM "
                           f"refuses the mismatch at start-up); valid here: {own}")
-    if kw.get("weights_gb_total") is None and not _own_checkpoint(arch, kw.get("weights_variant")):
-        raise KvMathError(f"--quantization {asked} names the HF checkpoint's method, but the weights priced are the "
-                          f"{kw.get('weights_variant')} variant's; add --weights-variant hf to price that checkpoint")
     return f"--quantization {asked}: the checkpoint's own method ({own}); the weights are its tensors, as without the flag"
 
 
@@ -521,14 +537,21 @@ def _resolve(args, env=None) -> tuple[str, dict, list[str]]:
     kv = args.kv_format or vals.get("kv_format") or ("auto" if vllm_mode else "fp8_e5m2")
     kv = KV_ALIASES.get(kv, kv)
     tp = args.tp or vals.get("tp") or 1
-    if args.gpus is not None and args.gpus < tp:
-        raise KvMathError(f"--gpus {args.gpus} is fewer than --tp {tp}")
-    if args.gpus is not None and not args.tp and not vals.get("tp") and args.gpus > 1:
-        tp = args.gpus  # the GPUs a user names are the ones the engine splits over
-        notes.append(f"--gpus {args.gpus} without --tensor-parallel-size: priced at TP {tp}")
-    elif args.gpus is not None and args.gpus > tp:
-        notes.append(f"--gpus {args.gpus} with TP {tp}: one engine uses {tp} of them (more engines: "
-                     "--data-parallel-size)")
+    if args.gpus is not None:  # the GPUs a user names are the ones the deployment splits over
+        others = (getattr(args, "pp", None) or 1) * (getattr(args, "dp", None) or 1)
+        if not args.tp and not vals.get("tp"):
+            if args.gpus < others:
+                raise KvMathError(f"--gpus {args.gpus} is fewer than the {others} GPUs of pipeline x data parallel")
+            if args.gpus % others:
+                raise KvMathError(f"--gpus {args.gpus} is not a multiple of pipeline x data parallel = {others}")
+            tp = args.gpus // others
+            if tp > 1:
+                notes.append(f"--gpus {args.gpus} without --tensor-parallel-size: priced at TP {tp}")
+        used = tp * others
+        if args.gpus < used:
+            raise KvMathError(f"--gpus {args.gpus} is fewer than the {used} GPUs of TP {tp} x PP x DP")
+        if args.gpus > used:
+            notes.append(f"--gpus {args.gpus}: the deployment uses {used} of them (TP {tp} x PP x DP)")
     seqs = args.max_num_seqs or args.sequences or vals.get("max_num_seqs") or (None if vllm_mode else 1)
     mem = args.mem_util or vals.get("mem_util")
     if not mem and vllm_mode:  # the release's own default (0.92 from 0.20), said so
@@ -556,8 +579,8 @@ def _resolve(args, env=None) -> tuple[str, dict, list[str]]:
         found = detect()
         if found is None:
             raise KvMathError("which card? a vllm serve line needs --card (e.g. --card rtx3090, --card 'NVIDIA H100 "
-                              "80GB HBM3') or --device-memory <GiB as PyTorch reports it>; no nvidia-smi, rocm-smi or "
-                              "system_profiler answered on this machine")
+                              "80GB HBM3') or --device-memory (e.g. 24GiB, as PyTorch reports the card); no nvidia-smi, "
+                              "rocm-smi or system_profiler answered on this machine")
         kw["card"] = found[0]["id"]
         notes.append(f"card: {found[0]['id']} ({found[0]['name']}, {found[0]['total_gib']} GiB as the runtime reports "
                      f"it), this machine's GPU as {found[1]}; pass --card for another")
@@ -675,8 +698,8 @@ def _resolve(args, env=None) -> tuple[str, dict, list[str]]:
         kw["weights_gb_total"] = args.weights_gb
     elif args.config and arch.name not in B.deployments():
         B.checkpoint_weights_per_rank(arch, 1)  # refuses early, naming what is missing, if nothing gives the size
-    # a model named by its HF repo in a pasted line is that repository's checkpoint, not the anchor's default
-    kw["weights_variant"] = args.weights_variant or vals.get("weights") or ("hf" if vllm_mode and as_repo else "default")
+    # a model named by its HF repo (pasted or --model) is that repository's checkpoint, as vLLM loads it
+    kw["weights_variant"] = args.weights_variant or vals.get("weights") or ("hf" if as_repo else "default")
     if getattr(args, "quantization", None) is not None:
         notes.append(_quantization_note(args.quantization, arch, kw))
     if args.include_draft_kv:
@@ -1020,7 +1043,9 @@ def _print_parallel(model, kw, notes, args) -> int:
                   + (f" ({b.refusal})" if b.refusal else ""))
         print(f"Pool: {pb.num_blocks:,} blocks on every worker (the smallest stage's), {pb.pool_tokens:,} tokens per "
               f"engine, {pb.total_pool_tokens:,} over {pb.dp} engine(s)")
-        for n in list(notes) + list(pb.notes):
+        # the stages' own notes (weights, kernel, calibration coverage), each once, after the deployment's
+        stage_notes = [n for b in pb.stages for n in b.notes]
+        for n in dict.fromkeys(list(notes) + list(pb.notes) + stage_notes):
             print(f"Note: {n}")
     return 0 if pb.outcome == "boots" else 1
 

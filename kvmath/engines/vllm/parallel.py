@@ -49,6 +49,9 @@ def pp_partitions(num_hidden_layers: int, pp_size: int, layer_partition: str | N
             raise KvMathError(f"Invalid partition string: {layer_partition}") from None
         if len(parts) != P:
             raise KvMathError(f"len(partitions)={len(parts)} does not match pp_size={P}.")
+        if min(parts) < 1:
+            raise KvMathError(f"layer partition {layer_partition[:60]}: every pipeline stage needs at least one "
+                              "decoder layer (a stage without layers is not priced)")
         if sum(parts) != L:
             raise KvMathError(f"sum(partitions)={sum(parts)} does not match num_hidden_layers={L}.")
         return parts

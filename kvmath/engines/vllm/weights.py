@@ -275,15 +275,14 @@ MXFP4_TRITON_FITTED_RATIO = 0.0633
 
 def mxfp4_backend(compute_capability: int | None, vendor: str | None) -> str | None:
     """The MXFP4 MoE backend vLLM (0.20.0-0.27.0) runs gpt-oss experts with on a card: ``"marlin"``,
-    ``"triton"``, ``"flashinfer_trtllm"``, ``"rocm"``; None when the card is not known (``compute_capability``
-    None). ``compute_capability`` as ``major * 10 + minor`` (86 = sm_86). Rules: ``MXFP4_PADDING``'s comment.
+    ``"triton"``, ``"flashinfer_trtllm"``, ``"rocm"`` (any AMD card, ``vendor`` "amd"); None for a card whose
+    kernel is not known (a custom card: ``compute_capability`` None; an Apple GPU, which vLLM does not run). ``compute_capability`` as ``major * 10 + minor`` (86 = sm_86). Rules: ``MXFP4_PADDING``'s comment.
     Raises KvMathError for an NVIDIA card below sm_75 (vLLM: "No MXFP4 MoE backend supports the deployment
     configuration")."""
-    if compute_capability is None:
-        return None
-    if str(vendor or "nvidia").lower() == "amd":
+    v = str(vendor or "nvidia").lower()
+    if v == "amd":
         return "rocm"
-    if str(vendor or "nvidia").lower() != "nvidia":
+    if v != "nvidia" or compute_capability is None:
         return None
     cc = int(compute_capability)
     if 100 <= cc < 110:
@@ -349,8 +348,8 @@ def loaded_bytes_per_rank(checkpoint: Checkpoint, config: dict, *, mxfp4_backend
     notes, experts = w.notes, w.experts
     if checkpoint.quant_method == "mxfp4":
         if mxfp4_backend is None:
-            notes += ("the card is not known, so vLLM's MXFP4 kernel and its padding of the experts are not applied "
-                      "(Marlin adds several percent of the expert bytes); pass --card",)
+            notes += ("no MXFP4 kernel known for this card (a custom card, or no vLLM kernel), so the experts' kernel "
+                      "padding is not applied (Marlin adds several percent of the expert bytes); pass --card",)
         else:
             extra, note = mxfp4_kernel_bytes(config, mxfp4_backend, tp=kw.get("tp", 1), dp=kw.get("dp", 1),
                                              enable_expert_parallel=kw.get("enable_expert_parallel", False),
