@@ -405,7 +405,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--gpus", type=_positive_int("--gpus", MAX_TP),
                    help="GPUs for the engine: without --tp, priced as --tensor-parallel-size N")
     p.add_argument("--mem-util", "--gpu-memory-utilization", dest="mem_util", type=_mem_util,
-                   help="gpu_memory_utilization (default: preset, else 0.95)")
+                   help="gpu_memory_utilization (default: a pasted line vLLM's, 0.92 from 0.20; --model the "
+                        "preset's, else 0.95)")
     p.add_argument("--enforce-eager", action="store_true", default=False,
                    help="vLLM --enforce-eager: no CUDA graphs (no capture memory, no Mamba decode-block check)")
     p.add_argument("--enable-prefix-caching", dest="enable_prefix_caching", action="store_true", default=None,
@@ -484,13 +485,8 @@ def _given_besides(parser, args, allowed: tuple) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def _resolve(args, env=None) -> tuple[str, dict, list[str]]:
-    """(model id or config path, budget keyword arguments, notes); ``env``: the environment the command
-    read (``VLLM_ALLOW_LONG_MAX_MODEL_LEN``), passed in. Raises KvMathError."""
-    from . import budget as B
-    from ...facts import known_models
-
-    notes: list[str] = []
+def _check_flags(args) -> None:
+    """The command line's own contradictions and empty values, before anything is read. Raises KvMathError."""
     for flag in ("model", "config", "compose", "card", "kv_format", "weights_variant", "vllm_version",
                  "attention_backend", "layer_partition", "quantization"):
         v = getattr(args, flag, None)
@@ -502,10 +498,26 @@ def _resolve(args, env=None) -> tuple[str, dict, list[str]]:
         raise KvMathError("pass --model or --config, not both")
     if args.config and args.compose:
         raise KvMathError("--compose presets belong to --model ids, not to --config files")
-    vllm_mode = getattr(args, "vllm_mode", False)  # a pasted `vllm serve` line: vLLM's defaults, not the anchor's
+    for name, v in (("--compressed-layers", args.compressed_layers), ("--indexer-ratio-layers", args.indexer_ratio_layers)):
+        if v < 0:
+            raise KvMathError(f"{name} must be >= 0, got {v}")
+    if args.compressed_layers and not (args.compressed_head_dim and args.compressed_head_dim > 0):
+        raise KvMathError("--compressed-layers requires --compressed-head-dim > 0")
+    if args.indexer_ratio_layers and not (args.indexer_head_dim and args.indexer_head_dim > 0):
+        raise KvMathError("--indexer-ratio-layers requires --indexer-head-dim > 0")
+    if args.compression_ratio <= 0 or args.indexer_compress_ratio <= 0:
+        raise KvMathError("--compression-ratio and --indexer-compress-ratio must be > 0")
+
+
+def _model_named(args, vllm_mode: bool) -> tuple[str, bool]:
+    """(the model: a known id, a config path or Hub id, or a preset's / the anchor's default; whether it was named
+    by its HF repository). A Hub id kvmath has no data for becomes ``args.config``. Raises KvMathError."""
+    from . import budget as B
+    from ...facts import known_models
+
     as_repo = False
     if args.model and args.model not in known_models():
-        from ...facts import find_model, resolve_model
+        from ...facts import find_model
         from ...hub import parse_hub_id
 
         ref = parse_hub_id(args.model)
@@ -523,46 +535,36 @@ def _resolve(args, env=None) -> tuple[str, dict, list[str]]:
     if vllm_mode and not (args.model or args.config):
         raise KvMathError("a vllm serve line needs the model: vllm serve MODEL [flags] (a known id, its HF repo, "
                           "or a model folder)")
-    model = args.config or args.model or (B.model_for_preset(args.compose) if args.compose else "qwen3.6-27b")
-    pr = B.preset(model, args.compose) if args.compose else None
-    vals = {}
-    if pr:
-        vals = dict(pr)
-        for k, v in pr.get("compose", {}).items():
-            notes.append(f"preset {args.compose}: {k} = {v} as the compose file sets it (the anchor priced {pr[k]})")
-            vals[k] = v
-    # defaults: vLLM's own for a pasted serve line (kv_cache_dtype auto, gpu_memory_utilization 0.92 from 0.20,
-    # max_num_seqs the card's serve default, the model's derived max_model_len; vllm/engine/arg_utils.py), the
-    # anchor calculator's otherwise (fp8_e5m2, 0.95, one sequence, 180,000 tokens)
-    kv = args.kv_format or vals.get("kv_format") or ("auto" if vllm_mode else "fp8_e5m2")
-    kv = KV_ALIASES.get(kv, kv)
-    tp = args.tp or vals.get("tp") or 1
-    if args.gpus is not None:  # the GPUs a user names are the ones the deployment splits over
-        others = (getattr(args, "pp", None) or 1) * (getattr(args, "dp", None) or 1)
-        if not args.tp and not vals.get("tp"):
-            if args.gpus < others:
-                raise KvMathError(f"--gpus {args.gpus} is fewer than the {others} GPUs of pipeline x data parallel")
-            if args.gpus % others:
-                raise KvMathError(f"--gpus {args.gpus} is not a multiple of pipeline x data parallel = {others}")
-            tp = args.gpus // others
-            if tp > 1:
-                notes.append(f"--gpus {args.gpus} without --tensor-parallel-size: priced at TP {tp}")
-        used = tp * others
-        if args.gpus < used:
-            raise KvMathError(f"--gpus {args.gpus} is fewer than the {used} GPUs of TP {tp} x PP x DP")
-        if args.gpus > used:
-            notes.append(f"--gpus {args.gpus}: the deployment uses {used} of them (TP {tp} x PP x DP)")
-    seqs = args.max_num_seqs or args.sequences or vals.get("max_num_seqs") or (None if vllm_mode else 1)
-    mem = args.mem_util or vals.get("mem_util")
-    if not mem and vllm_mode:  # the release's own default (0.92 from 0.20), said so
-        from .settings import serve_gpu_memory_utilization
+    return args.config or args.model or (B.model_for_preset(args.compose) if args.compose else "qwen3.6-27b"), as_repo
 
-        mem, mem_note = serve_gpu_memory_utilization(args.vllm_version)
-        notes.append(mem_note)
-    mem = mem or 0.95
-    kw = dict(kv_format=kv, tp=tp, max_model_len=args.max_ctx or vals.get("max_ctx") or 180000, max_num_seqs=seqs,
-              mem_util=mem, max_num_batched_tokens=args.max_num_batched_tokens or vals.get("max_num_batched_tokens")
-              or None)  # None: vllm serve's default for the card and version (budget() says which in its notes)
+
+def _tp_of_gpus(args, vals: dict, tp: int, notes: list) -> int:
+    """TP after ``--gpus``: the GPUs a user names are the ones the deployment splits over (TP x PP x DP); without
+    ``--tensor-parallel-size`` they set it. Raises KvMathError when they are too few."""
+    if args.gpus is None:
+        return tp
+    others = (getattr(args, "pp", None) or 1) * (getattr(args, "dp", None) or 1)
+    if not args.tp and not vals.get("tp"):
+        if args.gpus < others:
+            raise KvMathError(f"--gpus {args.gpus} is fewer than the {others} GPUs of pipeline x data parallel")
+        if args.gpus % others:
+            raise KvMathError(f"--gpus {args.gpus} is not a multiple of pipeline x data parallel = {others}")
+        tp = args.gpus // others
+        if tp > 1:
+            notes.append(f"--gpus {args.gpus} without --tensor-parallel-size: priced at TP {tp}")
+    used = tp * others
+    if args.gpus < used:
+        raise KvMathError(f"--gpus {args.gpus} is fewer than the {used} GPUs of TP {tp} x PP x DP")
+    if args.gpus > used:
+        notes.append(f"--gpus {args.gpus}: the deployment uses {used} of them (TP {tp} x PP x DP)")
+    return tp
+
+
+def _card_chosen(args, kw: dict, vllm_mode: bool, notes: list) -> None:
+    """``kw``'s card (or custom memory) from ``--card`` / ``--device-memory`` / ``--vram``, this machine's GPU for
+    a pasted line, else the anchor calculator's card, each said in a note. Raises KvMathError."""
+    from . import budget as B
+
     if args.device_memory is not None:
         if args.vram is not None:
             raise KvMathError("pass --device-memory or --vram, not both")
@@ -596,10 +598,11 @@ def _resolve(args, env=None) -> tuple[str, dict, list[str]]:
         if c.get("runtime") == "rocm":
             notes.append(f"{c['name']}: vLLM on ROCm; the card's memory is HIP's total, but which KV formats and "
                          "attention backends ROCm runs is not checked (compute capability is NVIDIA's)")
-    # drafter
-    from ...model.load import load_architecture
 
-    arch = load_architecture(model)
+
+def _max_model_len_default(args, vals: dict, arch, kw: dict, vllm_mode: bool) -> None:
+    """``kw["max_model_len"]`` when the line leaves it out (vLLM's derived maximum for a pasted line, the anchor's
+    180,000 within the model otherwise) or asks vLLM's auto-fit. Raises KvMathError."""
     if not (args.max_ctx or vals.get("max_ctx")) and vllm_mode:
         top = arch.derived_max_model_len or arch.max_position_embeddings
         if not top:
@@ -607,17 +610,6 @@ def _resolve(args, env=None) -> tuple[str, dict, list[str]]:
         kw["max_model_len"] = top  # vLLM's default: the derived maximum (vllm/config/model.py)
     elif not (args.max_ctx or vals.get("max_ctx")) and arch.max_position_embeddings:
         kw["max_model_len"] = min(180000, arch.max_position_embeddings)  # the anchor's default, within the model
-    if not vllm_mode:  # the anchor calculator's defaults, named (never a silent default)
-        taken = [f"{name} {value}" for name, value, given in (
-            ("model", model, args.config or args.model or args.compose), ("kv-cache-dtype", kv, args.kv_format or
-             vals.get("kv_format")), ("gpu_memory_utilization", mem, args.mem_util or vals.get("mem_util")),
-            ("max_num_seqs", seqs, args.max_num_seqs or args.sequences or vals.get("max_num_seqs")),
-            ("max_model_len", f"{kw['max_model_len']:,}" + (
-                " (180,000 capped at the model's maximum)" if kw["max_model_len"] != 180000 else ""),
-             args.max_ctx or vals.get("max_ctx"))) if not given]
-        if taken:
-            notes.append(f"not given, so the public calculator's defaults: {', '.join(taken)}; a pasted "
-                         "`vllm serve` line takes vLLM's own")
     if args.max_ctx == AUTO_FIT:
         # vllm/config/model.py _get_and_verify_max_len (0.27.0 l.2336-2339): -1 starts from the derived maximum;
         # the KV planner then lowers it to what the memory holds (kv_cache_utils.py _auto_fit_max_model_len)
@@ -626,21 +618,28 @@ def _resolve(args, env=None) -> tuple[str, dict, list[str]]:
             raise KvMathError(f"--max-model-len auto: {arch.name}'s config states no max_position_embeddings to "
                               "start the auto-fit from; give a length")
         kw["max_model_len"] = top
-    if args.enforce_eager:
-        kw["enforce_eager"] = True
-    from .settings import long_max_model_len_allowed
 
-    if long_max_model_len_allowed(env):
-        kw["allow_long_max_model_len"] = True  # as vllm serve reads the environment (vllm/envs.py)
-    if args.block_size is not None:
-        from .settings import VLLM_BLOCK_SIZES
 
-        if args.block_size not in VLLM_BLOCK_SIZES:  # vllm/config/cache.py BlockSize
-            raise KvMathError(f"--block-size {args.block_size} is not one vLLM takes; valid: "
-                              f"{', '.join(map(str, VLLM_BLOCK_SIZES))}")
-        kw["block_size"] = args.block_size
-    if args.enable_prefix_caching is not None:
-        kw["enable_prefix_caching"] = args.enable_prefix_caching
+def _anchor_defaults_note(args, vals: dict, model: str, kw: dict) -> str | None:
+    """The note naming the public calculator's defaults ``--model`` took for what the line left out (never a
+    silent default), or None when everything was given."""
+    taken = [f"{name} {value}" for name, value, given in (
+        ("model", model, args.config or args.model or args.compose),
+        ("kv-cache-dtype", kw["kv_format"], args.kv_format or vals.get("kv_format")),
+        ("gpu_memory_utilization", kw["mem_util"], args.mem_util or vals.get("mem_util")),
+        ("max_num_seqs", kw["max_num_seqs"], args.max_num_seqs or args.sequences or vals.get("max_num_seqs")),
+        ("max_model_len", f"{kw['max_model_len']:,}" + (
+            " (180,000 capped at the model's maximum)" if kw["max_model_len"] != 180000 else ""),
+         args.max_ctx or vals.get("max_ctx"))) if not given]
+    return (f"not given, so the public calculator's defaults: {', '.join(taken)}; a pasted `vllm serve` line takes "
+            "vLLM's own") if taken else None
+
+
+def _drafter(args, arch, vals: dict, kw: dict, notes: list) -> None:
+    """The speculative decoding of the line (``--speculative-config``, ``--mtp``, a preset's drafter, DFlash,
+    ``--drafter-gb``) into ``kw``'s ``num_speculative_tokens``, ``drafter_gb`` and ``dflash``. Raises KvMathError."""
+    from . import budget as B
+
     if args.speculative_config:
         n = args.speculative_config["num_speculative_tokens"]
         if args.num_speculative_tokens and args.num_speculative_tokens != n:
@@ -656,12 +655,6 @@ def _resolve(args, env=None) -> tuple[str, dict, list[str]]:
                 raise KvMathError(f"--speculative-config method {args.speculative_config['method']}: {arch.name}'s "
                                   "config declares no MTP layers (mtp_num_hidden_layers / num_nextn_predict_layers)")
             args.mtp, args.num_speculative_tokens = True, n
-    ignored = getattr(args, "ignored_flags", [])
-    if ignored:
-        notes.append(f"ignored (they do not change memory): {', '.join(dict.fromkeys(ignored))}")
-    dtype_note = _dtype_note(getattr(args, "dtype", None), arch)
-    if dtype_note:
-        notes.append(dtype_note)
     drafters = B.deployments().get(arch.name, {}).get("drafters", {})
     drafter = vals.get("drafter")
     mtp = args.mtp if args.mtp is not None else vals.get("mtp", False)
@@ -692,6 +685,70 @@ def _resolve(args, env=None) -> tuple[str, dict, list[str]]:
     kw.update(num_speculative_tokens=n_spec, drafter_gb=dgb)
     if drafter == "dflash":
         kw["dflash"] = True
+
+
+def _resolve(args, env=None) -> tuple[str, dict, list[str]]:
+    """(model id or config path, budget keyword arguments, notes); ``env``: the environment the command
+    read (``VLLM_ALLOW_LONG_MAX_MODEL_LEN``), passed in. Raises KvMathError."""
+    from . import budget as B
+
+    notes: list[str] = []
+    _check_flags(args)
+    vllm_mode = getattr(args, "vllm_mode", False)  # a pasted `vllm serve` line: vLLM's defaults, not the anchor's
+    model, as_repo = _model_named(args, vllm_mode)
+    pr = B.preset(model, args.compose) if args.compose else None
+    vals = {}
+    if pr:
+        vals = dict(pr)
+        for k, v in pr.get("compose", {}).items():
+            notes.append(f"preset {args.compose}: {k} = {v} as the compose file sets it (the anchor priced {pr[k]})")
+            vals[k] = v
+    # defaults: vLLM's own for a pasted serve line (kv_cache_dtype auto, gpu_memory_utilization 0.92 from 0.20,
+    # max_num_seqs the card's serve default, the model's derived max_model_len; vllm/engine/arg_utils.py), the
+    # anchor calculator's otherwise (fp8_e5m2, 0.95, one sequence, 180,000 tokens)
+    kv = args.kv_format or vals.get("kv_format") or ("auto" if vllm_mode else "fp8_e5m2")
+    kv = KV_ALIASES.get(kv, kv)
+    tp = _tp_of_gpus(args, vals, args.tp or vals.get("tp") or 1, notes)
+    seqs = args.max_num_seqs or args.sequences or vals.get("max_num_seqs") or (None if vllm_mode else 1)
+    mem = args.mem_util or vals.get("mem_util")
+    if not mem and vllm_mode:  # the release's own default (0.92 from 0.20), said so
+        from .settings import serve_gpu_memory_utilization
+
+        mem, mem_note = serve_gpu_memory_utilization(args.vllm_version)
+        notes.append(mem_note)
+    mem = mem or 0.95
+    kw = dict(kv_format=kv, tp=tp, max_model_len=args.max_ctx or vals.get("max_ctx") or 180000, max_num_seqs=seqs,
+              mem_util=mem, max_num_batched_tokens=args.max_num_batched_tokens or vals.get("max_num_batched_tokens")
+              or None)  # None: vllm serve's default for the card and version (budget() says which in its notes)
+    _card_chosen(args, kw, vllm_mode, notes)
+    from ...model.load import load_architecture
+
+    arch = load_architecture(model)
+    _max_model_len_default(args, vals, arch, kw, vllm_mode)
+    if not vllm_mode and (note := _anchor_defaults_note(args, vals, model, kw)):
+        notes.append(note)
+    if args.enforce_eager:
+        kw["enforce_eager"] = True
+    from .settings import long_max_model_len_allowed
+
+    if long_max_model_len_allowed(env):
+        kw["allow_long_max_model_len"] = True  # as vllm serve reads the environment (vllm/envs.py)
+    if args.block_size is not None:
+        from .settings import VLLM_BLOCK_SIZES
+
+        if args.block_size not in VLLM_BLOCK_SIZES:  # vllm/config/cache.py BlockSize
+            raise KvMathError(f"--block-size {args.block_size} is not one vLLM takes; valid: "
+                              f"{', '.join(map(str, VLLM_BLOCK_SIZES))}")
+        kw["block_size"] = args.block_size
+    if args.enable_prefix_caching is not None:
+        kw["enable_prefix_caching"] = args.enable_prefix_caching
+    ignored = getattr(args, "ignored_flags", [])
+    if ignored:
+        notes.append(f"ignored (they do not change memory): {', '.join(dict.fromkeys(ignored))}")
+    dtype_note = _dtype_note(getattr(args, "dtype", None), arch)
+    if dtype_note:
+        notes.append(dtype_note)
+    _drafter(args, arch, vals, kw, notes)
     if args.weights_gb is not None:
         if args.weights_gb <= 0:
             raise KvMathError("--weights-gb must be positive")
@@ -715,15 +772,6 @@ def _resolve(args, env=None) -> tuple[str, dict, list[str]]:
     if arch.name == "gemma-4-31b" and kv == "int8_per_token_head":
         kw["gemma4_pth_page_padding"] = True
         notes.append("Gemma 4 int8_per_token_head: page padding of vLLM PR #40391 applied (as the club-3090 builds)")
-    for name, v in (("--compressed-layers", args.compressed_layers), ("--indexer-ratio-layers", args.indexer_ratio_layers)):
-        if v < 0:
-            raise KvMathError(f"{name} must be >= 0, got {v}")
-    if args.compressed_layers and not (args.compressed_head_dim and args.compressed_head_dim > 0):
-        raise KvMathError("--compressed-layers requires --compressed-head-dim > 0")
-    if args.indexer_ratio_layers and not (args.indexer_head_dim and args.indexer_head_dim > 0):
-        raise KvMathError("--indexer-ratio-layers requires --indexer-head-dim > 0")
-    if args.compression_ratio <= 0 or args.indexer_compress_ratio <= 0:
-        raise KvMathError("--compression-ratio and --indexer-compress-ratio must be > 0")
     return model, kw, notes
 
 
