@@ -192,15 +192,16 @@ def test_device_memory_needs_its_unit(capsys):
     assert "(24.00 GiB as PyTorch sees it)" in out
 
 
-def test_the_mxfp4_kernel_applies_to_a_given_checkpoint_size(capsys):
-    # the kernel rule is the card's, whatever gives the checkpoint size: V100 has none, Marlin pads by 0.85 GiB
-    # (gpt-oss-20b: 32 experts x 24 layers x 1,194,624 B + biases, hidden 2880 -> 3072, intermediate -> 2944)
+def test_the_mxfp4_kernel_rule_holds_with_a_given_size(capsys):
+    # the card's kernel decides whatever gives the size: V100 has none. A given --weights-gb is the size vLLM
+    # loads ("Model loading took", what the calibration gives from public logs), so the padding is not added twice
     code, out, err = fit(["--model", "gpt-oss-20b", "--card", "v100", "--weights-gb", "13.76", "--max-ctx", "8192"],
                          capsys)
     assert code == 2 and "sm_70" in err
     code, out, err = fit(["vllm", "serve", "openai/gpt-oss-20b", "--card", "rtx3090", "--max-model-len", "8192",
                           "--weights-gb", "13.76", "--json"], capsys)
-    assert json.loads(out)["weights_bytes"] == round(13.76e9) + (1_194_624 + 640) * 32 * 24
+    rec = json.loads(out)
+    assert rec["weights_bytes"] == round(13.76e9) and any("padding of the experts included" in n for n in rec["notes"])
     code, out, err = fit(["vllm", "serve", "openai/gpt-oss-20b", "--card", "mi300x", "--max-model-len", "8192"], capsys)
     assert "ROCm backend" in out
 

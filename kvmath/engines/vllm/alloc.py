@@ -74,7 +74,7 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 
 from ...errors import KvMathError
 from ...validate import _short
@@ -709,6 +709,133 @@ def _groups_of(layers: tuple[tuple[str, KVSpec], ...], s: VllmSettings):
 # the plan
 
 
+def _settings_record(settings, kw: dict) -> VllmSettings:
+    """``plan``'s settings: one ``VllmSettings`` record, or its fields as keywords. Raises KvMathError."""
+    if settings is None:
+        unknown = sorted(set(kw) - set(VllmSettings.__dataclass_fields__))
+        if unknown:
+            raise KvMathError(f"unknown vLLM setting(s) {', '.join(unknown)}; valid: "
+                              f"{', '.join(VllmSettings.__dataclass_fields__)}")
+        return VllmSettings(**kw)
+    if isinstance(settings, VllmSettings) and not kw:
+        return settings
+    raise KvMathError("give plan() either a VllmSettings record or its fields as keywords, not both")
+
+
+def _need(groups, uniform_specs, in_flight: int, max_len: int) -> int:
+    """``_max_memory_usage_bytes_from_groups`` at ``max_len`` (bytes)."""
+    if uniform_specs:
+        return sum(x.max_memory_usage_bytes(max_len, in_flight) for x in uniform_specs)
+    gs = max(len(g.layer_names) for g in groups)
+    pg = groups[0].spec.page_size_bytes
+    return gs * pg * sum(-(-g.spec.max_memory_usage_bytes(max_len, in_flight) // pg) for g in groups)
+
+
+def _estimate(groups, uniform_specs, in_flight: int, L: int, avail: int) -> int:
+    """``_estimate_max_model_len_from_groups``: binary search over [1, max_model_len] (tokens)."""
+    if _need(groups, uniform_specs, in_flight, 1) > avail:
+        return 0
+    lo, hi, best = 1, L, 1
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        if _need(groups, uniform_specs, in_flight, mid) <= avail:
+            best, lo = mid, mid + 1
+        else:
+            hi = mid - 1
+    return best
+
+
+@dataclass
+class _Pool:
+    """The pool ``plan`` sizes from its groups (bytes, blocks, tokens); all zero when nothing is planned."""
+
+    group_size: int = 0
+    page: int = 0
+    per_block: int = 0
+    num_blocks: int = 0
+    per_request: int = 0
+    needed: int = 0
+    concurrency: float = 0.0
+    tokens: int = 0
+    figures: dict = field(default_factory=dict)
+    estimated: int | None = None
+    mamba_refused: bool = False
+
+
+def _pool_of(groups, uniform_specs, s: VllmSettings, lay, available_kv_bytes: int | None, version, log: list):
+    """(the pool, vLLM's refusal or None) of grouped layers: the memory check of ``get_kv_cache_configs``, the
+    block count, concurrency and the "GPU KV cache size" figure, the decode-block check of Mamba layers;
+    appends the lines vLLM logs to ``log``."""
+    L = lay.max_model_len
+    in_flight = in_flight_tokens(s)
+    refusal = None
+    p = _Pool()
+    if uniform_specs:
+        p.group_size = len(groups[0].layer_names)
+        p.page = sum(x.page_size_bytes for x in uniform_specs)
+        p.per_block = p.page
+    else:
+        p.group_size = max(len(g.layer_names) for g in groups)
+        p.page = groups[0].spec.page_size_bytes
+        p.per_block = p.page * p.group_size
+    p.needed = _need(groups, uniform_specs, in_flight, L)
+    # 0.29+: the check and its estimate plan against the memory minus the null block BlockPool holds
+    # back (get_kv_cache_configs, kv_cache_utils.py 0.29.0; kv_cache_planning.py 0.33.0 l.1533-1552);
+    # 0.29+ also sizes the check from num_gpu_blocks_override * bytes_per_block when it is set.
+    check = available_kv_bytes
+    if check is not None and version >= (0, 29):
+        if s.num_gpu_blocks_override is not None:
+            check = s.num_gpu_blocks_override * p.per_block
+        check -= p.per_block
+    if available_kv_bytes is None:
+        pass  # the allocation alone: no memory check, no pool
+    elif check <= 0:
+        p.estimated = 0
+        refusal = no_memory_message(s.vllm_version)
+    elif p.needed > check:
+        p.estimated = _estimate(groups, uniform_specs, in_flight, L, check)
+        refusal = memory_refusal_message(s.vllm_version, L, p.needed, check, p.estimated)
+    else:
+        # _need() is monotone in the length and _need(L) fits: the binary search would end at L itself
+        p.estimated = L
+    # get_num_blocks / get_kv_cache_config_from_groups
+    p.num_blocks = max((available_kv_bytes or 0) // p.per_block, 0)
+    if s.num_gpu_blocks_override is not None:
+        p.num_blocks = s.num_gpu_blocks_override
+    # get_max_concurrency_for_kv_cache_config (l.919): spec-level bytes summed, then one ceil
+    if uniform_specs:
+        p.per_request = max(-(-x.max_memory_usage_bytes(L, in_flight) // x.page_size_bytes)
+                            for x in uniform_specs)
+    else:
+        total = p.group_size * sum(g.spec.max_memory_usage_bytes(L, in_flight) for g in groups)
+        p.per_request = -(-total // p.per_block)
+    p.concurrency = p.num_blocks / p.per_request
+    min_block = min(g.spec.block_size for g in groups)
+    figures = {
+        "groups": p.num_blocks // len(groups) * min_block,
+        "concurrency": int(p.concurrency * L),
+    }
+    formula = "groups" if version < (0, 21) else "concurrency"
+    p.tokens = figures[formula]
+    if available_kv_bytes is None:
+        p.num_blocks, p.concurrency, p.tokens, figures = 0, 0.0, 0, {}
+    elif refusal is None:
+        log.append(f"GPU KV cache size: {p.tokens:,} tokens")
+        log.append(f"Maximum concurrency for {L:,} tokens per request: {p.concurrency:.2f}x")
+        # The worker's initialize_kv_cache then resolves the CUDA-graph mode: with full decode CUDA graphs
+        # (vLLM's default unless --enforce-eager / cudagraph_mode NONE or PIECEWISE) and Mamba layers, every
+        # decode sequence needs one block (config/compilation.py 0.20.0 l.1420-1443 to 0.33.0 l.1510-1533:
+        # ``kv_cache_config.has_mamba_layers and max_num_reqs > kv_cache_config.num_blocks``).
+        if (lay.mamba_state_bytes is not None and not s.enforce_eager
+                and s.max_num_seqs > p.num_blocks):
+            refusal = mamba_blocks_message(s.max_num_seqs, p.num_blocks)
+            p.mamba_refused = True
+    else:  # vLLM stops at the check: nothing is allocated or logged
+        p.num_blocks, p.concurrency, p.tokens, figures = 0, 0.0, 0, {}
+    p.figures = figures
+    return p, refusal
+
+
 def plan(model, available_kv_bytes: int | None, settings: VllmSettings | None = None, **kw) -> VllmPlan:
     """Plan vLLM's KV cache for ``model`` with ``available_kv_bytes`` of KV memory per card.
 
@@ -727,16 +854,7 @@ def plan(model, available_kv_bytes: int | None, settings: VllmSettings | None = 
     the heads cannot be split over, non-positive counts).
     """
     arch = load_architecture(model)
-    if settings is None:
-        unknown = sorted(set(kw) - set(VllmSettings.__dataclass_fields__))
-        if unknown:
-            raise KvMathError(f"unknown vLLM setting(s) {', '.join(unknown)}; valid: "
-                              f"{', '.join(VllmSettings.__dataclass_fields__)}")
-        s = VllmSettings(**kw)
-    elif isinstance(settings, VllmSettings) and not kw:
-        s = settings
-    else:
-        raise KvMathError("give plan() either a VllmSettings record or its fields as keywords, not both")
+    s = _settings_record(settings, kw)
     if available_kv_bytes is not None and (isinstance(available_kv_bytes, bool)
                                            or not isinstance(available_kv_bytes, int)
                                            or not -2**62 < available_kv_bytes < 2**62):
@@ -744,7 +862,6 @@ def plan(model, available_kv_bytes: int | None, settings: VllmSettings | None = 
     version = parse_version(s.vllm_version)
     lay = _layout(arch, s)
     L = lay.max_model_len
-    in_flight = in_flight_tokens(s)
     notes = list(lay.notes)
     log: list[str] = []
     refusal = lay.refusal
@@ -759,97 +876,12 @@ def plan(model, available_kv_bytes: int | None, settings: VllmSettings | None = 
         except _Refused as e:
             refusal = e.args[0]
             notes.extend(e.args[1:])
-
-    def need(max_len: int) -> int:
-        """``_max_memory_usage_bytes_from_groups`` at ``max_len``."""
-        if uniform_specs:
-            return sum(x.max_memory_usage_bytes(max_len, in_flight) for x in uniform_specs)
-        gs = max(len(g.layer_names) for g in groups)
-        pg = groups[0].spec.page_size_bytes
-        return gs * pg * sum(-(-g.spec.max_memory_usage_bytes(max_len, in_flight) // pg) for g in groups)
-
-    def estimate(avail: int) -> int:
-        """``_estimate_max_model_len_from_groups``: binary search over [1, max_model_len]."""
-        if need(1) > avail:
-            return 0
-        lo, hi, best = 1, L, 1
-        while lo <= hi:
-            mid = (lo + hi) // 2
-            if need(mid) <= avail:
-                best, lo = mid, mid + 1
-            else:
-                hi = mid - 1
-        return best
-
-    group_size = page = per_block = num_blocks = per_request = needed = 0
-    concurrency = 0.0
-    tokens = 0
-    figures: dict = {}
-    estimated = None
-    mamba_refused = False
+    pool = _Pool()
     if refusal is None and groups:
-        if uniform_specs:
-            group_size = len(groups[0].layer_names)
-            page = sum(x.page_size_bytes for x in uniform_specs)
-            per_block = page
-        else:
-            group_size = max(len(g.layer_names) for g in groups)
-            page = groups[0].spec.page_size_bytes
-            per_block = page * group_size
-        needed = need(L)
-        # 0.29+: the check and its estimate plan against the memory minus the null block BlockPool holds
-        # back (get_kv_cache_configs, kv_cache_utils.py 0.29.0; kv_cache_planning.py 0.33.0 l.1533-1552);
-        # 0.29+ also sizes the check from num_gpu_blocks_override * bytes_per_block when it is set.
-        check = available_kv_bytes
-        if check is not None and version >= (0, 29):
-            if s.num_gpu_blocks_override is not None:
-                check = s.num_gpu_blocks_override * per_block
-            check -= per_block
-        if available_kv_bytes is None:
-            pass  # the allocation alone: no memory check, no pool
-        elif check <= 0:
-            estimated = 0
-            refusal = no_memory_message(s.vllm_version)
-        elif needed > check:
-            estimated = estimate(check)
-            refusal = memory_refusal_message(s.vllm_version, L, needed, check, estimated)
-        else:
-            # need() is monotone in the length and need(L) fits: the binary search would end at L itself
-            estimated = L
-        # get_num_blocks / get_kv_cache_config_from_groups
-        num_blocks = max((available_kv_bytes or 0) // per_block, 0)
-        if s.num_gpu_blocks_override is not None:
-            num_blocks = s.num_gpu_blocks_override
-        # get_max_concurrency_for_kv_cache_config (l.919): spec-level bytes summed, then one ceil
-        if uniform_specs:
-            per_request = max(-(-x.max_memory_usage_bytes(L, in_flight) // x.page_size_bytes)
-                              for x in uniform_specs)
-        else:
-            total = group_size * sum(g.spec.max_memory_usage_bytes(L, in_flight) for g in groups)
-            per_request = -(-total // per_block)
-        concurrency = num_blocks / per_request
-        min_block = min(g.spec.block_size for g in groups)
-        figures = {
-            "groups": num_blocks // len(groups) * min_block,
-            "concurrency": int(concurrency * L),
-        }
-        formula = "groups" if version < (0, 21) else "concurrency"
-        tokens = figures[formula]
-        if available_kv_bytes is None:
-            num_blocks, concurrency, tokens, figures = 0, 0.0, 0, {}
-        elif refusal is None:
-            log.append(f"GPU KV cache size: {tokens:,} tokens")
-            log.append(f"Maximum concurrency for {L:,} tokens per request: {concurrency:.2f}x")
-            # The worker's initialize_kv_cache then resolves the CUDA-graph mode: with full decode CUDA graphs
-            # (vLLM's default unless --enforce-eager / cudagraph_mode NONE or PIECEWISE) and Mamba layers, every
-            # decode sequence needs one block (config/compilation.py 0.20.0 l.1420-1443 to 0.33.0 l.1510-1533:
-            # ``kv_cache_config.has_mamba_layers and max_num_reqs > kv_cache_config.num_blocks``).
-            if (lay.mamba_state_bytes is not None and not s.enforce_eager
-                    and s.max_num_seqs > num_blocks):
-                refusal = mamba_blocks_message(s.max_num_seqs, num_blocks)
-                mamba_refused = True
-        else:  # vLLM stops at the check: nothing is allocated or logged
-            num_blocks, concurrency, tokens, figures = 0, 0.0, 0, {}
+        pool, refusal = _pool_of(groups, uniform_specs, s, lay, available_kv_bytes, version, log)
+    group_size, page, per_block, num_blocks = pool.group_size, pool.page, pool.per_block, pool.num_blocks
+    per_request, needed, concurrency, tokens = pool.per_request, pool.needed, pool.concurrency, pool.tokens
+    figures, estimated, mamba_refused = pool.figures, pool.estimated, pool.mamba_refused
     formula = "groups" if version < (0, 21) else "concurrency"
     if refusal is not None:
         log.append(f"ERROR {refusal}")

@@ -718,10 +718,10 @@ def _weights_source(arch, model, a: dict, coeffs: dict, card_entry: dict | None,
 
 
 def _mxfp4_kernel_on_a_size(arch, a: dict, card_entry: dict | None, vllm_version) -> tuple[int, tuple[str, ...]]:
-    """The MXFP4 experts' kernel padding per rank (bytes) and its note for a checkpoint priced by its size (given,
-    or published) rather than its tensors: the size is the checkpoint's, vLLM's allocation pads it the same way
-    (``weights.mxfp4_kernel_bytes``). (0, ()) for other checkpoints. Raises KvMathError for a card with no
-    MXFP4 kernel."""
+    """The MXFP4 experts' kernel padding per rank (bytes) and its note for a checkpoint priced by its size rather
+    than its tensors: a published size is the checkpoint's files, which vLLM's allocation pads
+    (``weights.mxfp4_kernel_bytes``); a given size (``weights_gb_total``, the size vLLM loads) already holds it.
+    (0, ()) for other checkpoints. Raises KvMathError for a card with no MXFP4 kernel (either way)."""
     cfg = _checkpoint_config(arch) or {}
     tc = cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else cfg
     qc = cfg.get("quantization_config") or tc.get("quantization_config")
@@ -731,6 +731,9 @@ def _mxfp4_kernel_on_a_size(arch, a: dict, card_entry: dict | None, vllm_version
     from .weights import mxfp4_backend, mxfp4_kernel_bytes
 
     backend = mxfp4_backend(card_entry.get("compute_capability"), card_entry.get("vendor")) if card_entry else None
+    if a["weights_gb_total"] is not None:  # the size vLLM loads ("Model loading took"): the padding is in it
+        return 0, (("weights: the given size is taken as what vLLM loads, the MXFP4 kernel's padding of the experts "
+                    "included",) if backend else ())
     if backend is None:
         return 0, ("weights: no MXFP4 kernel known for this card (a custom card, or no vLLM kernel), so the experts' "
                    "kernel padding is not added to the checkpoint size",)
