@@ -371,9 +371,9 @@ def _at_length_one(s: VllmSettings) -> VllmSettings:
     return t
 
 
-@lru_cache(maxsize=512)  # Architecture and VllmSettings are frozen: a layout is a pure function of both
-def _layout_at(arch: Architecture, s: VllmSettings) -> VllmLayout:
-    version = parse_version(s.vllm_version)
+def _context(arch: Architecture, s: VllmSettings, version) -> tuple[int, list[str], str | None]:
+    """(max_model_len, the notes it starts with, vLLM's refusal of a length above the derived maximum or None).
+    Raises KvMathError without a length."""
     notes: list[str] = []
     if version > (0, 27):
         notes.append(f"vLLM {s.vllm_version} is newer than the releases checked against real vLLM (0.20-0.27): "
@@ -398,23 +398,11 @@ def _layout_at(arch: Architecture, s: VllmSettings) -> VllmLayout:
         else:
             long_refusal = (f"{msg} To allow overriding this maximum, set the env var "
                             f"VLLM_ALLOW_LONG_MAX_MODEL_LEN=1. {warning}")
-    require_kinds("vllm", arch, rules.KINDS)
-    tp = s.tensor_parallel_size
-    problem = rules.tp_problem(arch, tp)
-    if problem:
-        raise KvMathError(f"{problem}; valid TP for {arch.name} on vllm: "
-                          f"{', '.join(str(t) for t in (1, 2, 4, 8, 16) if rules.tp_problem(arch, t) is None)}")
-    fmt = rules.model_format(arch, s.kv_cache_dtype)
-    state_layers = arch.state_layers()
-    state_idx = {layer.index for layer in state_layers}
-    attention = [layer for layer in arch.layers if layer.owns_cache and layer.index not in state_idx]
-    if not attention:
-        raise KvMathError(
-            f"{arch.name} has no attention layer: vLLM sizes its state blocks from an attention page "
-            "(Platform._align_hybrid_block_size), so kvmath has no vLLM plan for it")
-    hybrid = bool(state_layers)
-    refusal = long_refusal
+    return L, notes, long_refusal
 
+
+def _cache_mode(arch: Architecture, s: VllmSettings, hybrid: bool, notes: list) -> str:
+    """The Mamba cache mode vLLM settles on (``none`` / ``align`` / ``all``)."""
     # --- cache mode (MambaModelConfig.verify_and_update_config, models/config.py l.404-461)
     mode = "none"
     if hybrid:
@@ -426,68 +414,79 @@ def _layout_at(arch: Architecture, s: VllmSettings) -> VllmLayout:
                 notes.append(f"{arch.model_type} lacks SupportsMambaPrefixCaching: mamba_cache_mode 'all' -> 'align'")
         elif s.mamba_cache_mode not in (None, "none"):
             notes.append("prefix caching is off: vLLM sets mamba_cache_mode to 'none'")
-    if hybrid and fmt.name.startswith("turboquant") and version < (0, 21):
-        refusal = ("TurboQuant KV cache is not supported for hybrid (attention + Mamba) models. Boundary "
-                   "layer protection requires uniform attention layers.")
-        notes.append("refused by EngineArgs.create_engine_config (vLLM 0.20.0 engine/arg_utils.py l.1676)")
+    return mode
 
+
+def _hybrid_alignment(arch: Architecture, s: VllmSettings, version, *, hybrid: bool, mode: str, fmt, tp: int,
+                      attention: list, state_layers: list, L: int, refusal: str | None, notes: list):
+    """(attention block size, Mamba block size, one token's attention page bytes, the state bytes, the padded
+    Mamba page bytes, the refusal so far): the hybrid block-size alignment. Attention-only models keep
+    ``s.block_size`` and None for the rest."""
     # --- hybrid block-size alignment (Platform._align_hybrid_block_size, platforms/interface.py l.633-800)
     block_size = s.block_size
     mamba_block_size = None
     attn_1tok = mamba_state = mamba_page = None
-    if hybrid:
-        states = {_state_of(layer, arch, s) for layer in {_shape_key(x): x for x in state_layers}.values()}
-        mamba_state = max(sum(math.prod(sh) * DTYPE_BYTES[d] for sh, d in zip(shapes, dtypes))
-                          for shapes, dtypes in states)
-        full = [layer for layer in attention if layer.layer_type == FULL]
-        ref = full[0] if full else attention[0]
-        heads, k_dim, v_dim = rules.attention_dims(ref)
-        h = rules.kv_heads_per_rank(heads, tp) if not isinstance(ref, MLALayer) else 1
-        ref_fmt = rules.layer_format(ref, arch, fmt)
-        # FullAttentionSpec(block_size=1, head_size=model head size, kv dtype) page; the TurboQuant slot
-        # for TurboQuant (TQFullAttentionSpec, 0.21+). 0.20.0 had no TurboQuant branch (it refuses
-        # TurboQuant on hybrids before getting here): a uint8 FullAttentionSpec, H * 2D bytes.
-        if fmt.name.startswith("turboquant") and version < (0, 21):
-            attn_1tok = h * 2 * k_dim
-        elif isinstance(ref, MLALayer):
-            attn_1tok = ref_fmt.token_bytes(1, k_dim, 0)
-        else:
-            attn_1tok = ref_fmt.token_bytes(h, k_dim, k_dim)
-        a = max(s.kernel_block_size, s.block_size)
-        if mode == "all":
-            # platforms/interface.py l.752-760 (0.24.0): base_chunk_size = the user's mamba_block_size or
-            # model_config.get_mamba_chunk_size() (mamba_chunk_size / chunk_size; 2048 when the config has none)
-            base = s.mamba_block_size or arch.mamba_chunk_size or 2048
-            chunk = math.lcm(base, a)
-            tokens_per_state = -(-mamba_state // attn_1tok)
-            attn_block = chunk * -(-tokens_per_state // chunk)
-            mamba_block_size = attn_block
-        else:
-            attn_block = a * -(-mamba_state // (a * attn_1tok))
-        if block_size < attn_block:
-            block_size = attn_block
-            notes.append(
-                f"vLLM: 'Setting attention block size to {attn_block} tokens to ensure that attention page "
-                "size is >= mamba page size.'"
-            )
-        if mode == "align":
-            mamba_block_size = block_size
-        elif mode == "none":
-            mamba_block_size = L  # MambaModelConfig: max_model_len without prefix caching
-        mamba_page = block_size * attn_1tok
-        if mamba_page != mamba_state:
-            notes.append(
-                f"vLLM: 'Padding mamba page size by {100 * (mamba_page - mamba_state) / mamba_state:.2f}% to "
-                "ensure that mamba page size and attention page size are exactly equal.'"
-            )
-        if mode == "align" and block_size > s.max_num_batched_tokens and refusal is None and version < (0, 27):
-            refusal = (
-                f"In Mamba cache align mode, block_size ({block_size}) must be <= max_num_batched_tokens "
-                f"({s.max_num_batched_tokens})."
-            )
-            notes.append("refused by VllmConfig.validate_block_size (config/vllm.py 0.26.0 l.2264-2270; the "
-                         "assertion is gone from 0.27.0)")
+    if not hybrid:
+        return block_size, mamba_block_size, attn_1tok, mamba_state, mamba_page, refusal
+    states = {_state_of(layer, arch, s) for layer in {_shape_key(x): x for x in state_layers}.values()}
+    mamba_state = max(sum(math.prod(sh) * DTYPE_BYTES[d] for sh, d in zip(shapes, dtypes))
+                      for shapes, dtypes in states)
+    full = [layer for layer in attention if layer.layer_type == FULL]
+    ref = full[0] if full else attention[0]
+    heads, k_dim, v_dim = rules.attention_dims(ref)
+    h = rules.kv_heads_per_rank(heads, tp) if not isinstance(ref, MLALayer) else 1
+    ref_fmt = rules.layer_format(ref, arch, fmt)
+    # FullAttentionSpec(block_size=1, head_size=model head size, kv dtype) page; the TurboQuant slot
+    # for TurboQuant (TQFullAttentionSpec, 0.21+). 0.20.0 had no TurboQuant branch (it refuses
+    # TurboQuant on hybrids before getting here): a uint8 FullAttentionSpec, H * 2D bytes.
+    if fmt.name.startswith("turboquant") and version < (0, 21):
+        attn_1tok = h * 2 * k_dim
+    elif isinstance(ref, MLALayer):
+        attn_1tok = ref_fmt.token_bytes(1, k_dim, 0)
+    else:
+        attn_1tok = ref_fmt.token_bytes(h, k_dim, k_dim)
+    a = max(s.kernel_block_size, s.block_size)
+    if mode == "all":
+        # platforms/interface.py l.752-760 (0.24.0): base_chunk_size = the user's mamba_block_size or
+        # model_config.get_mamba_chunk_size() (mamba_chunk_size / chunk_size; 2048 when the config has none)
+        base = s.mamba_block_size or arch.mamba_chunk_size or 2048
+        chunk = math.lcm(base, a)
+        tokens_per_state = -(-mamba_state // attn_1tok)
+        attn_block = chunk * -(-tokens_per_state // chunk)
+        mamba_block_size = attn_block
+    else:
+        attn_block = a * -(-mamba_state // (a * attn_1tok))
+    if block_size < attn_block:
+        block_size = attn_block
+        notes.append(
+            f"vLLM: 'Setting attention block size to {attn_block} tokens to ensure that attention page "
+            "size is >= mamba page size.'"
+        )
+    if mode == "align":
+        mamba_block_size = block_size
+    elif mode == "none":
+        mamba_block_size = L  # MambaModelConfig: max_model_len without prefix caching
+    mamba_page = block_size * attn_1tok
+    if mamba_page != mamba_state:
+        notes.append(
+            f"vLLM: 'Padding mamba page size by {100 * (mamba_page - mamba_state) / mamba_state:.2f}% to "
+            "ensure that mamba page size and attention page size are exactly equal.'"
+        )
+    if mode == "align" and block_size > s.max_num_batched_tokens and refusal is None and version < (0, 27):
+        refusal = (
+            f"In Mamba cache align mode, block_size ({block_size}) must be <= max_num_batched_tokens "
+            f"({s.max_num_batched_tokens})."
+        )
+        notes.append("refused by VllmConfig.validate_block_size (config/vllm.py 0.26.0 l.2264-2270; the "
+                     "assertion is gone from 0.27.0)")
 
+    return block_size, mamba_block_size, attn_1tok, mamba_state, mamba_page, refusal
+
+
+def _layer_specs(arch: Architecture, s: VllmSettings, *, fmt, tp: int, state_idx: set, mode: str, block_size: int,
+                 mamba_block_size, mamba_page, notes: list) -> tuple[list, object]:
+    """(``(name, KVSpec)`` per cache-owning layer, the first full-attention spec or None), as
+    ``gpu_model_runner.get_kv_cache_spec`` builds them after the alignment."""
     # --- per-layer specs
     state_memo: dict[tuple, tuple[tuple, tuple]] = {}
     layers: list[tuple[str, KVSpec]] = []
@@ -535,6 +534,42 @@ def _layout_at(arch: Architecture, s: VllmSettings) -> VllmLayout:
             if not sliding and full_spec is None:
                 full_spec = spec
         layers.append((f"layers.{layer.index}", spec))
+    return layers, full_spec
+
+
+@lru_cache(maxsize=512)  # Architecture and VllmSettings are frozen: a layout is a pure function of both
+def _layout_at(arch: Architecture, s: VllmSettings) -> VllmLayout:
+    """The layout of ``arch`` at ``s``: the length checks, the cache mode, the hybrid alignment, the per-layer
+    specs and the drafter's layers. Raises KvMathError for bad input; vLLM's refusals are in the record."""
+    version = parse_version(s.vllm_version)
+    L, notes, long_refusal = _context(arch, s, version)
+    require_kinds("vllm", arch, rules.KINDS)
+    tp = s.tensor_parallel_size
+    problem = rules.tp_problem(arch, tp)
+    if problem:
+        raise KvMathError(f"{problem}; valid TP for {arch.name} on vllm: "
+                          f"{', '.join(str(t) for t in (1, 2, 4, 8, 16, 32, 64) if rules.tp_problem(arch, t) is None)}")
+    fmt = rules.model_format(arch, s.kv_cache_dtype)
+    state_layers = arch.state_layers()
+    state_idx = {layer.index for layer in state_layers}
+    attention = [layer for layer in arch.layers if layer.owns_cache and layer.index not in state_idx]
+    if not attention:
+        raise KvMathError(
+            f"{arch.name} has no attention layer: vLLM sizes its state blocks from an attention page "
+            "(Platform._align_hybrid_block_size), so kvmath has no vLLM plan for it")
+    hybrid = bool(state_layers)
+    refusal = long_refusal
+    mode = _cache_mode(arch, s, hybrid, notes)
+    if hybrid and fmt.name.startswith("turboquant") and version < (0, 21):
+        refusal = ("TurboQuant KV cache is not supported for hybrid (attention + Mamba) models. Boundary "
+                   "layer protection requires uniform attention layers.")
+        notes.append("refused by EngineArgs.create_engine_config (vLLM 0.20.0 engine/arg_utils.py l.1676)")
+
+    block_size, mamba_block_size, attn_1tok, mamba_state, mamba_page, refusal = _hybrid_alignment(
+        arch, s, version, hybrid=hybrid, mode=mode, fmt=fmt, tp=tp, attention=attention, state_layers=state_layers,
+        L=L, refusal=refusal, notes=notes)
+    layers, full_spec = _layer_specs(arch, s, fmt=fmt, tp=tp, state_idx=state_idx, mode=mode, block_size=block_size,
+                                     mamba_block_size=mamba_block_size, mamba_page=mamba_page, notes=notes)
     n_draft = _drafter_layers(arch, s)
     if n_draft:
         if full_spec is None:
