@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
@@ -280,7 +281,11 @@ def checkpoint_weights_per_rank(arch, tp: int, *, enable_expert_parallel: bool =
     # config's content, the folder, the Hub checkpoint object and the sharding (180,000 estimated tensors of a
     # Qwen3-235B config took 0.45 s a pricing)
     ckpt = arch.extras.get("checkpoint")
-    key = (json.dumps(cfg, sort_keys=True, default=str), str(folder), id(ckpt), tp, enable_expert_parallel,
+    try:  # a folder's files replaced in a long session (JupyterLab, the page) change its modification time
+        stamp = os.stat(folder).st_mtime_ns if folder else None
+    except OSError:
+        stamp = None
+    key = (json.dumps(cfg, sort_keys=True, default=str), str(folder), stamp, id(ckpt), tp, enable_expert_parallel,
            tuple(sorted(kernel.items())))
     hit = _WEIGHTS_MEMO.get(key)
     if hit is not None and hit[0] is ckpt:

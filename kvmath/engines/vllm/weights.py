@@ -276,7 +276,8 @@ MXFP4_TRITON_FITTED_RATIO = 0.0633
 def mxfp4_backend(compute_capability: int | None, vendor: str | None) -> str | None:
     """The MXFP4 MoE backend vLLM (0.20.0-0.27.0) runs gpt-oss experts with on a card: ``"marlin"``,
     ``"triton"``, ``"flashinfer_trtllm"``, ``"rocm"`` (any AMD card, ``vendor`` "amd"); None for a card whose
-    kernel is not known (a custom card: ``compute_capability`` None; an Apple GPU, which vLLM does not run). ``compute_capability`` as ``major * 10 + minor`` (86 = sm_86). Rules: ``MXFP4_PADDING``'s comment.
+    kernel is not known (a custom card: ``compute_capability`` None; an Apple GPU, which vLLM does not run).
+    ``compute_capability`` as ``major * 10 + minor`` (86 = sm_86). Rules: ``MXFP4_PADDING``'s comment.
     Raises KvMathError for an NVIDIA card below sm_75 (vLLM: "No MXFP4 MoE backend supports the deployment
     configuration")."""
     v = str(vendor or "nvidia").lower()
