@@ -18,14 +18,18 @@ import sys
 import time
 
 
-def cold_cli(runs: int = 5) -> float:
-    cmd = [sys.executable, "-m", "kvmath.engines.vllm.cli", "--compose", "dual", "--json"]
+def best_of(cmd: list[str], runs: int) -> float:
+    """Seconds of the fastest of ``runs`` runs of ``cmd`` in a fresh process."""
     best = float("inf")
     for _ in range(runs):
         t = time.perf_counter()
         subprocess.run(cmd, check=True, capture_output=True)
         best = min(best, time.perf_counter() - t)
     return best
+
+
+def cold_cli(runs: int = 5) -> float:
+    return best_of([sys.executable, "-m", "kvmath.engines.vllm.cli", "--compose", "dual", "--json"], runs)
 
 
 def interpreter_only(runs: int = 5) -> float:
@@ -101,13 +105,8 @@ def largest_config(runs: int = 3) -> float:
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / "config.json"
         path.write_text(json.dumps(cfg))
-        cmd = [sys.executable, "-m", "kvmath.fit", "--config", str(path), "--card", "h100", "--tp", "8"]
-        best = float("inf")
-        for _ in range(runs):
-            t = time.perf_counter()
-            subprocess.run(cmd, check=True, capture_output=True)
-            best = min(best, time.perf_counter() - t)
-    return best
+        return best_of([sys.executable, "-m", "kvmath.fit", "--config", str(path), "--card", "h100", "--tp", "8"],
+                       runs)
 
 
 if __name__ == "__main__":

@@ -219,19 +219,24 @@ def _own_checkpoint(arch, weights_variant: str | None) -> bool:
     if arch.name not in _deployments():
         return True
     v = str(weights_variant or "default").lower()
-    tc = cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else cfg
-    quantised = isinstance(cfg.get("quantization_config") or tc.get("quantization_config"), dict)
-    return v in OWN_CHECKPOINT_VARIANTS or (v == "bf16" and not quantised)
+    return v in OWN_CHECKPOINT_VARIANTS or (v == "bf16" and config_quant_method(arch) is None)
+
+
+def config_quant_method(arch) -> str | None:
+    """The checkpoint config's ``quantization_config`` method (``quant_method`` / ``quant_algo``, lowercase;
+    ``"unknown"`` when it names none), None for an unquantised or unknown checkpoint config
+    (``kvmath.model.checkpoint``'s reading of the same key)."""
+    from ...model.checkpoint import _quant_method
+
+    cfg = _checkpoint_config(arch)
+    return _quant_method(cfg) if cfg else None
 
 
 def _check_own_variant(arch, weights_variant: str | None, *, sized: bool = False) -> None:
     """Refuse a ``weights_variant`` a model without published sizes cannot price: its weights are the checkpoint's
     own tensors (``default`` / ``hf``; ``bf16`` when the config has no quantization_config), so another name
     (``awq``, ``fp8``) would silently price the wrong checkpoint. Raises KvMathError naming the valid ones."""
-    cfg = _checkpoint_config(arch) or {}
-    tc = cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else cfg
-    quantised = isinstance(cfg.get("quantization_config") or tc.get("quantization_config"), dict)
-    valid = ["default", *OWN_CHECKPOINT_VARIANTS] + ([] if quantised else ["bf16"])
+    valid = ["default", *OWN_CHECKPOINT_VARIANTS] + ([] if config_quant_method(arch) else ["bf16"])
     v = str(weights_variant or "default").lower()
     if v not in valid and sized:
         raise KvMathError(f"--weights-variant {_short(weights_variant)} names no known checkpoint of {arch.name}; with "
@@ -727,11 +732,9 @@ def _mxfp4_kernel_on_a_size(arch, a: dict, card_entry: dict | None, vllm_version
     than its tensors: a published size is the checkpoint's files, which vLLM's allocation pads
     (``weights.mxfp4_kernel_bytes``); a given size (``weights_gb_total``, the size vLLM loads) already holds it.
     (0, ()) for other checkpoints. Raises KvMathError for a card with no MXFP4 kernel (either way)."""
-    cfg = _checkpoint_config(arch) or {}
-    tc = cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else cfg
-    qc = cfg.get("quantization_config") or tc.get("quantization_config")
-    if not (isinstance(qc, dict) and str(qc.get("quant_method") or "").lower() == "mxfp4"):
+    if config_quant_method(arch) != "mxfp4":
         return 0, ()
+    cfg = _checkpoint_config(arch)
     from .settings import parse_version
     from .weights import mxfp4_backend, mxfp4_kernel_bytes
 

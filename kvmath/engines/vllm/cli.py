@@ -158,6 +158,7 @@ def _device_memory(text):
     return n / GIB
 
 
+ANCHOR_MAX_MODEL_LEN = 180000  # the public calculator's default context (--model without --max-ctx)
 AUTO_FIT = -1  # vLLM's --max-model-len -1 / auto (human_readable_int_or_auto, vllm/utils/argparse_utils.py 0.27.0)
 
 
@@ -296,7 +297,7 @@ def _quantization_note(name: str, arch, kw: dict) -> str:
     what vLLM loads. Raises KvMathError otherwise: online quantisation of an unquantised checkpoint changes the
     weights in memory (not modelled), and vLLM refuses a method that is not the checkpoint's (config/model.py
     "Quantization method specified in the model config ... does not match")."""
-    from .budget import _checkpoint_config, _own_checkpoint
+    from .budget import _own_checkpoint, config_quant_method
 
     asked = str(name)
     if kw.get("weights_gb_total") is not None:
@@ -311,10 +312,7 @@ def _quantization_note(name: str, arch, kw: dict) -> str:
             raise KvMathError(f"--quantization {_cut(asked)} is not the priced {variant} checkpoint's method; valid "
                               f"here: {', '.join(methods) or 'none (leave the flag out)'}")
         return f"--quantization {asked}: the priced {variant} checkpoint's own method"
-    cfg = _checkpoint_config(arch) or {}
-    tc = cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else cfg
-    qc = cfg.get("quantization_config") or tc.get("quantization_config")
-    own = str(qc.get("quant_method") or "") if isinstance(qc, dict) else ""
+    own = config_quant_method(arch)
     if not own:
         raise KvMathError(f"--quantization {_cut(asked)} on {arch.name}'s unquantised checkpoint is online "
                           "quantisation (the weights change in memory), not modelled; give the quantised checkpoint "
@@ -609,7 +607,7 @@ def _max_model_len_default(args, vals: dict, arch, kw: dict, vllm_mode: bool) ->
             raise KvMathError(f"{arch.name}'s config states no max_position_embeddings; give --max-model-len")
         kw["max_model_len"] = top  # vLLM's default: the derived maximum (vllm/config/model.py)
     elif not (args.max_ctx or vals.get("max_ctx")) and arch.max_position_embeddings:
-        kw["max_model_len"] = min(180000, arch.max_position_embeddings)  # the anchor's default, within the model
+        kw["max_model_len"] = min(ANCHOR_MAX_MODEL_LEN, arch.max_position_embeddings)  # within the model
     if args.max_ctx == AUTO_FIT:
         # vllm/config/model.py _get_and_verify_max_len (0.27.0 l.2336-2339): -1 starts from the derived maximum;
         # the KV planner then lowers it to what the memory holds (kv_cache_utils.py _auto_fit_max_model_len)
@@ -629,7 +627,8 @@ def _anchor_defaults_note(args, vals: dict, model: str, kw: dict) -> str | None:
         ("gpu_memory_utilization", kw["mem_util"], args.mem_util or vals.get("mem_util")),
         ("max_num_seqs", kw["max_num_seqs"], args.max_num_seqs or args.sequences or vals.get("max_num_seqs")),
         ("max_model_len", f"{kw['max_model_len']:,}" + (
-            " (180,000 capped at the model's maximum)" if kw["max_model_len"] != 180000 else ""),
+            f" ({ANCHOR_MAX_MODEL_LEN:,} capped at the model's maximum)" if kw["max_model_len"] != ANCHOR_MAX_MODEL_LEN
+            else ""),
          args.max_ctx or vals.get("max_ctx"))) if not given]
     return (f"not given, so the public calculator's defaults: {', '.join(taken)}; a pasted `vllm serve` line takes "
             "vLLM's own") if taken else None
@@ -717,9 +716,9 @@ def _resolve(args, env=None) -> tuple[str, dict, list[str]]:
         mem, mem_note = serve_gpu_memory_utilization(args.vllm_version)
         notes.append(mem_note)
     mem = mem or 0.95
-    kw = dict(kv_format=kv, tp=tp, max_model_len=args.max_ctx or vals.get("max_ctx") or 180000, max_num_seqs=seqs,
-              mem_util=mem, max_num_batched_tokens=args.max_num_batched_tokens or vals.get("max_num_batched_tokens")
-              or None)  # None: vllm serve's default for the card and version (budget() says which in its notes)
+    kw = dict(kv_format=kv, tp=tp, max_model_len=args.max_ctx or vals.get("max_ctx") or ANCHOR_MAX_MODEL_LEN,
+              max_num_seqs=seqs, mem_util=mem,
+              max_num_batched_tokens=args.max_num_batched_tokens or vals.get("max_num_batched_tokens") or None)  # None: vllm serve's default for the card and version (budget() says which in its notes)
     _card_chosen(args, kw, vllm_mode, notes)
     from ...model.load import load_architecture
 
