@@ -29,7 +29,8 @@ QWEN_NEXT = json.loads((ROOT / "data" / "configs" / "Qwen__Qwen3-Next-80B-A3B-In
 ENTRY = {"kvmath": "from kvmath.cli import main", "kvmath-fit": "from kvmath.engines.vllm.cli import main",
          "kvmath-llamacpp-fit": "from kvmath.engines.llamacpp.fit import main"}
 # a call that works, per command: the cases below change one thing
-GOOD = {"kvmath": ["--config", "qwen3.6-27b", "--max-ctx", "8192"], "kvmath-fit": ["--model", "qwen3.6-27b"]}
+GOOD = {"kvmath": ["--config", "qwen3.6-27b", "--max-ctx", "8192"], "kvmath-fit": ["--model", "qwen3.6-27b", "--card",
+                                                                                               "rtx3090"]}
 
 
 def cli(prog: str, *args: str, env=None, timeout: float = 60, **kw) -> subprocess.CompletedProcess:
@@ -60,8 +61,8 @@ def config_file(tmp_path, cfg=None, text=None, name="config.json") -> str:
 
 def with_config(prog: str, path: str) -> list[str]:
     """The command's arguments for a config file (kvmath-fit needs a checkpoint size for one)."""
-    return ["--config", path] + (["--weights-gb", "10"] if prog == "kvmath-fit" else ["--kv-cache-memory-bytes",
-                                                                                      "10GiB"])
+    return ["--config", path] + (["--weights-gb", "10", "--card", "rtx3090"] if prog == "kvmath-fit"
+                                 else ["--kv-cache-memory-bytes", "10GiB"])
 
 
 PROGS = pytest.mark.parametrize("prog", ["kvmath", "kvmath-fit"])
@@ -739,8 +740,8 @@ def test_json_depth_is_linear_and_skips_strings():
 def test_serving_only_flag_repeated_8000_times():
     """8,000 --port pairs took 10.9 s (argparse rescans its option positions per flag: quadratic); they are set
     aside in one pass now. The answer is the same as without them, with one note naming the flag."""
-    code0, out0, _ = run_cli_in_process("kvmath-fit", ["--model", "qwen3.6-27b", "--json"])
-    code, out, err = run_cli_in_process("kvmath-fit", ["--model", "qwen3.6-27b", "--json"] + ["--port", "1"] * 8000)
+    code0, out0, _ = run_cli_in_process("kvmath-fit", [*GOOD["kvmath-fit"], "--json"])
+    code, out, err = run_cli_in_process("kvmath-fit", [*GOOD["kvmath-fit"], "--json"] + ["--port", "1"] * 8000)
     assert code == code0 and not err
     a, b = json.loads(out0), json.loads(out)
     ignored = "ignored (they do not change memory): --port"
@@ -766,13 +767,13 @@ def test_too_many_words(prog):
 
 @pytest.mark.parametrize("prog,argv,same", [
     ("kvmath", ["--config", "qwen3.6-27b", "--tp", "1", "--tp", "2"], ["--config", "qwen3.6-27b", "--tp", "2", "--tp", "2"]),
-    ("kvmath-fit", ["--model", "qwen3.6-27b", "--max-num-seqs", "2", "--max-num-seqs", "4"],
-     ["--model", "qwen3.6-27b", "--max-num-seqs", "2", "--max-num-seqs", "2"]),
+    ("kvmath-fit", [*GOOD["kvmath-fit"], "--max-num-seqs", "2", "--max-num-seqs", "4"],
+     [*GOOD["kvmath-fit"], "--max-num-seqs", "2", "--max-num-seqs", "2"]),
     ("kvmath-fit", ["vllm", "serve", "Qwen/Qwen3.6-27B", "--card", "rtx3090", "--kv-cache-dtype", "fp8_e5m2",
                     "--kv-cache-dtype", "auto"],
      ["vllm", "serve", "Qwen/Qwen3.6-27B", "--card", "rtx3090", "--kv-cache-dtype", "auto", "--kv-cache-dtype", "auto"]),
-    ("kvmath-fit", ["--model", "qwen3.6-27b", "--enable-prefix-caching", "--no-enable-prefix-caching"],
-     ["--model", "qwen3.6-27b", "--enable-prefix-caching", "--enable-prefix-caching"]),
+    ("kvmath-fit", [*GOOD["kvmath-fit"], "--enable-prefix-caching", "--no-enable-prefix-caching"],
+     [*GOOD["kvmath-fit"], "--enable-prefix-caching", "--enable-prefix-caching"]),
 ])
 def test_flag_repeated_with_another_value(prog, argv, same):
     line = assert_one_line_error(cli(prog, *argv), prog)

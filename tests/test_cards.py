@@ -173,9 +173,19 @@ def test_pasted_line_without_card_says_which_card(capsys, monkeypatch):
 
 
 def test_anchor_flags_without_card_say_rtx3090(capsys):
-    code, out, err = _fit(capsys, "--model", "qwen3.6-27b", "--max-ctx", "32768", "--json")
+    code, out, err = _fit(capsys, "--model", "qwen3.6-27b", "--max-ctx", "32768", "--anchor-defaults", "--json")
     d = json.loads(out)
     assert d["card"] == "rtx3090" and any(n.startswith("card: rtx3090") for n in d["notes"])
+
+
+def test_no_card_without_anchor_defaults_is_a_question_not_a_guess(capsys):
+    """One defaults story: --model without --card is priced on no card of kvmath's choosing (this machine's GPU,
+    said so, or a refusal, as a pasted line); the anchor's rtx3090 only with --anchor-defaults."""
+    code, out, err = _fit(capsys, "--model", "qwen3.6-27b", "--max-ctx", "32768", "--json")
+    if code == 2:
+        assert "which card?" in err and "--anchor-defaults" in err and not out
+    else:  # a machine with a GPU: its card, named
+        assert any(n.startswith("card: ") and "this machine's GPU" in n for n in json.loads(out)["notes"])
 
 
 def test_device_memory_flag(capsys):

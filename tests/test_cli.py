@@ -142,7 +142,7 @@ def test_both_commands_agree_on_gemma4_int8_page_padding():
 
     fit = json.loads(subprocess.run(
         [sys.executable, "-m", "kvmath.engines.vllm.cli", "--model", "gemma-4-31b", "--tp", "2", "--kv-format",
-         "int8_per_token_head", "--max-ctx", "262144", "--json"], capture_output=True, text=True, check=True).stdout)
+         "int8_per_token_head", "--max-ctx", "262144", "--anchor-defaults", "--json"], capture_output=True, text=True, check=True).stdout)
     base = [sys.executable, "-m", "kvmath.cli", "--config", "gemma-4-31b", "--tp", "2", "--kv-cache-dtype",
             "int8_per_token_head", "--max-model-len", "262144", "--json"]
     padded = json.loads(subprocess.run(base + ["--gemma4-pth-page-padding"], capture_output=True, text=True,

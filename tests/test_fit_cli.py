@@ -47,7 +47,8 @@ def test_solver(capsys):
     code, out, _ = run(capsys, "--compose", "long-text", "--solve-max-ctx", "--json")
     d = json.loads(out)
     assert code == 0 and 0 < d["solved_max_ctx"] < 180000 and d["outcome"] == "boots"
-    code, out, _ = run(capsys, "--model", "gemma-4-31b", "--weights-variant", "bf16", "--solve-max-ctx", "--json")
+    code, out, _ = run(capsys, "--model", "gemma-4-31b", "--weights-variant", "bf16", "--solve-max-ctx", "--json",
+                       "--anchor-defaults")
     assert code == 1 and json.loads(out)["solved_max_ctx"] == 0  # JSON even when nothing boots
 
 
@@ -67,7 +68,7 @@ def test_card_and_vram(capsys):
 
 def test_mtp_on_gemma_adds_drafter(capsys):
     _, out, _ = run(capsys, "--model", "gemma-4-31b", "--tp", "2", "--kv-format", "bf16", "--max-ctx", "32768",
-                    "--mtp", "--json")
+                    "--mtp", "--json", "--anchor-defaults")
     assert json.loads(out)["drafter_weights_bytes"] == round(0.97e9 / 2)
     _, out, _ = run(capsys, "--model", "gemma-4-31b", "--compose", "gemma-dual-dflash", "--drafter-gb", "0", "--json")
     assert json.loads(out)["drafter_weights_bytes"] == 0
@@ -118,7 +119,7 @@ BAD = [
 @pytest.mark.parametrize("argv,message", BAD, ids=[" ".join(a) for a, _ in BAD])
 def test_bad_input_one_line_exit_2(capsys, argv, message):
     try:
-        code = main(argv)
+        code = main(["--anchor-defaults", *argv])  # the anchor's model and card, so that each case changes one thing
     except SystemExit as e:  # argparse errors
         code = e.code
     err = capsys.readouterr().err
@@ -135,7 +136,7 @@ def test_config_needs_weights(tmp_path, capsys):
     code, _, err = run(capsys, "--config", str(p))
     assert code == 2 and "--weights-gb" in err
     code, out, _ = run(capsys, "--config", str(p), "--weights-gb", "1", "--max-ctx", "8192", "--kv-format", "bf16",
-                       "--json")
+                       "--card", "rtx3090", "--json")
     assert code == 0 and json.loads(out)["outcome"] == "boots"
 
 
@@ -156,7 +157,7 @@ def test_marginal_verdict_and_headroom(capsys):
     largest context it offers with headroom for its own error is shorter than the edge."""
     argv = ["--model", "gemma-4-31b", "--tp", "2", "--mem-util", "0.85", "--max-ctx", "118304", "--max-num-seqs",
             "1", "--max-num-batched-tokens", "6144", "--weights-variant", "awq", "--drafter-gb", "0.97", "--mtp",
-            "--kv-format", "bf16"]
+            "--kv-format", "bf16", "--card", "rtx3090"]
     code, out, _ = run(capsys, *argv)
     assert "marginal:" in out and "it may or may not boot" in out
     code, out, _ = run(capsys, *argv, "--json")
@@ -201,7 +202,7 @@ def test_drafter_flags(capsys):
     d = json.loads(out)
     assert d["num_speculative_tokens"] == 0 and d["drafter_weights_bytes"] == 0
     assert not any("DFlash" in n for n in d["notes"])
-    code, out, _ = run(capsys, "--model", "gemma-4-26b-a4b", "--dflash-draft-gb", "2", "--json")
+    code, out, _ = run(capsys, "--model", "gemma-4-26b-a4b", "--dflash-draft-gb", "2", "--json", "--anchor-defaults")
     assert any(n.startswith("DFlash drafter") for n in json.loads(out)["notes"])
     code, out, _ = run(capsys, "--compose", "dual-dflash", "--mtp", "--json")
     d = json.loads(out)
@@ -220,7 +221,7 @@ def test_pipeline_data_expert_parallel_flags(capsys):
     """--pipeline-parallel-size: every stage's budget, the pool the smallest stage's blocks; --tensor-parallel-size
     is --tp; --data-parallel-size multiplies the pool; --enable-expert-parallel shrinks a MoE model's weights."""
     common = ["--kv-format", "fp8_e5m2", "--max-ctx", "65536", "--max-num-seqs", "2", "--max-num-batched-tokens",
-              "4096", "--mem-util", "0.9"]
+              "4096", "--mem-util", "0.9", "--anchor-defaults"]
     code, out, _ = run(capsys, "--model", "qwen3.6-27b", "--tensor-parallel-size", "1", "--pipeline-parallel-size", "4",
                        *common, "--json")
     d = json.loads(out)
@@ -247,10 +248,10 @@ def test_vllm_serve_line_is_the_same_budget_as_kvmath_fit_flags(capsys):
                         "--gpu-memory-utilization", "0.9", "--kv-cache-dtype", "fp8_e5m2", "--max-model-len", "32k",
                         "--max-num-seqs", "4", "--max-num-batched-tokens", "8k", "--port", "8000",
                         "--served-model-name", "q", "qq", "--trust-remote-code")
-    # a model named by its HF repo in a pasted line is that repository's checkpoint (--weights-variant hf)
+    # one defaults story: --model with kvmath's id is the same HF repository's checkpoint as the pasted line
     code2, b, _ = _json(capsys, "--model", "qwen3.6-27b", "--tp", "2", "--mem-util", "0.9", "--kv-format", "fp8_e5m2",
                         "--max-ctx", "32000", "--max-num-seqs", "4", "--max-num-batched-tokens", "8000",
-                        "--weights-variant", "hf")
+                        "--card", "rtx3090")
     assert code1 == code2
     # vLLM's human_readable_int: lowercase k is 10^3 (vllm/engine/arg_utils.py)
     assert a["max_model_len"] == 32000 and a["max_num_batched_tokens"] == 8000
@@ -265,22 +266,23 @@ def test_max_model_len_auto_is_vllms_auto_fit(capsys):
     # _auto_fit_max_model_len lowers max_model_len to the longest length the KV memory holds
     code, d, _ = _json(capsys, "vllm", "serve", "qwen3.6-27b", "--max-model-len", "auto",
                        "--kv-cache-dtype", "fp8_e5m2", "--card", "rtx3090", "--gpu-memory-utilization", "0.95",
-                       "--max-num-seqs", "1")
+                       "--max-num-seqs", "1", "--weights-variant", "int4")
     assert code == 0 and d["outcome"] == "boots" and d["max_model_len"] < 262144
     L = d["max_model_len"]
     assert any(n.startswith(f"Auto-fit max_model_len: reduced from 262144 to {L} ") for n in d["notes"])
     # the fitted length boots and one token more is refused at the same settings
     code, nxt, _ = _json(capsys, "--model", "qwen3.6-27b", "--max-ctx", str(L + 1), "--kv-format", "fp8_e5m2",
-                         "--mem-util", "0.95")
+                         "--mem-util", "0.95", "--anchor-defaults")
     assert code == 1 and nxt["outcome"] == "refused"
     # -1 is the same request
-    code, d2, _ = _json(capsys, "--model", "qwen3.6-27b", "--max-model-len", "-1", "--kv-format", "fp8_e5m2")
+    code, d2, _ = _json(capsys, "--model", "qwen3.6-27b", "--max-model-len", "-1", "--kv-format", "fp8_e5m2",
+                        "--anchor-defaults")
     assert d2["max_model_len"] == L
 
 
 def test_max_model_len_auto_keeps_the_full_length_when_it_fits(capsys):
     code, d, _ = _json(capsys, "--model", "qwen3.6-27b", "--max-model-len", "auto", "--kv-format", "fp8_e5m2",
-                       "--tensor-parallel-size", "2")
+                       "--tensor-parallel-size", "2", "--anchor-defaults")
     assert code == 0 and d["max_model_len"] == 262144
     assert "Auto-fit max_model_len: full model context length 262144 fits in available GPU memory" in d["notes"]
 
@@ -305,15 +307,17 @@ def test_vllm_flags_kvmath_does_not_model_are_refused(capsys, argv, message):
 def test_speculative_config_mtp_is_the_models_mtp(capsys):
     code, a, _ = _json(capsys, "qwen3.6-27b", "--card", "rtx3090", "--speculative-config",
                        '{"method": "mtp", "num_speculative_tokens": 2}', "--max-model-len", "32768",
-                       "--kv-cache-dtype", "fp8_e5m2", "--gpu-memory-utilization", "0.95", "--max-num-seqs", "1")
-    code2, b, _ = _json(capsys, "--model", "qwen3.6-27b", "--mtp", "--num-speculative-tokens", "2", "--max-ctx", "32768")
+                       "--kv-cache-dtype", "fp8_e5m2", "--gpu-memory-utilization", "0.95", "--max-num-seqs", "1",
+                       "--weights-variant", "int4")
+    code2, b, _ = _json(capsys, "--model", "qwen3.6-27b", "--mtp", "--num-speculative-tokens", "2", "--max-ctx", "32768",
+                        "--anchor-defaults")
     assert a["num_speculative_tokens"] == b["num_speculative_tokens"] == 2
     assert a["available_kv_gib"] == b["available_kv_gib"] and a["pool_tokens"] == b["pool_tokens"]
 
 
 def test_enforce_eager_drops_the_cuda_graph_term(capsys):
-    _, a, _ = _json(capsys, "--model", "qwen3.6-27b", "--max-ctx", "32768")
-    _, b, _ = _json(capsys, "--model", "qwen3.6-27b", "--max-ctx", "32768", "--enforce-eager")
+    _, a, _ = _json(capsys, "--model", "qwen3.6-27b", "--max-ctx", "32768", "--anchor-defaults")
+    _, b, _ = _json(capsys, "--model", "qwen3.6-27b", "--max-ctx", "32768", "--enforce-eager", "--anchor-defaults")
     assert b["available_kv_gib"] > a["available_kv_gib"]
 
 
@@ -321,9 +325,27 @@ def test_a_pasted_line_takes_vllms_defaults_not_the_anchors(capsys):
     # vLLM's defaults: kv_cache_dtype auto, gpu_memory_utilization 0.92 (vllm/config/cache.py, 0.20.0-0.33.0), the
     # card's max_num_seqs, the model's
     # derived max_model_len, and the HF repository's own checkpoint (bf16 Qwen 3.6 27B: 54.7 GB, which does
-    # not fit two RTX 3090s); the anchor's --model id keeps its own defaults (int4, fp8_e5m2, 0.95, 1 sequence)
+    # not fit two RTX 3090s). --model with kvmath's id takes the same (one defaults story, issue 21); the public
+    # calculator's (its int4 checkpoint, fp8_e5m2, 0.95, 1 sequence) only with --anchor-defaults, each named in a note
     code, d, _ = _json(capsys, "vllm", "serve", "Qwen/Qwen3.6-27B", "--tensor-parallel-size", "2", "--card", "rtx3090")
     assert (d["kv_format"], d["mem_util"], d["max_model_len"], d["max_num_seqs"]) == ("bf16", 0.92, 262144, 256)  # auto = bf16
     assert code == 1 and d["outcome"] == "oom"
-    code, e, _ = _json(capsys, "--model", "qwen3.6-27b", "--tp", "2")
+    code, m, _ = _json(capsys, "--model", "qwen3.6-27b", "--tp", "2", "--card", "rtx3090")
+    keys = ("kv_format", "mem_util", "max_model_len", "max_num_seqs", "weights_bytes", "available_kv_bytes", "outcome")
+    assert {k: m[k] for k in keys} == {k: d[k] for k in keys}
+    assert any(n.startswith("checkpoint: Qwen/Qwen3.6-27B's own") for n in m["notes"])
+    code, e, _ = _json(capsys, "--model", "qwen3.6-27b", "--tp", "2", "--anchor-defaults")
     assert (e["kv_format"], e["mem_util"], e["max_num_seqs"]) == ("fp8_e5m2", 0.95, 1) and e["outcome"] == "boots"
+    assert any("public calculator's defaults" in n and "--anchor-defaults" in n for n in e["notes"])
+
+
+def test_llama_8b_has_one_largest_context_however_it_is_asked(capsys):
+    """Issue 21: Llama 3.1 8B on a 3090 answered 37,872 tokens by --model and 117,456 pasted. Asked by kvmath's id,
+    by its HF repo and as a pasted line, the answer is now one (vLLM's defaults for all three)."""
+    answers = []
+    for argv in (["--model", "llama-3.1-8b"], ["--model", "meta-llama/Llama-3.1-8B-Instruct"],
+                 ["vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct"], ["llama-3.1-8b"]):
+        code, d, err = _json(capsys, *argv, "--card", "rtx3090", "--solve-max-ctx")
+        assert d is not None, err
+        answers.append((d["solved_max_ctx"], d["mem_util"], d["kv_format"], d["max_num_seqs"]))
+    assert len(set(answers)) == 1 and answers[0][1:] == (0.92, "bf16", 256), answers

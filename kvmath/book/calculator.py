@@ -190,7 +190,8 @@ CALC_JS = r"""
   function modelQueries(f, model) {
     var e = f.engine.value, ctx = f.ctx.value.trim(), seqs = f.seqs.value.trim(), fmt = f.kv_format.value, tp = f.tp.value, card = f.card.value;
     if (e === "vllm") {
-      var a = ["kvmath-fit", "--model", model, "--card", card, "--tp", tp, "--kv-format", fmt, "--max-ctx", ctx, "--max-num-seqs", seqs, "--json"];
+      var w = f.closest(".kvmath-calc").getAttribute("data-weights");
+      var a = ["kvmath-fit", "--model", model, "--card", card, "--tp", tp, "--kv-format", fmt, "--max-ctx", ctx, "--max-num-seqs", seqs].concat(w ? ["--weights-variant", w] : []).concat(["--json"]);
       return [a, a.slice(0, -1).concat(["--solve-max-ctx", "--json"])];
     }
     if (e === "llama.cpp" && f.closest(".kvmath-calc").getAttribute("data-llamacpp") === "cache")
@@ -339,7 +340,8 @@ def _vllm_default_format(model_id: str) -> str:
 def panel(model_id: str, card: str = DEFAULT_CARD, ctx: int | None = None, seqs: int = 1,
           kv_format: str | None = None, tp: int = 1) -> RawHTML:
     """A model chapter's calculator: a form (card, engine, context, sequences, KV format, tensor
-    parallelism) whose answer is computed in the page by ``kvmath-fit --model <model_id> ... --json``
+    parallelism) whose answer is computed in the page by ``kvmath-fit --model <model_id> ... --json`` (with
+    ``--weights-variant`` of the checkpoint the chapter prices, where kvmath records published sizes)
     (vLLM: the verdict, the pool, vLLM's log lines, and the largest context from ``--solve-max-ctx``),
     ``kvmath-fit llama-server -m <model_id> ... --json`` (llama.cpp: the verdict, the device's load, the
     largest ``-c``, ``--fit``'s lines) or ``kvmath --config <model_id> --engine transformers ... --json``
@@ -382,7 +384,11 @@ def panel(model_id: str, card: str = DEFAULT_CARD, ctx: int | None = None, seqs:
         f"<option value='{html.escape(c)}'{' selected' if c == card else ''}>{html.escape(c)} "
         f"({cards[c]['total_gib']:.2f} GiB)</option>" for c in sorted(cards))
     tp_opts = "".join(f"<option{' selected' if t == tp else ''}>{t}</option>" for t in (1, 2, 4, 8))
-    attrs = (f"data-kvmath-calc='model' data-model='{html.escape(model_id, quote=True)}' data-llamacpp='{llama_route}' "
+    # the checkpoint the chapter prices (its published default where kvmath records sizes), named on the line so
+    # that the panel answers for the chapter's weights, not vllm serve's default of the HF repository's own
+    dep = facts.deployments().get(model_id)
+    weights = f" data-weights='{html.escape(dep['default_weights'], quote=True)}'" if dep else ""
+    attrs = (f"data-kvmath-calc='model' data-model='{html.escape(model_id, quote=True)}'{weights} data-llamacpp='{llama_route}' "
              f"data-formats='{html.escape(json.dumps(formats), quote=True)}'")
     form = (
         "<form class='kvmath-calc-form'>"

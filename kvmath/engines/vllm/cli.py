@@ -1,12 +1,21 @@
 """``kvmath-fit``: does a model fit a card under vLLM, and what does vLLM do with it?
 
-The anchor calculator's (club-3090 ``tools/kv-calc.py``) flags, with vLLM's real verdict:
+A pasted ``vllm serve`` line, or the anchor calculator's (club-3090 ``tools/kv-calc.py``) flags, with vLLM's
+real verdict:
 
-    kvmath-fit --model qwen3.6-27b --compose dual
-    kvmath-fit --compose long-text --card rtx3090 --json
-    kvmath-fit --model gemma-4-31b --tp 2 --kv-format int8_per_token_head --solve-max-ctx
+    kvmath-fit vllm serve Qwen/Qwen3.6-27B --tensor-parallel-size 2 --card h100
+    kvmath-fit --model gemma-4-31b --card rtx3090 --tp 2 --kv-format int8_per_token_head --solve-max-ctx
     kvmath-fit --config path/to/config.json --weights-gb 16 --max-ctx 32768 --card rtx4090
+    kvmath-fit --model qwen3.6-27b --compose dual
+    kvmath-fit --anchor-defaults --model qwen3.6-35b-a3b
     kvmath-fit --calibration
+
+One defaults story: what a line leaves out takes vLLM's own defaults for the release (``--kv-cache-dtype auto``,
+``gpu_memory_utilization`` 0.92 from 0.20, ``vllm serve``'s ``max_num_seqs`` for the card, the model's maximum
+length, the model's HF checkpoint, this machine's GPU or a refusal), whether the model is given as in
+``vllm serve MODEL``, by ``--model`` or by ``--config``. The public calculator's defaults (fp8_e5m2, 0.95, one
+sequence, 180,000 tokens, rtx3090, its published checkpoint) only when asked for by name: ``--anchor-defaults``,
+or one of its ``--compose`` deployments. Each default taken is named in a note.
 
 Exit status: 0 when vLLM boots (``--solve-max-ctx``: when some context boots; ``--calibration``: always),
 1 when it refuses to boot or runs out of memory, 2 on bad input (one line on stderr, no traceback), 3 on an
@@ -65,6 +74,10 @@ FIXES = [
     ("recurrent state", "vector formula (5.5 MB/seq, 27B) added as 'fixed' KV",
      "vLLM's GDN state pages (matrix per value head, fp32 temporal, padded to the attention page) inside the "
      "pool, from kvmath.vllm_alloc"),
+    ("defaults", "what the line leaves out took fp8_e5m2, 0.95, one sequence, 180,000 tokens, an RTX 3090 and "
+     "club-3090's int4 checkpoint, none of which vllm serve does",
+     "vLLM's own for the release (auto, 0.92 from 0.20, the card's max_num_seqs, the model's maximum, the HF "
+     "checkpoint, this machine's GPU or a question); the anchor's with --anchor-defaults or --compose, named"),
     ("json", "--solve-max-ctx --json printed plain text when nothing fitted", "always JSON"),
     ("kv formats", "q4_0 accepted as a vLLM format; fp8_e4m3 / nvfp4 not checked against the card",
      "vLLM formats only; a format the card cannot run is refused naming the ones it can"),
@@ -376,19 +389,26 @@ def build_parser() -> argparse.ArgumentParser:
     from ...facts import cards, known_models
 
     p.add_argument("--model", help=f"a known model id or its HF repo ({', '.join(sorted(known_models()))}); default: "
-                                   "from --compose, else qwen3.6-27b")
+                                   "from --compose; --anchor-defaults alone prices qwen3.6-27b")
     p.add_argument("--config", help="any config.json or model folder (path); the weights come from the folder's "
                                     "safetensors headers, or from config.json + quantization_config (the layouts of "
                                     "kvmath.model.checkpoint.ESTIMATED_MODEL_TYPES), unless --weights-gb gives the "
                                     "checkpoint size")
-    p.add_argument("--compose", help="an anchor preset (kvmath/data/presets.json)")
+    p.add_argument("--compose", help="an anchor preset (kvmath/data/presets.json): the public calculator's deployment "
+                                     "by name, its defaults for what the preset leaves out")
+    p.add_argument("--anchor-defaults", action="store_true",
+                   help="take the public calculator's (club-3090 kv-calc) defaults for what the line leaves out "
+                        "(fp8_e5m2, gpu_memory_utilization 0.95, one sequence, 180,000 tokens, rtx3090, its "
+                        "checkpoint) instead of vLLM's")
     p.add_argument("--kv-format", "--kv-cache-dtype", dest="kv_format",
-                   help="vLLM kv_cache_dtype (default: preset, else fp8_e5m2)")
+                   help="vLLM kv_cache_dtype (default: auto, as vllm serve; --compose the preset's; "
+                        "--anchor-defaults fp8_e5m2)")
     p.add_argument("--max-ctx", "--max-model-len", dest="max_ctx", type=_max_model_len,
                    help="max_model_len, as vLLM reads it (8192, 32k, 128K; -1 or auto: vLLM's auto-fit, the "
                         "model's maximum reduced to what the KV memory holds); default: preset, else 180000 or "
                         "the model maximum if smaller")
-    p.add_argument("--max-num-seqs", type=_vllm_int("--max-num-seqs"), help="max_num_seqs (default: preset, else 1)")
+    p.add_argument("--max-num-seqs", type=_vllm_int("--max-num-seqs"), help="max_num_seqs (default: vllm serve's for the card and release; --compose the preset's; "
+                        "--anchor-defaults 1)")
     p.add_argument("--sequences", type=_positive_int("--sequences"), help="alias of --max-num-seqs")
     p.add_argument("--tp", "--tensor-parallel-size", "-tp", dest="tp", type=_positive_int("--tp", MAX_TP),
                    help="tensor_parallel_size (default: preset, else 1)")
@@ -403,8 +423,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--gpus", type=_positive_int("--gpus", MAX_TP),
                    help="GPUs for the engine: without --tp, priced as --tensor-parallel-size N")
     p.add_argument("--mem-util", "--gpu-memory-utilization", dest="mem_util", type=_mem_util,
-                   help="gpu_memory_utilization (default: a pasted line vLLM's, 0.92 from 0.20; --model the "
-                        "preset's, else 0.95)")
+                   help="gpu_memory_utilization (default: the release's, 0.92 from vLLM 0.20; --compose the "
+                        "preset's; --anchor-defaults 0.95)")
     p.add_argument("--enforce-eager", action="store_true", default=False,
                    help="vLLM --enforce-eager: no CUDA graphs (no capture memory, no Mamba decode-block check)")
     p.add_argument("--enable-prefix-caching", dest="enable_prefix_caching", action="store_true", default=None,
@@ -429,8 +449,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "'25.4GB'; kvmath.units.parse_bytes, as the front door's --device-memory)")
     p.add_argument("--card", help="a known card by id or the name nvidia-smi / rocm-smi / PyTorch print (rtx3090, "
                                   "'NVIDIA GeForce RTX 3090', a100, mi300x, m3-max-128gb, ...: kvmath/data/cards.json); "
-                                  "default: a pasted vllm serve line takes this machine's GPU (nvidia-smi, rocm-smi) and "
-                                  "says so, else refuses; the anchor flags take the anchor's rtx3090 and say so")
+                                  "default: this machine's GPU (nvidia-smi, rocm-smi), said so, else a refusal; "
+                                  "--anchor-defaults / --compose take the anchor's rtx3090 and say so")
     mtp = p.add_mutually_exclusive_group()
     mtp.add_argument("--mtp", dest="mtp", action="store_true", default=None, help="use the model's MTP drafter")
     mtp.add_argument("--no-mtp", dest="mtp", action="store_false", help="no MTP drafter")
@@ -531,8 +551,9 @@ def _model_named(args, vllm_mode: bool) -> tuple[str, bool]:
         as_repo = args.model.strip().lower() == entry["hf_repo"].lower()
         args.model = entry["id"]
     if vllm_mode and not (args.model or args.config):
-        raise KvMathError("a vllm serve line needs the model: vllm serve MODEL [flags] (a known id, its HF repo, "
-                          "or a model folder)")
+        raise KvMathError("which model? give it as in vllm serve MODEL [flags], or with --model / --config (a known "
+                          "id, a Hub id such as Qwen/Qwen3.6-27B, or a model folder); --anchor-defaults alone prices "
+                          "the public calculator's qwen3.6-27b")
     return args.config or args.model or (B.model_for_preset(args.compose) if args.compose else "qwen3.6-27b"), as_repo
 
 
@@ -559,8 +580,9 @@ def _tp_of_gpus(args, vals: dict, tp: int, notes: list) -> int:
 
 
 def _card_chosen(args, kw: dict, vllm_mode: bool, notes: list) -> None:
-    """``kw``'s card (or custom memory) from ``--card`` / ``--device-memory`` / ``--vram``, this machine's GPU for
-    a pasted line, else the anchor calculator's card, each said in a note. Raises KvMathError."""
+    """``kw``'s card (or custom memory) from ``--card`` / ``--device-memory`` / ``--vram``, else this machine's GPU
+    (the anchor calculator's rtx3090 with ``--anchor-defaults`` / ``--compose``), each said in a note. Raises
+    KvMathError."""
     from . import budget as B
 
     if args.device_memory is not None:
@@ -573,14 +595,15 @@ def _card_chosen(args, kw: dict, vllm_mode: bool, notes: list) -> None:
         kw.update(card=None, total_gib=args.vram)
     elif args.card:
         kw["card"] = B.card(args.card)["id"]
-    elif vllm_mode:  # a pasted line names no card: this machine's GPU, said so, or a refusal (never a silent default)
+    elif vllm_mode:  # no card named: this machine's GPU, said so, or a refusal (never a silent default)
         from ...cards import detect
 
         found = detect()
         if found is None:
-            raise KvMathError("which card? a vllm serve line needs --card (e.g. --card rtx3090, --card 'NVIDIA H100 "
-                              "80GB HBM3') or --device-memory (e.g. 24GiB, as PyTorch reports the card); no nvidia-smi, "
-                              "rocm-smi or system_profiler answered on this machine")
+            raise KvMathError("which card? give --card (e.g. --card rtx3090, --card 'NVIDIA H100 80GB HBM3') or "
+                              "--device-memory (e.g. 24GiB, as PyTorch reports the card); no nvidia-smi, rocm-smi or "
+                              "system_profiler answered on this machine (--anchor-defaults takes the public "
+                              "calculator's rtx3090)")
         kw["card"] = found[0]["id"]
         notes.append(f"card: {found[0]['id']} ({found[0]['name']}, {found[0]['total_gib']} GiB as the runtime reports "
                      f"it), this machine's GPU as {found[1]}; pass --card for another")
@@ -599,7 +622,7 @@ def _card_chosen(args, kw: dict, vllm_mode: bool, notes: list) -> None:
 
 
 def _max_model_len_default(args, vals: dict, arch, kw: dict, vllm_mode: bool) -> None:
-    """``kw["max_model_len"]`` when the line leaves it out (vLLM's derived maximum for a pasted line, the anchor's
+    """``kw["max_model_len"]`` when the line leaves it out (vLLM's derived maximum, the anchor's
     180,000 within the model otherwise) or asks vLLM's auto-fit. Raises KvMathError."""
     if not (args.max_ctx or vals.get("max_ctx")) and vllm_mode:
         top = arch.derived_max_model_len or arch.max_position_embeddings
@@ -630,8 +653,9 @@ def _anchor_defaults_note(args, vals: dict, model: str, kw: dict) -> str | None:
             f" ({ANCHOR_MAX_MODEL_LEN:,} capped at the model's maximum)" if kw["max_model_len"] != ANCHOR_MAX_MODEL_LEN
             else ""),
          args.max_ctx or vals.get("max_ctx"))) if not given]
-    return (f"not given, so the public calculator's defaults: {', '.join(taken)}; a pasted `vllm serve` line takes "
-            "vLLM's own") if taken else None
+    return (f"not given, so the public calculator's defaults: {', '.join(taken)} (asked for by "
+            f"{'--compose' if args.compose else '--anchor-defaults'}; without it a line takes vLLM's own)"
+            ) if taken else None
 
 
 def _drafter(args, arch, vals: dict, kw: dict, notes: list) -> None:
@@ -693,7 +717,7 @@ def _resolve(args, env=None) -> tuple[str, dict, list[str]]:
 
     notes: list[str] = []
     _check_flags(args)
-    vllm_mode = getattr(args, "vllm_mode", False)  # a pasted `vllm serve` line: vLLM's defaults, not the anchor's
+    vllm_mode = getattr(args, "vllm_mode", True)  # vLLM's defaults unless --anchor-defaults / --compose
     model, as_repo = _model_named(args, vllm_mode)
     pr = B.preset(model, args.compose) if args.compose else None
     vals = {}
@@ -702,7 +726,7 @@ def _resolve(args, env=None) -> tuple[str, dict, list[str]]:
         for k, v in pr.get("compose", {}).items():
             notes.append(f"preset {args.compose}: {k} = {v} as the compose file sets it (the anchor priced {pr[k]})")
             vals[k] = v
-    # defaults: vLLM's own for a pasted serve line (kv_cache_dtype auto, gpu_memory_utilization 0.92 from 0.20,
+    # defaults: vLLM's own (kv_cache_dtype auto, gpu_memory_utilization 0.92 from 0.20,
     # max_num_seqs the card's serve default, the model's derived max_model_len; vllm/engine/arg_utils.py), the
     # anchor calculator's otherwise (fp8_e5m2, 0.95, one sequence, 180,000 tokens)
     kv = args.kv_format or vals.get("kv_format") or ("auto" if vllm_mode else "fp8_e5m2")
@@ -719,7 +743,6 @@ def _resolve(args, env=None) -> tuple[str, dict, list[str]]:
     kw = dict(kv_format=kv, tp=tp, max_model_len=args.max_ctx or vals.get("max_ctx") or ANCHOR_MAX_MODEL_LEN,
               max_num_seqs=seqs, mem_util=mem,
               max_num_batched_tokens=args.max_num_batched_tokens or vals.get("max_num_batched_tokens") or None)  # None: vllm serve's default for the card and version (budget() says which in its notes)
-    _card_chosen(args, kw, vllm_mode, notes)
     from ...model.load import load_architecture
 
     arch = load_architecture(model)
@@ -754,8 +777,16 @@ def _resolve(args, env=None) -> tuple[str, dict, list[str]]:
         kw["weights_gb_total"] = args.weights_gb
     elif args.config and arch.name not in B.deployments():
         B.checkpoint_weights_per_rank(arch, 1)  # refuses early, naming what is missing, if nothing gives the size
-    # a model named by its HF repo (pasted or --model) is that repository's checkpoint, as vLLM loads it
-    kw["weights_variant"] = args.weights_variant or vals.get("weights") or ("hf" if as_repo else "default")
+    _card_chosen(args, kw, vllm_mode, notes)  # after the model's own faults, which a card would not mend
+    # vLLM's story: the model is its HF repository's checkpoint, as `vllm serve <repo>` loads it (whether named by
+    # the repo or by kvmath's id); the anchor's: its published checkpoint (data/deployments.json default_weights)
+    kw["weights_variant"] = args.weights_variant or vals.get("weights") or ("hf" if as_repo or vllm_mode else "default")
+    if vllm_mode and not as_repo and not (args.weights_variant or vals.get("weights") or args.config) and (
+            dep := B.deployments().get(arch.name)):
+        from ...facts import find_model
+
+        notes.append(f"checkpoint: {find_model(arch.name)['hf_repo']}'s own, as vllm serve loads it; published "
+                     f"others: --weights-variant {', '.join(sorted(dep['weights_gb']))}")
     if getattr(args, "quantization", None) is not None:
         notes.append(_quantization_note(args.quantization, arch, kw))
     if args.include_draft_kv:
@@ -921,7 +952,9 @@ def run(argv=None) -> int:
     args = parser.parse_args(argv)
     drop_private(args)
     args.ignored_flags = getattr(args, "ignored_flags", []) + ignored
-    args.vllm_mode = pasted or args.model_tag is not None
+    # one defaults story: vLLM's own for what any line leaves out; the public calculator's only when asked for by
+    # name (--anchor-defaults, or one of its --compose deployments)
+    args.vllm_mode = not (args.anchor_defaults or args.compose)
     if args.calibration:
         extra = _given_besides(parser, args, ("calibration", "json", "offline"))
         if extra:
