@@ -311,13 +311,30 @@ def sampler_peak_bytes(arch, max_num_seqs: int, tp: int = 1, **kw) -> int:
             + max(t["top-k/top-p temporaries"], t["softmax + exponential noise"]))
 
 
+MM_LIMIT_UNSET = 999
+"""vLLM's per-prompt item limit of a modality the line does not name (``MultiModalConfig.get_limit_per_prompt``,
+vllm/config/multimodal.py, 0.20.0-0.33.0)."""
+
+
+def profiled_modality(arch) -> str | None:
+    """The modality vLLM's profile run encodes for ``arch`` (the one with the most tokens per item among those
+    allowed: ``MultiModalBudget.get_modality_with_max_tokens``): "video" for Gemma 4's vision tower (2,496
+    tokens against 280 for an image), "image" for the other vision towers kvmath prices, None without one."""
+    v = _vision_cfg(arch)
+    if not v:
+        return None
+    return "video" if v.get("model_type") == "gemma4_vision" else "image"
+
+
 def encoder_terms(arch, max_num_batched_tokens: int, max_num_seqs: int, max_model_len: int,
-                  tp: int = 1, *, chunk_budget_bytes: int | None = None, frame_loop: bool = False) -> list[Term]:
+                  tp: int = 1, *, chunk_budget_bytes: int | None = None, frame_loop: bool = False,
+                  mm_limit: int = MM_LIMIT_UNSET) -> list[Term]:
     """The multimodal encoder's profiling budget (images, the modality with the most tokens per item of
     these models): ``items = max(1, min(budget // tokens_per_item, S x max(1, min(limit, L // tokens_per_item))))``
     with budget = max(max_num_batched_tokens, tokens_per_item) (encoder_cache_manager.py
-    ``compute_mm_encoder_budget``; encoder_budget.py ``_get_max_items``; the per-prompt limit taken as
-    unbounded). Gemma 4 (gemma4_mm.py): ``tokens_per_item`` = the vision config's
+    ``compute_mm_encoder_budget``; encoder_budget.py ``_get_max_items``; ``mm_limit`` the profiled modality's
+    ``--limit-mm-per-prompt``, 999 when the line leaves it out as vLLM's ``get_limit_per_prompt`` does, 0: no
+    encoder profile at all, as ``MultiModalBudget`` drops a modality whose limit is 0). Gemma 4 (gemma4_mm.py): ``tokens_per_item`` = the vision config's
     ``default_output_length`` soft tokens, ``pooling_kernel_size^2`` patches each. Terms: the vision tower's
     largest live set (hidden and residual [P, Hv] plus its MLP [P, 2 Iv] + [P, Iv], P = items x patches;
     the vision tower is replicated on every TP rank in these models' vLLM files) and the encoder cache
@@ -325,20 +342,20 @@ def encoder_terms(arch, max_num_batched_tokens: int, max_num_seqs: int, max_mode
     ``_gemma4_video_encoder_terms`` (``chunk_budget_bytes``, ``frame_loop``); Qwen 3.5 / 3.6:
     ``_qwen_vl_encoder_terms``."""
     v = _vision_cfg(arch)
-    if not v:
+    if not v or not mm_limit:
         return []
     if v.get("model_type") in QWEN_VL_MAX_PIXELS and v.get("spatial_merge_size"):
-        return _qwen_vl_encoder_terms(arch, v, max_num_batched_tokens, max_num_seqs, max_model_len, tp)
+        return _qwen_vl_encoder_terms(arch, v, max_num_batched_tokens, max_num_seqs, max_model_len, tp, mm_limit)
     if v.get("model_type") == "gemma4_vision" and _int(v, "position_embedding_size"):
         return _gemma4_video_encoder_terms(arch, v, max_num_batched_tokens, max_num_seqs, max_model_len,
-                                           chunk_budget_bytes, frame_loop)
+                                           chunk_budget_bytes, frame_loop, mm_limit)
     tok = _int(v, "default_output_length", "_soft_tokens")
     pool = _int(v, "pooling_kernel_size", default=1)
     hv, iv = _int(v, "hidden_size"), _int(v, "intermediate_size")
     if not (tok and hv and iv):
         return []
     budget = max(int(max_num_batched_tokens), tok)
-    items = max(1, min(budget // tok, int(max_num_seqs) * max(1, int(max_model_len) // tok)))
+    items = max(1, min(budget // tok, int(max_num_seqs) * max(1, min(int(mm_limit), int(max_model_len) // tok))))
     P = items * tok * pool * pool
     e = ACT_BYTES
     return [Term("vision tower (hidden, residual, MLP)", P * (2 * hv + 3 * iv) * e,
@@ -356,7 +373,8 @@ the maximum feature size", https://github.com/noonghunna/club-3090/issues/372)."
 
 
 def _gemma4_video_encoder_terms(arch, v: dict, max_num_batched_tokens: int, max_num_seqs: int, max_model_len: int,
-                                chunk_budget_bytes: int | None, frame_loop: bool) -> list[Term]:
+                                chunk_budget_bytes: int | None, frame_loop: bool,
+                                mm_limit: int = MM_LIMIT_UNSET) -> list[Term]:
     """Gemma 4's encoder profile (gemma4_mm.py ``_process_video_input``): ``items`` videos as for every
     encoder, 32 frames each of 70 x pooling_kernel_size^2 = 630 patches. 0.22.0-0.33.0 encode the frames in
     chunks of ``_encoder_chunk`` frames = min(frames, max(1, chunk_budget // (patches x 4 x
@@ -373,7 +391,7 @@ def _gemma4_video_encoder_terms(arch, v: dict, max_num_batched_tokens: int, max_
     per_frame = GEMMA4_VIDEO_SOFT_TOKENS * pool * pool
     tok = GEMMA4_VIDEO_FRAMES * (GEMMA4_VIDEO_SOFT_TOKENS + 2 + 6)
     budget = max(int(max_num_batched_tokens), tok)
-    items = max(1, min(budget // tok, int(max_num_seqs) * max(1, int(max_model_len) // tok)))
+    items = max(1, min(budget // tok, int(max_num_seqs) * max(1, min(int(mm_limit), int(max_model_len) // tok))))
     frames = items * GEMMA4_VIDEO_FRAMES
     if frame_loop:
         chunk = 1
@@ -413,7 +431,7 @@ size", https://github.com/noonghunna/club-3090/issues/602)."""
 
 
 def _qwen_vl_encoder_terms(arch, v: dict, max_num_batched_tokens: int, max_num_seqs: int, max_model_len: int,
-                           tp: int) -> list[Term]:
+                           tp: int, mm_limit: int = MM_LIMIT_UNSET) -> list[Term]:
     """The Qwen 3.5 / 3.6 vision tower on its profiling batch (vllm/model_executor/models/qwen3_vl.py
     ``Qwen3_VisionTransformer.forward``, 0.24.0; Qwen 3.5 / 3.6 use it through qwen3_5.py). Tokens per item
     ``tok`` = max pixels / (patch^2 x merge^2); items as for every encoder (``encoder_terms``); P = items x tok x
@@ -430,7 +448,7 @@ def _qwen_vl_encoder_terms(arch, v: dict, max_num_batched_tokens: int, max_num_s
         return []
     tok = QWEN_VL_MAX_PIXELS[v["model_type"]] // (patch * patch * merge * merge)
     budget = max(int(max_num_batched_tokens), tok)
-    items = max(1, min(budget // tok, int(max_num_seqs) * max(1, int(max_model_len) // tok)))
+    items = max(1, min(budget // tok, int(max_num_seqs) * max(1, min(int(mm_limit), int(max_model_len) // tok))))
     P = items * tok * merge * merge
     pix = _int(v, "in_channels", default=3) * _int(v, "temporal_patch_size", default=1) * patch * patch
     e = ACT_BYTES
@@ -530,7 +548,8 @@ class ProfilePeak:
 def profile_peak(arch, *, tp: int = 1, max_num_batched_tokens: int, max_num_seqs: int, max_model_len: int,
                  num_speculative_tokens: int = 0, enable_expert_parallel: bool = False, enforce_eager: bool = False,
                  last_stage: bool = True, sort_top_k_top_p: bool = False, full_cudagraphs: bool = True,
-                 encoder_chunk_budget: int | None = None, encoder_frame_loop: bool = False) -> ProfilePeak:
+                 encoder_chunk_budget: int | None = None, encoder_frame_loop: bool = False,
+                 mm_limit: int = MM_LIMIT_UNSET) -> ProfilePeak:
     """See ``_profile_peak`` (remembered per arguments). ``max_model_len`` only bounds the encoder's items
     (``encoder_terms``: ``S x max(1, L // tokens_per_item)`` against ``budget // tokens_per_item``), so a length
     beyond the encoder budget (max(T, 16384) here: no profiled item has more tokens) prices the same."""
@@ -539,23 +558,26 @@ def profile_peak(arch, *, tp: int = 1, max_num_batched_tokens: int, max_num_seqs
                          max_model_len=L, num_speculative_tokens=num_speculative_tokens,
                          enable_expert_parallel=enable_expert_parallel, enforce_eager=enforce_eager,
                          last_stage=last_stage, sort_top_k_top_p=sort_top_k_top_p, full_cudagraphs=full_cudagraphs,
-                         encoder_chunk_budget=encoder_chunk_budget, encoder_frame_loop=encoder_frame_loop)
+                         encoder_chunk_budget=encoder_chunk_budget, encoder_frame_loop=encoder_frame_loop,
+                         mm_limit=mm_limit)
 
 
 @_memo
 def _profile_peak(arch, *, tp: int = 1, max_num_batched_tokens: int, max_num_seqs: int, max_model_len: int,
                   num_speculative_tokens: int = 0, enable_expert_parallel: bool = False, enforce_eager: bool = False,
                   last_stage: bool = True, sort_top_k_top_p: bool = False, full_cudagraphs: bool = True,
-                  encoder_chunk_budget: int | None = None, encoder_frame_loop: bool = False) -> ProfilePeak:
+                  encoder_chunk_budget: int | None = None, encoder_frame_loop: bool = False,
+                  mm_limit: int = MM_LIMIT_UNSET) -> ProfilePeak:
     """The profile run's torch peak per card (``ProfilePeak``). The phases: encoder (vision tower), forward
     (encoder cache + residual stream + the largest layer set), sampler (the forward's hidden states [T, H]
     still held + the sampler; only on the last pipeline stage). The CUDA graph estimate
     (``cudagraph_estimate_bytes``; ``full_cudagraphs=False``: PIECEWISE graphs only); 0 with ``enforce_eager``.
     ``sort_top_k_top_p``: the sampler's PyTorch sort path (``sampler_terms``). ``encoder_chunk_budget`` /
-    ``encoder_frame_loop``: Gemma 4's frame chunking (``encoder_terms``)."""
+    ``encoder_frame_loop``: Gemma 4's frame chunking; ``mm_limit``: the profiled modality's per-prompt limit
+    (``encoder_terms``)."""
     T = int(max_num_batched_tokens)
     enc = encoder_terms(arch, T, max_num_seqs, max_model_len, tp, chunk_budget_bytes=encoder_chunk_budget,
-                        frame_loop=encoder_frame_loop)
+                        frame_loop=encoder_frame_loop, mm_limit=mm_limit)
     enc_tower = sum(t.bytes for t in enc if t.name.startswith("vision"))
     enc_cache = sum(t.bytes for t in enc if t.name.startswith("encoder cache"))
     fwd_terms = forward_terms(arch, T, tp, enable_expert_parallel=enable_expert_parallel)
@@ -657,7 +679,7 @@ def activation_frame(arch, *, max_num_batched_tokens: int = 8192, max_num_seqs: 
     return pd.DataFrame(rows)
 
 
-__all__ = ["full_cudagraphs", "CUDAGRAPH_BYTES_PER_LAYER", "GEMMA4_VIDEO_FRAMES", "GEMMA4_VIDEO_SOFT_TOKENS", "QWEN_VL_MAX_PIXELS", "RELEASE_RULES", "SORT_TRANSIENT_BYTES", "cudagraph_estimate_bytes",
+__all__ = ["full_cudagraphs", "MM_LIMIT_UNSET", "profiled_modality", "CUDAGRAPH_BYTES_PER_LAYER", "GEMMA4_VIDEO_FRAMES", "GEMMA4_VIDEO_SOFT_TOKENS", "QWEN_VL_MAX_PIXELS", "RELEASE_RULES", "SORT_TRANSIENT_BYTES", "cudagraph_estimate_bytes",
            "release_rules",
            "ProfilePeak", "Term", "activation_frame", "capture_sizes", "encoder_terms", "forward_peak_bytes",
            "forward_terms", "gdn_warmup_bytes", "moe_dims", "num_cudagraphs", "padded_vocab", "profile_peak",

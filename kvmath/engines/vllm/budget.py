@@ -263,7 +263,7 @@ def _checkpoint_config(arch) -> dict | None:
 
 
 def checkpoint_weights_per_rank(arch, tp: int, *, enable_expert_parallel: bool = False, card: dict | None = None,
-                                vllm_version: str | None = None, dp: int = 1):
+                                vllm_version: str | None = None, dp: int = 1, skip_towers: tuple[str, ...] = ()):
     """Weight bytes on rank 0 for a model kvmath has no published size for: from the safetensors headers
     of its model folder when it was loaded from one, else from its config.json and ``quantization_config``
     (``kvmath.model.checkpoint``, for the layouts of its ``ESTIMATED_MODEL_TYPES``; others are refused naming what is needed),
@@ -271,12 +271,15 @@ def checkpoint_weights_per_rank(arch, tp: int, *, enable_expert_parallel: bool =
     the source naming where the tensors came from. ``card`` (a ``cards.json`` entry; None for a custom card) and
     ``vllm_version`` pick the MXFP4 MoE kernel whose padding gpt-oss's experts are allocated at
     (``weights.mxfp4_backend``). ``dp``: ``--data-parallel-size``; with ``enable_expert_parallel`` the experts are
-    divided over ``tp * dp`` ranks (``weights.weights_per_rank``). Raises KvMathError."""
+    divided over ``tp * dp`` ranks (``weights.weights_per_rank``). ``skip_towers``: the multimodal towers vLLM
+    does not build (``weights.VISION_TOWER_MODULES``; :func:`mm_limits`). Raises KvMathError."""
     from .settings import parse_version
     from .weights import mxfp4_backend
 
     kernel = dict(mxfp4_backend=mxfp4_backend(card.get("compute_capability"), card.get("vendor")) if card else None,
                   vllm_version=parse_version(vllm_version or DEFAULT_VLLM_VERSION), dp=dp)
+    if skip_towers:
+        kernel["skip_towers"] = tuple(skip_towers)
 
     cfg = _checkpoint_config(arch)
     if cfg is None:
@@ -549,7 +552,7 @@ def gdn_scratch_bytes(arch, tp: int, tokens: int) -> int:
 def _non_kv(arch, flags, tp, batched, max_model_len, coeffs, *, max_num_seqs: int = 1, num_speculative_tokens: int = 0,
             enforce_eager: bool = False, enable_expert_parallel: bool = False, last_stage: bool = True,
             sort_top_k_top_p: bool = False, full_cudagraphs: bool = True, encoder_chunk_budget: int | None = None,
-            encoder_frame_loop: bool = False):
+            encoder_frame_loop: bool = False, mm_limit: int = 999):
     """(gdn_scratch, activation_fitted, profile_peak, cudagraph, overhead, model_offset, ProfilePeak) in bytes.
 
     ``profile_peak`` is the derived torch peak of vLLM's profile run and ``cudagraph`` the derived first
@@ -562,7 +565,8 @@ def _non_kv(arch, flags, tp, batched, max_model_len, coeffs, *, max_num_seqs: in
                       max_model_len=max_model_len, num_speculative_tokens=num_speculative_tokens,
                       enable_expert_parallel=enable_expert_parallel, enforce_eager=enforce_eager, last_stage=last_stage,
                       sort_top_k_top_p=sort_top_k_top_p, full_cudagraphs=full_cudagraphs,
-                      encoder_chunk_budget=encoder_chunk_budget, encoder_frame_loop=encoder_frame_loop)
+                      encoder_chunk_budget=encoder_chunk_budget, encoder_frame_loop=encoder_frame_loop,
+                      mm_limit=mm_limit)
     scratch = gdn_warmup_bytes(arch, tp)
     act = round(c.get("per_8k_batched_tokens_per_tp_gib", 0.0) * batched / 8192 / tp * GIB)
     graphs = pk.cudagraph + round(c.get("per_graph_mib", 0.0) * pk.num_graphs * 2**20)
@@ -682,6 +686,54 @@ def _max_model_len(arch, max_model_len: int | None, allow_long: bool) -> int:
     return check_positive(L, "max_model_len", maximum=MAX_TOKENS)
 
 
+MM_MODALITIES = ("image", "video", "audio")
+
+
+def mm_limits(arch, limit_mm_per_prompt: dict | None) -> tuple[int, tuple[str, ...], str | None]:
+    """What vLLM's ``--limit-mm-per-prompt`` does to memory, read from vLLM 0.20.0, 0.24.0 and 0.33.0 (the same):
+    a modality left out has the limit 999 (``MultiModalConfig.get_limit_per_prompt``, vllm/config/multimodal.py);
+    a tower whose every modality is at 0 is not built (``_mark_tower_model``, model_executor/models/interfaces.py:
+    ``{"image", "video"}`` for the vision tower, ``"audio"``), and a modality at 0 is not profiled
+    (``MultiModalBudget``, vllm/multimodal/encoder_budget.py); the profiled modality's limit bounds its items per
+    prompt (``_get_max_items``). ``limit_mm_per_prompt``: modality -> an integer >= 0 or ``{"count": n, ...}``
+    (vLLM's two forms); None: vLLM's defaults.
+
+    Returns (the profiled modality's limit for ``activation.encoder_terms``, 0 for no encoder profile; the
+    towers not built, for ``weights.weights_per_rank``; a note or None). Raises KvMathError for a malformed
+    value, an unknown modality, or a limit that makes vLLM profile a modality kvmath does not model."""
+    from .activation import MM_LIMIT_UNSET, profiled_modality
+
+    if limit_mm_per_prompt is None:
+        return MM_LIMIT_UNSET, (), None
+    if not isinstance(limit_mm_per_prompt, dict):
+        raise KvMathError(f"limit_mm_per_prompt must be an object of modality -> count, e.g. {{\"image\": 0, "
+                          f"\"video\": 0}}, got {_short(limit_mm_per_prompt)}")
+    limits = {}
+    for m, v in limit_mm_per_prompt.items():
+        if m not in MM_MODALITIES:
+            raise KvMathError(f"--limit-mm-per-prompt: unknown modality {_short(m)}; valid: {choices(MM_MODALITIES)}")
+        n = v.get("count") if isinstance(v, dict) else v
+        if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= MAX_TOKENS:
+            raise KvMathError(f"--limit-mm-per-prompt {m}: the count must be a whole number >= 0, got {_short(v)}")
+        limits[m] = n
+    get = lambda m: limits.get(m, MM_LIMIT_UNSET)  # noqa: E731
+    skip = tuple(t for t, ms in (("vision", ("image", "video")), ("audio", ("audio",))) if all(get(m) == 0 for m in ms))
+    shown = ", ".join(f"{m} {n}" for m, n in limits.items())
+    profiled = profiled_modality(arch)
+    if profiled is None:
+        return MM_LIMIT_UNSET, skip, f"--limit-mm-per-prompt {shown}: {arch.name} has no vision tower kvmath prices"
+    if "vision" in skip:
+        return 0, skip, (f"--limit-mm-per-prompt {shown}: the vision tower is neither built nor profiled (vLLM "
+                         "_mark_tower_model, MultiModalBudget)")
+    if get(profiled) == 0:
+        other = "video" if profiled == "image" else "image"
+        raise KvMathError(f"--limit-mm-per-prompt {profiled} 0 with {other} allowed: vLLM then profiles {other} "
+                          f"through {arch.name}'s vision tower, which kvmath does not model; set both image and video "
+                          f"to 0 (or --language-model-only), or allow {profiled}")
+    return get(profiled), skip, (f"--limit-mm-per-prompt {shown}: the encoder profile takes at most {get(profiled)} "
+                                 f"{profiled} item(s) per prompt (encoder_budget.py _get_max_items)")
+
+
 @dataclass(frozen=True)
 class _Weights:
     """Where ``budget``'s weights term comes from: ``derived`` (the checkpoint's own tensors on rank 0, or None
@@ -693,6 +745,7 @@ class _Weights:
     extra_gb: float
     notes: tuple[str, ...]
     kernel_bytes: int = 0  # per rank, on a checkpoint size given or published: the MXFP4 experts' kernel padding
+    tower_bytes: int = 0  # per rank, on a published size: the multimodal towers vLLM does not build (subtracted)
 
 
 def _weights_source(arch, model, a: dict, coeffs: dict, card_entry: dict | None, vllm_version) -> _Weights:
@@ -709,7 +762,7 @@ def _weights_source(arch, model, a: dict, coeffs: dict, card_entry: dict | None,
         # the tensors its config.json + quantization_config imply, placed on rank 0 as vLLM shards them
         w, variant = checkpoint_weights_per_rank(arch, a["tp"], enable_expert_parallel=a["enable_expert_parallel"],
                                                  card=card_entry, vllm_version=vllm_version,
-                                                 dp=a["data_parallel_size"])
+                                                 dp=a["data_parallel_size"], skip_towers=a["_skip_towers"])
         wgb = w.checkpoint_bytes / GB
         files = f"{wgb:.2f} GB of checkpoint files" if wgb >= 0.01 else f"{w.checkpoint_bytes:,} B of checkpoint files"
         notes = (f"weights: {w.total / GIB:.2f} GiB per card from the checkpoint's {variant} ({files}; per card as "
@@ -721,10 +774,32 @@ def _weights_source(arch, model, a: dict, coeffs: dict, card_entry: dict | None,
         extra_gb = coeffs.get(f"weights_extra_gb[{arch.name}/{variant}]", 0.0)
         if f"{arch.name}/{variant}" in LOGGED_CHECKPOINT_GIB:  # vLLM's own log of the checkpoint's size
             wgb = LOGGED_CHECKPOINT_GIB[f"{arch.name}/{variant}"] * GIB / GB
-        return _Weights(None, variant, wgb, extra_gb, kernel_notes, kernel)
+        tower, tower_notes = _towers_of_a_size(arch, a, card_entry, vllm_version)
+        return _Weights(None, variant, wgb, extra_gb, kernel_notes + tower_notes, kernel, tower)
     if not _finite(a["weights_gb_total"]) or a["weights_gb_total"] <= 0:
         raise KvMathError(f"weights GB must be a finite positive number, got {a['weights_gb_total']!r}")
+    if a["_skip_towers"]:
+        kernel_notes += ("weights: the given size is taken as what vLLM loads, without the towers it does not build",)
     return _Weights(None, "custom", a["weights_gb_total"], 0.0, kernel_notes, kernel)
+
+
+def _towers_of_a_size(arch, a: dict, card_entry: dict | None, vllm_version) -> tuple[int, tuple[str, ...]]:
+    """Bytes per rank of the multimodal towers vLLM does not build (``a["_skip_towers"]``) in a checkpoint priced
+    by its published size, and the note: the towers' tensors of the model's own checkpoint config, as vLLM shards
+    them (a published size is the whole checkpoint; quantised checkpoints keep their towers in the config's
+    dtype). (0, ()) when no tower is skipped. Raises KvMathError."""
+    if not a["_skip_towers"] or _checkpoint_config(arch) is None:
+        return 0, ()
+    kw = dict(enable_expert_parallel=a["enable_expert_parallel"], card=card_entry, vllm_version=vllm_version,
+              dp=a["data_parallel_size"])
+    whole, _ = checkpoint_weights_per_rank(arch, a["tp"], **kw)
+    lean, _ = checkpoint_weights_per_rank(arch, a["tp"], skip_towers=a["_skip_towers"], **kw)
+    tower = whole.total - lean.total
+    if tower <= 0:
+        return 0, ()
+    return tower, (f"weights: {tower / GIB:.2f} GiB per card of {' and '.join(a['_skip_towers'])} tower tensors "
+                   "taken off the published size (vLLM does not build the tower: every modality it serves has a "
+                   "--limit-mm-per-prompt of 0; the tower's size from the model's own checkpoint config)",)
 
 
 def _mxfp4_kernel_on_a_size(arch, a: dict, card_entry: dict | None, vllm_version) -> tuple[int, tuple[str, ...]]:
@@ -862,7 +937,7 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
            attention_backend: str | None = None, dflash: bool = False, enforce_eager: bool = False,
            enable_expert_parallel: bool = False, last_stage: bool = True, weights_bytes: int | None = None,
            estimate_cudagraphs: bool = True, profile_release: str | None = None, data_parallel_size: int = 1,
-           **vllm_settings) -> Budget:
+           limit_mm_per_prompt: dict | None = None, **vllm_settings) -> Budget:
     """The per-card budget of ``model`` on vLLM and its verdict.
 
     ``model``: a known model id, a config.json path or dict. ``card``: a card id (``kvmath/data/cards.json``)
@@ -891,6 +966,9 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
     ``data_parallel_size``: with ``enable_expert_parallel`` and weights from the checkpoint's own tensors, the
     experts on rank 0 are ``E / (tp x data_parallel_size)`` (``weights.weights_per_rank``); a published
     checkpoint size is split by ``parallel.parallel_budget``'s estimate instead.
+    ``limit_mm_per_prompt``: vLLM's ``--limit-mm-per-prompt`` (items per prompt by modality, ``{"image": 0,
+    "video": 0}``; ``--language-model-only`` is every modality at 0): :func:`mm_limits` (the towers vLLM does not
+    build leave the weights, the profiled modality's limit bounds the encoder's profiling batch).
 
     Raises KvMathError on bad input.
     """
@@ -899,6 +977,7 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
     num_speculative_tokens = a["num_speculative_tokens"]
     arch = load_architecture(model)
     flags = _model_flags(arch)
+    mm_limit, a["_skip_towers"], mm_note = mm_limits(arch, limit_mm_per_prompt)
     coeffs = dict(COEFFICIENTS, **(coefficients or {}))
     c, total_gib, card_id, cc = _card_memory(card, total_gib)
     L = _max_model_len(arch, a["max_model_len"], allow_long_max_model_len)
@@ -913,7 +992,7 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
         total, (c.get("name", card_id) if card_id != "custom" else ""), cc,
         vllm_settings.get("vllm_version", DEFAULT_VLLM_VERSION), L, max_num_batched_tokens, max_num_seqs)
     requested = math.ceil(total * mem_util)  # vllm/v1/worker/utils.py request_memory
-    weights = W.derived.total if W.derived else round((W.wgb + W.extra_gb) * GB / tp) + W.kernel_bytes
+    weights = W.derived.total if W.derived else round((W.wgb + W.extra_gb) * GB / tp) + W.kernel_bytes - W.tower_bytes
     if a["weights_bytes"] is not None:  # a pipeline stage's own share (kvmath.engines.vllm.parallel)
         weights = int(a["weights_bytes"])
     if weights <= 0:
@@ -930,6 +1009,7 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
         enable_expert_parallel=enable_expert_parallel, last_stage=last_stage,
         sort_top_k_top_p=rules["sort_top_k_top_p"], encoder_frame_loop=rules["encoder_frame_loop"],
         encoder_chunk_budget=min(max(total - weights - drafter, 0) // 2, total // 10),  # gemma4_mm._encoder_chunk
+        mm_limit=mm_limit,
         full_cudagraphs=full_cudagraphs(num_speculative_tokens, kv_format, cc, attention_backend, flags["gemma4"]))
     if not (estimate_cudagraphs and rules["estimate_cudagraphs"]):  # VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0
         graphs = 0
@@ -948,7 +1028,7 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
     outcome, refusal, refusal_kind = _verdict(p, requested=requested, total=total, weights=weights,
                                               available=available, coeffs=coeffs, mem_util=mem_util,
                                               total_gib=total_gib)
-    notes = list(p.notes) + list(W.notes) + _budget_notes(
+    notes = list(p.notes) + list(W.notes) + ([mm_note] if mm_note else []) + _budget_notes(
         arch, a, W, coeffs, flags, outcome=outcome, total=total, requested=requested, backend_note=backend_note,
         batch_note=batch_note) + _coverage_notes(arch, W.variant, weights_gb_total, card_id)
     boots = outcome == "boots"
@@ -964,7 +1044,8 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
         kv_per_request=p.needed_bytes, growing_kv=growing_kv, sliding_kv=sliding_kv, state_bytes=state_kv,
         peak_bytes=requested + round(coeffs.get("peak_over_requested_gib", 0.0) * GIB), refusal=refusal,
         refusal_kind=refusal_kind, notes=tuple(notes),
-        settings={"_model": model, **{k: v for k, v in a.items() if k != "max_model_len"}, "max_model_len": L,
+        settings={"_model": model, **{k: v for k, v in a.items() if k != "max_model_len" and not k.startswith("_")},
+                  "max_model_len": L,
                   **vllm_settings},
     )
 

@@ -201,6 +201,23 @@ def _max_model_len(text):
     return _vllm_int("--max-ctx", 10**30)(text)
 
 
+def _limit_mm_per_prompt(text):
+    """vLLM's ``--limit-mm-per-prompt`` JSON (``{"image": 0, "video": 0}``; a modality's value a count or
+    ``{"count": n, ...}``), checked by ``budget.mm_limits`` once the model is known."""
+    from ...validate import parse_json
+
+    try:
+        cfg = parse_json(text, "--limit-mm-per-prompt", 2000, max_depth=4)
+    except KvMathError as e:
+        if "not valid JSON" in str(e):
+            raise argparse.ArgumentTypeError(f"--limit-mm-per-prompt is not JSON such as '{{\"image\": 0, "
+                                             f"\"video\": 0}}': {_cut(text)}") from None
+        raise argparse.ArgumentTypeError(f"{e} ({_cut(text)})") from None
+    if not isinstance(cfg, dict):
+        raise argparse.ArgumentTypeError("--limit-mm-per-prompt must be a JSON object of modality -> count")
+    return cfg
+
+
 def _speculative_config(text):
     """vLLM's ``--speculative-config`` JSON: the method and ``num_speculative_tokens``. Only the model's own MTP
     layers are modelled from it; a separate draft model needs its weights (--drafter-gb)."""
@@ -247,12 +264,10 @@ IGNORED_VLLM_FLAGS = {
 # vllm serve flags that change memory in ways kvmath does not model: refused rather than ignored
 REFUSED_VLLM_FLAGS = {
     "--cpu-offload-gb": "weight offload to the CPU is not modelled",
-    "--language-model-only": "the vision tower is then neither loaded nor profiled; not modelled",
     "--compilation-config": "kvmath prices vLLM's default capture sizes; --enforce-eager prices none",
     "--kv-cache-memory-bytes": "use the kvmath command (kvmath --engine vllm --kv-cache-memory-bytes ...) to plan "
                                "a fixed KV size",
     "--num-gpu-blocks-override": "use the kvmath command (kvmath --engine vllm) for a fixed block count",
-    "--limit-mm-per-prompt": "the multimodal profiling budget follows the model's defaults only",
     "--kv-offloading-size": "KV offloading is not modelled",
 }
 
@@ -437,6 +452,11 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument(flag, nargs=nargs, action=_Ignored, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     for flag, why in REFUSED_VLLM_FLAGS.items():
         p.add_argument(flag, nargs="?", action=_refuse(flag, why), default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    p.add_argument("--limit-mm-per-prompt", type=_limit_mm_per_prompt, default=None,
+                   help="vLLM's JSON, e.g. '{\"image\": 0, \"video\": 0}': a tower whose modalities are all 0 is neither "
+                        "loaded nor profiled; the profiled modality's limit bounds the encoder's profiling batch")
+    p.add_argument("--language-model-only", action="store_true", default=False,
+                   help="vLLM --language-model-only: every modality's limit 0 (no vision tower)")
     p.add_argument("--quantization", "-q", dest="quantization", default=None,
                    help="vLLM --quantization: only the checkpoint's own method (online quantisation is not modelled)")
     p.add_argument("--dtype", type=_dtype, default=None, help="vLLM --dtype: auto, half, float16 or bfloat16 (float32 is not modelled)")
@@ -751,6 +771,10 @@ def _resolve(args, env=None) -> tuple[str, dict, list[str]]:
         notes.append(note)
     if args.enforce_eager:
         kw["enforce_eager"] = True
+    if args.language_model_only:  # MultiModalConfig.get_limit_per_prompt: 0 for every modality
+        kw["limit_mm_per_prompt"] = {"image": 0, "video": 0, "audio": 0}
+    elif args.limit_mm_per_prompt is not None:
+        kw["limit_mm_per_prompt"] = args.limit_mm_per_prompt
     from .settings import long_max_model_len_allowed
 
     if long_max_model_len_allowed(env):

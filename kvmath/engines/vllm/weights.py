@@ -137,14 +137,33 @@ def _shard(t: Tensor, axis: int | None, size_on_rank) -> int:
     return t.nbytes * size_on_rank(n) // n
 
 
+VISION_TOWER_MODULES = ("vision_tower", "visual", "vision_model", "multi_modal_projector", "embed_vision")
+AUDIO_TOWER_MODULES = ("audio_tower", "audio_model", "embed_audio")
+"""Module names of a multimodal model's towers in its tensor names: the ones vLLM builds inside
+``_mark_tower_model(vllm_config, {"image", "video"})`` / ``"audio"`` (qwen3_5.py ``visual``; gemma4_mm.py
+``vision_tower`` and ``embed_vision``, ``audio_tower``; vllm/model_executor/models/interfaces.py, 0.24.0) and so
+does not load when every modality of the tower has a ``--limit-mm-per-prompt`` of 0 (or ``--language-model-only``)."""
+
+
+def _tower_of(prefix: str) -> str | None:
+    """"vision", "audio" or None: the tower a tensor's module prefix belongs to."""
+    if any(s in prefix for s in VISION_TOWER_MODULES):
+        return "vision"
+    if any(s in prefix for s in AUDIO_TOWER_MODULES):
+        return "audio"
+    return None
+
+
 def weights_per_rank(checkpoint: Checkpoint, config: dict, *, tp: int = 1, enable_expert_parallel: bool = False,
-                     dp: int = 1, dtype: str = "auto", shard_vision: bool = True) -> RankWeights:
+                     dp: int = 1, dtype: str = "auto", shard_vision: bool = True,
+                     skip_towers: tuple[str, ...] = ()) -> RankWeights:
     """Weight bytes on rank 0 of a ``tp``-way (x ``dp`` with expert parallelism) vLLM deployment.
 
     ``checkpoint`` is a tensor table (read from safetensors headers or estimated from config.json);
     ``config`` the model's config.json (for heads, vocabulary and ``tie_word_embeddings``). Rules: the
     module docstring. ``shard_vision=False`` keeps the vision / audio tower whole on every rank (vLLM's
-    ``--mm-encoder-tp-mode data``).
+    ``--mm-encoder-tp-mode data``). ``skip_towers`` ("vision", "audio"): towers vLLM does not build
+    (:data:`VISION_TOWER_MODULES`), their tensors not counted.
     """
     if not isinstance(tp, int) or isinstance(tp, bool) or not 1 <= tp <= 4096:
         raise KvMathError(f"tensor_parallel_size must be an integer in 1..4096, got {tp!r}")
@@ -162,6 +181,7 @@ def weights_per_rank(checkpoint: Checkpoint, config: dict, *, tp: int = 1, enabl
     kv_local = 1 if nkv and tp >= nkv else (nkv // tp if nkv else 0)
     notes = []
     acc = {"sharded": 0, "replicated": 0, "vocab": 0, "experts": 0}
+    skipped: dict[str, int] = {}
 
     def on_rank(n):  # plain split
         return -(-n // tp)
@@ -172,8 +192,11 @@ def weights_per_rank(checkpoint: Checkpoint, config: dict, *, tp: int = 1, enabl
         if leaf in _FLOAT_LEAVES or leaf.endswith("bias"):
             if t.dtype in FLOAT_DTYPES and not t.name.endswith("e_score_correction_bias"):
                 t = Tensor(t.name, rt, t.shape, -(-t.numel * DTYPE_BITS[rt] // 8), t.file)
-        tower = any(s in prefix for s in ("vision_tower", "visual", "vision_model", "audio_tower", "audio_model",
-                                          "multi_modal_projector", "embed_vision", "embed_audio"))
+        kind = _tower_of(prefix)
+        tower = kind is not None
+        if kind in skip_towers:
+            skipped[kind] = skipped.get(kind, 0) + t.nbytes
+            continue
         if module in VOCAB and not tower:
             if module == "lm_head" and tied:
                 continue
@@ -226,6 +249,9 @@ def weights_per_rank(checkpoint: Checkpoint, config: dict, *, tp: int = 1, enabl
             acc["sharded" if tp > 1 else "replicated"] += _shard(t, 1, on_rank)
             continue
         acc["replicated"] += t.nbytes
+    for kind, n in skipped.items():
+        notes.append(f"the {kind} tower is not loaded ({n / 2**30:.2f} GiB of its tensors; every modality it serves has "
+                     "a --limit-mm-per-prompt of 0, interfaces.py _mark_tower_model)")
     if tied and not has_lm_head:
         notes.append("tie_word_embeddings: the LM head is the embedding (no second copy)")
     if checkpoint.estimated:
@@ -374,5 +400,5 @@ def gib(nbytes: int) -> float:
 
 
 __all__ = ["RankWeights", "weights_per_rank", "loaded_bytes_per_rank", "rotary_cache_bytes", "weights_from_config",
-           "mxfp4_backend", "mxfp4_kernel_bytes",
+           "mxfp4_backend", "mxfp4_kernel_bytes", "VISION_TOWER_MODULES", "AUDIO_TOWER_MODULES",
            "VOCAB_PADDING"]
