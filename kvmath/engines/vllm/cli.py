@@ -947,11 +947,14 @@ def run(argv=None) -> int:
         if args.calibration:
             from . import calibration
 
-            if args.json:
-                print(json.dumps({"rows": calibration.compare(), "summary": calibration.summary()}, indent=1,
-                                 default=str))
+            rows, public = calibration.compare(), calibration.compare(calibration.public_rows())
+            if args.json:  # user_weights: the fit's weights against kvmath's own, over both sets of rows
+                print(json.dumps({"rows": rows, "summary": calibration.summary(rows), "public_rows": public,
+                                  "user_weights": calibration.weights_summary(rows + public)}, indent=1, default=str))
             else:
-                print(calibration.table_text())
+                print(calibration.table_text(rows))
+                print()
+                print(calibration.weights_text(rows + public))
                 print()
                 print(calibration.cv_text())
             return 0
