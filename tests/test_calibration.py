@@ -180,6 +180,17 @@ def test_chapter_executes(tmp_path):
     assert g["cal_spec_available_ok_count__raw"] == s["specified"]["available_within_0_5_gib"]
     assert g["cal_spec_outcome_agrees_count__raw"] == s["specified"]["outcome_agrees"]
     assert g["cal_error_band_gib__raw"] == CALIBRATION_ERROR_GIB
+    # the weights section: both columns as weights_summary gives them over club-3090's and the public boots
+    from kvmath.engines.vllm.calibration import public_rows, weights_summary
+
+    w = weights_summary(compare() + compare(public_rows()))
+    assert g["cal_uw_compared_count__raw"] == w["compared"]
+    for key in ("logged", "user"):
+        assert g[f"cal_uw_{key}_within_count__raw"] == w[f"{key}_weights"]["within"]
+        assert g[f"cal_uw_{key}_max_gib__raw"] == pytest.approx(w[f"{key}_weights"]["max_abs"])
+    html = "".join(o.get("data", {}).get("text/html", "") for c in nbformat.read(out, 4).cells
+                   for o in c.get("outputs", []))
+    assert "error, kvmath&#x27;s (GiB)" in html and 'class="kvm-reflow"' in html and ">P06<" in html
 
 
 def test_presets_show_their_measured_boots():

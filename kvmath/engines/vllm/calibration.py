@@ -12,7 +12,10 @@ measured figures, the anchor's own prediction and the source. ``compare()`` pric
   the memory its block count implies (blocks = tokens x blocks per request / max_model_len);
 - KV pool tokens ("GPU KV cache size") and maximum concurrency;
 - estimated maximum model length on refusals;
-- nvidia-smi peak (GiB): measured peak vs requested memory + the fitted post-profile overhead.
+- nvidia-smi peak (GiB): measured peak vs requested memory + the fitted post-profile overhead;
+- the available KV memory and outcome again with kvmath's own weights (``user_config``: what a user who pastes
+  the launch line gets, where the fit's rows use the logged "Model loading took"), side by side in
+  ``weights_summary`` / ``weights_text``; rows kvmath cannot price without their weights figure are named.
 
 Units: GiB = 2**30 B everywhere here (vLLM logs GiB; the CSVs' "GB" peaks are GiB-valued); the
 anchor's columns are its own 1e9-byte GB.

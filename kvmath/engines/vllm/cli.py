@@ -446,7 +446,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--vllm-version", help="whose block rules (default 0.24.0)")
     p.add_argument("--attention-backend", help="vLLM attention backend (FLASH_ATTN, FLASHINFER, TRITON_ATTN); "
                    "decides only whether the KV format runs on the card")
-    p.add_argument("--calibration", action="store_true", help="predicted vs measured for every measured boot")
+    p.add_argument("--calibration", action="store_true",
+                   help="predicted vs measured for every measured boot, with the logged weights and with kvmath's own")
     p.add_argument("--solve-max-ctx", action="store_true", help="largest max_model_len that boots")
     p.add_argument("--json", action="store_true", help="JSON output")
     p.add_argument("--offline", action="store_true",
