@@ -180,6 +180,17 @@ def test_chapter_executes(tmp_path):
     assert g["cal_spec_available_ok_count__raw"] == s["specified"]["available_within_0_5_gib"]
     assert g["cal_spec_outcome_agrees_count__raw"] == s["specified"]["outcome_agrees"]
     assert g["cal_error_band_gib__raw"] == CALIBRATION_ERROR_GIB
+    # the weights section: both columns as weights_summary gives them over club-3090's and the public boots
+    from kvmath.engines.vllm.calibration import public_rows, weights_summary
+
+    w = weights_summary(compare() + compare(public_rows()))
+    assert g["cal_uw_compared_count__raw"] == w["compared"]
+    for key in ("logged", "user"):
+        assert g[f"cal_uw_{key}_within_count__raw"] == w[f"{key}_weights"]["within"]
+        assert g[f"cal_uw_{key}_max_gib__raw"] == pytest.approx(w[f"{key}_weights"]["max_abs"])
+    html = "".join(o.get("data", {}).get("text/html", "") for c in nbformat.read(out, 4).cells
+                   for o in c.get("outputs", []))
+    assert "error, kvmath&#x27;s (GiB)" in html and 'class="kvm-reflow"' in html and ">P06<" in html
 
 
 def test_presets_show_their_measured_boots():
@@ -298,3 +309,105 @@ def test_public_rows_use_the_release_and_serve_defaults():
     assert p09.cfg["profile_release"] == "0.19"
     b = vbudget.budget(p09.model, check_card=False, **p09.cfg)
     assert (b.max_num_seqs, b.max_num_batched_tokens) == (256, 2048) and b.cudagraph == 0
+
+
+# --- the user-weights column: kvmath's own weights beside the logged ones (issue 21, item 5) ----------------
+
+def _public_csv() -> dict:
+    return {r["id"]: r for r in facts.public_boots()}
+
+
+def _public_records() -> dict:
+    from kvmath.engines.vllm.calibration import public_rows
+
+    return {r["id"]: r for r in compare(public_rows())}
+
+
+def test_user_weights_move_the_prediction_by_the_weights_gap():
+    """On every public boot whose log gives both "Model loading took" and "Available KV cache memory", the
+    prediction with kvmath's own weights differs from the logged-weights one by exactly (logged weights - kvmath's
+    weights), both read here by another path: the log's figure from the CSV cell, kvmath's weights from the
+    reference config through kvmath.engines.vllm.weights directly, with the MXFP4 kernel named here by card (sm_90
+    Triton, sm_80 / sm_86 / sm_89 Marlin), not by the budget's rule."""
+    from kvmath.engines.vllm.weights import weights_from_config
+
+    kernel = {"h100": "triton", "a100": "marlin", "rtx3090": "marlin", "l4": "marlin"}
+    csv, recs = _public_csv(), _public_records()
+    checked = []
+    for i, rec in recs.items():
+        row = csv[i]
+        if not (row["model_loading_gib"] and row["available_kv_gib"]):
+            continue
+        assert rec["weights_from"] == "logged" and "user_predicted_available_gib" in rec, i
+        logged = float(row["model_loading_gib"])
+        cfg = facts.reference_config(rec["model"])
+        mx = kernel[rec["card"]] if rec["model"].startswith("gpt-oss") else None
+        ours = weights_from_config(cfg, tp=rec["tp"], mxfp4_backend=mx).total / 2**30
+        assert rec["weights_gib"] == pytest.approx(logged, abs=1e-6), i
+        assert rec["user_weights_gib"] == pytest.approx(ours, abs=1e-9), i
+        shift = logged - ours
+        assert rec["user_predicted_available_gib"] - rec["predicted_available_gib"] == pytest.approx(shift, abs=1e-6), i
+        assert rec["user_available_error_gib"] - rec["available_error_gib"] == pytest.approx(shift, abs=1e-6), i
+        checked.append(i)
+    assert len(checked) >= 15 and {"P06", "P10", "P85", "P86", "P110"} <= set(checked)
+
+
+def test_user_error_of_qwen3_32b_by_hand():
+    """P85 / P86 (Qwen3-32B bf16 on H100s, TP 1 and 2; logged "Model loading took 61.03 / 30.59 GiB"): kvmath's
+    weights counted by hand from the config (hidden 5120, 64 layers, q 64 x 128, kv 8 x 128, MLP 25600, vocab
+    151936 untied, q/k norms of 128) plus the rope cache (40960 positions x 128 x 2 B). Per layer
+    q 41,943,040 + k, v 2 x 5,242,880 + o 41,943,040 + MLP 393,216,000 + norms 10,496 = 487,598,336 parameters;
+    embeddings and lm_head 2 x 777,912,320; the final norm 5120. TP 2 halves everything but the norms. The user
+    error is the logged-weights error plus (logged - hand), the TP 2 boot's 0.07 GiB being what its rank logs above
+    the tensors."""
+    layer, norms, vocab = 487_598_336, 10_496, 777_912_320
+    rope = 40960 * 128 * 2
+    hand = {"P85": (2 * vocab + 64 * layer + 5120) * 2 + rope,
+            "P86": (vocab + 64 * (layer - norms) // 2 + 64 * norms + 5120) * 2 + rope}
+    assert hand["P85"] == 65_534_732_288 and hand["P86"] == 32_773_285_888
+    csv, recs = _public_csv(), _public_records()
+    for i, nbytes in hand.items():
+        rec, logged = recs[i], float(csv[i]["model_loading_gib"])
+        assert rec["user_weights_gib"] * 2**30 == pytest.approx(nbytes, abs=1)
+        assert rec["user_available_error_gib"] == pytest.approx(
+            rec["available_error_gib"] + logged - nbytes / 2**30, abs=1e-6), i
+    assert recs["P86"]["user_available_error_gib"] - recs["P86"]["available_error_gib"] == pytest.approx(0.067, abs=0.001)
+
+
+def test_gpt_oss_120b_on_h100_user_error_is_the_kernel_padding_of_the_other_release():
+    """P06 (gpt-oss-120b, H100, TP 1, a 0.10-era boot that ran the Marlin MXFP4 kernel) logged "Model loading took
+    65.9651 GiB"; P84 (the same checkpoint on an H100 at TP 1, the Triton kernel vLLM runs there since 0.12) logged
+    64.38 GiB, the figure kvmath's sm_90 rule prices. So a user pasting P06's line gets kvmath's 64.38 GiB: its
+    available KV is 65.9651 - 64.38 = 1.585 GiB above the logged-weights prediction, and P06's logged out of memory
+    (-2.14 GiB) is still predicted out of memory."""
+    csv, recs = _public_csv(), _public_records()
+    p06, p84 = recs["P06"], recs["P84"]
+    gap = float(csv["P06"]["model_loading_gib"]) - float(csv["P84"]["model_loading_gib"])
+    assert gap == pytest.approx(1.5851, abs=1e-4)
+    assert p84["user_weights_gib"] == pytest.approx(float(csv["P84"]["model_loading_gib"]), abs=0.005)
+    assert p06["user_available_error_gib"] == pytest.approx(p06["available_error_gib"] + gap, abs=0.005)
+    assert p06["user_available_error_gib"] > 1.4 > 0.5 > abs(p06["available_error_gib"])
+    assert p06["measured_outcome"] == p06["predicted_outcome"] == p06["user_predicted_outcome"] == "oom"
+
+
+def test_weights_summary_counts_both_columns_and_names_the_unpriced_rows():
+    """Both columns over the same boots; a boot kvmath cannot price without the row's weights figure is counted and
+    named (F35, a fine-tune given by its size only; C20 is its same boot), never dropped; club-3090's rows, priced
+    with kvmath's own weights already, read the same in both columns."""
+    from kvmath.engines.vllm.calibration import public_rows, weights_summary
+
+    club = compare()
+    recs = club + compare(public_rows())
+    w = weights_summary(recs)
+    lw, uw = w["logged_weights"], w["user_weights"]
+    assert lw["n"] == uw["n"] == w["compared"] >= 35
+    assert list(w["unpriced"]) == ["F35"] and "given by its size only" in w["unpriced"]["F35"]
+    boots = [r for r in recs if r.get("status") == "priced" and not r.get("same_boot")]
+    assert w["boots"] == len(boots) and all(("user_unpriced" in r) != ("user_predicted_outcome" in r) for r in boots)
+    for col, key in ((lw, "available_error_gib"), (uw, "user_available_error_gib")):
+        errs = [abs(r[key]) for r in boots if "available_error_gib" in r and "user_available_error_gib" in r]
+        assert col["max_abs"] == max(errs) and col["within"] == sum(e <= 0.5 for e in errs)
+    assert all(r["weights_from"] == "kvmath" and r.get("weights_difference_gib", 0) == 0 for r in club
+               if r.get("status") == "priced" and r["id"] not in ("F35", "C20"))
+    assert set(w["weights_differ"]) <= {r.id for r in public_rows()} and "P06" in w["weights_differ"]
+    assert summary(club)["user_weights"]["unpriced"] == {"F35": w["unpriced"]["F35"]}

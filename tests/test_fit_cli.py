@@ -55,8 +55,15 @@ def test_solver(capsys):
 def test_calibration_mode(capsys):
     code, out, _ = run(capsys, "--calibration")
     assert code == 0 and "F01" in out and "outcome agrees" in out
+    # the user-weights column beside the logged-weights one, and the weights table over the public rows
+    assert " errU " in out and "\nP06 " in out and "user weights" in out and "logged weights" in out
+    assert "not priced without the row's weights (1): F35" in out
     code, out, _ = run(capsys, "--calibration", "--json")
-    assert code == 0 and json.loads(out)["summary"]["priced"] > 40
+    d = json.loads(out)
+    assert code == 0 and d["summary"]["priced"] > 40
+    p06 = next(r for r in d["public_rows"] if r["id"] == "P06")
+    assert p06["weights_from"] == "logged" and p06["user_available_error_gib"] > p06["available_error_gib"] + 1
+    assert d["user_weights"]["user_weights"]["n"] == d["user_weights"]["logged_weights"]["n"] > 30
 
 
 def test_card_and_vram(capsys):

@@ -12,7 +12,10 @@ measured figures, the anchor's own prediction and the source. ``compare()`` pric
   the memory its block count implies (blocks = tokens x blocks per request / max_model_len);
 - KV pool tokens ("GPU KV cache size") and maximum concurrency;
 - estimated maximum model length on refusals;
-- nvidia-smi peak (GiB): measured peak vs requested memory + the fitted post-profile overhead.
+- nvidia-smi peak (GiB): measured peak vs requested memory + the fitted post-profile overhead;
+- the available KV memory and outcome again with kvmath's own weights (``user_config``: what a user who pastes
+  the launch line gets, where the fit's rows use the logged "Model loading took"), side by side in
+  ``weights_summary`` / ``weights_text``; rows kvmath cannot price without their weights figure are named.
 
 Units: GiB = 2**30 B everywhere here (vLLM logs GiB; the CSVs' "GB" peaks are GiB-valued); the
 anchor's columns are its own 1e9-byte GB.
@@ -62,7 +65,11 @@ class Row:
     repeats boot-facts rows); such a row is shown but not counted twice. ``compose``: the anchor's
     preset name of a calibration-table row (``kvcalc_compose``). ``source_url``, ``quote``: where the
     figures are published and words quoted from there; ``cited_by`` / ``citation``: the key of the
-    ``kvmath.engines.vllm.budget`` note that cites this boot (``calibration_notes``), and what it says."""
+    ``kvmath.engines.vllm.budget`` note that cites this boot (``calibration_notes``), and what it says.
+    ``weights_logged``: ``cfg``'s ``weights_gb_total`` is the log's "Model loading took" (public rows).
+    ``user_cfg`` / ``user_why``: the configuration a user's launch line gives kvmath, weights priced without the
+    log (``user_config``): None with ``user_why`` the reason when kvmath cannot price the checkpoint without the
+    row's size; None without a reason means ``cfg`` itself (its weights are already kvmath's own)."""
 
     id: str
     source: str
@@ -86,6 +93,9 @@ class Row:
     quote: str = ""
     cited_by: str = ""
     citation: str = ""
+    weights_logged: bool = False
+    user_cfg: dict | None = None
+    user_why: str = ""
 
 
 SCOPES = {
@@ -136,13 +146,26 @@ def _row(rec: dict) -> Row:
         anchor = (get("anchor_pred_gb", float), get("anchor_verdict"), get("anchor_pred_head_gb", float),
                   get("anchor_verdict_head"))
     inputs = {k: v for k, kind in _ANCHOR_INPUTS.items() if (v := get(f"anchor_in_{k}", kind)) is not None}
+    user_why = ""
+    if cfg.get("weights_gb_total"):  # a checkpoint named by its size only (F35: a fine-tune kvmath has no data for)
+        user_why = (f"its checkpoint is given by its size only ({cfg['weights_gb_total']:g} GB, weights_gb_total), "
+                    f"not one kvmath has a size or config for ({rec['why'] or 'no checkpoint named'})")
     return Row(i, rec["source"], rec["model"], cfg, get("outcome"), avail_gib=get("available_kv_gib", float),
                tokens=get("pool_tokens", int), approx=get("pool_tokens_approx", "bool"),
                concurrency=get("max_concurrency", float), est_len=get("estimated_max_model_len", int),
                peak_gib=get("peak_gib", float), fit=get("fit", "bool"), anchor=anchor, why=rec["why"],
                anchor_inputs=inputs, scope=rec["scope"], same_boot=get("same_boot"), compose=get("compose"),
                source_url=rec["source_url"], quote=rec["quote"], cited_by=rec["cited_by"],
-               citation=rec["citation"])
+               citation=rec["citation"], user_why=user_why)
+
+
+def user_config(row: Row) -> tuple[dict | None, str]:
+    """(the budget keyword arguments of ``row``'s boot with the weights kvmath prices without the log, ""), or
+    (None, why) when it cannot: what a user who pastes the launch line gets. Club-3090's rows are already priced
+    with kvmath's own weights (``data/deployments.json``, ``LOGGED_CHECKPOINT_GIB``), so theirs is ``cfg``."""
+    if row.user_why:
+        return None, row.user_why
+    return (row.user_cfg if row.user_cfg is not None else row.cfg), ""
 
 
 def read_rows() -> list[Row]:
@@ -379,7 +402,17 @@ def _lstsq(X, y):
 
 def compare(rows=None, coefficients=None) -> list[dict]:
     """One record per row: predicted beside measured, per-row errors (GiB and %), outcome agreement,
-    and the anchor's prediction. Rows kvmath cannot price carry ``status`` 'excluded' and ``why``."""
+    and the anchor's prediction. Rows kvmath cannot price carry ``status`` 'excluded' and ``why``.
+
+    Every priced record also says which weights it is priced with (``weights_gib``, GiB = 2^30 B per card, and
+    ``weights_from``: ``logged``, the log's "Model loading took"; ``given``, a size the row states; ``kvmath``,
+    kvmath's own estimate) and carries a second prediction with kvmath's own weights, what a user who pastes
+    the launch line gets (``user_config``): ``user_weights_gib``, ``user_weights_from`` (the budget's
+    ``weights_variant``: a deployments.json key or the checkpoint's own tensors), ``weights_difference_gib``
+    (kvmath's minus the row's, per card), ``user_predicted_available_gib``, ``user_available_error_gib``
+    (predicted minus measured, GiB), ``user_predicted_outcome``, ``user_outcome_agrees``; or ``user_unpriced``,
+    the reason kvmath cannot price the weights without the row's figure. The first prediction (``available_error_gib``)
+    is the one the fit is made on."""
     out = []
     for r in rows if rows is not None else ROWS:
         rec = {"id": r.id, "source": r.source, "model": r.model, "used_in_fit": r.fit and r.scope == "specified",
@@ -405,8 +438,11 @@ def compare(rows=None, coefficients=None) -> list[dict]:
                    predicted_concurrency=b.max_concurrency, predicted_est_len=b.estimated_max_model_len,
                    predicted_peak_gib=b.peak_bytes / GIB, requested_gib=b.requested / GIB,
                    non_kv_gib=b.non_kv / GIB, needed_gib=b.kv_per_request / GIB, margin_gib=b.margin_bytes / GIB,
-                   predicted_marginal=b.marginal)
+                   predicted_marginal=b.marginal, weights_gib=b.weights / GIB,
+                   weights_from="logged" if r.weights_logged else "given" if r.cfg.get("weights_gb_total")
+                   else "kvmath")
         avail = _implied_available(r, b)
+        rec.update(_user_prediction(r, b, avail, coefficients))
         if avail is not None:
             rec["measured_available_gib"] = avail / GIB
             rec["available_source"] = "logged" if r.avail_gib is not None else "implied by the logged pool"
@@ -442,6 +478,25 @@ def compare(rows=None, coefficients=None) -> list[dict]:
                 rec["anchor_recomputed_gb"] = a["total_gb"]
                 rec["anchor_recomputed_verdict"] = a["verdict"]
         out.append(rec)
+    return out
+
+
+def _user_prediction(r: Row, b, avail: float | None, coefficients) -> dict:
+    """The ``user_*`` fields of a ``compare`` record: ``r`` priced with kvmath's own weights (``user_config``)
+    beside ``b``, its budget as calibrated; ``avail`` the measured available KV (bytes) or None."""
+    cfg, why = user_config(r)
+    if cfg is None:
+        return {"user_unpriced": why}
+    try:
+        u = b if cfg == r.cfg else budget(r.model, coefficients=coefficients, check_card=False, **cfg)
+    except KvMathError as e:
+        return {"user_unpriced": f"kvmath cannot price the weights without the row's figure: {e}"}
+    out = {"user_weights_gib": u.weights / GIB, "user_weights_from": u.weights_variant,
+           "weights_difference_gib": (u.weights - b.weights) / GIB,
+           "user_predicted_available_gib": u.available_kv / GIB, "user_predicted_outcome": u.outcome,
+           "user_outcome_agrees": u.outcome == r.outcome}
+    if avail is not None:
+        out["user_available_error_gib"] = (u.available_kv - avail) / GIB
     return out
 
 
@@ -490,7 +545,46 @@ def summary(records=None, goal_available_gib: float = 0.5, goal_pool_pct: float 
            "peak_gib_on_anchor_rows": stats(anchor_rows, "peak_error_gib")}
     out["specified"] = goals([r for r in boots if r.get("scope") == "specified"])
     out["scopes"] = {k: sorted(r["id"] for r in boots if r.get("scope") == k) for k in SCOPES}
+    out["user_weights"] = weights_summary(recs, goal_available_gib)
     return out
+
+
+def weights_summary(records=None, goal_gib: float = 0.5) -> dict:
+    """The two predictions of ``compare()`` records side by side, over every priced boot (rows marked
+    ``same_boot`` counted once): ``logged_weights``, priced with the weights the calibration uses (the log's
+    "Model loading took" where the boot logged it, else kvmath's own: club-3090's rows have no loading line), and
+    ``user_weights``, priced with kvmath's own weights (``user_config``). Each column over the same boots
+    (``compared``: both predictions and a measured available KV): ``n``, ``mean_abs`` / ``max_abs`` |error| (GiB
+    of available KV per card, 2^30 B), ``max_id``, ``within`` (|error| <= ``goal_gib``), ``misses``; and over the
+    boots with both predictions, ``outcome_agrees`` of ``outcome_n``. ``weights_differ``: the boots whose two
+    weights differ (by 0.005 GiB or more per card); ``unpriced``: {id: why} of the boots kvmath cannot price
+    without the row's weights figure (never dropped silently). Key ``specified``: the same over the boots whose
+    scope is ``specified``."""
+    recs = records if records is not None else compare()
+    boots = [r for r in recs if r.get("status") == "priced" and not r.get("same_boot")]
+    out = _weights_columns(boots, goal_gib)
+    out["specified"] = _weights_columns([r for r in boots if r.get("scope") == "specified"], goal_gib)
+    return out
+
+
+def _weights_columns(boots: list[dict], goal_gib: float) -> dict:
+    """``weights_summary`` over ``boots`` (priced records, each boot once)."""
+    paired = [r for r in boots if "user_predicted_outcome" in r]
+    both = [r for r in paired if "available_error_gib" in r and "user_available_error_gib" in r]
+
+    def column(err_key, agree_key):
+        errs = [(abs(r[err_key]), r["id"]) for r in both]
+        top = max(errs) if errs else (0.0, None)
+        return {"n": len(errs), "mean_abs": sum(e for e, _ in errs) / len(errs) if errs else 0.0,
+                "max_abs": top[0], "max_id": top[1], "within": sum(e <= goal_gib for e, _ in errs),
+                "misses": [i for e, i in errs if e > goal_gib],
+                "outcome_agrees": sum(bool(r[agree_key]) for r in paired), "outcome_n": len(paired)}
+
+    return {"boots": len(boots), "compared": len(both), "goal_gib": goal_gib,
+            "logged_weights": column("available_error_gib", "outcome_agrees"),
+            "user_weights": column("user_available_error_gib", "user_outcome_agrees"),
+            "weights_differ": [r["id"] for r in paired if abs(r["weights_difference_gib"]) >= 0.005],
+            "unpriced": {r["id"]: r["user_unpriced"] for r in boots if "user_unpriced" in r}}
 
 
 def _fit_rows() -> list[Row]:
@@ -661,9 +755,10 @@ def table_text(records=None) -> str:
     """A plain-text table for ``kvmath-fit --calibration``."""
     recs = records if records is not None else compare()
     head = (f"{'id':<5} {'model':<16} {'measured':<8} {'kvmath':<8} {'availKV meas':>12} {'pred':>6} {'err':>6} "
-            f"{'pool meas':>10} {'pred':>10} {'err%':>6} {'peak meas':>9} {'pred':>6} {'anchor GB':>9} {'verdict':<7} scope")
-    lines = ["Calibration: kvmath vs measured vLLM boots (GiB = 2^30 B per card; anchor GB = 1e9 B)", head,
-             "-" * len(head)]
+            f"{'errU':>6} {'pool meas':>10} {'pred':>10} {'err%':>6} {'peak meas':>9} {'pred':>6} {'anchor GB':>9} {'verdict':<7} scope")
+    lines = ["Calibration: kvmath vs measured vLLM boots (GiB = 2^30 B per card; anchor GB = 1e9 B; err: predicted "
+             "- measured with the weights the fit uses, errU: with kvmath's own weights, what a pasted launch line "
+             "gets, '-' where it cannot price them: see the weights table)", head, "-" * len(head)]
 
     def f(v, fmt):
         """``v`` in ``fmt``, or a right-aligned "-" of the same width; no negative zero."""
@@ -686,7 +781,8 @@ def table_text(records=None) -> str:
         lines.append(
             f"{r['id']:<5} {r['model']:<16} {str(r['measured_outcome']):<8} {r['predicted_outcome']:<8} "
             f"{f(r.get('measured_available_gib'), '12.2f')} {f(r.get('predicted_available_gib'), '6.2f')} "
-            f"{f(r.get('available_error_gib'), '+6.2f')} {f(r.get('measured_pool_tokens'), '10,d')} "
+            f"{f(r.get('available_error_gib'), '+6.2f')} {f(r.get('user_available_error_gib'), '+6.2f')} "
+            f"{f(r.get('measured_pool_tokens'), '10,d')} "
             f"{f(r.get('predicted_pool_tokens') if 'measured_pool_tokens' in r and r['predicted_outcome'] == 'boots' else None, '10,d')} "
             f"{f(r.get('pool_tokens_error_pct'), '+6.1f')} {f(r.get('measured_peak_gib'), '9.2f')} "
             f"{f(r.get('predicted_peak_gib') if 'measured_peak_gib' in r else None, '6.2f')} "
@@ -706,6 +802,7 @@ def table_text(records=None) -> str:
               f"{'pool tokens within 5%':<30}"
               f"{cell(sp['pool_within_5_pct'], sp['pool_tokens_pct']['n'], sp['pool_misses']):<26}"
               f"{cell(s['pool_within_5_pct'], s['pool_tokens_pct']['n'], s['pool_misses'])}",
+              *_weights_lines(s["user_weights"]),
               f"marginal verdicts (margin inside +/-{CALIBRATION_ERROR_GIB} GiB) among the misses: "
               f"{' '.join(sp['outcome_misses_marginal']) or 'none'}",
               "Rows outside 'specified': " + "; ".join(f"{k} {', '.join(v)}" for k, v in s["scopes"].items()
@@ -717,9 +814,57 @@ def table_text(records=None) -> str:
     return "\n".join(lines)
 
 
+def _weights_lines(w: dict) -> list[str]:
+    """``weights_summary`` as text lines: one per column, all boots and the ``specified`` ones, then the boots
+    kvmath cannot price without the row's weights figure."""
+    def col(c, label):
+        return (f"{label}: {c['within']}/{c['n']} within {w['goal_gib']:g} GiB, mean |err| {c['mean_abs']:.2f}, "
+                f"max |err| {c['max_abs']:.2f} GiB ({c['max_id'] or '-'}); outcome agrees {c['outcome_agrees']}/"
+                f"{c['outcome_n']}")
+
+    sp = w["specified"]
+    lines = [f"available KV with the fit's weights vs kvmath's own, over the {w['compared']} boots priced both ways "
+             f"with a measured figure (weights differ on {len(w['weights_differ'])}: "
+             f"{' '.join(w['weights_differ']) or 'none'}):",
+             "  " + col(w["logged_weights"], "logged weights") + f"; specified: {sp['logged_weights']['within']}/"
+             f"{sp['logged_weights']['n']}, max {sp['logged_weights']['max_abs']:.2f}",
+             "  " + col(w["user_weights"], "user weights  ") + f"; specified: {sp['user_weights']['within']}/"
+             f"{sp['user_weights']['n']}, max {sp['user_weights']['max_abs']:.2f}"]
+    lines += [f"  not priced without the row's weights ({len(w['unpriced'])}): "
+              + ("; ".join(f"{i} {why}" for i, why in w["unpriced"].items()) or "none")]
+    return lines
+
+
+def weights_text(records=None) -> str:
+    """The weights table of ``kvmath-fit --calibration``: every priced boot (club-3090's ``compare()`` rows and the
+    priceable public ones, ``public_rows``; each boot once) with the weights per card it is calibrated with
+    (``from``: logged "Model loading took", a given size, or kvmath's), kvmath's own, and the available-KV error
+    (predicted - measured, GiB = 2^30 B per card) and outcome with each; then ``weights_summary``."""
+    recs = records if records is not None else compare() + compare(public_rows())
+    recs = [r for r in recs if r.get("status") == "priced" and not r.get("same_boot")]
+    head = (f"{'id':<5} {'model':<16} {'card':<11} {'tp':>2} {'from':<6} {'weights':>7} {'kvmath':>7} {'diff':>6} "
+            f"{'availKV meas':>12} {'err':>6} {'errU':>6} {'outcome meas/fit/user':<23} kvmath's weights")
+    lines = ["Weights: the fit's (logged where the boot logged 'Model loading took') against kvmath's own, what a "
+             "user pasting the launch line gets (GiB = 2^30 B per card; err / errU: predicted - measured)", head,
+             "-" * len(head)]
+
+    def g(v, fmt):
+        return "-".rjust(int(re.match(r"[+]?(\d+)", fmt).group(1))) if v is None else format(round(v, 2) + 0.0, fmt)
+
+    for r in recs:
+        outcome = f"{r['measured_outcome']}/{r['predicted_outcome']}/{r.get('user_predicted_outcome', '-')}"
+        lines.append(f"{r['id']:<5} {r['model']:<16} {r['card']:<11} {r['tp']:>2} {r['weights_from']:<6} "
+                     f"{g(r['weights_gib'], '7.2f')} {g(r.get('user_weights_gib'), '7.2f')} "
+                     f"{g(r.get('weights_difference_gib'), '+6.2f')} {g(r.get('measured_available_gib'), '12.2f')} "
+                     f"{g(r.get('available_error_gib'), '+6.2f')} {g(r.get('user_available_error_gib'), '+6.2f')} "
+                     f"{outcome:<23} {r.get('user_weights_from') or 'not priced: ' + r.get('user_unpriced', '')}")
+    return "\n".join(lines + [""] + _weights_lines(weights_summary(recs)))
+
+
 __all__ = ["BOOTS_CSV", "CALIBRATION_JSON", "FEATURES", "ROWS", "Row", "SCOPES", "calibration_notes",
            "calibration_record", "read_rows", "write_calibration", "compare", "fit_coefficients", "frame", "held_out",
-           "coverage", "error_band_gib", "measured_for_preset", "leave_one_group_out", "leave_one_out", "outliers", "summary", "table_text"]
+           "coverage", "error_band_gib", "measured_for_preset", "leave_one_group_out", "leave_one_out", "outliers", "summary", "table_text", "user_config",
+           "weights_summary", "weights_text"]
 
 
 def main(argv=None) -> int:
@@ -829,22 +974,38 @@ def public_rows() -> list[Row]:
                 cfg["profile_release"] = f"{ver[0]}.{ver[1]}"
             kv = _setting(rec.get("kv_cache_dtype", ""), str)
             cfg["kv_format"] = "auto" if kv in (None, "auto", "serve-default") else kv
-            scope = "specified"
+            scope, logged, user_cfg, user_why = "specified", False, None, ""
+            other = rec.get("other_settings", "")
+            if "enable_prefix_caching=True" in other or "--enable_prefix_caching" in other:
+                cfg["enable_prefix_caching"] = True
             if rec.get("model_loading_gib"):
                 cfg["weights_gb_total"] = float(rec["model_loading_gib"]) * GIB / GB * cfg.get("tp", 1)
+                logged = True
+                user_cfg, user_why = _public_user_cfg(rec, cfg)
             elif "nvfp4" in rec.get("checkpoint", "").lower():
                 cfg["weights_variant"], scope = "nvfp4", "projected"
             else:
                 continue
-            other = rec.get("other_settings", "")
-            if "enable_prefix_caching=True" in other or "--enable_prefix_caching" in other:
-                cfg["enable_prefix_caching"] = True
             out.append(Row(rec["id"], "public", model, cfg, rec["outcome"], avail_gib=float(rec["available_kv_gib"]),
                            tokens=int(rec["pool_tokens"]) if rec.get("pool_tokens") else None,
                            fit=True, scope=scope, source_url=rec.get("source_url", ""),
                            why="public corpus; weights = the logged 'Model loading took'" if scope == "specified"
-                           else "public corpus; weights = the projected nvfp4 size (no loading line)"))
+                           else "public corpus; weights = the projected nvfp4 size (no loading line)",
+                           weights_logged=logged, user_cfg=user_cfg, user_why=user_why))
     return out
+
+
+def _public_user_cfg(rec: dict, cfg: dict) -> tuple[dict | None, str]:
+    """A public row's configuration as its launch line gives it to kvmath, without the logged weights: a boot of
+    the model's own HF checkpoint (the ``checkpoint`` column names it) is priced from that checkpoint's config
+    and quantization_config (``weights_variant`` ``hf``, what ``kvmath-fit`` gives a line naming the repository,
+    with the card's kernel rules such as ``weights.mxfp4_backend``); any other checkpoint is (None, why)."""
+    if "hf checkpoint" in rec.get("checkpoint", "").lower():
+        user = {k: v for k, v in cfg.items() if k != "weights_gb_total"}
+        user["weights_variant"] = "hf"
+        return user, ""
+    return None, (f"the checkpoint ({rec.get('checkpoint', '')[:80]}) is neither the model's own HF checkpoint "
+                  "nor a data/deployments.json variant")
 
 
 def _cv_rows() -> list[Row]:

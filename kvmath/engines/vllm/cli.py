@@ -486,7 +486,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--vllm-version", help="whose block rules (default 0.24.0)")
     p.add_argument("--attention-backend", help="vLLM attention backend (FLASH_ATTN, FLASHINFER, TRITON_ATTN); "
                    "decides only whether the KV format runs on the card")
-    p.add_argument("--calibration", action="store_true", help="predicted vs measured for every measured boot")
+    p.add_argument("--calibration", action="store_true",
+                   help="predicted vs measured for every measured boot, with the logged weights and with kvmath's own")
     p.add_argument("--solve-max-ctx", action="store_true", help="largest max_model_len that boots")
     p.add_argument("--json", action="store_true", help="JSON output")
     p.add_argument("--offline", action="store_true",
@@ -1004,11 +1005,14 @@ def run(argv=None) -> int:
         if args.calibration:
             from . import calibration
 
-            if args.json:
-                print(json.dumps({"rows": calibration.compare(), "summary": calibration.summary()}, indent=1,
-                                 default=str))
+            rows, public = calibration.compare(), calibration.compare(calibration.public_rows())
+            if args.json:  # user_weights: the fit's weights against kvmath's own, over both sets of rows
+                print(json.dumps({"rows": rows, "summary": calibration.summary(rows), "public_rows": public,
+                                  "user_weights": calibration.weights_summary(rows + public)}, indent=1, default=str))
             else:
-                print(calibration.table_text())
+                print(calibration.table_text(rows))
+                print()
+                print(calibration.weights_text(rows + public))
                 print()
                 print(calibration.cv_text())
             return 0
