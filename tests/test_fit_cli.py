@@ -356,3 +356,30 @@ def test_llama_8b_has_one_largest_context_however_it_is_asked(capsys):
         assert d is not None, err
         answers.append((d["solved_max_ctx"], d["mem_util"], d["kv_format"], d["max_num_seqs"]))
     assert len(set(answers)) == 1 and answers[0][1:] == (0.92, "bf16", 256), answers
+
+
+def test_a_hybrid_refused_at_every_length_by_max_num_seqs_says_so(capsys):
+    """A fresh user's finding: Qwen 3.6 27B on one H100 at vllm serve's max_num_seqs 1024 said "the non-KV terms
+    alone exceed the budget" with 15.6 GiB free for KV; the limit is the Mamba cache blocks, which do not grow as
+    the length shrinks (vLLM's own advice: lower max_num_seqs)."""
+    code, out, _ = run(capsys, "--model", "qwen3.6-27b", "--card", "h100", "--solve-max-ctx")
+    assert code == 1 and "the limit is max_num_seqs, not the length" in out and "non-KV terms" not in out
+    blocks = int(out.split("lower --max-num-seqs to at most ")[1].split()[0].replace(",", ""))
+    code, out, _ = run(capsys, "--model", "qwen3.6-27b", "--card", "h100", "--max-num-seqs", str(blocks),
+                       "--solve-max-ctx")
+    assert code == 0 and "Largest max_model_len that boots" in out
+
+
+def test_kimi_linear_takes_vllms_length_key():
+    """Kimi Linear's config has no max_position_embeddings but "model_max_length": 1048576, a key vLLM derives
+    max_model_len from (model_arch_config_convertor.py derive_max_model_len_and_key, 0.24.0)."""
+    from kvmath.model.load import load_architecture
+
+    assert load_architecture("kimi-linear-48b-a3b").derived_max_model_len == 1048576
+    import json as _json
+    from pathlib import Path
+
+    cfg = _json.loads((Path(__file__).parents[1] / "data/configs/moonshotai__Kimi-Linear-48B-A3B-Instruct.json")
+                      .read_text())
+    assert "max_position_embeddings" not in cfg and cfg["model_max_length"] == 1048576
+    assert main(["--model", "kimi-linear-48b-a3b", "--card", "h100", "--tp", "2"]) in (0, 1)

@@ -164,22 +164,31 @@ def test_a_model_the_public_corpus_checks_is_not_called_outside_it():
 
 def test_gpus_without_tp_is_the_tp_size(capsys):
     # the issue: "--gpus 2 stays at TP 1"
-    code, out, err = fit(["--model", "qwen3.6-27b", "--gpus", "2", "--json"], capsys)
+    code, out, err = fit(["--model", "qwen3.6-27b", "--gpus", "2", "--card", "rtx3090", "--json"], capsys)
     rec = json.loads(out)
     assert rec["tp"] == 2 and any("--gpus 2 without --tensor-parallel-size" in n for n in rec["notes"])
-    code, out, err = fit(["--model", "qwen3.6-27b", "--gpus", "4", "--tp", "2", "--json"], capsys)
+    code, out, err = fit(["--model", "qwen3.6-27b", "--gpus", "4", "--tp", "2", "--card", "rtx3090", "--json"], capsys)
     assert json.loads(out)["tp"] == 2
 
 
 def test_the_public_calculators_defaults_are_named_when_taken(capsys):
-    # the issue's "two defaults stories": --model takes the public calculator's defaults, a pasted line vLLM's;
-    # the answer must say which it took (the anchor's: fp8_e5m2, 0.95, one sequence, 180,000 tokens)
-    code, out, err = fit(["--model", "llama-3.1-8b", "--card", "rtx3090", "--json"], capsys)
+    # the issue's "two defaults stories": one now (vLLM's); the public calculator's only with --anchor-defaults, and
+    # the answer says which defaults it took (the anchor's: fp8_e5m2, 0.95, one sequence, 180,000 tokens, and its
+    # checkpoint; vLLM's: auto and the model's derived maximum, beside the notes of gpu_memory_utilization, ...)
+    code, out, err = fit(["--model", "llama-3.1-8b", "--card", "rtx3090", "--anchor-defaults", "--json"], capsys)
     note = next(n for n in json.loads(out)["notes"] if n.startswith("not given"))
     assert "kv-cache-dtype fp8_e5m2" in note and "gpu_memory_utilization 0.95" in note and "max_num_seqs 1" in note
     assert "max_model_len 131,072 (180,000 capped" in note  # Llama 3.1's max_position_embeddings
+    code, out, err = fit(["--model", "qwen3.6-27b", "--card", "h100", "--anchor-defaults", "--kv-format", "bf16",
+                          "--mem-util", "0.9", "--max-num-seqs", "2", "--max-ctx", "8k", "--json"], capsys)
+    note = next(n for n in json.loads(out)["notes"] if n.startswith("not given"))
+    assert "checkpoint default (autoround_int4, the public calculator's)" in note
+    code, out, err = fit(["--model", "llama-3.1-8b", "--card", "rtx3090", "--json"], capsys)
+    note = next(n for n in json.loads(out)["notes"] if n.startswith("not given"))
+    assert note.startswith("not given, so vLLM's defaults: kv-cache-dtype auto (the model's bfloat16), max-model-len "
+                           "131,072")
     code, out, err = fit([*SERVE, "--json"], capsys)
-    assert not any(n.startswith("not given") for n in json.loads(out)["notes"])
+    assert not any(n.startswith("not given, so the public") for n in json.loads(out)["notes"])
 
 
 # a fresh user's findings on the changes above (each a command that gave a confident wrong answer or a wrong refusal)
@@ -217,9 +226,14 @@ def test_gpus_counts_pipeline_and_data_parallel_ranks(capsys):
 
 
 def test_quantization_of_a_published_variant_and_of_a_given_size(capsys):
-    code, out, err = fit(["--model", "gemma-4-26b-a4b", "--card", "rtx3090", "--max-ctx", "8192", "-q", "awq"], capsys)
+    code, out, err = fit(["--model", "gemma-4-26b-a4b", "--card", "rtx3090", "--max-ctx", "8192", "-q", "awq",
+                          "--weights-variant", "awq"], capsys)
     assert code in (0, 1) and "the priced awq checkpoint's own method" in out
-    code, out, err = fit(["--model", "qwen3.6-27b", "--card", "rtx3090", "--max-ctx", "8192", "-q", "fp8"], capsys)
+    # without the variant the model is its HF repository's bf16 checkpoint, which vLLM would quantise on load
+    code, out, err = fit(["--model", "gemma-4-26b-a4b", "--card", "rtx3090", "--max-ctx", "8192", "-q", "awq"], capsys)
+    assert code == 2 and "online quantisation" in err
+    code, out, err = fit(["--model", "qwen3.6-27b", "--card", "rtx3090", "--max-ctx", "8192", "-q", "fp8",
+                          "--weights-variant", "int4"], capsys)
     assert code == 2 and "valid here: auto-round" in err
     code, out, err = fit(["vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", "--card", "rtx3090", "--max-model-len",
                           "8192", "-q", "fp8", "--weights-gb", "9"], capsys)

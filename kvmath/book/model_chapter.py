@@ -68,6 +68,9 @@ KEYS = [
     "shared_expert_intermediate_size", "enable_moe_block", "tie_word_embeddings", "n_routed_experts",
     # multi-token prediction heads, and the length vLLM derives (rope scaling)
     "num_nextn_predict_layers", "rope_scaling", "rope_parameters",
+    # the other length keys vLLM derives max_model_len from (kvmath.model.hf.VLLM_MAX_LEN_KEYS)
+    "n_positions", "max_seq_len", "seq_length", "model_max_length", "max_target_positions", "max_sequence_length",
+    "max_seq_length", "seq_len",
 ]
 
 

@@ -360,10 +360,31 @@ def _mlp_fields(c: _Config, experts: int) -> dict:
 _ROPE_NO_SCALE = ("su", "longrope", "llama3", "default", "mrope")
 
 
+VLLM_MAX_LEN_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "model_max_length",
+                     "max_target_positions", "max_sequence_length", "max_seq_length", "seq_len")
+"""The config keys vLLM derives a model's maximum length from, the smallest of those present, and
+``model_max_length`` over all of them when it is set (transformers_utils/model_arch_config_convertor.py
+``derive_max_model_len_and_key``, vLLM 0.24.0; vllm/config/model.py in 0.20.0)."""
+
+
+def _length_of_keys(c: _Config, max_pos: int | None) -> int | None:
+    """The length vLLM reads from the config's length keys (:data:`VLLM_MAX_LEN_KEYS`), before rope scaling;
+    None when the config has none of them. Raises KvMathError for a key that is not a positive integer."""
+    found = [c.int(k, minimum=1) for k in VLLM_MAX_LEN_KEYS if k != "max_position_embeddings" and c.cfg.get(k)
+             is not None]
+    if max_pos:
+        found.append(max_pos)
+    if c.cfg.get("model_max_length") is not None:  # "For Command-R / Cohere": it wins over the others
+        return c.int("model_max_length", minimum=1)
+    return min(found) if found else None
+
+
 def _derived_max_len(c: _Config, max_pos: int | None) -> int | None:
-    """vLLM's derived maximum length (vllm/config/model.py ``_get_and_verify_max_len``, 0.20-0.26): the
-    config's max_position_embeddings; with a YaRN-type ``rope_scaling`` (or ``rope_parameters``),
+    """vLLM's derived maximum length (vllm/config/model.py ``_get_and_verify_max_len``, 0.20-0.27): the length
+    of the config's length keys (:func:`_length_of_keys`: max_position_embeddings, or Kimi Linear's
+    model_max_length); with a YaRN-type ``rope_scaling`` (or ``rope_parameters``),
     ``original_max_position_embeddings x factor``. A malformed ``rope_scaling`` is refused, not skipped."""
+    max_pos = _length_of_keys(c, max_pos)
     rs = c.cfg.get("rope_scaling")
     if rs is None:
         return max_pos

@@ -417,6 +417,21 @@ def _cache_mode(arch: Architecture, s: VllmSettings, hybrid: bool, notes: list) 
     return mode
 
 
+def _mla_alignment(a: int, s: VllmSettings, version, notes: list) -> int:
+    """The hybrid block alignment of an MLA + linear-attention model (Kimi Linear): the MLA backend's smallest
+    kernel block (``s.kernel_block_size``: 16 for TRITON_MLA on sm_8x / sm_12x and FLASH_ATTN_MLA on sm_90, 32
+    for FLASHINFER_MLA, vLLM's first choice on sm_100: ``settings.mla_kernel_block_size``), and from 0.27.0 at
+    least 128 on every card ("TRTLLM/FlashInfer MLA decode kernels require the physical number of kernel blocks
+    to be aligned to 128 / kernel_block_size", platforms/interface.py ``_align_hybrid_block_size``; absent in
+    0.26.0)."""
+    if version >= (0, 27):
+        return max(a, 128)
+    if s.kernel_block_size is None:
+        notes.append("MLA kernel block 16 (TRITON_MLA, FLASH_ATTN_MLA: no card given); on sm_100 vLLM picks "
+                     "FLASHINFER_MLA, whose block is 32 (kvmath-fit --card sets it)")
+    return a
+
+
 def _hybrid_alignment(arch: Architecture, s: VllmSettings, version, *, hybrid: bool, mode: str, fmt, tp: int,
                       attention: list, state_layers: list, L: int, refusal: str | None, notes: list):
     """(attention block size, Mamba block size, one token's attention page bytes, the state bytes, the padded
@@ -445,7 +460,9 @@ def _hybrid_alignment(arch: Architecture, s: VllmSettings, version, *, hybrid: b
         attn_1tok = ref_fmt.token_bytes(1, k_dim, 0)
     else:
         attn_1tok = ref_fmt.token_bytes(h, k_dim, k_dim)
-    a = max(s.kernel_block_size, s.block_size)
+    a = max(s.kernel_block_size or 16, s.block_size)
+    if isinstance(ref, MLALayer):
+        a = _mla_alignment(a, s, version, notes)
     if mode == "all":
         # platforms/interface.py l.752-760 (0.24.0): base_chunk_size = the user's mamba_block_size or
         # model_config.get_mamba_chunk_size() (mamba_chunk_size / chunk_size; 2048 when the config has none)

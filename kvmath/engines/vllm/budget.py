@@ -202,7 +202,7 @@ def weights_gb(model_id: str, variant: str = "default") -> tuple[str, float]:
         if k in table:
             return k, table[k]
     raise KvMathError(f"--weights-variant {variant} is not known for {model_id}; valid: "
-                      f"{choices(['default'] + sorted(table))}")
+                      f"{choices(['hf', 'default'] + sorted(table))} (hf: the HF repository's own checkpoint)")
 
 
 OWN_CHECKPOINT_VARIANTS = ("hf",)
@@ -670,20 +670,40 @@ def _card_memory(card, total_gib) -> tuple[dict | None, float, str, int | None]:
 
 
 def _max_model_len(arch, max_model_len: int | None, allow_long: bool) -> int:
-    """``max_model_len``, or the model's ``max_position_embeddings``, checked against the derived maximum as vLLM
-    checks it (refused above it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1). Tokens. Raises KvMathError."""
-    L = max_model_len or arch.max_position_embeddings
+    """``max_model_len``, or the model's ``max_position_embeddings`` (else vLLM's derived maximum, from another
+    length key such as Kimi Linear's ``model_max_length``), checked against the derived maximum as vLLM checks it
+    (refused above it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1). Tokens. Raises KvMathError."""
+    L = max_model_len or arch.max_position_embeddings or arch.derived_max_model_len
     if not L:
-        raise KvMathError(f"{arch.name}: config has no max_position_embeddings; pass max_model_len")
+        raise KvMathError(f"{arch.name}: config has no length vLLM reads (max_position_embeddings, model_max_length, "
+                          "...); pass max_model_len")
     if isinstance(L, bool) or not isinstance(L, int) or L < 1:
         raise KvMathError(f"max_model_len must be a positive integer, got {L!r}")
     derived = arch.derived_max_model_len
     if derived and L > derived and not allow_long:
         raise KvMathError(
-            f"max_model_len {L:,} is greater than {arch.name}'s derived maximum {derived:,} (max_position_embeddings, "
-            "rope scaling applied); vLLM refuses it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 "
+            f"max_model_len {L:,} is greater than {arch.name}'s derived maximum {derived:,} (max_position_embeddings "
+            "or another length key, rope scaling applied); vLLM refuses it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 "
             "(Python: allow_long_max_model_len=True)")
     return check_positive(L, "max_model_len", maximum=MAX_TOKENS)
+
+
+def _mla_kernel_block(arch, cc: int | None, card_id: str, vllm_settings: dict) -> str | None:
+    """Set ``vllm_settings["kernel_block_size"]`` for an MLA model (the hybrid alignment of Kimi Linear) from the
+    MLA backend vLLM picks on the card (``settings.mla_kernel_block_size``) unless given; the note for a hybrid,
+    or None."""
+    from ...model.specs import MLALayer
+    from .settings import mla_kernel_block_size
+
+    mla = next((x for x in arch.layers if isinstance(x, MLALayer)), None)
+    if mla is None or vllm_settings.get("kernel_block_size") is not None or cc is None:
+        return None
+    kb, backend = mla_kernel_block_size(cc, mla.qk_nope_head_dim)
+    vllm_settings["kernel_block_size"] = kb
+    if not (arch.linear_layers() or arch.state_layers()):
+        return None
+    return (f"MLA attention on {card_id} (sm_{cc}): {backend}, vLLM's first choice there, whose smallest kernel "
+            f"block ({kb} tokens) aligns the hybrid block size (platforms/cuda.py _get_backend_priorities)")
 
 
 MM_MODALITIES = ("image", "video", "audio")
@@ -984,6 +1004,7 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
     backend_note = _check_format_card(kv_format if kv_format != "auto" else "bf16", cc, card_id, attention_backend,
                                       flags["gemma4"]) if check_card else None
     W = _weights_source(arch, model, a, coeffs, c if card_id != "custom" else None, vllm_settings.get("vllm_version"))
+    mla_note = _mla_kernel_block(arch, cc, card_id, vllm_settings)
     # max_num_batched_tokens < max_num_seqs: VllmSettings refuses it with vLLM's SchedulerConfig message
     total = round(total_gib * GIB)
     # unset max_num_batched_tokens / max_num_seqs: vllm serve's defaults for this card and version
@@ -1028,7 +1049,7 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
     outcome, refusal, refusal_kind = _verdict(p, requested=requested, total=total, weights=weights,
                                               available=available, coeffs=coeffs, mem_util=mem_util,
                                               total_gib=total_gib)
-    notes = list(p.notes) + list(W.notes) + ([mm_note] if mm_note else []) + _budget_notes(
+    notes = list(p.notes) + list(W.notes) + [n for n in (mm_note, mla_note) if n] + _budget_notes(
         arch, a, W, coeffs, flags, outcome=outcome, total=total, requested=requested, backend_note=backend_note,
         batch_note=batch_note) + _coverage_notes(arch, W.variant, weights_gb_total, card_id)
     boots = outcome == "boots"

@@ -7,7 +7,7 @@ real verdict:
     kvmath-fit --model gemma-4-31b --card rtx3090 --tp 2 --kv-format int8_per_token_head --solve-max-ctx
     kvmath-fit --config path/to/config.json --weights-gb 16 --max-ctx 32768 --card rtx4090
     kvmath-fit --model qwen3.6-27b --compose dual
-    kvmath-fit --anchor-defaults --model qwen3.6-35b-a3b
+    kvmath-fit --anchor-defaults --model qwen3.6-27b
     kvmath-fit --calibration
 
 One defaults story: what a line leaves out takes vLLM's own defaults for the release (``--kv-cache-dtype auto``,
@@ -171,7 +171,7 @@ def _device_memory(text):
     return n / GIB
 
 
-ANCHOR_MAX_MODEL_LEN = 180000  # the public calculator's default context (--model without --max-ctx)
+ANCHOR_MAX_MODEL_LEN = 180000  # the public calculator's default context (--anchor-defaults without --max-ctx)
 AUTO_FIT = -1  # vLLM's --max-model-len -1 / auto (human_readable_int_or_auto, vllm/utils/argparse_utils.py 0.27.0)
 
 
@@ -420,8 +420,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "--anchor-defaults fp8_e5m2)")
     p.add_argument("--max-ctx", "--max-model-len", dest="max_ctx", type=_max_model_len,
                    help="max_model_len, as vLLM reads it (8192, 32k, 128K; -1 or auto: vLLM's auto-fit, the "
-                        "model's maximum reduced to what the KV memory holds); default: preset, else 180000 or "
-                        "the model maximum if smaller")
+                        "model's maximum reduced to what the KV memory holds); default: the model's derived "
+                        "maximum, as vllm serve; --compose the preset's; --anchor-defaults 180000 or the model "
+                        "maximum if smaller")
     p.add_argument("--max-num-seqs", type=_vllm_int("--max-num-seqs"), help="max_num_seqs (default: vllm serve's for the card and release; --compose the preset's; "
                         "--anchor-defaults 1)")
     p.add_argument("--sequences", type=_positive_int("--sequences"), help="alias of --max-num-seqs")
@@ -478,7 +479,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dflash-draft-gb", type=_nonneg_float("--dflash-draft-gb"), help="DFlash drafter weights, GB")
     p.add_argument("--num-speculative-tokens", type=_positive_int("--num-speculative-tokens", 1024),
                    help="speculative tokens (default: the drafter's)")
-    p.add_argument("--weights-variant", help="checkpoint: default, int4, awq, bf16, gptq, nvfp4, ...")
+    p.add_argument("--weights-variant", help="checkpoint: hf (the model's own, the default), or a published one of "
+                                             "the model (int4, awq, gptq, fp8, nvfp4, ...; 'default' is the public "
+                                             "calculator's)")
     p.add_argument("--weights-gb", type=_nonneg_float("--weights-gb"), help="total checkpoint GB (1e9 B), for --config")
     p.add_argument("--max-num-batched-tokens", type=_vllm_int("--max-num-batched-tokens"),
                    help="max_num_batched_tokens (default: preset, else vllm serve's default for the card: "
@@ -648,7 +651,8 @@ def _max_model_len_default(args, vals: dict, arch, kw: dict, vllm_mode: bool) ->
     if not (args.max_ctx or vals.get("max_ctx")) and vllm_mode:
         top = arch.derived_max_model_len or arch.max_position_embeddings
         if not top:
-            raise KvMathError(f"{arch.name}'s config states no max_position_embeddings; give --max-model-len")
+            raise KvMathError(f"{arch.name}'s config states no length vLLM reads (max_position_embeddings, "
+                              "model_max_length, ...); give --max-model-len")
         kw["max_model_len"] = top  # vLLM's default: the derived maximum (vllm/config/model.py)
     elif not (args.max_ctx or vals.get("max_ctx")) and arch.max_position_embeddings:
         kw["max_model_len"] = min(ANCHOR_MAX_MODEL_LEN, arch.max_position_embeddings)  # within the model
@@ -663,8 +667,8 @@ def _max_model_len_default(args, vals: dict, arch, kw: dict, vllm_mode: bool) ->
 
 
 def _anchor_defaults_note(args, vals: dict, model: str, kw: dict) -> str | None:
-    """The note naming the public calculator's defaults ``--model`` took for what the line left out (never a
-    silent default), or None when everything was given."""
+    """The note naming the public calculator's defaults ``--anchor-defaults`` / ``--compose`` took for what the line
+    left out (never a silent default), or None when everything was given."""
     taken = [f"{name} {value}" for name, value, given in (
         ("model", model, args.config or args.model or args.compose),
         ("kv-cache-dtype", kw["kv_format"], args.kv_format or vals.get("kv_format")),
@@ -673,10 +677,31 @@ def _anchor_defaults_note(args, vals: dict, model: str, kw: dict) -> str | None:
         ("max_model_len", f"{kw['max_model_len']:,}" + (
             f" ({ANCHOR_MAX_MODEL_LEN:,} capped at the model's maximum)" if kw["max_model_len"] != ANCHOR_MAX_MODEL_LEN
             else ""),
-         args.max_ctx or vals.get("max_ctx"))) if not given]
+         args.max_ctx or vals.get("max_ctx")),
+        ("checkpoint", f"{kw['weights_variant']} ({_published_default(model)})",
+         args.weights_variant or vals.get("weights") or args.weights_gb is not None or args.config)) if not given]
     return (f"not given, so the public calculator's defaults: {', '.join(taken)} (asked for by "
             f"{'--compose' if args.compose else '--anchor-defaults'}; without it a line takes vLLM's own)"
             ) if taken else None
+
+
+def _published_default(model: str) -> str:
+    """What the anchor's ``default`` checkpoint of ``model`` is, for its note."""
+    from . import budget as B
+
+    dep = B.deployments().get(model)
+    return f"{dep['default_weights']}, the public calculator's" if dep else "the model's own tensors"
+
+
+def _vllm_defaults_note(args, vals: dict, arch, kw: dict) -> str | None:
+    """The note naming the vLLM defaults a line took for the KV format and the length (the others name their own
+    source in their notes: gpu_memory_utilization, max_num_seqs, the checkpoint, the card), or None."""
+    taken = []
+    if not (args.kv_format or vals.get("kv_format")):
+        taken.append(f"kv-cache-dtype auto (the model's {arch.dtype})")
+    if not (args.max_ctx or vals.get("max_ctx")):
+        taken.append(f"max-model-len {kw['max_model_len']:,} (the model's derived maximum, vllm/config/model.py)")
+    return f"not given, so vLLM's defaults: {', '.join(taken)}" if taken else None
 
 
 def _drafter(args, arch, vals: dict, kw: dict, notes: list) -> None:
@@ -768,8 +793,6 @@ def _resolve(args, env=None) -> tuple[str, dict, list[str]]:
 
     arch = load_architecture(model)
     _max_model_len_default(args, vals, arch, kw, vllm_mode)
-    if not vllm_mode and (note := _anchor_defaults_note(args, vals, model, kw)):
-        notes.append(note)
     if args.enforce_eager:
         kw["enforce_eager"] = True
     if args.language_model_only:  # MultiModalConfig.get_limit_per_prompt: 0 for every modality
@@ -802,16 +825,26 @@ def _resolve(args, env=None) -> tuple[str, dict, list[str]]:
         kw["weights_gb_total"] = args.weights_gb
     elif args.config and arch.name not in B.deployments():
         B.checkpoint_weights_per_rank(arch, 1)  # refuses early, naming what is missing, if nothing gives the size
+    if args.weights_variant:  # a variant the model has no checkpoint of is the line's fault, not the card's
+        if arch.name not in B.deployments():
+            B._check_own_variant(arch, args.weights_variant, sized=args.weights_gb is not None)
+        elif args.weights_variant.lower() not in B.OWN_CHECKPOINT_VARIANTS:
+            B.weights_gb(arch.name, args.weights_variant)
     _card_chosen(args, kw, vllm_mode, notes)  # after the model's own faults, which a card would not mend
     # vLLM's story: the model is its HF repository's checkpoint, as `vllm serve <repo>` loads it (whether named by
     # the repo or by kvmath's id); the anchor's: its published checkpoint (data/deployments.json default_weights)
-    kw["weights_variant"] = args.weights_variant or vals.get("weights") or ("hf" if as_repo or vllm_mode else "default")
-    if vllm_mode and not as_repo and not (args.weights_variant or vals.get("weights") or args.config) and (
-            dep := B.deployments().get(arch.name)):
+    kw["weights_variant"] = args.weights_variant or vals.get("weights") or ("hf" if vllm_mode else "default")
+    if vllm_mode and not as_repo and not (args.weights_variant or vals.get("weights") or args.config
+                                          or args.weights_gb is not None) and (dep := B.deployments().get(arch.name)):
         from ...facts import find_model
 
+        others = sorted(k for k in dep["weights_gb"] if not (k == "bf16" and B.config_quant_method(arch) is None))
         notes.append(f"checkpoint: {find_model(arch.name)['hf_repo']}'s own, as vllm serve loads it; published "
-                     f"others: --weights-variant {', '.join(sorted(dep['weights_gb']))}")
+                     f"others: --weights-variant {', '.join(others)}")
+    if not vllm_mode and (note := _anchor_defaults_note(args, vals, model, kw)):
+        notes.append(note)
+    elif vllm_mode and (note := _vllm_defaults_note(args, vals, arch, kw)):
+        notes.append(note)
     if getattr(args, "quantization", None) is not None:
         notes.append(_quantization_note(args.quantization, arch, kw))
     if args.include_draft_kv:
@@ -882,7 +915,18 @@ def _none_reason(b) -> str:
         return (f"the limit is max_num_seqs, not the length: at any max_model_len the pool holds "
                 f"{b.plan.num_blocks:,} Mamba cache blocks for max_num_seqs {b.max_num_seqs:,}; lower --max-num-seqs "
                 f"to at most {b.plan.num_blocks:,} (vLLM's own advice)")
-    return "the non-KV terms alone exceed the budget"
+    if b.refusal_kind == "memory" and b.available_kv > 0 and b.estimated_max_model_len:
+        # refused for memory at the asked length, and nothing shorter boots either: vLLM's own estimate says why
+        # (a hybrid model's Mamba blocks below max_num_seqs, vLLM's serve default of 256 or 1024 included)
+        from .budget import rebudget
+
+        probe = rebudget(b, max_model_len=b.estimated_max_model_len)
+        if probe.refusal_kind == "mamba_blocks":
+            return _none_reason(probe)
+    return NON_KV_REASON
+
+
+NON_KV_REASON = "the non-KV terms alone exceed the budget"
 
 
 def render_text(b, largest: int, anchor, notes, breakdown=None, compose=None, safe: int | None = None,
@@ -1027,12 +1071,16 @@ def run(argv=None) -> int:
         except KvMathError as e:
             if args.compose and not args.kv_format and "cannot run on" in str(e):
                 raise KvMathError(f"preset {args.compose} sets {e}; choose one with --kv-format") from None
+            if args.anchor_defaults and not args.kv_format and kw.get("kv_format") in str(e):
+                raise KvMathError(f"--anchor-defaults takes the public calculator's {kw['kv_format']}: {e}; choose one "
+                                  "with --kv-format") from None
             raise
         if args.max_ctx == AUTO_FIT:
             b, note = _auto_fit(model, kw, b)
             notes.append(note)
         arch = load_architecture(model)
-        top = max(b.max_model_len, arch.max_position_embeddings or 0)
+        model_max = arch.derived_max_model_len or arch.max_position_embeddings or 0  # vLLM's derived maximum
+        top = max(b.max_model_len, model_max)
         largest = solve_max_model_len(b, upper=top)
         safe = solve_max_model_len_with_headroom(b, upper=top)
         anchor = _anchor(arch.name, b, kw, args)
@@ -1052,7 +1100,7 @@ def run(argv=None) -> int:
                   f"mem_util={b.mem_util}, card {b.card} ({b.total_bytes / GIB:.2f} GiB)")
             if largest:
                 print(f"Largest max_model_len that boots: {largest:,} tokens "
-                      f"({largest + 1:,} would be refused)" if largest < (arch.max_position_embeddings or 0) else
+                      f"({largest + 1:,} would be refused)" if largest < model_max else
                       f"Largest max_model_len that boots: {largest:,} tokens (the model maximum)")
                 fit = sb.max_num_seqs_at_full_context
                 print(f"At that length: {sb.available_kv / GIB:.2f} GiB for KV, pool {sb.pool_tokens:,} tokens, "
@@ -1064,8 +1112,8 @@ def run(argv=None) -> int:
                     print(f"With {CALIBRATION_ERROR_GIB} GiB of headroom for kvmath's calibration error: "
                           + (f"{safe:,} tokens" if safe else "none") + " (the answer above sits on the edge: "
                           f"{sb.margin_bytes / GIB:.2f} GiB of margin)")
-            elif b.refusal_kind in ("config", "startup"):
-                print(f"No max_model_len boots: {_none_reason(b)}.")
+            elif (reason := _none_reason(b)) != NON_KV_REASON:
+                print(f"No max_model_len boots: {reason}.")
             else:
                 print("No max_model_len boots: the non-KV terms alone exceed the budget. Raise --mem-util or TP, use "
                       "a smaller checkpoint, or a bigger card.")
@@ -1080,7 +1128,7 @@ def run(argv=None) -> int:
             out["cache_breakdown"] = bd
         print(json.dumps(out, indent=1))
     else:
-        print(render_text(b, largest, anchor, notes, bd, args.compose, safe, arch.max_position_embeddings))
+        print(render_text(b, largest, anchor, notes, bd, args.compose, safe, model_max))
     return 0 if b.outcome == "boots" else 1
 
 

@@ -61,7 +61,8 @@ class VllmSettings:
       (vllm/config/model.py ``get_num_kv_heads``); GDN state is split by ``tp``.
     - ``block_size``: ``--block-size`` (default 16, ``CacheConfig.DEFAULT_BLOCK_SIZE``);
       ``kernel_block_size`` the attention backend's smallest kernel block (16 for FlashAttention,
-      Triton and FlashInfer on sm_8x), the alignment unit of the hybrid block size.
+      Triton and FlashInfer on sm_8x; an MLA backend's: :func:`mla_kernel_block_size`), the alignment unit of
+      the hybrid block size; None: 16, said in a note for an MLA hybrid, whose backend depends on the card.
     - ``max_num_batched_tokens``: default 2048 (``vllm serve`` on cards under 70 GiB,
       ``EngineArgs.get_batch_defaults``, engine/arg_utils.py l.2415); ``max_num_seqs`` default 256
       (same place; it does not change the pool, only ``fits_max_num_seqs``).
@@ -104,7 +105,7 @@ class VllmSettings:
     kv_cache_dtype: str = "auto"
     tensor_parallel_size: int = 1
     block_size: int = 16
-    kernel_block_size: int = 16
+    kernel_block_size: int | None = None
     max_num_batched_tokens: int = 2048
     max_num_seqs: int = 256
     num_speculative_tokens: int = 0
@@ -124,7 +125,8 @@ class VllmSettings:
 
     def __post_init__(self):
         for name in ("tensor_parallel_size", "block_size", "kernel_block_size"):
-            object.__setattr__(self, name, check_positive(getattr(self, name), name, maximum=MAX_TP))
+            if getattr(self, name) is not None or name != "kernel_block_size":
+                object.__setattr__(self, name, check_positive(getattr(self, name), name, maximum=MAX_TP))
         for name in ("max_num_batched_tokens", "max_num_seqs"):
             object.__setattr__(self, name, check_positive(getattr(self, name), name, maximum=MAX_TOKENS))
         if self.max_model_len is not None:
@@ -188,6 +190,32 @@ def in_flight_tokens(s: VllmSettings) -> int:
 
 
 GIB_BYTES = 2**30
+
+
+MLA_KERNEL_BLOCKS = {"TRITON_MLA": 16, "FLASH_ATTN_MLA": 16, "FLASHINFER_MLA": 32, "FLASHMLA": 64, "CUTLASS_MLA": 128}
+"""The smallest kernel block of each CUDA MLA backend (``get_supported_kernel_block_sizes``,
+vllm/v1/attention/backends/mla/*.py, 0.20.0-0.27.0: MultipleOf(16), MultipleOf(16), [32, 64], [64], [128])."""
+
+
+def mla_kernel_block_size(compute_capability: int | None, qk_nope_head_dim: int | None,
+                          attention_backend: str | None = None) -> tuple[int, str]:
+    """(the smallest kernel block, tokens; the backend) of the MLA attention backend vLLM picks on a card: the
+    named ``--attention-backend``, else the first of platforms/cuda.py ``_get_backend_priorities`` (0.20.0-0.27.0)
+    the card runs: on sm_100 FLASHINFER_MLA when ``qk_nope_head_dim`` is 64, 128 or 192 (its
+    ``supports_combination``), on sm_90 FLASH_ATTN_MLA, elsewhere TRITON_MLA. Raises KvMathError for a backend
+    name that is not an MLA backend."""
+    if attention_backend:
+        name = str(attention_backend).upper()
+        if name not in MLA_KERNEL_BLOCKS:
+            raise KvMathError(f"--attention-backend {name[:40]} is not an MLA backend; valid for MLA models: "
+                              f"{', '.join(MLA_KERNEL_BLOCKS)}")
+        return MLA_KERNEL_BLOCKS[name], name
+    major = (compute_capability or 0) // 10
+    if major == 10 and qk_nope_head_dim in (64, 128, 192):
+        return 32, "FLASHINFER_MLA"
+    if major == 9:
+        return 16, "FLASH_ATTN_MLA"
+    return 16, "TRITON_MLA"
 
 
 def batch_defaults(total_bytes: int, device_name: str = "", compute_capability: int | None = None,
