@@ -1049,7 +1049,11 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
     outcome, refusal, refusal_kind = _verdict(p, requested=requested, total=total, weights=weights,
                                               available=available, coeffs=coeffs, mem_util=mem_util,
                                               total_gib=total_gib)
-    notes = list(p.notes) + list(W.notes) + [n for n in (mm_note, mla_note) if n] + _budget_notes(
+    wnotes = list(W.notes)
+    if a["weights_bytes"] is not None:  # a pipeline stage: the weights notes price the whole model on a TP rank
+        wnotes = [n.replace(" GiB per card from", " GiB for the whole model per TP rank (a stage holds its share of "
+                            "the layers) from", 1) if n.startswith("weights: ") else n for n in wnotes]
+    notes = list(p.notes) + wnotes + [n for n in (mm_note, mla_note) if n] + _budget_notes(
         arch, a, W, coeffs, flags, outcome=outcome, total=total, requested=requested, backend_note=backend_note,
         batch_note=batch_note) + _coverage_notes(arch, W.variant, weights_gb_total, card_id)
     boots = outcome == "boots"
