@@ -6,7 +6,8 @@
 #   make chapters  write the model chapters from the template (_toc.yml -> notebooks/generated/)
 #   make book    execute every chapter and build the HTML -> _build/html/ (installs the book's lock only)
 #   make test    python -m pytest (builds the book once, checks pages in headless Chromium)
-#   make bench   time a full book build and each chapter; one fit prediction, the solver, a 10^6 sweep;
+#   make bench   time a full book build and each chapter; one fit prediction, the solver, a 10^6 sweep,
+#                the largest config and a 400,000-entry safetensors header (cold kvmath-fit answers);
 #                the calculator in the page (time until ready, bytes added to the site)
 #   make lab     JupyterLab from the project's environment; chapters' .md files open as notebooks
 #                (chapters written, not executed; --allow-root added as root;

@@ -735,6 +735,28 @@ def test_json_depth_is_linear_and_skips_strings():
     assert json_depth("[" * 100_000 + "]" * 100_000) == 100_000
 
 
+def test_json_depth_of_whole_bytes_agrees_or_defers():
+    """The byte-level depth (whole-text operations, for large headers) gives json_depth's answer or None (then
+    json_depth counts): escaped quotes, brackets in strings, unbalanced brackets and deeper than the cap defer."""
+    import random
+
+    from kvmath.validate import _json_depth_bytes, json_depth
+
+    rnd = random.Random(21)
+    alphabet = ['[', ']', '{', '}', '"', '\\', 'a', ' ', ',', 'é', '\n', ':', '1']
+    answered = 0
+    for _ in range(20_000):
+        text = "".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 12)))
+        got = _json_depth_bytes(text.encode(), 4)
+        if got is not None:
+            answered += 1
+            assert got == json_depth(text), text
+    assert answered > 1000
+    assert _json_depth_bytes(b'{"a": [1, {"b": [2]}], "c": "x"}', 64) == 4 == json_depth('{"a": [1, {"b": [2]}]}')
+    assert _json_depth_bytes(b'{"a": "[[["}', 64) is None and _json_depth_bytes(b'{"a": "\\""}', 64) is None
+    assert _json_depth_bytes(b"[" * 65 + b"]" * 65, 64) is None and _json_depth_bytes(b"[[]", 64) is None
+
+
 # huge repeat counts and duplicated flags
 
 def test_serving_only_flag_repeated_8000_times():

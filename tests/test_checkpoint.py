@@ -447,3 +447,106 @@ def test_skip_list_index_matches_the_rule(prefix, skip):
 
     lin = _Linear({"quant_method": "fp8", "modules_to_not_convert": skip}, "bf16")
     assert lin.converted(prefix) == (not _skipped_by_the_rule(prefix, skip))
+
+
+# --- the tables read, estimated and placed once (issue 21): each memo must not answer for a changed input ----
+
+def test_a_changed_header_file_is_read_again(tmp_path):
+    """read_checkpoint keeps one table per state of the folder's files: the same object while nothing changed,
+    a new table (the new tensors) once a header file is rewritten in place (the folder's own mtime unchanged)."""
+    import os
+
+    cfg = dict(TINY, num_hidden_layers=1)
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    layer = {"model.layers.0.input_layernorm.weight": ("bf16", (64,)), "model.embed_tokens.weight": ("bf16", (1000, 64))}
+    path = write(tmp_path / "model.safetensors", layer)
+    first = read_checkpoint(tmp_path)
+    assert read_checkpoint(tmp_path) is first
+    stamp = os.stat(tmp_path).st_mtime_ns
+    write(tmp_path / "model.safetensors", {**layer, "model.norm.weight": ("bf16", (64,))})
+    os.utime(path, ns=(os.stat(path).st_atime_ns, os.stat(path).st_mtime_ns + 10**9))  # a coarse clock ticks too
+    os.utime(tmp_path, ns=(stamp, stamp))
+    second = read_checkpoint(tmp_path)
+    assert second is not first
+    assert {t.name for t in second.tensors} == set(layer) | {"model.norm.weight"}
+    assert weights_per_rank(second, cfg).replicated == weights_per_rank(first, cfg).replicated + 64 * 2
+    (tmp_path / "config.json").write_text(json.dumps(dict(cfg, num_hidden_layers=2)))  # now a layer is missing
+    with pytest.raises(KvMathError, match="layer 1 is missing"):
+        read_checkpoint(tmp_path)
+
+
+def test_estimates_follow_the_config_content():
+    """estimate_checkpoint answers equal configs with one table and any changed field with its own."""
+    a = estimate_checkpoint(dict(TINY))
+    assert estimate_checkpoint(dict(TINY)) is a
+    b = estimate_checkpoint(dict(TINY, num_hidden_layers=3))
+    assert len(b.tensors) > len(a.tensors) and estimate_checkpoint(dict(TINY)) is a
+    q = dict(TINY, quantization_config={"quant_method": "fp8", "weight_block_size": [128, 128],
+                                        "modules_to_not_convert": ["model.layers.1.mlp"]})
+    names = {t.name: t.dtype for t in estimate_checkpoint(q).tensors}
+    assert names["model.layers.0.mlp.up_proj.weight"] == "f8_e4m3" and names["model.layers.1.mlp.up_proj.weight"] == "bf16"
+    q2 = dict(q, quantization_config=dict(q["quantization_config"], modules_to_not_convert=["model.layers.0.mlp"]))
+    names = {t.name: t.dtype for t in estimate_checkpoint(q2).tensors}
+    assert names["model.layers.0.mlp.up_proj.weight"] == "bf16" and names["model.layers.1.mlp.up_proj.weight"] == "f8_e4m3"
+
+
+def test_skip_list_matches_as_prefix_or_dotted_run():
+    """The skip list read once: an entry leaves a module unconverted when the module's name starts with it or
+    holds it as a run of dotted components; every other module is converted."""
+    from kvmath.model.checkpoint import _Linear
+
+    lin = _Linear({"quant_method": "fp8", "modules_to_not_convert": ["lm_head", "re:model.layers.1.", "mlp.gate",
+                                                                     "self_attn.q_norm*", ""]}, "bf16")
+    refused = ["lm_head", "lm_head_extra", "model.layers.1.mlp.up_proj", "model.layers.3.mlp.gate",
+               "model.layers.0.self_attn.q_norm", "mlp.gate"]
+    kept = ["model.layers.10.mlp.up_proj", "model.layers.0.mlp.gate_proj", "model.layers.3.mlp.gated",
+            "model.layers.0.self_attn.q_proj", "model.embed_tokens"]
+    assert [lin.converted(p) for p in refused] == [False] * len(refused)
+    assert [lin.converted(p) for p in kept] == [True] * len(kept)
+
+
+def test_placements_are_remembered_per_table_dtype_and_tying():
+    """weights_per_rank places a table's tensors once and prices them per TP degree; the remembered
+    placements answer only for the same table object, runtime dtype and tying (each checked against a fresh
+    computation with the memo emptied)."""
+    from kvmath.engines.vllm import weights as W
+
+    moe = dict(TINY, model_type="qwen3_moe", num_experts=6, moe_intermediate_size=32, num_key_value_heads=4,
+               torch_dtype="float32")
+    cases = [(moe, {}), (moe, {"dtype": "float16"}), (dict(moe, tie_word_embeddings=True), {}), (TINY, {})]
+    warm = []
+    for cfg, kw in cases:
+        ck = estimate_checkpoint(cfg)
+        for tp, ep in ((1, False), (2, False), (4, True), (8, False)):
+            warm.append(weights_per_rank(ck, cfg, tp=tp, enable_expert_parallel=ep, **kw))
+    W._PLACEMENTS.clear()
+    fresh = []
+    for cfg, kw in cases:
+        for tp, ep in ((1, False), (2, False), (4, True), (8, False)):
+            W._PLACEMENTS.clear()
+            fresh.append(weights_per_rank(estimate_checkpoint(cfg), cfg, tp=tp, enable_expert_parallel=ep, **kw))
+    assert warm == fresh
+    assert len({(w.total, w.vocab) for w in warm}) > 8  # the cases differ: a stale memo would show
+
+
+def test_bulk_header_checks_name_the_first_refused_entry():
+    """A header's entries are checked all at once; when one is refused the message names the first refused
+    entry, as the one-by-one check does."""
+    from kvmath.model.checkpoint import parse_safetensors_header
+
+    def head(entries):
+        raw = json.dumps(entries).encode()
+        return struct.pack("<Q", len(raw)) + raw, 8 + len(raw) + 10**6
+
+    good = {f"t{i}": {"dtype": "BF16", "shape": [2, 3], "data_offsets": [12 * i, 12 * i + 12]} for i in range(50)}
+    tensors, _ = parse_safetensors_header(*head(good), "h")
+    assert [(t.name, t.dtype, t.shape, t.nbytes) for t in tensors[:2]] == [("t0", "bf16", (2, 3), 12),
+                                                                            ("t1", "bf16", (2, 3), 12)]
+    for bad, message in ((dict(shape=[2, True]), "t7.*bad shape"), (dict(dtype="Q9"), "t7.*unknown dtype"),
+                         (dict(data_offsets=[84, 95]), "t7.*holds 11 bytes"), (dict(shape=[-1, 3]), "t7.*bad shape"),
+                         (dict(data_offsets=[84, 2 * 10**6]), "t7.*holds")):
+        entries = dict(good)
+        entries["t7"] = dict(good["t7"], **bad)
+        entries["t9"] = dict(good["t9"], shape="x")
+        with pytest.raises(KvMathError, match=message):
+            parse_safetensors_header(*head(entries), "h")

@@ -8,7 +8,10 @@
 3. ``kvmath.engines.vllm.budget.sweep`` over >= 10^6 configurations (contexts x sequences x formats x TP; target <= 1 s);
 4. the largest config the product accepts: a Qwen3-235B-A22B FP8 config.json (94 layers x 128 experts, 282
    ``modules_to_not_convert`` entries; its weights estimated from config.json), a whole ``kvmath-fit`` answer with
-   the solvers, cold (issue 21 target <= 1 s).
+   the solvers, cold (issue 21 target <= 1 s);
+5. a 400,000-entry safetensors header: a model folder (config.json + one ``model.safetensors`` of
+   400,963 tensor entries, a 55 MB header, its data a sparse file) of a 64-layer, 416-expert W4A16 MoE, a whole
+   ``kvmath-fit --config <folder> --card h100 --json`` answer, cold (issue 21 target <= 1 s).
 """
 
 from __future__ import annotations
@@ -109,6 +112,72 @@ def largest_config(runs: int = 3) -> float:
                        runs)
 
 
+def header_folder(folder, layers: int = 64, experts: int = 416) -> int:
+    """Write a model folder of a synthetic W4A16 (compressed-tensors, asymmetric, group act-order) Qwen3-MoE into
+    ``folder``: config.json and one model.safetensors (8-byte little-endian header length + JSON header; the data a
+    sparse file of the size the header's offsets name). 64 layers x 416 experts x 3 projections x 5 tensors: a
+    400,000-entry header (a config may state at most 32,768 expert MLPs, kvmath.validate). Returns the number of
+    tensor entries (400,963 at the defaults)."""
+    import json
+    import struct
+    from pathlib import Path
+
+    H, I, V, nh, nkv, hd, g = 1024, 256, 32000, 16, 4, 64, 128
+    cfg = {"architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe", "hidden_size": H,
+           "num_hidden_layers": layers, "num_attention_heads": nh, "num_key_value_heads": nkv, "head_dim": hd,
+           "intermediate_size": 4 * H, "moe_intermediate_size": I, "num_experts": experts, "num_experts_per_tok": 8,
+           "decoder_sparse_step": 1, "mlp_only_layers": [], "vocab_size": V, "max_position_embeddings": 32768,
+           "rope_theta": 1000000.0, "rms_norm_eps": 1e-6, "tie_word_embeddings": False, "torch_dtype": "bfloat16",
+           "quantization_config": {"quant_method": "compressed-tensors", "format": "pack-quantized",
+                                   "config_groups": {"group_0": {"targets": ["Linear"], "weights": {
+                                       "num_bits": 4, "type": "int", "symmetric": False, "strategy": "group",
+                                       "group_size": g, "actorder": "group"}}}, "ignore": ["lm_head"]}}
+    rows = [("model.embed_tokens.weight", "BF16", [V, H]), ("model.norm.weight", "BF16", [H]),
+            ("lm_head.weight", "BF16", [V, H])]
+
+    def packed(prefix, out, inp):
+        return [(f"{prefix}.weight_packed", "I32", [out, inp // 8]), (f"{prefix}.weight_scale", "BF16", [out, inp // g]),
+                (f"{prefix}.weight_zero_point", "I32", [out // 8, inp // g]), (f"{prefix}.weight_shape", "I64", [2]),
+                (f"{prefix}.weight_g_idx", "I32", [inp])]
+
+    for i in range(layers):
+        p = f"model.layers.{i}"
+        rows += [(f"{p}.input_layernorm.weight", "BF16", [H]), (f"{p}.post_attention_layernorm.weight", "BF16", [H]),
+                 (f"{p}.self_attn.q_norm.weight", "BF16", [hd]), (f"{p}.self_attn.k_norm.weight", "BF16", [hd]),
+                 (f"{p}.mlp.gate.weight", "BF16", [experts, H])]
+        for name, out in (("q_proj", nh * hd), ("k_proj", nkv * hd), ("v_proj", nkv * hd)):
+            rows += packed(f"{p}.self_attn.{name}", out, H)
+        rows += packed(f"{p}.self_attn.o_proj", H, nh * hd)
+        for e in range(experts):
+            x = f"{p}.mlp.experts.{e}"
+            rows += packed(f"{x}.gate_proj", I, H) + packed(f"{x}.up_proj", I, H) + packed(f"{x}.down_proj", H, I)
+    bits = {"BF16": 16, "I32": 32, "I64": 64}
+    header, at = {}, 0
+    for name, dtype, shape in rows:
+        n = bits[dtype] // 8
+        for d in shape:
+            n *= d
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [at, at + n]}
+        at += n
+    raw = json.dumps(header, separators=(",", ":")).encode()
+    folder = Path(folder)
+    (folder / "config.json").write_text(json.dumps(cfg))
+    with open(folder / "model.safetensors", "wb") as f:
+        f.write(struct.pack("<Q", len(raw)) + raw)
+        f.truncate(8 + len(raw) + at)  # sparse: the data is never read
+    return len(rows)
+
+
+def large_header(runs: int = 3) -> tuple[float, int]:
+    """(seconds of a cold ``kvmath-fit --config <folder> --card h100 --json``, best of ``runs``; tensor entries)
+    on the folder :func:`header_folder` writes."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        n = header_folder(d)
+        return best_of([sys.executable, "-m", "kvmath.fit", "--config", d, "--card", "h100", "--json"], runs), n
+
+
 if __name__ == "__main__":
     base = interpreter_only()
     cli = cold_cli()
@@ -125,3 +194,6 @@ if __name__ == "__main__":
     big = largest_config()
     print(f"largest config (Qwen3-235B-A22B FP8 config.json, 282 skipped modules, TP 8 on H100, solvers included): "
           f"{big:.2f} s cold (target <= 1 s)")
+    hdr, n = large_header()
+    print(f"largest safetensors header (a model folder of {n:,} tensor entries, W4A16 MoE, on H100, --json, solvers "
+          f"included): {hdr:.2f} s cold (target <= 1 s)")

@@ -39,7 +39,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from ..errors import KvMathError, choices
-from ..validate import check_regular_file, open_regular, parse_json, read_bounded
+from ..validate import check_regular_file, gc_paused, open_regular, parse_json, read_bounded
 
 # safetensors dtype (lower-cased: the header's "BF16" is "bf16" here) -> bits per element (huggingface/safetensors safetensors/src/tensor.rs ``Dtype``,
 # 0.6+: F4 = float4_e2m1 packed two per byte, F6_* six bits, E8M0 the MX scale)
@@ -151,6 +151,12 @@ def read_safetensors_header(path) -> tuple[list[Tensor], dict]:
 
 @lru_cache(maxsize=4096)
 def _header_cached(path_text: str, size_hint: int, mtime_ns: int) -> tuple[tuple[Tensor, ...], dict]:
+    with gc_paused():  # a header of 400,000 entries makes 1.6 million objects (kvmath.validate.gc_paused)
+        return _header_read(path_text)
+
+
+def _header_read(path_text: str) -> tuple[tuple[Tensor, ...], dict]:
+    """:func:`_header_cached`'s work: the file opened, its header read and parsed."""
     path = Path(path_text)
     with open_regular(path, "safetensors file") as f:
         try:
@@ -197,6 +203,54 @@ def parse_safetensors_header(head: bytes, size: int, where: str, file: str = "")
     if not isinstance(meta, dict):
         raise KvMathError(f"{where}: __metadata__ is not an object")
     data_len = size - 8 - n
+    tensors = _tensors_checked_at_once(header, data_len, file)
+    if tensors is None:  # some entry is refused: the entries one by one, in order, name the first
+        tensors = _tensors_checked_one_by_one(header, data_len, where, file)
+    tensors.sort(key=lambda t: t.name)
+    return tensors, {str(k): str(v) for k, v in meta.items()}
+
+
+def _tensors_checked_at_once(header: dict, data_len: int, file: str) -> list[Tensor] | None:
+    """The header's entries as Tensors when every one passes :func:`_tensors_checked_one_by_one`'s checks, the
+    checks made over all entries at once (a 400,000-entry header); None when any entry fails one (that function
+    then names the first). ``data_len``: bytes after the header."""
+    from itertools import chain, repeat
+
+    infos = list(header.values())
+    if not infos:
+        return []
+    if set(map(type, infos)) != {dict}:
+        return None
+    dtypes, shapes, offs = (list(map(dict.get, infos, repeat(k))) for k in ("dtype", "shape", "data_offsets"))
+    if set(map(type, dtypes)) != {str} or set(map(type, shapes)) != {list} or set(map(type, offs)) != {list}:
+        return None
+    lower = {d: d.lower() for d in set(dtypes) if d.lower() in DTYPE_BITS}
+    if len(lower) < len(set(dtypes)):
+        return None
+    dims, ends = list(chain.from_iterable(shapes)), list(chain.from_iterable(offs))
+    if max(map(len, shapes)) > 16 or set(map(len, offs)) != {2} or not set(map(type, dims + ends)) <= {int}:
+        return None
+    if dims and not (min(dims) >= 0 and max(dims) < 2**48) or min(ends) < 0:
+        return None
+    dtypes = list(map(lower.__getitem__, dtypes))
+    nbytes = [-(-p * DTYPE_BITS[d] // 8) for p, d in zip(map(math.prod, shapes), dtypes)]
+    begins, ends = ends[0::2], ends[1::2]
+    if list(map(int.__sub__, ends, begins)) != nbytes or max(ends) > data_len:
+        return None
+    return list(map(_tensor, header, dtypes, map(tuple, shapes), nbytes, repeat(file)))
+
+
+def _tensor(name: str, dtype: str, shape: tuple, nbytes: int, file: str) -> Tensor:
+    """``Tensor(name, dtype, shape, nbytes, file)`` without the frozen dataclass's per-field ``__setattr__``
+    (the same object: equal, hashed and shown alike; 0.3 s of 400,000 header entries)."""
+    t = object.__new__(Tensor)
+    d = t.__dict__
+    d["name"], d["dtype"], d["shape"], d["nbytes"], d["file"] = name, dtype, shape, nbytes, file
+    return t
+
+
+def _tensors_checked_one_by_one(header: dict, data_len: int, where: str, file: str) -> list[Tensor]:
+    """The header's entries as Tensors, each checked (KvMathError naming the first refused entry)."""
     tensors = []
     for name, info in header.items():
         if not isinstance(info, dict):
@@ -218,8 +272,7 @@ def parse_safetensors_header(head: bytes, size: int, where: str, file: str = "")
         if offs[1] > data_len:
             raise KvMathError(f"{where}: tensor {name[:80]!r} ends at byte {offs[1]:,}, past the data ({data_len:,})")
         tensors.append(Tensor(name, dtype, tuple(shape), nbytes, file))
-    tensors.sort(key=lambda t: t.name)
-    return tensors, {str(k): str(v) for k, v in meta.items()}
+    return tensors
 
 
 def _read_json(path: Path, what: str, limit: int = 64 * 2**20):
@@ -304,12 +357,37 @@ def read_checkpoint(folder) -> Checkpoint:
     its ``config.json`` (``index_total_size`` from ``model.safetensors.index.json`` when present).
 
     The folder is listed once and each header read once per run (:func:`list_folder`,
-    :func:`read_safetensors_header`). A folder whose index names files that are not there is refused
+    :func:`read_safetensors_header`), and the table is built and checked once per state of the folder's
+    files: the same object while no listed file (headers, index, config.json) changes its size,
+    modification time or inode (``_TABLES``). A folder whose index names files that are not there is refused
     naming the first missing file; so are impossible or missing shard numbers, links out of the folder
     and entries that are not regular files.
     """
     folder = Path(folder)
     listing = list_folder(folder)
+    names = listing.safetensors + ((INDEX_NAME,) if listing.has_index else ()) + (
+        ("config.json",) if listing.has_config else ())
+    stamps = []
+    for n in names:
+        st = check_regular_file(folder / n, "safetensors file" if n.endswith(".safetensors") else n)
+        stamps.append((n, st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev))
+    key = (str(folder), listing, tuple(stamps))
+    hit = _TABLES.get(key)
+    if hit is not None:
+        return hit
+    with gc_paused():  # hundreds of thousands of Tensors (kvmath.validate.gc_paused)
+        table = _read_checkpoint(folder, listing)
+    if len(_TABLES) >= 8:
+        _TABLES.pop(next(iter(_TABLES)))
+    _TABLES[key] = table
+    return table
+
+
+_TABLES: dict = {}  # (folder, listing, each listed file's (name, size, mtime, inode, device)) -> Checkpoint
+
+
+def _read_checkpoint(folder: Path, listing: FolderListing) -> Checkpoint:
+    """:func:`read_checkpoint`'s work, not remembered."""
     files = [folder / n for n in listing.safetensors]
     index_path = folder / INDEX_NAME
     index = _read_json(index_path, "safetensors index") if listing.has_index else None
@@ -349,6 +427,10 @@ def read_checkpoint(folder) -> Checkpoint:
     return Checkpoint(est.tensors, f"{folder} (estimated from config.json)", True, est.quant_method, total)
 
 
+_NOT_DECODER = re.compile(r"vision|visual|audio|mtp\.|multi_modal")  # towers and MTP layers: not counted
+_DECODER_LAYER = re.compile(r"(?:^|\.)(?:layers|h|blocks)\.(\d+)\.")
+
+
 def _check_layers_present(folder, tensors, config: dict) -> None:
     """Refuse a folder whose tensors stop short of the config's decoder: the highest ``layers.N`` index found
     must be ``num_hidden_layers - 1`` (text layers; vision / audio towers and MTP layers are not counted).
@@ -358,10 +440,10 @@ def _check_layers_present(folder, tensors, config: dict) -> None:
     if not isinstance(L, int) or isinstance(L, bool) or L < 1:
         return
     seen = set()
-    for t in tensors:
-        if any(x in t.name for x in ("vision", "visual", "audio", "mtp.", "multi_modal")):
+    for t in tensors:  # one search of two compiled patterns per tensor (400,000 in a large header)
+        if _NOT_DECODER.search(t.name):
             continue
-        m = re.search(r"(?:^|\.)(?:layers|h|blocks)\.(\d+)\.", t.name)
+        m = _DECODER_LAYER.search(t.name)
         if m:
             seen.add(int(m.group(1)))
     if not seen:
@@ -521,6 +603,9 @@ class _Linear:
         names = [n for n in ((s[3:] if s.startswith("re:") else s) for s in skip) if n]
         names = [n[:-1] if n.endswith("*") else n for n in names]
         self._skip_starts = tuple(n for n in names if n)
+        self._skip_by_len: dict[int, set[str]] = {}  # ``prefix.startswith(entry)``: prefix[:len(entry)] in a set
+        for n in self._skip_starts:
+            self._skip_by_len.setdefault(len(n), set()).add(n)
         self._skip_by_last: dict[str, list[tuple[str, ...]]] = {}  # an entry's components, by its last one
         for n in set(self._skip_starts):
             t = tuple(n.split("."))
@@ -530,8 +615,9 @@ class _Linear:
         """False when the module ``prefix`` is in the skip list (``modules_to_not_convert``, ``ignore``, ...)."""
         if not self._skip_starts:
             return True
-        if prefix.startswith(self._skip_starts):
-            return False
+        for n, entries in self._skip_by_len.items():
+            if prefix[:n] in entries:
+                return False
         parts = prefix.split(".")
         by_last = self._skip_by_last
         for j, last in enumerate(parts, 1):
@@ -887,9 +973,32 @@ def estimate_checkpoint(config: dict) -> Checkpoint:
 
     Names follow Hugging Face (``model.layers.{i}.self_attn.q_proj``); a multimodal config's text
     model lives under ``model.language_model``. Raises KvMathError for a config without the sizes.
+    One table per config content in a process (``_ESTIMATES``: a Qwen3-235B config's 73,000 tensors are
+    estimated once for the early check and every pricing of one answer); the same object for equal configs.
     """
     if not isinstance(config, dict):
         raise KvMathError("estimate_checkpoint needs a config dict")
+    key = repr(config)  # tells a tuple from a list, 1 from "1" and True (json.dumps would not)
+    hit = _ESTIMATES.get(key)
+    if hit is None:
+        hit = _estimate_checkpoint(config)
+        if len(_ESTIMATES) >= 8:
+            _ESTIMATES.pop(next(iter(_ESTIMATES)))
+        _ESTIMATES[key] = hit
+    return hit
+
+
+_ESTIMATES: dict = {}  # repr(config) -> Checkpoint
+
+
+def _estimate_checkpoint(config: dict) -> Checkpoint:
+    """:func:`estimate_checkpoint`'s work, not remembered (the collector paused: kvmath.validate.gc_paused)."""
+    with gc_paused():
+        return _estimate_table(config)
+
+
+def _estimate_table(config: dict) -> Checkpoint:
+    """The table :func:`estimate_checkpoint` returns, built."""
     tc = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
     q = config.get("quantization_config") or tc.get("quantization_config")
     if q is not None and not isinstance(q, dict):

@@ -44,11 +44,12 @@ AWQ / GPTQ / FP8) is not modelled, and :func:`loaded_bytes_per_rank` says so in 
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 
 from ...errors import KvMathError
-from ...model.checkpoint import DTYPE_BITS, FLOAT_DTYPES, Checkpoint, Tensor, tied_embeddings
+from ...model.checkpoint import DTYPE_BITS, FLOAT_DTYPES, Checkpoint, tied_embeddings
 
 VOCAB_PADDING = 64  # vocab_parallel_embedding.py DEFAULT_VOCAB_PADDING_SIZE
 
@@ -129,12 +130,9 @@ def _runtime_dtype(config: dict, dtype: str) -> str:
     return {"float16": "f16", "half": "f16"}.get(name.replace("torch.", ""), "bf16")
 
 
-def _shard(t: Tensor, axis: int | None, size_on_rank) -> int:
-    """Bytes of ``t`` on one rank when ``axis`` holds ``size_on_rank(len)`` of its entries."""
-    if axis is None or axis >= len(t.shape) or t.shape[axis] <= 1:
-        return t.nbytes
-    n = t.shape[axis]
-    return t.nbytes * size_on_rank(n) // n
+def _axis_len(shape: tuple, axis: int | None) -> int:
+    """The length of ``shape``'s ``axis`` when a split over it moves bytes (> 1), else 0 (whole on every rank)."""
+    return shape[axis] if axis is not None and axis < len(shape) and shape[axis] > 1 else 0
 
 
 VISION_TOWER_MODULES = ("vision_tower", "visual", "vision_model", "multi_modal_projector", "embed_vision")
@@ -154,6 +152,186 @@ def _tower_of(prefix: str) -> str | None:
     return None
 
 
+_TOWER = re.compile("|".join(VISION_TOWER_MODULES + AUDIO_TOWER_MODULES))
+_EXPERT_INDEX = re.compile(r"\.experts\.(\d+)\.")
+
+
+_EXPERTS_NUMBERED = re.compile(r"\.experts\.\d+")
+_DIGIT = re.compile(r"\d")
+
+
+def _module_facts(prefix: str) -> tuple:
+    """What the placement rules ask of a tensor's module ``prefix`` (``model.layers.3.mlp.experts.7.up_proj``),
+    asked once per module: (its last name, its tower ("vision", "audio") or None, an expert's tensor, the expert's index or
+    -1, ends in ``.experts``, holds ``.experts.<digits>``, a Mamba mixer's gated norm, a vision ``attn.proj``)."""
+    m = _EXPERT_INDEX.search(prefix + ".")
+    return (prefix.rpartition(".")[2], _tower_of(prefix) if _TOWER.search(prefix) else None,
+            ".experts." in f".{prefix}.",
+            int(m.group(1)) if m else -1, prefix.endswith(".experts"), bool(_EXPERTS_NUMBERED.search(prefix)),
+            prefix.rsplit(".", 1)[0].endswith(SHARDED_NORM_PARENTS) and ".mixer." in f".{prefix}.",
+            prefix.endswith(".attn.proj"))
+
+
+def _rule(facts: tuple, raw: str, dtype: str, shape: tuple, nb: int, bits: int, tied: bool,
+          shard_vision: bool, skip_towers: tuple = ()) -> tuple | None:
+    """The placement group of one tensor (rules: the module docstring): ``facts`` of its module
+    (:func:`_module_facts`), ``raw`` the last part of its name, ``dtype``, ``shape`` and stored bytes ``nb``;
+    ``bits`` per element of the runtime dtype unquantised floats are loaded in. None: not loaded (a tied
+    ``lm_head``). A function of its arguments only, so :func:`_placements` asks it once per distinct tensor."""
+    module, kind, expert, index, ends_experts, numbered, mixer_norm, attn_proj = facts
+    tower = kind is not None
+    leaf = raw
+    if module == "experts" and "_" in raw:  # gpt-oss fused: experts.gate_up_proj_blocks (as _split reads it)
+        for base in ("gate_up_proj", "down_proj"):
+            if raw.startswith(base):
+                module, leaf = base, raw[len(base) + 1:] or "weight"
+                break
+    if (leaf in _FLOAT_LEAVES or leaf.endswith("bias")) and dtype in FLOAT_DTYPES \
+            and not raw.endswith("e_score_correction_bias"):
+        nb = -(-math.prod(shape) * bits // 8)
+    if kind in skip_towers:  # a tower vLLM does not build (its modalities all at --limit-mm-per-prompt 0)
+        return ("skip", nb, kind)
+    if module in VOCAB and not tower:
+        if module == "lm_head" and tied:
+            return None
+        return ("vocab", nb, shape[0] if shape else 0)
+    if expert:
+        fused = ends_experts and not (numbered or _DIGIT.match(raw))
+        out_ax, in_ax = _axes(leaf, fused)
+        axis = out_ax if module in COLUMN else in_ax if module in ROW else None
+        return ("expert", nb, fused, _axis_len(shape, 0), index, _axis_len(shape, axis))
+    if tower and not shard_vision:
+        return ("whole", nb)
+    if module in COLUMN or module in ROW:
+        out_ax, in_ax = _axes(leaf, False)
+        if module in ROW:
+            return ("split", nb, _axis_len(shape, in_ax))
+        if module in ("k_proj", "v_proj", "wk", "wv") and not tower:
+            return ("kv", nb, _axis_len(shape, out_ax))
+        if module in ("qkv_proj",) and not tower:
+            return ("qkv", nb, _axis_len(shape, out_ax))
+        return ("split", nb, _axis_len(shape, out_ax))
+    if module == "self_attn" and leaf == "sinks":  # gpt-oss: one sink per query head, split with the heads
+        return ("sharded", nb, _axis_len(shape, 0))
+    if leaf in HEAD_SHARDED and module in ("linear_attn", "mixer", "self_attn"):
+        axis = max(range(len(shape)), key=lambda i: shape[i]) if shape else None
+        return ("sharded", nb, _axis_len(shape, axis))
+    if module == "norm" and mixer_norm:
+        return ("sharded", nb, _axis_len(shape, 0))
+    if module == "proj" and attn_proj and tower:  # Qwen vision attention output: row
+        return ("vision_row", nb, _axis_len(shape, 1))
+    return ("whole", nb)
+
+
+def _placements(checkpoint: Checkpoint, rt: str, tied: bool, shard_vision: bool,
+                skip_towers: tuple = ()) -> tuple[dict, bool]:
+    """How every tensor of ``checkpoint`` is placed, by the rules of the module docstring, before any TP / EP
+    degree is chosen: ``{(rule, bytes, axis length, ...): count}`` (bytes in the runtime dtype ``rt`` for
+    unquantised floats; :func:`_price` turns them into bytes on rank 0) and whether a ``lm_head`` is stored.
+    Each module's name is read once (:func:`_module_facts`) and each distinct (module facts, name's last part,
+    dtype, shape, bytes) placed once (:func:`_rule`): a 400,000-tensor header or a Qwen3-235B estimate of 73,000
+    tensors holds a few thousand distinct ones."""
+    groups: dict = {}
+    modules: dict = {}  # prefix -> the number of its facts
+    facts_ids: dict = {}  # facts -> number
+    facts_list: list = []  # number -> facts
+    rules: dict = {}  # (facts number, last part, dtype, shape, bytes) -> group
+    bits = DTYPE_BITS[rt]
+    for t in checkpoint.tensors:
+        prefix, _, raw = t.name.rpartition(".")
+        fid = modules.get(prefix)
+        if fid is None:
+            facts = _module_facts(prefix)
+            fid = modules[prefix] = facts_ids.setdefault(facts, len(facts_ids))
+            if fid == len(facts_list):
+                facts_list.append(facts)
+        k = (fid, raw, t.dtype, t.shape, t.nbytes)
+        key = rules.get(k, rules)
+        if key is rules:
+            key = rules[k] = _rule(facts_list[fid], raw, t.dtype, t.shape, t.nbytes, bits, tied, shard_vision,
+                                   skip_towers)
+        if key is not None:
+            groups[key] = groups.get(key, 0) + 1
+    return groups, any(f[0] == "lm_head" for f in facts_list)
+
+
+_PLACEMENTS: dict = {}  # id(checkpoint) -> (weakref to it, rt, tied, shard_vision, skip_towers, placements)
+
+
+def _placements_of(checkpoint: Checkpoint, rt: str, tied: bool, shard_vision: bool,
+                   skip_towers: tuple = ()) -> tuple[dict, bool]:
+    """:func:`_placements`, remembered for the table ``checkpoint`` (the same object: a table read or estimated
+    once, :func:`kvmath.model.checkpoint.read_checkpoint` / ``estimate_checkpoint``) and the same dtype, tying and
+    tower rule, so the solvers' repricings and each TP degree read its tensors once."""
+    import weakref
+
+    hit = _PLACEMENTS.get(id(checkpoint))
+    if hit is not None and hit[0]() is checkpoint and hit[1:5] == (rt, tied, shard_vision, skip_towers):
+        return hit[5]
+    from ...validate import gc_paused
+
+    with gc_paused():  # a key per tensor group, a facts tuple per module (kvmath.validate.gc_paused)
+        out = _placements(checkpoint, rt, tied, shard_vision, skip_towers)
+    for k in [k for k, v in _PLACEMENTS.items() if v[0]() is None]:
+        del _PLACEMENTS[k]
+    if len(_PLACEMENTS) >= 16:
+        _PLACEMENTS.pop(next(iter(_PLACEMENTS)))
+    try:
+        _PLACEMENTS[id(checkpoint)] = (weakref.ref(checkpoint), rt, tied, shard_vision, skip_towers, out)
+    except TypeError:  # an object without weak references: not remembered
+        pass
+    return out
+
+
+def _price(groups: dict, *, tp: int, expert_parallel: bool, local_experts: int, E: int, nh: int, nkv: int,
+           hd: int) -> dict:
+    """Bytes on rank 0 by placement (``sharded``, ``replicated``, ``vocab``, ``experts``) of :func:`_placements`'
+    groups at ``tp`` ranks; with ``expert_parallel`` rank 0 holds ``local_experts`` of the ``E`` experts whole.
+    ``nh`` / ``nkv`` / ``hd``: the config's query heads, KV heads and head width (QKVParallelLinear's split)."""
+    kv_local = 1 if nkv and tp >= nkv else (nkv // tp if nkv else 0)
+    acc = {"sharded": 0, "replicated": 0, "vocab": 0, "experts": 0}
+
+    def shard(nb, n, size_on_rank):  # _shard of a tensor of ``nb`` bytes over an axis of length n (0: whole)
+        return nb * size_on_rank(n) // n if n else nb
+
+    def on_rank(n):  # plain split
+        return -(-n // tp)
+
+    def kv(n):
+        return n * kv_local // nkv
+
+    def qkv(n):
+        total = (nh + 2 * nkv) * hd
+        return n * (nh // tp + 2 * kv_local) * hd // total if n == total else on_rank(n)
+
+    for key, count in groups.items():
+        rule, nb = key[0], key[1]
+        if rule == "vocab":
+            rows = -(-(-(-key[2] // VOCAB_PADDING) * VOCAB_PADDING) // tp)
+            acc["vocab"] += count * (nb * rows // key[2] if key[2] else nb)
+        elif rule == "expert":
+            _, _, fused, n0, index, n = key
+            if not expert_parallel:
+                acc["experts"] += count * shard(nb, n, on_rank)
+            elif fused:  # the experts' axis divided over the EP ranks
+                acc["experts"] += count * shard(nb, n0, lambda n: local_experts * n // E if E else n)
+            elif index < local_experts:  # rank 0 holds experts 0 .. local_experts - 1 (-1: no index in the name)
+                acc["experts"] += count * nb
+        elif rule == "skip":  # not loaded: counted apart for the note
+            acc.setdefault("skipped", {})
+            acc["skipped"][key[2]] = acc["skipped"].get(key[2], 0) + count * nb
+        elif rule == "whole":
+            acc["replicated"] += count * nb
+        elif rule in ("split", "kv", "qkv"):
+            f = on_rank if rule == "split" or (rule == "kv" and not nkv) or (rule == "qkv" and not (nkv and hd)) \
+                else kv if rule == "kv" else qkv
+            b = shard(nb, key[2], f)
+            acc["sharded" if b < nb else "replicated"] += count * b
+        elif rule == "sharded":
+            acc["sharded"] += count * shard(nb, key[2], on_rank)
+        else:  # vision_row
+            acc["sharded" if tp > 1 else "replicated"] += count * shard(nb, key[2], on_rank)
+    return acc
 def weights_per_rank(checkpoint: Checkpoint, config: dict, *, tp: int = 1, enable_expert_parallel: bool = False,
                      dp: int = 1, dtype: str = "auto", shard_vision: bool = True,
                      skip_towers: tuple[str, ...] = ()) -> RankWeights:
@@ -163,7 +341,8 @@ def weights_per_rank(checkpoint: Checkpoint, config: dict, *, tp: int = 1, enabl
     ``config`` the model's config.json (for heads, vocabulary and ``tie_word_embeddings``). Rules: the
     module docstring. ``shard_vision=False`` keeps the vision / audio tower whole on every rank (vLLM's
     ``--mm-encoder-tp-mode data``). ``skip_towers`` ("vision", "audio"): towers vLLM does not build
-    (:data:`VISION_TOWER_MODULES`), their tensors not counted.
+    (:data:`VISION_TOWER_MODULES`), their tensors not counted. The tensors are placed once per table
+    (:func:`_placements_of`) and the placements priced at ``tp`` (:func:`_price`).
     """
     if not isinstance(tp, int) or isinstance(tp, bool) or not 1 <= tp <= 4096:
         raise KvMathError(f"tensor_parallel_size must be an integer in 1..4096, got {tp!r}")
@@ -177,78 +356,12 @@ def weights_per_rank(checkpoint: Checkpoint, config: dict, *, tp: int = 1, enabl
     E = tc.get("num_local_experts") or tc.get("num_experts") or tc.get("n_routed_experts") or 0
     ep = tp * dp if enable_expert_parallel else 1
     local_experts = (E // ep + (1 if E % ep else 0)) if E else 0
-    rt = _runtime_dtype(config, dtype)
-    kv_local = 1 if nkv and tp >= nkv else (nkv // tp if nkv else 0)
+    groups, has_lm_head = _placements_of(checkpoint, _runtime_dtype(config, dtype), tied, shard_vision,
+                                         tuple(skip_towers))
+    acc = _price(groups, tp=tp, expert_parallel=enable_expert_parallel, local_experts=local_experts, E=E, nh=nh,
+                 nkv=nkv, hd=hd)
+    skipped = acc.pop("skipped", {})
     notes = []
-    acc = {"sharded": 0, "replicated": 0, "vocab": 0, "experts": 0}
-    skipped: dict[str, int] = {}
-
-    def on_rank(n):  # plain split
-        return -(-n // tp)
-
-    has_lm_head = any(_split(t.name)[1] == "lm_head" for t in checkpoint.tensors)
-    for t in checkpoint.tensors:
-        prefix, module, leaf = _split(t.name)
-        if leaf in _FLOAT_LEAVES or leaf.endswith("bias"):
-            if t.dtype in FLOAT_DTYPES and not t.name.endswith("e_score_correction_bias"):
-                t = Tensor(t.name, rt, t.shape, -(-t.numel * DTYPE_BITS[rt] // 8), t.file)
-        kind = _tower_of(prefix)
-        tower = kind is not None
-        if kind in skip_towers:
-            skipped[kind] = skipped.get(kind, 0) + t.nbytes
-            continue
-        if module in VOCAB and not tower:
-            if module == "lm_head" and tied:
-                continue
-            padded = -(-t.shape[0] // VOCAB_PADDING) * VOCAB_PADDING if t.shape else 0
-            rows = -(-padded // tp)
-            acc["vocab"] += t.nbytes * rows // t.shape[0] if t.shape and t.shape[0] else t.nbytes
-            continue
-        expert = ".experts." in f".{prefix}." or prefix.endswith(".experts") or ".experts." in t.name
-        if expert:
-            fused = prefix.endswith(".experts") and not re.search(r"\.experts\.\d+", t.name)
-            if enable_expert_parallel:
-                if fused:
-                    acc["experts"] += _shard(t, 0, lambda n: local_experts * n // E if E else n)
-                else:
-                    m = re.search(r"\.experts\.(\d+)\.", t.name)
-                    if m is None or int(m.group(1)) < local_experts:
-                        acc["experts"] += t.nbytes
-                continue
-            out_ax, in_ax = _axes(leaf, fused)
-            axis = out_ax if module in COLUMN else in_ax if module in ROW else None
-            acc["experts"] += _shard(t, axis, on_rank)
-            continue
-        if tower and not shard_vision:
-            acc["replicated"] += t.nbytes
-            continue
-        if module in COLUMN or module in ROW:
-            out_ax, in_ax = _axes(leaf, False)
-            if module in ROW:
-                b = _shard(t, in_ax, on_rank)
-            elif module in ("k_proj", "v_proj", "wk", "wv") and nkv and not tower:
-                b = _shard(t, out_ax, lambda n: n * kv_local // nkv)
-            elif module in ("qkv_proj",) and nkv and hd and not tower:
-                total = (nh + 2 * nkv) * hd
-                b = _shard(t, out_ax, lambda n: n * (nh // tp + 2 * kv_local) * hd // total if n == total else on_rank(n))
-            else:
-                b = _shard(t, out_ax, on_rank)
-            acc["sharded" if b < t.nbytes else "replicated"] += b
-            continue
-        if module == "self_attn" and leaf == "sinks":  # gpt-oss: one sink per query head, split with the heads
-            acc["sharded"] += _shard(t, 0, on_rank)
-            continue
-        if leaf in HEAD_SHARDED and module in ("linear_attn", "mixer", "self_attn"):
-            axis = max(range(len(t.shape)), key=lambda i: t.shape[i]) if t.shape else None
-            acc["sharded"] += _shard(t, axis, on_rank)
-            continue
-        if module == "norm" and prefix.rsplit(".", 1)[0].endswith(SHARDED_NORM_PARENTS) and ".mixer." in f".{prefix}.":
-            acc["sharded"] += _shard(t, 0, on_rank)
-            continue
-        if module == "proj" and prefix.endswith(".attn.proj") and tower:  # Qwen vision attention output: row
-            acc["sharded" if tp > 1 else "replicated"] += _shard(t, 1, on_rank)
-            continue
-        acc["replicated"] += t.nbytes
     for kind, n in skipped.items():
         notes.append(f"the {kind} tower is not loaded ({n / 2**30:.2f} GiB of its tensors; every modality it serves has "
                      "a --limit-mm-per-prompt of 0, interfaces.py _mark_tower_model)")
