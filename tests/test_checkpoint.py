@@ -543,6 +543,7 @@ def test_bulk_header_checks_name_the_first_refused_entry():
     assert [(t.name, t.dtype, t.shape, t.nbytes) for t in tensors[:2]] == [("t0", "bf16", (2, 3), 12),
                                                                             ("t1", "bf16", (2, 3), 12)]
     for bad, message in ((dict(shape=[2, True]), "t7.*bad shape"), (dict(dtype="Q9"), "t7.*unknown dtype"),
+                         (dict(dtype=["BF16"]), "t7.*unknown dtype"), (dict(dtype={"a": 1}), "t7.*unknown dtype"),
                          (dict(data_offsets=[84, 95]), "t7.*holds 11 bytes"), (dict(shape=[-1, 3]), "t7.*bad shape"),
                          (dict(data_offsets=[84, 2 * 10**6]), "t7.*holds")):
         entries = dict(good)

@@ -257,7 +257,7 @@ def _tensors_checked_one_by_one(header: dict, data_len: int, where: str, file: s
             raise KvMathError(f"{where}: entry {name[:80]!r} is not an object")
         dtype, shape, offs = info.get("dtype"), info.get("shape"), info.get("data_offsets")
         dtype = dtype.lower() if isinstance(dtype, str) else dtype  # kvmath names dtypes in lower case
-        if dtype not in DTYPE_BITS:
+        if not isinstance(dtype, str) or dtype not in DTYPE_BITS:  # a list or an object is not a dtype either
             raise KvMathError(f"{where}: tensor {name[:80]!r} has unknown dtype {str(dtype)[:20]!r}")
         if (not isinstance(shape, list) or len(shape) > 16
                 or not all(isinstance(d, int) and not isinstance(d, bool) and 0 <= d < 2**48 for d in shape)):
