@@ -120,6 +120,8 @@ BAD = [
     (["--compose", " "], "--compose is empty"),
     (["--max-ctx", "99999999999999999999"], "derived maximum 262,144"),
     (["--model", "gemma-4-31b", "--max-ctx", "300000"], "VLLM_ALLOW_LONG_MAX_MODEL_LEN"),
+    (["--layer-partition", "10,10"], "give --pipeline-parallel-size too"),  # was ignored without a word
+    (["--weights-gb", "0"], "--weights-gb must be a finite number in (0,"),  # was "[0, ..." then "must be positive"
 ]
 
 
@@ -383,3 +385,11 @@ def test_kimi_linear_takes_vllms_length_key():
                       .read_text())
     assert "max_position_embeddings" not in cfg and cfg["model_max_length"] == 1048576
     assert main(["--model", "kimi-linear-48b-a3b", "--card", "h100", "--tp", "2"]) in (0, 1)
+
+
+def test_vllm_serves_yaml_config_is_named_not_misread(capsys):
+    # vllm serve --config is a YAML file of its flags; kvmath's --config is a model: say so (it said "give the
+    # model once")
+    code = main(["vllm", "serve", "Qwen/Qwen3.6-27B", "--config", "serve.yaml", "--card", "h100"])
+    err = capsys.readouterr().err
+    assert code == 2 and "vllm serve's YAML file of flags" in err and err.count("\n") == 1

@@ -119,14 +119,16 @@ def _positive_int(name, maximum: int = MAX_TOKENS):
     return _int_in(name, 1, maximum)
 
 
-def _nonneg_float(name, maximum: float = float(MAX_GB)):
+def _nonneg_float(name, maximum: float = float(MAX_GB), *, positive: bool = False):
+    """A finite number in [0, maximum] (``positive``: in (0, maximum]) for the flag ``name``."""
     def conv(text):
         try:
             v = float(text) if len(text) <= 40 else float("nan")
         except ValueError:
             raise argparse.ArgumentTypeError(f"{name} must be a number, got {_cut(text)}") from None
-        if not math.isfinite(v) or not 0 <= v <= maximum:
-            raise argparse.ArgumentTypeError(f"{name} must be a finite number in [0, {maximum:,.0f}], got {_cut(text)}")
+        if not math.isfinite(v) or not 0 <= v <= maximum or (positive and v == 0):
+            span = f"(0, {maximum:,.0f}]" if positive else f"[0, {maximum:,.0f}]"
+            raise argparse.ArgumentTypeError(f"{name} must be a finite number in {span}, got {_cut(text)}")
         return v
     return conv
 
@@ -482,7 +484,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--weights-variant", help="checkpoint: hf (the model's own, the default), or a published one of "
                                              "the model (int4, awq, gptq, fp8, nvfp4, ...; 'default' is the public "
                                              "calculator's)")
-    p.add_argument("--weights-gb", type=_nonneg_float("--weights-gb"), help="total checkpoint GB (1e9 B), for --config")
+    p.add_argument("--weights-gb", type=_nonneg_float("--weights-gb", positive=True), help="total checkpoint GB (1e9 B), for --config")
     p.add_argument("--max-num-batched-tokens", type=_vllm_int("--max-num-batched-tokens"),
                    help="max_num_batched_tokens (default: preset, else vllm serve's default for the card: "
                    "2048 below 70 GiB or on an A100, 8192 from 70 GiB, 16384 from 160 GiB in vLLM 0.28+)")
@@ -547,6 +549,9 @@ def _check_flags(args) -> None:
         raise KvMathError("--compressed-layers requires --compressed-head-dim > 0")
     if args.indexer_ratio_layers and not (args.indexer_head_dim and args.indexer_head_dim > 0):
         raise KvMathError("--indexer-ratio-layers requires --indexer-head-dim > 0")
+    if args.layer_partition and (getattr(args, "pp", None) or 1) == 1:
+        raise KvMathError("--layer-partition (VLLM_PP_LAYER_PARTITION) splits the layers over pipeline stages: give "
+                          "--pipeline-parallel-size too, or leave it out")
     if args.compression_ratio <= 0 or args.indexer_compress_ratio <= 0:
         raise KvMathError("--compression-ratio and --indexer-compress-ratio must be > 0")
 
@@ -1033,6 +1038,12 @@ def run(argv=None) -> int:
     if args.offline:  # kvmath.hub reads HF_HUB_OFFLINE at call time
         os.environ["HF_HUB_OFFLINE"] = "1"
     if args.model_tag is not None:
+        if args.config and str(args.config).lower().endswith((".yaml", ".yml")):
+            # vllm serve's own --config: a YAML file of its flags, which kvmath does not read
+            print(f"kvmath-fit: error: --config {_cut(args.config)} is vllm serve's YAML file of flags, which kvmath "
+                  "does not read; put its flags on the line (kvmath's --config is a model's config.json or folder)",
+                  file=sys.stderr)
+            return 2
         if args.model or args.config:
             print("kvmath-fit: error: give the model once: as MODEL, --model or --config", file=sys.stderr)
             return 2
