@@ -253,3 +253,11 @@ def test_a_pipeline_stage_needs_a_layer(capsys):
     code, out, err = fit(["vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", "--card", "a100", "--max-model-len",
                           "8192", "-pp", "2", "--layer-partition", "32,0"], capsys)
     assert code == 2 and "at least one decoder layer" in err
+
+
+def test_bf16_of_an_unquantised_repository_is_its_own_checkpoint(capsys):
+    # a regression caught on reading the change: the early variant check refused --weights-variant bf16 for
+    # qwen3.6-27b (no published bf16 size) although its HF checkpoint is bf16, which budget() prices as hf
+    _, a, _ = fit(["--model", "qwen3.6-27b", "--weights-variant", "bf16", "--card", "h100", "--json"], capsys)
+    _, b, _ = fit(["--model", "qwen3.6-27b", "--weights-variant", "hf", "--card", "h100", "--json"], capsys)
+    assert json.loads(a)["weights_bytes"] == json.loads(b)["weights_bytes"]

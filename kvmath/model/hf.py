@@ -364,7 +364,7 @@ VLLM_MAX_LEN_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "s
                      "max_target_positions", "max_sequence_length", "max_seq_length", "seq_len")
 """The config keys vLLM derives a model's maximum length from, the smallest of those present, and
 ``model_max_length`` over all of them when it is set (transformers_utils/model_arch_config_convertor.py
-``derive_max_model_len_and_key``, vLLM 0.24.0; vllm/config/model.py in 0.20.0)."""
+``derive_max_model_len_and_key``, read in vLLM 0.20.0 and 0.24.0)."""
 
 
 def _length_of_keys(c: _Config, max_pos: int | None) -> int | None:

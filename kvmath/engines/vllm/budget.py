@@ -552,7 +552,7 @@ def gdn_scratch_bytes(arch, tp: int, tokens: int) -> int:
 def _non_kv(arch, flags, tp, batched, max_model_len, coeffs, *, max_num_seqs: int = 1, num_speculative_tokens: int = 0,
             enforce_eager: bool = False, enable_expert_parallel: bool = False, last_stage: bool = True,
             sort_top_k_top_p: bool = False, full_cudagraphs: bool = True, encoder_chunk_budget: int | None = None,
-            encoder_frame_loop: bool = False, mm_limit: int = 999):
+            encoder_frame_loop: bool = False, mm_limit: int):
     """(gdn_scratch, activation_fitted, profile_peak, cudagraph, overhead, model_offset, ProfilePeak) in bytes.
 
     ``profile_peak`` is the derived torch peak of vLLM's profile run and ``cudagraph`` the derived first
@@ -768,14 +768,24 @@ class _Weights:
     tower_bytes: int = 0  # per rank, on a published size: the multimodal towers vLLM does not build (subtracted)
 
 
+def check_weights_variant(arch, weights_variant: str | None, *, sized: bool = False) -> None:
+    """Refuse a ``weights_variant`` that names no checkpoint of ``arch`` (one line naming the valid ones), before
+    anything is priced: for a model without published sizes, one of its own tensors (:func:`_check_own_variant`);
+    for a known one, a published variant (``weights_gb``) unless it is the repository's own (``hf``, or ``bf16`` of
+    an unquantised repository). ``sized``: a checkpoint size is given (``--weights-gb``), which replaces the
+    variant's. Raises KvMathError."""
+    if arch.name not in _deployments():
+        if _checkpoint_config(arch) is not None:
+            _check_own_variant(arch, weights_variant, sized=sized)
+    elif str(weights_variant or "default").lower() != "default" and not (
+            _own_checkpoint(arch, weights_variant) or (sized and str(weights_variant).lower() == "bf16")):
+        weights_gb(arch.name, weights_variant)
+
+
 def _weights_source(arch, model, a: dict, coeffs: dict, card_entry: dict | None, vllm_version) -> _Weights:
     """The checkpoint the weights term prices (``budget``'s docstring: ``weights_variant``, ``weights_gb_total``).
     Raises KvMathError."""
-    if arch.name not in _deployments() and _checkpoint_config(arch) is not None:
-        _check_own_variant(arch, a["weights_variant"], sized=a["weights_gb_total"] is not None)
-    elif a["weights_gb_total"] is not None and str(a["weights_variant"] or "default").lower() not in (
-            "default", *OWN_CHECKPOINT_VARIANTS, "bf16") and arch.name in _deployments():
-        weights_gb(arch.name, a["weights_variant"])  # a variant the given size replaces must exist (refused naming them)
+    check_weights_variant(arch, a["weights_variant"], sized=a["weights_gb_total"] is not None)
     if a["weights_gb_total"] is None and _own_checkpoint(arch, a["weights_variant"]):
         # no published size, or the HF repository's own checkpoint asked for (--weights-variant hf, or bf16 of
         # an unquantised repository): the checkpoint's own tensors (safetensors headers of a model folder), or

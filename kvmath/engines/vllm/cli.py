@@ -831,10 +831,7 @@ def _resolve(args, env=None) -> tuple[str, dict, list[str]]:
     elif args.config and arch.name not in B.deployments():
         B.checkpoint_weights_per_rank(arch, 1)  # refuses early, naming what is missing, if nothing gives the size
     if args.weights_variant:  # a variant the model has no checkpoint of is the line's fault, not the card's
-        if arch.name not in B.deployments():
-            B._check_own_variant(arch, args.weights_variant, sized=args.weights_gb is not None)
-        elif args.weights_variant.lower() not in B.OWN_CHECKPOINT_VARIANTS:
-            B.weights_gb(arch.name, args.weights_variant)
+        B.check_weights_variant(arch, args.weights_variant, sized=args.weights_gb is not None)
     _card_chosen(args, kw, vllm_mode, notes)  # after the model's own faults, which a card would not mend
     # vLLM's story: the model is its HF repository's checkpoint, as `vllm serve <repo>` loads it (whether named by
     # the repo or by kvmath's id); the anchor's: its published checkpoint (data/deployments.json default_weights)
@@ -1014,7 +1011,6 @@ def run(argv=None) -> int:
     """The command itself; ``main`` runs it guarded against its environment (kvmath.clitools)."""
     raw = list(sys.argv[1:] if argv is None else argv)
     argv = _strip_serve(raw)
-    pasted = len(argv) != len(raw)  # the line started with `vllm serve` (or its module form)
     argv = [_dash_option(a) for a in argv]
     argv, ignored = set_aside(argv, IGNORED_VLLM_FLAGS)  # serving-only flags: one linear pass, not argparse's
     try:

@@ -192,30 +192,21 @@ def in_flight_tokens(s: VllmSettings) -> int:
 GIB_BYTES = 2**30
 
 
-MLA_KERNEL_BLOCKS = {"TRITON_MLA": 16, "FLASH_ATTN_MLA": 16, "FLASHINFER_MLA": 32, "FLASHMLA": 64, "CUTLASS_MLA": 128}
-"""The smallest kernel block of each CUDA MLA backend (``get_supported_kernel_block_sizes``,
-vllm/v1/attention/backends/mla/*.py, 0.20.0-0.27.0: MultipleOf(16), MultipleOf(16), [32, 64], [64], [128])."""
+MLA_KERNEL_BLOCKS = {"TRITON_MLA": 16, "FLASH_ATTN_MLA": 16, "FLASHINFER_MLA": 32}
+"""The smallest kernel block of the CUDA MLA backends vLLM picks first on a card (``get_supported_kernel_block_sizes``,
+vllm/v1/attention/backends/mla/*.py, 0.20.0-0.27.0: MultipleOf(16), MultipleOf(16), [32, 64])."""
 
 
-def mla_kernel_block_size(compute_capability: int | None, qk_nope_head_dim: int | None,
-                          attention_backend: str | None = None) -> tuple[int, str]:
-    """(the smallest kernel block, tokens; the backend) of the MLA attention backend vLLM picks on a card: the
-    named ``--attention-backend``, else the first of platforms/cuda.py ``_get_backend_priorities`` (0.20.0-0.27.0)
-    the card runs: on sm_100 FLASHINFER_MLA when ``qk_nope_head_dim`` is 64, 128 or 192 (its
-    ``supports_combination``), on sm_90 FLASH_ATTN_MLA, elsewhere TRITON_MLA. Raises KvMathError for a backend
-    name that is not an MLA backend."""
-    if attention_backend:
-        name = str(attention_backend).upper()
-        if name not in MLA_KERNEL_BLOCKS:
-            raise KvMathError(f"--attention-backend {name[:40]} is not an MLA backend; valid for MLA models: "
-                              f"{', '.join(MLA_KERNEL_BLOCKS)}")
-        return MLA_KERNEL_BLOCKS[name], name
+def mla_kernel_block_size(compute_capability: int | None, qk_nope_head_dim: int | None) -> tuple[int, str]:
+    """(the smallest kernel block, tokens; the backend) of the MLA attention backend vLLM picks on a card, the
+    first of platforms/cuda.py ``_get_backend_priorities`` (0.20.0-0.27.0) the card runs: on sm_100
+    FLASHINFER_MLA when ``qk_nope_head_dim`` is 64, 128 or 192 (its ``supports_combination``), on sm_90
+    FLASH_ATTN_MLA, elsewhere TRITON_MLA. kvmath's ``--attention-backend`` names no MLA backend, so none is
+    chosen by hand."""
     major = (compute_capability or 0) // 10
-    if major == 10 and qk_nope_head_dim in (64, 128, 192):
-        return 32, "FLASHINFER_MLA"
-    if major == 9:
-        return 16, "FLASH_ATTN_MLA"
-    return 16, "TRITON_MLA"
+    name = ("FLASHINFER_MLA" if major == 10 and qk_nope_head_dim in (64, 128, 192)
+            else "FLASH_ATTN_MLA" if major == 9 else "TRITON_MLA")
+    return MLA_KERNEL_BLOCKS[name], name
 
 
 def batch_defaults(total_bytes: int, device_name: str = "", compute_capability: int | None = None,
