@@ -14,6 +14,7 @@ from ...errors import KvMathError
 from ...model.specs import FULL, LINEAR, SLIDING, Architecture, GatedDeltaNetLayer, KDALayer, MLALayer, Mamba2Layer
 from ..base import Engine, LayerGroup, StateTensor, merge_empty
 from . import rules
+from .releases import covered
 from .alloc import VllmPlan, plan
 from .formats import VLLM_FORMATS, vllm_format
 from .settings import (DEFAULT_VLLM_VERSION, VLLM_BLOCK_SIZES, VllmSettings, human_readable_int, in_flight_tokens,
@@ -49,8 +50,8 @@ def _spec_counts(final_layers: tuple) -> tuple:
 class VllmEngine(Engine):
     name = "vllm"
     label = "vLLM"
-    version = (f"vLLM V1 block allocation (kv_cache_interface.py, kv_cache_utils.py, mamba_utils.py; releases "
-               f"0.20-0.26 read, default {DEFAULT_VLLM_VERSION})")
+    version = (f"vLLM V1 block allocation (kv_cache_interface.py, kv_cache_utils.py, mamba_utils.py; "
+               f"{covered(short=True)}; default {DEFAULT_VLLM_VERSION})")
     formats = tuple(VLLM_FORMATS)
     setting_names = tuple(f for f in VllmSettings.__dataclass_fields__ if f not in _COMMON)
     cli_title = "vLLM flags (vllm serve names)"
@@ -180,7 +181,7 @@ class VllmEngine(Engine):
         g.add_argument("--enable-prefix-caching", dest="enable_prefix_caching", action="store_true", default=S)
         g.add_argument("--mamba-cache-dtype", default=S, help="conv-state dtype (auto = the model dtype)")
         g.add_argument("--mamba-ssm-cache-dtype", default=S, help="temporal-state dtype (auto = the config's)")
-        g.add_argument("--vllm-version", default=S, help="whose block rules to apply (default: kvmath's)")
+        g.add_argument("--vllm-version", default=S, help=f"whose rules to apply ({covered(short=True)}; default {DEFAULT_VLLM_VERSION})")
         g.add_argument("--gemma4-pth-page-padding", action="store_true", default=S,
                        help="apply the page padding of vLLM PR #40391 (not in a release; the club-3090 builds "
                             "carry it): Gemma 4 full-attention pages with a per-token-head dtype rounded to the "

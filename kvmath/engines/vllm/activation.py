@@ -616,35 +616,16 @@ def full_cudagraphs(num_speculative_tokens: int, kv_format: str, compute_capabil
     return not (flashinfer and cc != 100)
 
 
-RELEASE_RULES = {"estimate_cudagraphs": (0, 20), "triton_top_k_top_p": (0, 16), "gemma4_frame_chunks": (0, 22)}
-"""The first vLLM release of each version-dependent rule of the profile run, for boots of releases older than
-the 0.20.0-0.33.0 kvmath's rules are read from (public boots of 0.10-0.19):
-``estimate_cudagraphs``: ``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS`` defaults to "1" in vllm/envs.py 0.20.0 (vllm
-PR #30515, merged 2026-01, added it off by default); before, the estimate is not subtracted.
-``triton_top_k_top_p``: the Triton top-k/top-p kernel (vllm PR #33538, merged 2026-02; kvmath takes 0.16 as its
-first release); before, ``apply_top_k_top_p`` sorts at every batch size.
-``gemma4_frame_chunks``: gemma4_mm.py ``_encoder_chunk`` (0.22.0; 0.20.0 and 0.21.0 encode one frame at a time)."""
-
-
 def release_rules(release: str | tuple | None) -> dict:
-    """``{"estimate_cudagraphs": bool, "sort_top_k_top_p": bool, "encoder_frame_loop": bool}`` for a vLLM ``release`` ("0.10.1", "0.19" or
-    (0, 19)); None (a release kvmath's rules cover): the 0.20.0-0.33.0 behaviour. Raises KvMathError for
-    another form."""
-    if release is None:
-        return {"estimate_cudagraphs": True, "sort_top_k_top_p": False, "encoder_frame_loop": False}
-    import re
+    """``{"estimate_cudagraphs": bool, "sort_top_k_top_p": bool, "encoder_frame_loop": bool}``: the profile run's
+    switches of a vLLM ``release`` ("0.10.1", "0.19" or (0, 19)), read off its record
+    (:func:`kvmath.engines.vllm.releases.profile_release`: before 0.20 the profile-only records, for public boots
+    of 0.7-0.19); None: the default release's. Raises KvMathError for another form or a release before 0.7."""
+    from .releases import profile_release, release as record
 
-    from ...errors import KvMathError
-
-    if isinstance(release, tuple) and len(release) >= 2 and all(isinstance(x, int) for x in release[:2]):
-        r = tuple(release[:2])
-    elif isinstance(release, str) and (m := re.fullmatch(r"v?(\d{1,4})\.(\d{1,4})(?:\.\d{1,4})?", release.strip())):
-        r = (int(m.group(1)), int(m.group(2)))
-    else:
-        raise KvMathError(f"profile_release must look like 0.19.0 or (0, 19), got {str(release)[:40]!r}")
-    return {"estimate_cudagraphs": r >= RELEASE_RULES["estimate_cudagraphs"],
-            "sort_top_k_top_p": r < RELEASE_RULES["triton_top_k_top_p"],
-            "encoder_frame_loop": r < RELEASE_RULES["gemma4_frame_chunks"]}
+    rec = record(None) if release is None else profile_release(release)
+    return {"estimate_cudagraphs": rec.estimate_cudagraphs, "sort_top_k_top_p": rec.sort_top_k_top_p,
+            "encoder_frame_loop": rec.encoder_frame_loop}
 
 
 def activation_frame(arch, *, max_num_batched_tokens: int = 8192, max_num_seqs: int = 256, tp: int = 1,
@@ -679,7 +660,7 @@ def activation_frame(arch, *, max_num_batched_tokens: int = 8192, max_num_seqs: 
     return pd.DataFrame(rows)
 
 
-__all__ = ["full_cudagraphs", "MM_LIMIT_UNSET", "profiled_modality", "CUDAGRAPH_BYTES_PER_LAYER", "GEMMA4_VIDEO_FRAMES", "GEMMA4_VIDEO_SOFT_TOKENS", "QWEN_VL_MAX_PIXELS", "RELEASE_RULES", "SORT_TRANSIENT_BYTES", "cudagraph_estimate_bytes",
+__all__ = ["full_cudagraphs", "MM_LIMIT_UNSET", "profiled_modality", "CUDAGRAPH_BYTES_PER_LAYER", "GEMMA4_VIDEO_FRAMES", "GEMMA4_VIDEO_SOFT_TOKENS", "QWEN_VL_MAX_PIXELS", "SORT_TRANSIENT_BYTES", "cudagraph_estimate_bytes",
            "release_rules",
            "ProfilePeak", "Term", "activation_frame", "capture_sizes", "encoder_terms", "forward_peak_bytes",
            "forward_terms", "gdn_warmup_bytes", "moe_dims", "num_cudagraphs", "padded_vocab", "profile_peak",

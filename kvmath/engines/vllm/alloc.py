@@ -26,7 +26,8 @@ its block arithmetic. This module reproduces that arithmetic exactly, in integer
    ``get_kv_cache_capacity``).
 
 Sources. Every rule was read from the released wheels' Python files (PyPI ``vllm`` 0.20.0 to 0.33.0);
-line numbers below are from 0.24.0 unless a version is named. The rules that change between those releases are keyed on ``vllm_version``:
+line numbers below are from 0.24.0 unless a version is named. The rules that change between those releases read
+a named switch of the release's record (:mod:`kvmath.engines.vllm.releases`, given in brackets):
 
 - "GPU KV cache size": 0.20.x logs ``num_blocks // num_groups * min_block_size``
   (kv_cache_utils.py ``_report_kv_cache_config``, 0.20.0 l.1693); from 0.21.0 it logs
@@ -65,9 +66,9 @@ token figures are tokens; GiB = 2**30 bytes as vLLM logs it (``format_gib`` = ``
 vllm/utils/mem_utils.py l.30).
 
 The default version is 0.24.0 (``DEFAULT_VLLM_VERSION``): the release whose rules reproduce the
-club-3090 boot logs of Qwen 3.6 27B / 35B-A3B exactly (see tests/test_vllm_alloc.py). Versions 0.20
-to 0.27 are covered and checked against real vLLM (tests/fixtures/vllm); a later version is planned
-with the 0.27 rules plus the rules above keyed on later releases, and says so in ``notes``.
+club-3090 boot logs of Qwen 3.6 27B / 35B-A3B exactly (see tests/test_vllm_alloc.py). The covered range is
+``releases.covered()``: 0.20 to 0.27 read in full and checked against real vLLM (tests/fixtures/vllm); a later
+version is planned with the 0.27 rules plus the switches of the later records, and says so in ``notes``.
 """
 
 from __future__ import annotations
@@ -84,7 +85,9 @@ from ...model.specs import FULL, SLIDING, Architecture, GatedDeltaNetLayer, MLAL
 from ..base import require_kinds
 from . import rules
 from .log import format_gib, gib_band
-from .settings import DEFAULT_VLLM_VERSION, READ_VERSIONS, VllmSettings, in_flight_tokens, parse_version
+from . import releases
+from .releases import VllmRelease, release
+from .settings import DEFAULT_VLLM_VERSION, READ_VERSIONS, VllmSettings, in_flight_tokens
 from .specs import KVGroup, KVSpec
 
 # Model types whose vLLM model class implements SupportsMambaPrefixCaching, so prefix caching runs their
@@ -248,7 +251,7 @@ _DOCS = "See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for
 def no_memory_message(version: str) -> str:
     """``_check_enough_kv_cache_memory``'s first ValueError (kv_cache_utils.py 0.20.0 l.697-700; the
     CPU-backend sentence from 0.22.0 l.699-704; kv_cache_planning.py 0.33.0 l.57-64)."""
-    if parse_version(version) < (0, 22):
+    if not release(version).cpu_backend_messages:
         return ("No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when "
                 f"initializing the engine. {_DOCS}")
     return ("No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing "
@@ -261,7 +264,7 @@ def memory_refusal_message(version: str, max_model_len: int, needed: int, availa
     "models's" typo; "model's" and the CPU-backend clause from 0.22.0 l.718-728; unchanged to
     kv_cache_planning.py 0.33.0 l.77-87). ``available`` is what the check compared against (from 0.29
     the memory less one null block)."""
-    old = parse_version(version) < (0, 22)
+    old = not release(version).cpu_backend_messages
     est = (f"Based on the available memory, the estimated maximum model length is {estimated}. "
            if estimated > 0 else "")
     whose = "models's" if old else "model's"
@@ -374,12 +377,7 @@ def _at_length_one(s: VllmSettings) -> VllmSettings:
 def _context(arch: Architecture, s: VllmSettings, version) -> tuple[int, list[str], str | None]:
     """(max_model_len, the notes it starts with, vLLM's refusal of a length above the derived maximum or None).
     Raises KvMathError without a length."""
-    notes: list[str] = []
-    if version > (0, 27):
-        notes.append(f"vLLM {s.vllm_version} is newer than the releases checked against real vLLM (0.20-0.27): "
-                     "planned with the 0.27 rules plus the null-block reservation of 0.29+ and the messages read "
-                     "to 0.33; the grouping changes of 0.28+ (packed groups from 0.30, kv_cache_planning.py in "
-                     "0.33) are not modelled")
+    notes: list[str] = releases.notes(s.vllm_version)
     L = s.max_model_len or arch.max_position_embeddings
     if not L:
         raise KvMathError(f"{arch.name}: config has no max_position_embeddings; pass max_model_len")
@@ -424,7 +422,7 @@ def _mla_alignment(a: int, s: VllmSettings, version, notes: list) -> int:
     least 128 on every card ("TRTLLM/FlashInfer MLA decode kernels require the physical number of kernel blocks
     to be aligned to 128 / kernel_block_size", platforms/interface.py ``_align_hybrid_block_size``; absent in
     0.26.0)."""
-    if version >= (0, 27):
+    if version.mla_align_128:
         return max(a, 128)
     if s.kernel_block_size is None:
         notes.append("MLA kernel block 16 (TRITON_MLA, FLASH_ATTN_MLA: no card given); on sm_100 vLLM picks "
@@ -454,7 +452,7 @@ def _hybrid_alignment(arch: Architecture, s: VllmSettings, version, *, hybrid: b
     # FullAttentionSpec(block_size=1, head_size=model head size, kv dtype) page; the TurboQuant slot
     # for TurboQuant (TQFullAttentionSpec, 0.21+). 0.20.0 had no TurboQuant branch (it refuses
     # TurboQuant on hybrids before getting here): a uint8 FullAttentionSpec, H * 2D bytes.
-    if fmt.name.startswith("turboquant") and version < (0, 21):
+    if fmt.name.startswith("turboquant") and not version.turboquant_hybrid:
         attn_1tok = h * 2 * k_dim
     elif isinstance(ref, MLALayer):
         attn_1tok = ref_fmt.token_bytes(1, k_dim, 0)
@@ -489,7 +487,7 @@ def _hybrid_alignment(arch: Architecture, s: VllmSettings, version, *, hybrid: b
             f"vLLM: 'Padding mamba page size by {100 * (mamba_page - mamba_state) / mamba_state:.2f}% to "
             "ensure that mamba page size and attention page size are exactly equal.'"
         )
-    if mode == "align" and block_size > s.max_num_batched_tokens and refusal is None and version < (0, 27):
+    if mode == "align" and block_size > s.max_num_batched_tokens and refusal is None and version.align_block_check:
         refusal = (
             f"In Mamba cache align mode, block_size ({block_size}) must be <= max_num_batched_tokens "
             f"({s.max_num_batched_tokens})."
@@ -558,7 +556,7 @@ def _layer_specs(arch: Architecture, s: VllmSettings, *, fmt, tp: int, state_idx
 def _layout_at(arch: Architecture, s: VllmSettings) -> VllmLayout:
     """The layout of ``arch`` at ``s``: the length checks, the cache mode, the hybrid alignment, the per-layer
     specs and the drafter's layers. Raises KvMathError for bad input; vLLM's refusals are in the record."""
-    version = parse_version(s.vllm_version)
+    version = release(s.vllm_version)
     L, notes, long_refusal = _context(arch, s, version)
     require_kinds("vllm", arch, rules.KINDS)
     tp = s.tensor_parallel_size
@@ -577,7 +575,7 @@ def _layout_at(arch: Architecture, s: VllmSettings) -> VllmLayout:
     hybrid = bool(state_layers)
     refusal = long_refusal
     mode = _cache_mode(arch, s, hybrid, notes)
-    if hybrid and fmt.name.startswith("turboquant") and version < (0, 21):
+    if hybrid and fmt.name.startswith("turboquant") and not version.turboquant_hybrid:
         refusal = ("TurboQuant KV cache is not supported for hybrid (attention + Mamba) models. Boundary "
                    "layer protection requires uniform attention layers.")
         notes.append("refused by EngineArgs.create_engine_config (vLLM 0.20.0 engine/arg_utils.py l.1676)")
@@ -632,7 +630,7 @@ def _uniform_type(specs: list[KVSpec]) -> bool:
     return all(x.kind == "mamba" and x.num_speculative_blocks == first.num_speculative_blocks for x in specs)
 
 
-def _unify_hybrid(named: list[tuple[str, KVSpec]], version: tuple[int, int]) -> list[tuple[str, KVSpec]]:
+def _unify_hybrid(named: list[tuple[str, KVSpec]], version: VllmRelease) -> list[tuple[str, KVSpec]]:
     """``unify_hybrid_kv_cache_specs`` (``--disable-hybrid-kv-cache-manager``): sliding specs become
     full-attention specs that remember their window; raises _Refused if the result is still mixed."""
     specs = [x for _, x in named]
@@ -644,7 +642,7 @@ def _unify_hybrid(named: list[tuple[str, KVSpec]], version: tuple[int, int]) -> 
         named = [(n, replace(x, kind="full_attention") if x.kind == "sliding_window" else x) for n, x in named]
     specs = [x for _, x in named]
     if not (_is_uniform(specs) or _uniform_type(specs)):
-        if version >= (0, 27):  # _promote_local_kv_cache_specs (kv_cache_utils.py 0.27.0 l.1525-1529)
+        if version.promote_specs_message:  # _promote_local_kv_cache_specs (kv_cache_utils.py 0.27.0 l.1525-1529)
             raise _Refused("Failed to promote local KV cache specs to one unified type.")
         raise _Refused(
             "Hybrid KV cache manager is disabled but failed to convert the KV cache specs to one unified type."
@@ -652,7 +650,7 @@ def _unify_hybrid(named: list[tuple[str, KVSpec]], version: tuple[int, int]) -> 
     return named
 
 
-def _unify_page_size(named: list[tuple[str, KVSpec]], version: tuple[int, int]) -> list[tuple[str, KVSpec]]:
+def _unify_page_size(named: list[tuple[str, KVSpec]], version: VllmRelease) -> list[tuple[str, KVSpec]]:
     """``unify_kv_cache_spec_page_size`` (kv_cache_utils.py l.1049): every smaller page takes
     ``block_size * (max_page / page)``; a page that does not divide the largest is padded up to it
     (attention specs, from 0.24, backends that index by block stride) or refused (0.20-0.23)."""
@@ -669,10 +667,10 @@ def _unify_page_size(named: list[tuple[str, KVSpec]], version: tuple[int, int]) 
             out.append((name, replace(x, block_size=x.block_size * (top // p),
                                       page_padded_bytes=None if x.page_padded_bytes is None
                                       else x.page_padded_bytes * (top // p))))
-        elif x.kind != "mamba" and version >= (0, 24) and not x.kv_cache_dtype.startswith("turboquant"):
+        elif x.kind != "mamba" and version.pad_attention_pages and not x.kv_cache_dtype.startswith("turboquant"):
             out.append((name, replace(x, page_padded_bytes=top)))
         else:
-            if version >= (0, 24):
+            if version.pad_attention_pages:
                 raise _Refused(
                     f"Layer {name}: page size is not divisible by the maximum page size and cannot be padded."
                 )
@@ -696,7 +694,7 @@ def kv_cache_groups(
     spec, ``group_size = min`` count (or ``max`` when ``max < 1.5 * min``), split each bucket into
     ``ceil(n / group_size)`` groups ``layers[i::num_groups]`` (l.1108-1228).
     """
-    version = parse_version(settings.vllm_version)
+    version = release(settings.vllm_version)
     if settings.disable_hybrid_kv_cache_manager:
         named = _unify_hybrid(named, version)
     specs = [x for _, x in named]
@@ -835,7 +833,7 @@ def _pool_of(groups, uniform_specs, s: VllmSettings, lay, available_kv_bytes: in
     # back (get_kv_cache_configs, kv_cache_utils.py 0.29.0; kv_cache_planning.py 0.33.0 l.1533-1552);
     # 0.29+ also sizes the check from num_gpu_blocks_override * bytes_per_block when it is set.
     check = available_kv_bytes
-    if check is not None and version >= (0, 29):
+    if check is not None and version.null_block_check:
         if s.num_gpu_blocks_override is not None:
             check = s.num_gpu_blocks_override * p.per_block
         check -= p.per_block
@@ -867,7 +865,7 @@ def _pool_of(groups, uniform_specs, s: VllmSettings, lay, available_kv_bytes: in
         "groups": p.num_blocks // len(groups) * min_block,
         "concurrency": int(p.concurrency * L),
     }
-    formula = "groups" if version < (0, 21) else "concurrency"
+    formula = version.token_formula
     p.tokens = figures[formula]
     if available_kv_bytes is None:
         p.num_blocks, p.concurrency, p.tokens, figures = 0, 0.0, 0, {}
@@ -911,7 +909,7 @@ def plan(model, available_kv_bytes: int | None, settings: VllmSettings | None = 
                                            or not isinstance(available_kv_bytes, int)
                                            or not -2**62 < available_kv_bytes < 2**62):
         raise KvMathError(f"available_kv_bytes must be an integer number of bytes, got {_short(available_kv_bytes)}")
-    version = parse_version(s.vllm_version)
+    version = release(s.vllm_version)
     lay = _layout(arch, s)
     L = lay.max_model_len
     notes = list(lay.notes)
@@ -934,7 +932,7 @@ def plan(model, available_kv_bytes: int | None, settings: VllmSettings | None = 
     group_size, page, per_block, num_blocks = pool.group_size, pool.page, pool.per_block, pool.num_blocks
     per_request, needed, concurrency, tokens = pool.per_request, pool.needed, pool.concurrency, pool.tokens
     figures, estimated, mamba_refused = pool.figures, pool.estimated, pool.mamba_refused
-    formula = "groups" if version < (0, 21) else "concurrency"
+    formula = version.token_formula
     if refusal is not None:
         log.append(f"ERROR {refusal}")
     return VllmPlan(
@@ -986,5 +984,5 @@ def plan_from_logged_gib(model, logged_gib: str | float, **settings) -> tuple[Vl
 
 __all__ = [
     "DEFAULT_VLLM_VERSION", "READ_VERSIONS", "KVSpec", "KVGroup", "VllmPlan", "VllmSettings", "format_gib",
-    "gib_band", "kv_cache_groups", "layer_specs", "parse_version", "plan", "plan_from_logged_gib",
+    "gib_band", "kv_cache_groups", "layer_specs", "plan", "plan_from_logged_gib",
 ]

@@ -273,11 +273,10 @@ def checkpoint_weights_per_rank(arch, tp: int, *, enable_expert_parallel: bool =
     (``weights.mxfp4_backend``). ``dp``: ``--data-parallel-size``; with ``enable_expert_parallel`` the experts are
     divided over ``tp * dp`` ranks (``weights.weights_per_rank``). ``skip_towers``: the multimodal towers vLLM
     does not build (``weights.VISION_TOWER_MODULES``; :func:`mm_limits`). Raises KvMathError."""
-    from .settings import parse_version
     from .weights import mxfp4_backend
 
     kernel = dict(mxfp4_backend=mxfp4_backend(card.get("compute_capability"), card.get("vendor")) if card else None,
-                  vllm_version=parse_version(vllm_version or DEFAULT_VLLM_VERSION), dp=dp)
+                  vllm_version=vllm_version or DEFAULT_VLLM_VERSION, dp=dp)
     if skip_towers:
         kernel["skip_towers"] = tuple(skip_towers)
 
@@ -840,7 +839,6 @@ def _mxfp4_kernel_on_a_size(arch, a: dict, card_entry: dict | None, vllm_version
     if config_quant_method(arch) != "mxfp4":
         return 0, ()
     cfg = _checkpoint_config(arch)
-    from .settings import parse_version
     from .weights import mxfp4_backend, mxfp4_kernel_bytes
 
     backend = mxfp4_backend(card_entry.get("compute_capability"), card_entry.get("vendor")) if card_entry else None
@@ -851,8 +849,7 @@ def _mxfp4_kernel_on_a_size(arch, a: dict, card_entry: dict | None, vllm_version
         return 0, ("weights: no MXFP4 kernel known for this card (a custom card, or no vLLM kernel), so the experts' "
                    "kernel padding is not added to the checkpoint size",)
     extra, note = mxfp4_kernel_bytes(cfg, backend, tp=a["tp"], enable_expert_parallel=a["enable_expert_parallel"],
-                                     dp=a["data_parallel_size"], vllm_version=parse_version(vllm_version
-                                                                                          or DEFAULT_VLLM_VERSION))
+                                     dp=a["data_parallel_size"], vllm_version=vllm_version or DEFAULT_VLLM_VERSION)
     return extra, (f"weights: {note}",) if note else ()
 
 

@@ -43,7 +43,7 @@ from functools import lru_cache
 
 from .budget import (CALIBRATION_ERROR_GIB, COEFFICIENTS, FITTED_CHECKPOINTS, GB, GIB, anchor_prediction, budget,
                      card as get_card, gdn_scratch_bytes)
-from .settings import SERVE_GPU_MEMORY_UTILIZATION
+from .releases import profile_release
 from ... import facts
 from ...errors import KvMathError
 
@@ -959,16 +959,16 @@ def public_rows() -> list[Row]:
                 break
             if v != "serve-default":
                 cfg[key] = v
-            elif key == "mem_util":  # vllm/config/cache.py: 0.9 to 0.19, 0.92 from 0.20; no release, no default
+            elif key == "mem_util":  # vllm/config/cache.py: the release record's default; no release, no default
                 ver = _release(rec.get("vllm_version", ""))
                 if ver is None:
                     break
-                cfg[key] = SERVE_GPU_MEMORY_UTILIZATION if ver >= (0, 20) else 0.9
+                cfg[key] = profile_release(ver).serve_gpu_memory_utilization
             elif key in ("max_num_seqs", "max_num_batched_tokens"):
                 cfg[key] = None  # vllm serve's default for the card (budget: settings.serve_batch_settings)
         else:
             ver = _release(rec.get("vllm_version", ""))
-            if ver is not None and ver < (0, 20):
+            if ver is not None and profile_release(ver).read == "profile":
                 # a release older than kvmath's rules: its profile run as that release ran it
                 # (activation.release_rules: no CUDA graph estimate, the sort top-k/top-p sampler before 0.16)
                 cfg["profile_release"] = f"{ver[0]}.{ver[1]}"

@@ -404,6 +404,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="as in 'vllm serve MODEL': a known model id or HF repo (as --model), or a config.json / "
                         "model folder (as --config); a pasted 'vllm serve' prefix is dropped")
     from ...facts import cards, known_models
+    from .releases import DEFAULT as DEFAULT_VLLM_VERSION, covered
 
     p.add_argument("--model", help=f"a known model id or its HF repo ({', '.join(sorted(known_models()))}); default: "
                                    "from --compose; --anchor-defaults alone prices qwen3.6-27b")
@@ -488,7 +489,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-num-batched-tokens", type=_vllm_int("--max-num-batched-tokens"),
                    help="max_num_batched_tokens (default: preset, else vllm serve's default for the card: "
                    "2048 below 70 GiB or on an A100, 8192 from 70 GiB, 16384 from 160 GiB in vLLM 0.28+)")
-    p.add_argument("--vllm-version", help="whose block rules (default 0.24.0)")
+    p.add_argument("--vllm-version", help=f"whose rules ({covered(short=True)}; default {DEFAULT_VLLM_VERSION})")
     p.add_argument("--attention-backend", help="vLLM attention backend (FLASH_ATTN, FLASHINFER, TRITON_ATTN); "
                    "decides only whether the KV format runs on the card")
     p.add_argument("--calibration", action="store_true",

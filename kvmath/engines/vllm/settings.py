@@ -8,47 +8,16 @@ from functools import lru_cache
 
 from ...errors import KvMathError, choices
 from ...validate import MAX_TOKENS, MAX_TP, _short, check_bool, check_count, check_name, check_positive
+from .releases import DEFAULT as DEFAULT_VLLM_VERSION
+from .releases import TABLE, release
 
-DEFAULT_VLLM_VERSION = "0.24.0"
-READ_VERSIONS = ("0.20.0", "0.21.0", "0.22.0", "0.23.0", "0.24.0", "0.25.0", "0.26.0", "0.27.0")
-"""The vLLM releases whose sizing code these rules were read from and reproduce (and, for 0.20.0,
-0.22.0, 0.24.0, 0.26.0, 0.27.0, run against: tests/fixtures/vllm/). 0.28.0-0.33.0 were read for the
-messages, the Mamba-blocks check, the batch defaults and the null block (see alloc's docstring), not for
-their grouping changes."""
+READ_VERSIONS = tuple(r.name for r in TABLE.releases if r.read == "full")
+"""The vLLM releases whose sizing code these rules were read from and reproduce (``releases.RECORDS`` with
+``read="full"``; 0.20.0, 0.22.0, 0.24.0, 0.26.0 and 0.27.0 were also run: tests/fixtures/vllm/). The later
+records were read in part (see :mod:`kvmath.engines.vllm.releases`)."""
 
 MAMBA_CACHE_MODES = ("none", "align", "all")
 TOKEN_FORMULAS = ("groups", "concurrency")
-
-
-def parse_version(version: str | tuple) -> tuple[int, int]:
-    """``"0.24.0"`` / ``"v0.24"`` / ``(0, 24)`` -> ``(0, 24)``. Raises KvMathError for other forms or
-    for releases before 0.20 (whose rules were not read)."""
-    if isinstance(version, str) and len(version) <= 64:
-        return _parse_version(version)  # remembered: every plan reads its settings' version several times
-    return _parse_version.__wrapped__(version)
-
-
-@lru_cache(maxsize=256)
-def _parse_version(version: str | tuple) -> tuple[int, int]:
-    if isinstance(version, tuple):
-        parts = list(version[:2])
-    else:
-        text = str(version).strip().lstrip("vV")
-        try:
-            parts = [int(p) for p in text.split(".")[:2]]
-        except ValueError:
-            raise KvMathError(f"vllm_version must look like 0.24.0, got {version!r}") from None
-    if len(parts) != 2 or not all(isinstance(p, int) for p in parts):
-        raise KvMathError(f"vllm_version must look like 0.24.0, got {version!r}")
-    major, minor = parts
-    if (major, minor) < (0, 20):
-        raise KvMathError(
-            f"vLLM {major}.{minor} is older than the releases these rules were read from; "
-            f"covered: {choices(READ_VERSIONS)}"
-        )
-    return major, minor
-
-
 
 
 @dataclass(frozen=True)
@@ -163,8 +132,8 @@ class VllmSettings:
                                                 for x in v):
                 raise KvMathError(f"vllm_version must look like 0.24.0 or (0, 24), got {_short(v)}")
         else:
-            check_name(v, "vllm_version", maximum=20)
-        parse_version(v)
+            check_name(v, "vllm_version", maximum=40)
+        release(v)
 
     # the common names kvmath.derive and the book use
     @property
@@ -181,7 +150,7 @@ def in_flight_tokens(s: VllmSettings) -> int:
     0.25; from 0.26 ``max_in_flight_tokens = max_concurrent_batches * max_num_batched_tokens``, with 2
     concurrent batches under async scheduling (its default) and 1 without (config/vllm.py 0.26.0
     l.512-533)."""
-    if parse_version(s.vllm_version) >= (0, 26):
+    if release(s.vllm_version).in_flight_batches:
         asynchronous = True if s.async_scheduling is None else s.async_scheduling
         return (2 if asynchronous else 1) * s.max_num_batched_tokens
     return s.max_num_batched_tokens
@@ -228,12 +197,12 @@ def batch_defaults(total_bytes: int, device_name: str = "", compute_capability: 
     0.28.0 adds a first tier ``device_memory >= 160 * GiB_bytes``: 16384 and 1024; 0.33.0 keeps the GB10
     (``is_device_capability((12, 1))``) on the small tier.
     """
-    v = parse_version(version)
+    rec = release(version)
     name = device_name.lower()
     gib = total_bytes / GIB_BYTES
-    if v >= (0, 28) and total_bytes >= 160 * GIB_BYTES:
+    if rec.batch_tier_160 and total_bytes >= 160 * GIB_BYTES:
         return 16384, 1024, f"{gib:.2f} GiB >= 160 GiB (vLLM >= 0.28)"
-    if total_bytes >= 70 * GIB_BYTES and "a100" not in name and not (v >= (0, 33) and compute_capability == 121):
+    if total_bytes >= 70 * GIB_BYTES and "a100" not in name and not (rec.gb10_small_tier and compute_capability == 121):
         return 8192, 1024, f"{gib:.2f} GiB >= 70 GiB, not an A100"
     why = ("an A100" if "a100" in name and total_bytes >= 70 * GIB_BYTES else
            "a GB10" if total_bytes >= 70 * GIB_BYTES else f"{gib:.2f} GiB < 70 GiB")
@@ -252,13 +221,13 @@ def serve_gpu_memory_utilization(version: str | None) -> tuple[float, str]:
     ``version`` (None: ``DEFAULT_VLLM_VERSION``). Raises KvMathError from 0.34, whose unset default sizes an
     extensible KV cache (vllm/config/cache.py 0.34.0 ``resolved_gpu_memory_utilization``) these rules do not read:
     the message asks for the flag."""
-    v = parse_version(version or DEFAULT_VLLM_VERSION)
-    if v >= (0, 34):
-        raise KvMathError(f"vLLM {v[0]}.{v[1]} leaves --gpu-memory-utilization unset by default (1.0 with its extensible "
+    rec = release(version)
+    if rec.serve_gpu_memory_utilization is None:
+        raise KvMathError(f"vLLM {version} leaves --gpu-memory-utilization unset by default (1.0 with its extensible "
                           "KV cache, sized from measured memory), which kvmath has not read; pass "
                           "--gpu-memory-utilization (0.92 is what 0.20-0.33 used)")
-    return SERVE_GPU_MEMORY_UTILIZATION, (
-        f"gpu_memory_utilization {SERVE_GPU_MEMORY_UTILIZATION}: vLLM's default when the line leaves it out "
+    return rec.serve_gpu_memory_utilization, (
+        f"gpu_memory_utilization {rec.serve_gpu_memory_utilization}: vLLM's default when the line leaves it out "
         f"(CacheConfig, vllm/config/cache.py, 0.20-0.33; vLLM {version or DEFAULT_VLLM_VERSION})")
 
 

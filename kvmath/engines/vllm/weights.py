@@ -49,6 +49,7 @@ import re
 from dataclasses import dataclass, field
 
 from ...errors import KvMathError
+from .releases import release
 from ...model.checkpoint import DTYPE_BITS, FLOAT_DTYPES, Checkpoint, tied_embeddings
 
 VOCAB_PADDING = 64  # vocab_parallel_embedding.py DEFAULT_VOCAB_PADDING_SIZE
@@ -436,7 +437,7 @@ def mxfp4_backend(compute_capability: int | None, vendor: str | None) -> str | N
 
 
 def mxfp4_kernel_bytes(config: dict, backend: str, *, tp: int = 1, enable_expert_parallel: bool = False, dp: int = 1,
-                       vllm_version: tuple[int, int] = (0, 24)) -> tuple[int, str]:
+                       vllm_version: str | tuple | None = None) -> tuple[int, str]:
     """Bytes vLLM's MXFP4 expert allocation on rank 0 holds beyond the checkpoint's expert tensors, and a note.
 
     vLLM allocates each MoE layer's ``w13_weight`` uint8 [E_local, 2 I', H' / 2], ``w13_weight_scale`` uint8
@@ -456,7 +457,7 @@ def mxfp4_kernel_bytes(config: dict, backend: str, *, tp: int = 1, enable_expert
     e_local = -(-E // ep)
     ip = I if enable_expert_parallel else I // tp
     h_align, i_align = MXFP4_PADDING[backend]
-    if backend == "flashinfer_trtllm" and vllm_version >= (0, 27):
+    if backend == "flashinfer_trtllm" and release(vllm_version).trtllm_mxfp4_intermediate_128:
         i_align = 128
     hp, ipp = -(-H // h_align) * h_align, -(-ip // i_align) * i_align
 
@@ -478,7 +479,7 @@ def mxfp4_kernel_bytes(config: dict, backend: str, *, tp: int = 1, enable_expert
 
 
 def loaded_bytes_per_rank(checkpoint: Checkpoint, config: dict, *, mxfp4_backend: str | None = None,
-                          vllm_version: tuple[int, int] = (0, 24), **kw) -> RankWeights:
+                          vllm_version: str | tuple | None = None, **kw) -> RankWeights:
     """What vLLM's "Model loading took X GiB" counts on rank 0: :func:`weights_per_rank` plus the rotary
     cache buffers, plus, for an MXFP4 checkpoint (gpt-oss) on a known ``mxfp4_backend``
     (:func:`mxfp4_backend`), the experts' kernel padding (:func:`mxfp4_kernel_bytes`, in ``experts``). The
