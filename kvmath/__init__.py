@@ -25,8 +25,7 @@ _PUBLIC = {
     "vllm_format": (".engines.vllm.formats", "vllm_format"), "VllmSettings": (".engines.vllm.settings", "VllmSettings"),
     "KvMathError": (".errors", "KvMathError"), "known_models": (".facts", "known_models"),
     "resolve_model": (".facts", "resolve_model"), "KVFormat": (".formats", "KVFormat"),
-    "Architecture": (".model", "Architecture"), "AttentionLayer": (".model", "AttentionLayer"),
-    "GatedDeltaNetLayer": (".model", "GatedDeltaNetLayer"), "load_architecture": (".model", "load_architecture"),
+    "Architecture": (".model", "Architecture"), "load_architecture": (".model", "load_architecture"),
     "supported_model_types": (".model", "supported_model_types"),
     "GB": (".units", "GB"), "GiB": (".units", "GiB"), "MiB": (".units", "MiB"), "fmt_bytes": (".units", "fmt_bytes"),
 }
@@ -35,10 +34,16 @@ __all__ = sorted(_PUBLIC)
 
 
 def __getattr__(name: str):
-    if name not in _PUBLIC:
-        raise AttributeError(f"module 'kvmath' has no attribute {name!r}")
     from importlib import import_module
 
+    if name not in _PUBLIC:
+        # the layer spec classes (kvmath.AttentionLayer, ...) are kvmath.model's own exports
+        model = import_module(".model", __name__) if not name.startswith("_") else None
+        if model is None or name not in model.__all__:
+            raise AttributeError(f"module 'kvmath' has no attribute {name!r}")
+        value = getattr(model, name)
+        globals()[name] = value
+        return value
     module, attr = _PUBLIC[name]
     value = getattr(import_module(module, __name__), attr)
     globals()[name] = value

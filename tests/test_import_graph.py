@@ -112,3 +112,56 @@ def test_only_facts_reads_the_data_folder():
         if re.search(r"(?<!user_)data_dir\(", src) or "kvmath.data" in imports or "importlib.resources" in src:
             bad.append(module)
     assert not bad, bad
+
+
+# --- a cache kind is named in few places; no function is long (issue 18) -----------------------------------------
+
+def _names_in(path: Path) -> set[str]:
+    """Identifiers and attribute names the code uses (comments and strings do not count)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            out.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            out.add(node.attr)
+        elif isinstance(node, ast.alias):
+            out.add(node.asname or node.name.rsplit(".", 1)[-1])
+        elif isinstance(node, ast.ClassDef):
+            out.add(node.name)
+    return out
+
+
+def test_a_cache_kind_is_named_in_at_most_six_package_files():
+    from kvmath.model.specs import LAYER_KINDS
+
+    names = {path: _names_in(path) for path, _ in _modules()}
+    where = {cls.__name__: sorted(str(p.relative_to(PKG)) for p, n in names.items() if cls.__name__ in n)
+             for cls in LAYER_KINDS}
+    assert where["GatedDeltaNetLayer"], "the scan reads the code: the HF reader builds GDN layers"
+    assert {k: v for k, v in where.items() if len(v) > 6} == {}
+
+
+def test_each_engine_dispatches_by_the_specs_kind():
+    # Engine.rules is keyed by a spec's ``kind``; every kind an engine keys exists, and the kinds are distinct
+    from kvmath.engines import ENGINES
+    from kvmath.model.specs import LAYER_KINDS
+
+    kinds = [cls.kind for cls in LAYER_KINDS]
+    assert len(set(kinds)) == len(kinds)
+    from kvmath.engines.llamacpp.memory import LLAMACPP_KINDS
+    from kvmath.engines.vllm.rules import KINDS as VLLM_KINDS
+
+    for engine in ENGINES.values():
+        assert set(engine.rules) <= set(kinds), engine.name
+    assert ENGINES["transformers"].rules and set(ENGINES["transformers"].rules) == set(kinds)
+    assert set(VLLM_KINDS) < set(kinds) and set(LLAMACPP_KINDS) < set(kinds)
+
+
+def test_no_function_in_the_package_is_longer_than_120_lines():
+    long = []
+    for path, module in _modules():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno >= 120:
+                long.append(f"{module}.{node.name}: {node.end_lineno - node.lineno + 1} lines")
+    assert len(GRAPH) > 40 and long == [], long

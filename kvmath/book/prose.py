@@ -37,8 +37,7 @@ def kinds(arch) -> set[str]:
         out.add("sliding")
     for layer in arch.state_layers():
         out.add("recurrent")
-        name = type(layer).__name__
-        out.add({"GatedDeltaNetLayer": "gdn", "Mamba2Layer": "mamba2", "KDALayer": "kda"}.get(name, "recurrent"))
+        out.add(layer.kind)
     if arch.is_moe:
         out.add("moe")
     if _vision(arch):

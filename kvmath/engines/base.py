@@ -267,16 +267,17 @@ class Engine(ABC):
     """Keyword arguments :meth:`settings` accepts besides the common ones (its own names)."""
 
     # --- layer-kind dispatch ------------------------------------------------------------------------
-    rules: dict[type, str] = {}
-    """Layer spec class -> name of the method that handles it."""
+    rules: dict[str, str] = {}
+    """Layer kind (a spec class's ``kind``: ``attention``, ``mla``, ``gdn`` ...) -> name of the method that
+    handles it."""
 
     def rule(self, layer, arch: Architecture):
         """The bound method handling ``layer``'s kind; KvMathError naming engine and kind if none."""
-        method = self.rules.get(type(layer))
+        method = self.rules.get(layer.kind)
         if method is None:
             raise KvMathError(
                 f"{self.name} has no rule for {type(layer).__name__} layers ({arch.name}, layer {layer.index}); "
-                f"kinds it handles: {choices(c.__name__ for c in self.rules)}")
+                f"kinds it handles: {choices(self.rules)}")
         return getattr(self, method)
 
     # --- the three questions --------------------------------------------------------------------------
@@ -424,15 +425,15 @@ def merge_empty(groups: list[LayerGroup]) -> tuple[LayerGroup, ...]:
     return tuple(out)
 
 
-def require_kinds(engine: str, arch: Architecture, kinds: tuple[type, ...]) -> None:
-    """Refuse ``arch`` when a layer's spec class is not one of ``kinds`` (the kinds ``engine`` has rules for):
-    KvMathError naming the engine, the kind, the model and the kinds it handles. Engines that dispatch with
-    ``isinstance`` call it where their plan starts, so a new kind is refused, never skipped."""
+def require_kinds(engine: str, arch: Architecture, kinds: tuple[str, ...]) -> None:
+    """Refuse ``arch`` when a layer's ``kind`` is not one of ``kinds`` (the kinds ``engine`` has rules for):
+    KvMathError naming the engine, the layer's spec class, the model and the kinds it handles. Engines whose
+    plan reads layers directly call it where the plan starts, so a new kind is refused, never skipped."""
     for layer in arch.layers:
-        if type(layer) not in kinds:
+        if layer.kind not in kinds:
             raise KvMathError(
                 f"{engine} has no rule for {type(layer).__name__} layers ({arch.name}, model_type {arch.model_type}, "
-                f"layer {layer.index}); kinds it handles: {choices(c.__name__ for c in kinds)}")
+                f"layer {layer.index}); kinds it handles: {choices(kinds)}")
 
 
 def render_verdict(v: Verdict, answers: Mapping[str, Any]) -> str:

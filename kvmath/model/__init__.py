@@ -3,16 +3,10 @@ headers (``gguf``) and the one entry point (``load.load_architecture``). Nothing
 reads a config.json or a GGUF file."""
 
 from .load import load_architecture
-from .specs import (
-    CHUNKED, CONV, FULL, LINEAR, MLP, MOE, SLIDING, Architecture, AttentionLayer, ChunkedAttentionLayer, DSALayer,
-    GatedDeltaNetLayer, KDALayer, MLALayer, Mamba1Layer, Mamba2Layer, NoCacheLayer, ShortConvLayer, VisionTower,
-)
+from . import specs
+from .specs import *  # noqa: F403  (the spec classes, Architecture and the layer type names)
 from .hf import supported_model_types
 from . import hf_families  # noqa: F401  (registers the remaining families in hf's table; kvmath.model.hf
                            # is always imported through this package, so every reader sees them)
 
-__all__ = [
-    "load_architecture", "supported_model_types", "Architecture", "AttentionLayer", "GatedDeltaNetLayer",
-    "KDALayer", "MLALayer", "Mamba2Layer", "NoCacheLayer", "ChunkedAttentionLayer", "DSALayer", "Mamba1Layer",
-    "ShortConvLayer", "VisionTower", "FULL", "LINEAR", "MLP", "MOE", "SLIDING", "CHUNKED", "CONV",
-]
+__all__ = ["load_architecture", "supported_model_types", *specs.__all__]

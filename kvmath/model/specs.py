@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field, fields
+from typing import ClassVar
 
 FULL = "full_attention"
 SLIDING = "sliding_attention"
@@ -22,6 +23,10 @@ CONV = "conv"
 ``KimiLinearConfig`` calls MLA layers full_attention and KDA layers linear_attention)."""
 
 
+# Each spec class carries ``kind``, the one name the engines know it by: the key of an engine's
+# ``rules`` table and, for the kinds an engine reports, its ``LayerGroup.kind``.
+
+
 @dataclass(frozen=True)
 class AttentionLayer:
     """A softmax-attention layer: per token it caches a K row and a V row.
@@ -32,6 +37,8 @@ class AttentionLayer:
     engine question. ``kv_source`` is the index of the layer whose cache this layer reads
     (``num_kv_shared_layers``); such a layer owns no cache.
     """
+
+    kind: ClassVar[str] = "attention"
 
     index: int
     layer_type: str
@@ -69,6 +76,8 @@ class GatedDeltaNetLayer:
     Networks", ICLR 2025; transformers ``models/qwen3_next``, vLLM ``mamba_utils.py``).
     """
 
+    kind: ClassVar[str] = "gdn"
+
     index: int
     num_k_heads: int
     num_v_heads: int
@@ -105,6 +114,8 @@ class MLALayer:
     ``qk_nope_head_dim`` and ``v_head_dim`` are the decompressed per-head widths (not cached).
     """
 
+    kind: ClassVar[str] = "mla"
+
     index: int
     kv_lora_rank: int
     qk_rope_head_dim: int
@@ -134,6 +145,8 @@ class Mamba2Layer:
     elements (Dao & Gu, "Transformers are SSMs", ICML 2024; transformers models/nemotron_h
     ``NemotronHMamba2Mixer``: ``intermediate_size = mamba_num_heads * mamba_head_dim``).
     """
+
+    kind: ClassVar[str] = "mamba2"
 
     index: int
     num_heads: int
@@ -172,6 +185,8 @@ class KDALayer:
     ``KimiLinearDeltaAttention``; vLLM ``kda_state_shape``).
     """
 
+    kind: ClassVar[str] = "kda"
+
     index: int
     num_heads: int
     head_dim: int
@@ -198,6 +213,8 @@ class NoCacheLayer:
     llama.cpp allocates zero-width K/V rows (``n_head_kv(il) = 0``).
     """
 
+    kind: ClassVar[str] = "none"
+
     index: int
     layer_type: str = MLP
 
@@ -219,6 +236,8 @@ class ChunkedAttentionLayer:
     layer of window ``attention_chunk_size`` for it. vLLM (``ChunkedLocalAttentionSpec``) and llama.cpp
     (``LLAMA_SWA_TYPE_CHUNKED``) keep their own amounts; an engine without a rule for this kind refuses it.
     """
+
+    kind: ClassVar[str] = "chunked"
 
     index: int
     num_kv_heads: int
@@ -246,6 +265,8 @@ class Mamba1Layer:
     ``conv_kernel_size = conv_kernel``).
     """
 
+    kind: ClassVar[str] = "mamba1"
+
     index: int
     intermediate_size: int
     state_size: int
@@ -265,6 +286,8 @@ class ShortConvLayer:
     """A gated short-convolution block (LFM2's ``conv`` layers): per sequence a conv state of ``width``
     channels (``hidden_size``) and ``conv_kernel`` columns (``conv_L_cache``), no recurrent state
     (transformers 5.23 models/lfm2 ``Lfm2ShortConv``: ``conv1d(hidden_size, hidden_size, L_cache)``)."""
+
+    kind: ClassVar[str] = "conv"
 
     index: int
     width: int
@@ -288,6 +311,8 @@ class DSALayer:
     ``DynamicIndexedLayer``: ``indexer_keys [B, 1, T, index_head_dim]``; vLLM ``DeepseekV32IndexerCache``).
     ``index_n_heads`` query heads score the keys; ``index_topk`` tokens are kept per query (not cached).
     """
+
+    kind: ClassVar[str] = "dsa"
 
     index: int
     kv_lora_rank: int
@@ -338,7 +363,8 @@ LayerSpec = (AttentionLayer | GatedDeltaNetLayer | MLALayer | Mamba2Layer | KDAL
              | ChunkedAttentionLayer | Mamba1Layer | ShortConvLayer | DSALayer)
 LAYER_KINDS = (AttentionLayer, GatedDeltaNetLayer, MLALayer, Mamba2Layer, KDALayer, NoCacheLayer,
                ChunkedAttentionLayer, Mamba1Layer, ShortConvLayer, DSALayer)
-"""Every layer spec class; an engine names the ones it has rules for and refuses the others."""
+"""Every layer spec class. Engines never name them: they key their rules by the class's ``kind``
+(``Engine.rules``) and refuse a kind they have no rule for (``engines.base.require_kinds``)."""
 StateLayer = GatedDeltaNetLayer | Mamba2Layer | KDALayer
 STATE_LAYER_TYPES = (GatedDeltaNetLayer, Mamba2Layer, KDALayer)
 
@@ -440,3 +466,9 @@ class Architecture:
 
     def kv_head_counts(self) -> set[int]:
         return {layer.num_kv_heads for layer in self.attention_layers()}
+
+
+__all__ = [
+    "FULL", "SLIDING", "LINEAR", "MLP", "MOE", "CHUNKED", "CONV", "Architecture", "VisionTower",
+    *(c.__name__ for c in LAYER_KINDS),
+]

@@ -12,15 +12,13 @@ from .base import (  # noqa: F401
 @check
 def formula(*, models: list) -> Check:
     """KV bytes per token = 2 x KV heads x head_dim x layers x bytes per element (f16), all layers."""
-    from ...model.specs import AttentionLayer
-
     ok, parts = 0, []
     for m in models:
         a = _arch(m)
         tc = _text_config(m)
         # every layer counted, as the article does: an attention layer with its own heads and width, any
         # other layer with the config's num_key_value_heads x head_dim
-        hand = 2 * 2 * sum(l.num_kv_heads * l.head_dim if isinstance(l, AttentionLayer)
+        hand = 2 * 2 * sum(l.num_kv_heads * l.head_dim if l.kind == "attention"
                            else tc["num_key_value_heads"] * tc["head_dim"] for l in a.layers)
         got = _llama(m, 32768, "f16").bytes_per_token
         ok += hand == got

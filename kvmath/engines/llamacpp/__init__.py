@@ -12,7 +12,7 @@ import re
 from dataclasses import asdict, dataclass
 
 from ...errors import KvMathError
-from ...model.specs import FULL, LINEAR, SLIDING, Architecture, GatedDeltaNetLayer, KDALayer, MLALayer, Mamba2Layer
+from ...model.specs import FULL, LINEAR, SLIDING, Architecture
 from ...units import ceil_div
 from ...validate import MAX_TOKENS, _short, check_bool, check_count, check_name, check_positive
 from ..base import Engine, LayerGroup, StateTensor, merge_empty
@@ -20,7 +20,6 @@ from .formats import LLAMACPP_CACHE_TYPES, TURBO_TYPES, llamacpp_format
 from .builds import SPEC_ROLLBACK, TABLE
 from .memory import BUILD_ALIASES, BUILDS, DEFAULT_BUILD, LlamaCppMemory, llamacpp_memory
 
-_KINDS = ((GatedDeltaNetLayer, "gdn"), (Mamba2Layer, "mamba2"), (KDALayer, "kda"))
 FLASH_ATTN = ("auto", "on", "off")
 SPEC_TYPES_WITH_ROLLBACK = SPEC_ROLLBACK
 """``--spec-type`` values whose draft replays rejected tokens, so the target keeps ``--spec-draft-n-max``
@@ -206,8 +205,8 @@ class LlamaCppEngine(Engine):
                 stored = f"K {k_type} x {k_width}" + (f", V {v_type} x {v_width}" if v_type else ", no V")
                 desc += f"; {stored} per cell ({c.kind} cache)"
                 out.append(LayerGroup(SLIDING if c.kind == "SWA" else FULL, tuple(t.index for t in ts), desc,
-                                      bytes=nbytes, kind="mla" if isinstance(first, MLALayer) else "attention",
-                                      kv_heads_per_rank=1 if isinstance(first, MLALayer) else first.num_kv_heads,
+                                      bytes=nbytes, kind=first.kind,
+                                      kv_heads_per_rank=1 if first.kind == "mla" else first.num_kv_heads,
                                       bytes_per_token=nbytes // (len(ts) * slots) if slots else 0,
                                       cells=c.cells, streams=c.n_stream,
                                       kv_format=k_type if k_type == v_type or v_type is None else f"{k_type}/{v_type}"))
@@ -215,7 +214,7 @@ class LlamaCppEngine(Engine):
         r = mem.recurrent
         if r is not None:
             first = by_index[r.layers[0]]
-            kind = next((k for cls, k in _KINDS if isinstance(first, cls)), "gdn")
+            kind = first.kind
             rows = 1 + r.n_rs_seq
             out.append(LayerGroup(
                 LINEAR, r.layers, first.describe() + (f"; {r.n_rs_seq} rollback snapshot(s) per sequence"

@@ -70,9 +70,7 @@ from ...errors import KvMathError, choices
 from ...validate import _short
 from ...formats import ElementFormat
 from ...model.load import load_architecture
-from ...model.specs import (
-    SLIDING, Architecture, AttentionLayer, GatedDeltaNetLayer, KDALayer, MLALayer, Mamba2Layer, NoCacheLayer,
-)
+from ...model.specs import SLIDING, Architecture
 from ..base import require_kinds
 from ...units import MiB, round_up
 from ...validate import MAX_TOKENS, check_count
@@ -373,11 +371,8 @@ class LlamaCppMemory:
 # ---------------------------------------------------------------------------------------------------
 # the model as llama.cpp's hparams see it
 
-_MLA, _MAMBA2, _KDA = MLALayer, Mamba2Layer, KDALayer
-_STATE_TYPES = (GatedDeltaNetLayer, Mamba2Layer, KDALayer)
-
-LLAMACPP_KINDS = (AttentionLayer, MLALayer, GatedDeltaNetLayer, Mamba2Layer, KDALayer, NoCacheLayer)
-"""The layer spec classes this module has rules for; others are refused (``base.require_kinds``)."""
+LLAMACPP_KINDS = ("attention", "mla", "gdn", "mamba2", "kda", "none")
+"""The layer kinds (spec ``kind``) this module has rules for; others are refused (``base.require_kinds``)."""
 
 NO_WINDOW_MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3", "phi3")
 """Families llama.cpp runs without a window: their converters write no ``sliding_window`` and their
@@ -408,11 +403,11 @@ def _attention_view(arch: Architecture) -> list[_AttnView]:
     windowed = arch.model_type not in NO_WINDOW_MODEL_TYPES
     out = []
     for layer in arch.layers:
-        if isinstance(layer, AttentionLayer):
+        if layer.kind == "attention":
             swa = layer.layer_type == SLIDING and windowed
             out.append(_AttnView(layer.index, layer.num_kv_heads, layer.head_dim, layer.v_head_dim, swa,
                                  layer.sliding_window if swa else None, layer.owns_cache))
-        elif _MLA is not None and isinstance(layer, _MLA):
+        elif layer.kind == "mla":
             out.append(_AttnView(layer.index, 1, layer.latent_dim, layer.kv_lora_rank, False, None, True, True))
     return out
 
@@ -424,22 +419,33 @@ def _state_widths(layer, arch: Architecture) -> tuple[int, int]:
     ``n_embd_s = d_state * d_inner``; Kimi KDA: ``n_embd_r = 3 * (d_conv - 1) * n_head * head_dim``,
     ``n_embd_s = head_dim * head_dim * n_head`` with ``n_head`` the model's head count.
     """
-    if isinstance(layer, GatedDeltaNetLayer):
-        if layer.k_head_dim != layer.v_head_dim:
-            raise KvMathError("llama.cpp's Gated DeltaNet uses one width (ssm.state_size) for keys and values")
-        d_state, d_inner, n_group = layer.k_head_dim, layer.num_v_heads * layer.v_head_dim, layer.num_k_heads
-        return (layer.conv_kernel - 1) * (d_inner + 2 * n_group * d_state), d_state * d_inner
-    if _MAMBA2 is not None and isinstance(layer, _MAMBA2):
-        d_inner = layer.intermediate_size
-        return ((layer.conv_kernel - 1) * (d_inner + 2 * layer.n_groups * layer.state_size),
-                layer.state_size * d_inner)
-    if _KDA is not None and isinstance(layer, _KDA):
-        n_head = arch.num_attention_heads
-        if n_head != layer.num_heads:
-            raise KvMathError(f"llama.cpp sizes the KDA state by n_head ({n_head}); the KDA layers have "
-                              f"{layer.num_heads} heads")
-        return 3 * (layer.conv_kernel - 1) * n_head * layer.head_dim, layer.head_dim * layer.head_dim * n_head
+    widths = _STATE_WIDTHS.get(layer.kind)
+    if widths is not None:
+        return widths(layer, arch)
     raise KvMathError(f"llama.cpp has no recurrent state rule for {type(layer).__name__}")  # pragma: no cover
+
+
+def _gdn_widths(layer, arch: Architecture) -> tuple[int, int]:
+    if layer.k_head_dim != layer.v_head_dim:
+        raise KvMathError("llama.cpp's Gated DeltaNet uses one width (ssm.state_size) for keys and values")
+    d_state, d_inner, n_group = layer.k_head_dim, layer.num_v_heads * layer.v_head_dim, layer.num_k_heads
+    return (layer.conv_kernel - 1) * (d_inner + 2 * n_group * d_state), d_state * d_inner
+
+
+def _mamba2_widths(layer, arch: Architecture) -> tuple[int, int]:
+    d_inner = layer.intermediate_size
+    return (layer.conv_kernel - 1) * (d_inner + 2 * layer.n_groups * layer.state_size), layer.state_size * d_inner
+
+
+def _kda_widths(layer, arch: Architecture) -> tuple[int, int]:
+    n_head = arch.num_attention_heads
+    if n_head != layer.num_heads:
+        raise KvMathError(f"llama.cpp sizes the KDA state by n_head ({n_head}); the KDA layers have "
+                          f"{layer.num_heads} heads")
+    return 3 * (layer.conv_kernel - 1) * n_head * layer.head_dim, layer.head_dim * layer.head_dim * n_head
+
+
+_STATE_WIDTHS = {"gdn": _gdn_widths, "mamba2": _mamba2_widths, "kda": _kda_widths}
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -614,7 +620,7 @@ def llamacpp_memory(
     notes: list[str] = []
 
     attn = _attention_view(arch)  # llama.cpp's per-layer K/V widths
-    recr = [l for l in arch.layers if isinstance(l, _STATE_TYPES)]
+    recr = arch.state_layers()
     is_mla = any(a.is_mla for a in attn)
 
     # --- llama_init_from_model: type / flash-attention checks ---------------------------------------

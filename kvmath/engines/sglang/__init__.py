@@ -19,10 +19,7 @@ import argparse
 
 from ...errors import KvMathError
 from ...formats import BF16, F16, FP8_E4M3, FP8_E5M2, KVFormat
-from ...model.specs import (
-    FULL, LINEAR, SLIDING, Architecture, AttentionLayer, GatedDeltaNetLayer, KDALayer, Mamba2Layer, MLALayer,
-    NoCacheLayer,
-)
+from ...model.specs import FULL, LINEAR, SLIDING, Architecture
 from ..base import Engine, LayerGroup, StateTensor, merge_empty
 from . import geometry as geo
 from .pools import TORCH_DTYPES, Pools, size_pools
@@ -47,8 +44,8 @@ class SglangEngine(Engine):
     formats = tuple(SGLANG_FORMATS)
     setting_names = tuple(f for f in SglangSettings.__dataclass_fields__
                           if f != "kv_cache_dtype")
-    rules = {AttentionLayer: "_attention", MLALayer: "_mla", GatedDeltaNetLayer: "_state", Mamba2Layer: "_state",
-             KDALayer: "_kda", NoCacheLayer: "_none"}
+    rules = {"attention": "_attention", "mla": "_mla", "gdn": "_state", "mamba2": "_state", "kda": "_kda",
+             "none": "_none"}
     cli_title = "SGLang flags (python -m sglang.launch_server names)"
     programs = (("python", "-m", "sglang.launch_server"), ("python3", "-m", "sglang.launch_server"),
                 ("sglang", "serve"))
@@ -103,7 +100,7 @@ class SglangEngine(Engine):
         if tp < 1:
             return f"--tp-size must be positive, got {tp}"
         for layer in arch.layers:
-            if isinstance(layer, AttentionLayer) and layer.owns_cache:
+            if layer.kind == "attention" and layer.owns_cache:
                 n = layer.num_kv_heads
                 if tp > n and tp % n:
                     return f"SGLang replicates KV heads only when TP is a multiple of them ({n} KV heads, TP {tp})"

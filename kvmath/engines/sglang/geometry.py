@@ -8,7 +8,7 @@ architecture is in the release's ``is_hybrid_swa_model`` list and the backend ke
 from __future__ import annotations
 
 from ...errors import KvMathError, choices
-from ...model.specs import SLIDING, Architecture, AttentionLayer, GatedDeltaNetLayer, Mamba2Layer, MLALayer
+from ...model.specs import SLIDING, Architecture
 from .pools import TORCH_DTYPES, Geometry, StateGeometry, cell_size
 from .releases import SglangRelease
 
@@ -158,17 +158,11 @@ def _state(arch, rel, cls, layers, tp, ssm_flag, notes) -> StateGeometry:
     if cls not in rel.gdn_archs + rel.mamba2_archs:
         raise KvMathError(f"SGLang {rel.name} has no state pool for {cls}")
     x = layers[0]
-    if isinstance(x, GatedDeltaNetLayer):
-        intermediate, n_groups, heads, head_dim, state_size, k = (x.v_head_dim * x.num_v_heads, x.num_k_heads,
-                                                                   x.num_v_heads, x.v_head_dim, x.k_head_dim,
-                                                                   x.conv_kernel)
-        kind = "gdn"
-    elif isinstance(x, Mamba2Layer):
-        intermediate, n_groups, heads, head_dim, state_size, k = (x.num_heads * x.head_dim, x.n_groups, x.num_heads,
-                                                                   x.head_dim, x.state_size, x.conv_kernel)
-        kind = "mamba2"
-    else:
+    shape = _STATE_SHAPE.get(x.kind)
+    if shape is None:
         raise KvMathError(f"SGLang has no state rule for {type(x).__name__} layers")
+    intermediate, n_groups, heads, head_dim, state_size, k = shape(x)
+    kind = x.kind
     if n_groups % tp:
         n_groups += tp - n_groups  # extra_groups_for_head_shards
     conv_dim = intermediate + 2 * n_groups * state_size
@@ -192,6 +186,15 @@ def _state(arch, rel, cls, layers, tp, ssm_flag, notes) -> StateGeometry:
                          "bfloat16", ssm, kind)
 
 
+# (intermediate, n_groups, heads, head_dim, state_size, conv kernel) of a state layer, per kind, as
+# Mamba2StateShape.create takes them from the config classes' mamba2_cache_params (srt/configs/)
+_STATE_SHAPE = {
+    "gdn": lambda x: (x.v_head_dim * x.num_v_heads, x.num_k_heads, x.num_v_heads, x.v_head_dim, x.k_head_dim,
+                      x.conv_kernel),
+    "mamba2": lambda x: (x.num_heads * x.head_dim, x.n_groups, x.num_heads, x.head_dim, x.state_size, x.conv_kernel),
+}
+
+
 # the per-kind rules the engine dispatches to (Engine.rules names these methods on the engine)
 def attention_kind(layer) -> str:
     if not layer.owns_cache:
@@ -199,4 +202,4 @@ def attention_kind(layer) -> str:
     return "sliding" if layer.layer_type == SLIDING else "attention"
 
 
-__all__ = ["build", "hf_config", "architectures", "check_served", "AttentionLayer", "MLALayer"]
+__all__ = ["build", "hf_config", "architectures", "check_served"]

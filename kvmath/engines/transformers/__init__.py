@@ -22,10 +22,7 @@ from dataclasses import dataclass
 
 from ...errors import KvMathError
 from ...formats import KVFormat
-from ...model.specs import (
-    SLIDING, Architecture, AttentionLayer, ChunkedAttentionLayer, DSALayer, GatedDeltaNetLayer, KDALayer, MLALayer,
-    Mamba1Layer, Mamba2Layer, NoCacheLayer, ShortConvLayer,
-)
+from ...model.specs import SLIDING, Architecture
 from ...validate import MAX_TOKENS, check_positive
 from ..base import Engine, LayerGroup, StateTensor, merge_empty
 from .formats import TRANSFORMERS_FORMATS, transformers_format
@@ -86,9 +83,8 @@ class TransformersEngine(Engine):
     version = "transformers 5.23 (cache_utils.py DynamicCache)"
     formats = tuple(TRANSFORMERS_FORMATS)
     setting_names = ()
-    rules = {AttentionLayer: "_attention", MLALayer: "_mla", GatedDeltaNetLayer: "_gdn", Mamba2Layer: "_mamba2",
-             KDALayer: "_kda", NoCacheLayer: "_none", ChunkedAttentionLayer: "_chunked", DSALayer: "_dsa",
-             Mamba1Layer: "_mamba1", ShortConvLayer: "_short_conv"}
+    rules = {"attention": "_attention", "mla": "_mla", "gdn": "_gdn", "mamba2": "_mamba2", "kda": "_kda",
+             "none": "_none", "chunked": "_chunked", "dsa": "_dsa", "mamba1": "_mamba1", "conv": "_short_conv"}
 
     def settings(self, arch, *, max_ctx, max_num_seqs, tp, kv_format, cache_type_k=None, cache_type_v=None, **kw):
         if cache_type_k is not None or cache_type_v is not None:

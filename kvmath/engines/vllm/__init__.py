@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 
 from ...errors import KvMathError
-from ...model.specs import FULL, LINEAR, SLIDING, Architecture, GatedDeltaNetLayer, KDALayer, MLALayer, Mamba2Layer
+from ...model.specs import FULL, LINEAR, SLIDING, Architecture
 from ..base import Engine, LayerGroup, StateTensor, merge_empty
 from . import rules
 from .releases import covered
@@ -21,7 +21,6 @@ from .settings import (DEFAULT_VLLM_VERSION, VLLM_BLOCK_SIZES, VllmSettings, hum
                        long_max_model_len_allowed)
 
 _COMMON = ("max_model_len", "max_num_seqs", "tensor_parallel_size", "kv_cache_dtype")
-_KINDS = ((GatedDeltaNetLayer, "gdn"), (Mamba2Layer, "mamba2"), (KDALayer, "kda"))
 
 
 _COUNTS: dict[int, tuple] = {}
@@ -123,8 +122,8 @@ class VllmEngine(Engine):
             if spec.page_padded_bytes is not None and spec.page_padded_bytes != spec.real_page_bytes:
                 pad = f" (page padded from {spec.real_page_bytes:,} B to {spec.page_size_bytes:,} B)"
             if spec.kind == "mamba":
-                kind = next((k for cls, k in _KINDS if isinstance(layer, cls)), "gdn")
-                state = tuple(StateTensor(n, sh, d) for n, sh, d in zip(_state_names(layer), spec.state_shapes,
+                kind = layer.kind
+                state = tuple(StateTensor(n, sh, d) for n, sh, d in zip(rules.state_names(layer), spec.state_shapes,
                                                                         spec.state_dtypes))
                 desc = (f"{layer.describe()}; vLLM holds {blocks} block(s) of {spec.page_size_bytes:,} B per "
                         f"request (mamba_cache_mode {p.mamba_cache_mode}){pad}")
@@ -141,7 +140,7 @@ class VllmEngine(Engine):
                 desc += f", stored as {spec.kv_cache_dtype}"
             desc += f"; {blocks:,} blocks of {spec.block_size} tokens per request{pad}"
             out.append(LayerGroup(layer_type, tuple(idx), desc, bytes=len(idx) * held * seqs,
-                                  kind="mla" if isinstance(layer, MLALayer) else "attention",
+                                  kind="mla" if layer is not None and layer.kind == "mla" else "attention",
                                   kv_heads_per_rank=spec.num_kv_heads, bytes_per_token=spec.token_bytes,
                                   cells=blocks * spec.block_size, streams=seqs, kv_format=spec.kv_cache_dtype))
         padding = sum(g.padding_layers * g.spec.max_memory_usage_bytes(L, in_flight) for g in p.groups) * seqs
@@ -206,10 +205,6 @@ class VllmEngine(Engine):
             raise KvMathError(f"--block-size must be one of {', '.join(map(str, VLLM_BLOCK_SIZES))} "
                               f"(vLLM's BlockSize), got {out['block_size']}")
         return out
-
-
-def _state_names(layer) -> tuple[str, ...]:
-    return ("conv", "recurrent") if isinstance(layer, KDALayer) else ("conv", "temporal")
 
 
 def _bytes_arg(text: str) -> int:

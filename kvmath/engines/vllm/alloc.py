@@ -81,7 +81,7 @@ from ...errors import KvMathError
 from ...validate import _short
 from ...formats import DTYPE_BYTES, KVFormat
 from ...model.load import load_architecture
-from ...model.specs import FULL, SLIDING, Architecture, GatedDeltaNetLayer, MLALayer
+from ...model.specs import FULL, SLIDING, Architecture
 from ..base import require_kinds
 from . import rules
 from .log import format_gib, gib_band
@@ -447,19 +447,19 @@ def _hybrid_alignment(arch: Architecture, s: VllmSettings, version, *, hybrid: b
     full = [layer for layer in attention if layer.layer_type == FULL]
     ref = full[0] if full else attention[0]
     heads, k_dim, v_dim = rules.attention_dims(ref)
-    h = rules.kv_heads_per_rank(heads, tp) if not isinstance(ref, MLALayer) else 1
+    h = rules.kv_heads_per_rank(heads, tp) if ref.kind != "mla" else 1
     ref_fmt = rules.layer_format(ref, arch, fmt)
     # FullAttentionSpec(block_size=1, head_size=model head size, kv dtype) page; the TurboQuant slot
     # for TurboQuant (TQFullAttentionSpec, 0.21+). 0.20.0 had no TurboQuant branch (it refuses
     # TurboQuant on hybrids before getting here): a uint8 FullAttentionSpec, H * 2D bytes.
     if fmt.name.startswith("turboquant") and not version.turboquant_hybrid:
         attn_1tok = h * 2 * k_dim
-    elif isinstance(ref, MLALayer):
+    elif ref.kind == "mla":
         attn_1tok = ref_fmt.token_bytes(1, k_dim, 0)
     else:
         attn_1tok = ref_fmt.token_bytes(h, k_dim, k_dim)
     a = max(s.kernel_block_size or 16, s.block_size)
-    if isinstance(ref, MLALayer):
+    if ref.kind == "mla":
         a = _mla_alignment(a, s, version, notes)
     if mode == "all":
         # platforms/interface.py l.752-760 (0.24.0): base_chunk_size = the user's mamba_block_size or
@@ -527,7 +527,7 @@ def _layer_specs(arch: Architecture, s: VllmSettings, *, fmt, tp: int, state_idx
         else:
             lfmt = rules.layer_format(layer, arch, fmt)  # TurboQuant boundary layers stay in the model dtype
             heads, k_dim, v_dim = rules.attention_dims(layer)
-            if isinstance(layer, MLALayer):
+            if layer.kind == "mla":
                 # MLAAttentionSpec: one latent "head" on every rank, no V
                 h, sliding, tb = 1, False, lfmt.token_bytes(1, k_dim, 0)
             else:

@@ -691,10 +691,9 @@ def _mla_kernel_block(arch, cc: int | None, card_id: str, vllm_settings: dict) -
     """Set ``vllm_settings["kernel_block_size"]`` for an MLA model (the hybrid alignment of Kimi Linear) from the
     MLA backend vLLM picks on the card (``settings.mla_kernel_block_size``) unless given; the note for a hybrid,
     or None."""
-    from ...model.specs import MLALayer
     from .settings import mla_kernel_block_size
 
-    mla = next((x for x in arch.layers if isinstance(x, MLALayer)), None)
+    mla = next(iter(arch.mla_layers()), None)
     if mla is None or vllm_settings.get("kernel_block_size") is not None or cc is None:
         return None
     kb, backend = mla_kernel_block_size(cc, mla.qk_nope_head_dim)
@@ -1020,12 +1019,7 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
         total, (c.get("name", card_id) if card_id != "custom" else ""), cc,
         vllm_settings.get("vllm_version", DEFAULT_VLLM_VERSION), L, max_num_batched_tokens, max_num_seqs)
     requested = math.ceil(total * mem_util)  # vllm/v1/worker/utils.py request_memory
-    weights = W.derived.total if W.derived else round((W.wgb + W.extra_gb) * GB / tp) + W.kernel_bytes - W.tower_bytes
-    if a["weights_bytes"] is not None:  # a pipeline stage's own share (kvmath.engines.vllm.parallel)
-        weights = int(a["weights_bytes"])
-    if weights <= 0:
-        raise KvMathError(f"weights come out at {W.wgb + W.extra_gb:g} GB with weights_extra_gb {W.extra_gb:+g}: the "
-                          "correction must leave a positive checkpoint size")
+    weights = _weights_on_card(W, a["weights_bytes"], tp)
     drafter = round(drafter_gb * GB / tp)
     draft_kv = round(draft_kv_gb * GB)
     from .activation import full_cudagraphs, release_rules
@@ -1056,11 +1050,7 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
     outcome, refusal, refusal_kind = _verdict(p, requested=requested, total=total, weights=weights,
                                               available=available, coeffs=coeffs, mem_util=mem_util,
                                               total_gib=total_gib)
-    wnotes = list(W.notes)
-    if a["weights_bytes"] is not None:  # a pipeline stage: the weights notes price the whole model on a TP rank
-        wnotes = [n.replace(" GiB per card from", " GiB for the whole model per TP rank (a stage holds its share of "
-                            "the layers) from", 1) if n.startswith("weights: ") else n for n in wnotes]
-    notes = list(p.notes) + wnotes + [n for n in (mm_note, mla_note) if n] + _budget_notes(
+    notes = list(p.notes) + _weights_notes(W, a["weights_bytes"]) + [n for n in (mm_note, mla_note) if n] + _budget_notes(
         arch, a, W, coeffs, flags, outcome=outcome, total=total, requested=requested, backend_note=backend_note,
         batch_note=batch_note) + _coverage_notes(arch, W.variant, weights_gb_total, card_id)
     boots = outcome == "boots"
@@ -1080,6 +1070,28 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
                   "max_model_len": L,
                   **vllm_settings},
     )
+
+
+def _weights_on_card(W, weights_bytes: int | None, tp: int) -> int:
+    """Bytes of weights on one card: the checkpoint's own tensors on rank 0 when read (``W.derived``), else the
+    checkpoint GB (with its correction) split over ``tp`` plus kernel workspace minus towers vLLM does not build;
+    ``weights_bytes`` (a pipeline stage's own share, ``parallel``) overrides. KvMathError when not positive."""
+    weights = W.derived.total if W.derived else round((W.wgb + W.extra_gb) * GB / tp) + W.kernel_bytes - W.tower_bytes
+    if weights_bytes is not None:
+        weights = int(weights_bytes)
+    if weights <= 0:
+        raise KvMathError(f"weights come out at {W.wgb + W.extra_gb:g} GB with weights_extra_gb {W.extra_gb:+g}: the "
+                          "correction must leave a positive checkpoint size")
+    return weights
+
+
+def _weights_notes(W, weights_bytes: int | None) -> list[str]:
+    """The weights source's notes; for a pipeline stage (``weights_bytes`` given) they say they price the whole
+    model per TP rank."""
+    if weights_bytes is None:
+        return list(W.notes)
+    return [n.replace(" GiB per card from", " GiB for the whole model per TP rank (a stage holds its share of "
+                      "the layers) from", 1) if n.startswith("weights: ") else n for n in W.notes]
 
 
 def rebudget(b: Budget, **changes) -> Budget:

@@ -1034,41 +1034,12 @@ def run(argv=None) -> int:
             return 2
     if args.offline:  # kvmath.hub reads HF_HUB_OFFLINE at call time
         os.environ["HF_HUB_OFFLINE"] = "1"
-    if args.model_tag is not None:
-        if args.config and str(args.config).lower().endswith((".yaml", ".yml")):
-            # vllm serve's own --config: a YAML file of its flags, which kvmath does not read
-            print(f"kvmath-fit: error: --config {_cut(args.config)} is vllm serve's YAML file of flags, which kvmath "
-                  "does not read; put its flags on the line (kvmath's --config is a model's config.json or folder)",
-                  file=sys.stderr)
-            return 2
-        if args.model or args.config:
-            print("kvmath-fit: error: give the model once: as MODEL, --model or --config", file=sys.stderr)
-            return 2
-        tag = args.model_tag
-        if os.path.exists(tag):
-            args.config = tag
-        elif tag.startswith((".", "/", "~")) or tag.endswith(".json") or tag.count("/") > 1 or "\\" in tag:
-            print(f"kvmath-fit: error: {tag[:200]}: no such file or folder (a model is a known id, its HF repo "
-                  "such as Qwen/Qwen3.6-27B, or a path to a config.json or model folder)", file=sys.stderr)
-            return 2
-        else:
-            args.model = tag
+    if args.model_tag is not None and _take_model_tag(args):
+        return 2
     try:
         if args.calibration:
-            from . import calibration
-
-            rows, public = calibration.compare(), calibration.compare(calibration.public_rows())
-            if args.json:  # user_weights: the fit's weights against kvmath's own, over both sets of rows
-                print(json.dumps({"rows": rows, "summary": calibration.summary(rows), "public_rows": public,
-                                  "user_weights": calibration.weights_summary(rows + public)}, indent=1, default=str))
-            else:
-                print(calibration.table_text(rows))
-                print()
-                print(calibration.weights_text(rows + public))
-                print()
-                print(calibration.cv_text())
-            return 0
-        from .budget import CALIBRATION_ERROR_GIB, budget, solve_max_model_len, solve_max_model_len_with_headroom
+            return _calibration_report(args.json)
+        from .budget import budget, solve_max_model_len, solve_max_model_len_with_headroom
         from ...model.load import load_architecture
 
         model, kw, notes = _resolve(args, os.environ)
@@ -1098,36 +1069,7 @@ def run(argv=None) -> int:
         print(f"kvmath-fit: error: {one_line(e)}", file=sys.stderr)
         return 2
     if args.solve_max_ctx:
-        if args.json:
-            out = sb.to_dict()
-            out.update(solved_max_ctx=largest, largest_max_model_len=largest, largest_max_model_len_with_headroom=safe,
-                       anchor=anchor, notes=notes + out["notes"])
-            print(json.dumps(out, indent=1))
-        else:
-            print(f"Max-context solver - {b.model} / {b.kv_format}, seqs={b.max_num_seqs}, TP={b.tp}, "
-                  f"mem_util={b.mem_util}, card {b.card} ({b.total_bytes / GIB:.2f} GiB)")
-            if largest:
-                print(f"Largest max_model_len that boots: {largest:,} tokens "
-                      f"({largest + 1:,} would be refused)" if largest < model_max else
-                      f"Largest max_model_len that boots: {largest:,} tokens (the model maximum)")
-                fit = sb.max_num_seqs_at_full_context
-                print(f"At that length: {sb.available_kv / GIB:.2f} GiB for KV, pool {sb.pool_tokens:,} tokens, "
-                      f"max concurrency {sb.max_concurrency:.2f}x: "
-                      + (f"all {sb.max_num_seqs} of max_num_seqs fit at full length at once" if fit >= sb.max_num_seqs
-                         else f"{fit} of max_num_seqs={sb.max_num_seqs} requests fit at full length at once (the "
-                              "length is for one request; vLLM queues the rest)"))
-                if sb.marginal:
-                    print(f"With {CALIBRATION_ERROR_GIB} GiB of headroom for kvmath's calibration error: "
-                          + (f"{safe:,} tokens" if safe else "none") + " (the answer above sits on the edge: "
-                          f"{sb.margin_bytes / GIB:.2f} GiB of margin)")
-            elif (reason := _none_reason(b)) != NON_KV_REASON:
-                print(f"No max_model_len boots: {reason}.")
-            else:
-                print("No max_model_len boots: the non-KV terms alone exceed the budget. Raise --mem-util or TP, use "
-                      "a smaller checkpoint, or a bigger card.")
-            for n in list(notes) + [n for n in sb.notes if not n.startswith("vLLM: 'Padding")]:
-                print(f"Note: {n}")
-        return 0 if largest else 1
+        return _print_solved(args, b, sb, largest, safe, anchor, notes, model_max)
     if args.json:
         out = b.to_dict()
         out.update(largest_max_model_len=largest, largest_max_model_len_with_headroom=safe, anchor=anchor,
@@ -1138,6 +1080,84 @@ def run(argv=None) -> int:
     else:
         print(render_text(b, largest, anchor, notes, bd, args.compose, safe, model_max))
     return 0 if b.outcome == "boots" else 1
+
+
+def _take_model_tag(args) -> bool:
+    """Place ``vllm serve MODEL``'s positional model as ``args.config`` (a path) or ``args.model`` (an id); True
+    after printing the error when it cannot be placed (the caller exits 2)."""
+    if args.config and str(args.config).lower().endswith((".yaml", ".yml")):
+        # vllm serve's own --config: a YAML file of its flags, which kvmath does not read
+        print(f"kvmath-fit: error: --config {_cut(args.config)} is vllm serve's YAML file of flags, which kvmath "
+              "does not read; put its flags on the line (kvmath's --config is a model's config.json or folder)",
+              file=sys.stderr)
+        return True
+    if args.model or args.config:
+        print("kvmath-fit: error: give the model once: as MODEL, --model or --config", file=sys.stderr)
+        return True
+    tag = args.model_tag
+    if os.path.exists(tag):
+        args.config = tag
+    elif tag.startswith((".", "/", "~")) or tag.endswith(".json") or tag.count("/") > 1 or "\\" in tag:
+        print(f"kvmath-fit: error: {tag[:200]}: no such file or folder (a model is a known id, its HF repo "
+              "such as Qwen/Qwen3.6-27B, or a path to a config.json or model folder)", file=sys.stderr)
+        return True
+    else:
+        args.model = tag
+    return False
+
+
+def _calibration_report(as_json: bool) -> int:
+    """``--calibration``: every recorded boot against kvmath's figure, as a table or JSON; exit 0."""
+    from . import calibration
+
+    rows, public = calibration.compare(), calibration.compare(calibration.public_rows())
+    if as_json:  # user_weights: the fit's weights against kvmath's own, over both sets of rows
+        print(json.dumps({"rows": rows, "summary": calibration.summary(rows), "public_rows": public,
+                          "user_weights": calibration.weights_summary(rows + public)}, indent=1, default=str))
+    else:
+        print(calibration.table_text(rows))
+        print()
+        print(calibration.weights_text(rows + public))
+        print()
+        print(calibration.cv_text())
+    return 0
+
+
+def _print_solved(args, b, sb, largest: int, safe: int, anchor, notes: list, model_max: int) -> int:
+    """``--solve-max-ctx``: the largest ``max_model_len`` that boots (``sb`` the budget at it), as text or JSON;
+    exit 0 when one boots, else 1."""
+    from .budget import CALIBRATION_ERROR_GIB
+
+    if args.json:
+        out = sb.to_dict()
+        out.update(solved_max_ctx=largest, largest_max_model_len=largest, largest_max_model_len_with_headroom=safe,
+                   anchor=anchor, notes=notes + out["notes"])
+        print(json.dumps(out, indent=1))
+    else:
+        print(f"Max-context solver - {b.model} / {b.kv_format}, seqs={b.max_num_seqs}, TP={b.tp}, "
+              f"mem_util={b.mem_util}, card {b.card} ({b.total_bytes / GIB:.2f} GiB)")
+        if largest:
+            print(f"Largest max_model_len that boots: {largest:,} tokens "
+                  f"({largest + 1:,} would be refused)" if largest < model_max else
+                  f"Largest max_model_len that boots: {largest:,} tokens (the model maximum)")
+            fit = sb.max_num_seqs_at_full_context
+            print(f"At that length: {sb.available_kv / GIB:.2f} GiB for KV, pool {sb.pool_tokens:,} tokens, "
+                  f"max concurrency {sb.max_concurrency:.2f}x: "
+                  + (f"all {sb.max_num_seqs} of max_num_seqs fit at full length at once" if fit >= sb.max_num_seqs
+                     else f"{fit} of max_num_seqs={sb.max_num_seqs} requests fit at full length at once (the "
+                          "length is for one request; vLLM queues the rest)"))
+            if sb.marginal:
+                print(f"With {CALIBRATION_ERROR_GIB} GiB of headroom for kvmath's calibration error: "
+                      + (f"{safe:,} tokens" if safe else "none") + " (the answer above sits on the edge: "
+                      f"{sb.margin_bytes / GIB:.2f} GiB of margin)")
+        elif (reason := _none_reason(b)) != NON_KV_REASON:
+            print(f"No max_model_len boots: {reason}.")
+        else:
+            print("No max_model_len boots: the non-KV terms alone exceed the budget. Raise --mem-util or TP, use "
+                  "a smaller checkpoint, or a bigger card.")
+        for n in list(notes) + [n for n in sb.notes if not n.startswith("vLLM: 'Padding")]:
+            print(f"Note: {n}")
+    return 0 if largest else 1
 
 
 def _auto_fit(model, kw: dict, b):

@@ -28,12 +28,16 @@ from __future__ import annotations
 
 from ...errors import KvMathError, choices
 from ...formats import DTYPE_BYTES, KVFormat
-from ...model.specs import Architecture, AttentionLayer, GatedDeltaNetLayer, KDALayer, MLALayer, Mamba2Layer, NoCacheLayer
+from ...model.specs import Architecture
 from ..base import StateTensor
 from .formats import vllm_format
 
-KINDS = (AttentionLayer, MLALayer, GatedDeltaNetLayer, Mamba2Layer, KDALayer, NoCacheLayer)
-"""The layer spec classes vLLM's rules here cover; a model with another kind is refused (``base.require_kinds``)."""
+KINDS = ("attention", "mla", "gdn", "mamba2", "kda", "none")
+"""The layer kinds (spec ``kind``) vLLM's rules here cover; a model with another kind is refused
+(``base.require_kinds``). Attention-like kinds are ``attention`` (``FullAttentionSpec`` /
+``SlidingWindowSpec``) and ``mla`` (``MLAAttentionSpec``); state kinds ``gdn``, ``mamba2``, ``kda``
+(``MambaSpec``); ``none`` builds no spec."""
+STATE_KINDS = ("gdn", "mamba2", "kda")
 
 MLA_FORMATS = ("bf16", "fp16", "fp8_e4m3")
 _DTYPE_ALIASES = {"bf16": "bfloat16", "fp16": "float16", "half": "float16", "fp32": "float32", "float": "float32"}
@@ -58,7 +62,8 @@ def kv_heads_per_rank(total: int, tp: int) -> int:
     return max(1, total // tp)
 
 
-def mamba2_conv_dim(layer: Mamba2Layer, tp: int) -> int:
+def mamba2_conv_dim(layer, tp: int) -> int:
+    """Conv channels of a Mamba-2 layer (``mamba2``) on one of ``tp`` ranks, group padding included."""
     # MambaStateShapeCalculator.extra_groups_for_head_shards: 0 if n_groups % tp == 0 else tp - n_groups
     groups = layer.n_groups + (0 if layer.n_groups % tp == 0 else tp - layer.n_groups)
     return layer.intermediate_size + 2 * groups * layer.state_size
@@ -73,29 +78,44 @@ def tp_problem(arch: Architecture, tp: int) -> str | None:
         if kv % tp and tp % kv:
             return f"tensor_parallel_size {tp} neither divides nor is a multiple of {kv} KV heads"
     for layer in arch.state_layers():
-        if isinstance(layer, GatedDeltaNetLayer):
-            if layer.num_k_heads % tp or layer.num_v_heads % tp or layer.conv_dim % tp:
-                return (f"tensor_parallel_size {tp} does not divide the linear-attention heads "
-                        f"({layer.num_k_heads} K, {layer.num_v_heads} V)")
-        elif isinstance(layer, Mamba2Layer):
-            # mamba_mixer2.py MambaMixer2.__init__ asserts
-            if layer.num_heads % tp:
-                return f"tensor_parallel_size {tp} does not divide the {layer.num_heads} Mamba-2 heads"
-            if layer.n_groups % tp and layer.n_groups != 1:
-                return (f"tensor_parallel_size {tp} does not divide n_groups {layer.n_groups} "
-                        "(vLLM pads groups only when n_groups is 1)")
-            if mamba2_conv_dim(layer, tp) % tp:
-                return f"tensor_parallel_size {tp} does not divide the Mamba-2 conv width"
-        elif isinstance(layer, KDALayer):
-            if layer.num_heads % tp or layer.conv_dim % tp:
-                return f"tensor_parallel_size {tp} does not divide the {layer.num_heads} KDA heads"
+        problem = _TP_PROBLEM[layer.kind](layer, tp)
+        if problem:
+            return problem
     return None
+
+
+def _gdn_tp(layer, tp: int) -> str | None:
+    if layer.num_k_heads % tp or layer.num_v_heads % tp or layer.conv_dim % tp:
+        return (f"tensor_parallel_size {tp} does not divide the linear-attention heads "
+                f"({layer.num_k_heads} K, {layer.num_v_heads} V)")
+    return None
+
+
+def _mamba2_tp(layer, tp: int) -> str | None:
+    # mamba_mixer2.py MambaMixer2.__init__ asserts
+    if layer.num_heads % tp:
+        return f"tensor_parallel_size {tp} does not divide the {layer.num_heads} Mamba-2 heads"
+    if layer.n_groups % tp and layer.n_groups != 1:
+        return (f"tensor_parallel_size {tp} does not divide n_groups {layer.n_groups} "
+                "(vLLM pads groups only when n_groups is 1)")
+    if mamba2_conv_dim(layer, tp) % tp:
+        return f"tensor_parallel_size {tp} does not divide the Mamba-2 conv width"
+    return None
+
+
+def _kda_tp(layer, tp: int) -> str | None:
+    if layer.num_heads % tp or layer.conv_dim % tp:
+        return f"tensor_parallel_size {tp} does not divide the {layer.num_heads} KDA heads"
+    return None
+
+
+_TP_PROBLEM = {"gdn": _gdn_tp, "mamba2": _mamba2_tp, "kda": _kda_tp}
 
 
 def layer_format(layer, arch: Architecture, fmt: KVFormat) -> KVFormat:
     """The format ``layer`` is stored in: TurboQuant boundary layers of models without state layers stay
     in the model dtype; MLA layers need a format the MLA backends have."""
-    if isinstance(layer, MLALayer):
+    if layer.kind == "mla":
         if fmt.name not in MLA_FORMATS:
             raise KvMathError(
                 f"vLLM's MLA backends have no {fmt.name} cache (FlashMLA/Triton MLA supported_kv_cache_dtypes: "
@@ -130,25 +150,46 @@ def state_tensors(layer, arch: Architecture, *, tp: int, num_speculative_tokens:
     conv = _conv_dtype(arch, mamba_cache_dtype)
     ssm = _ssm_dtype(arch, mamba_cache_dtype, mamba_ssm_cache_dtype)
     rows = layer.conv_kernel - 1 + num_speculative_tokens
-    if isinstance(layer, GatedDeltaNetLayer):
-        if layer.conv_dim % tp or layer.num_v_heads % tp:
-            raise KvMathError(f"tensor_parallel_size {tp} does not divide the GDN conv channels ({layer.conv_dim}) "
-                              f"and value heads ({layer.num_v_heads}); vLLM's divide() would fail")
-        return [StateTensor("conv", (rows, layer.conv_dim // tp), conv),
-                StateTensor("temporal", (layer.num_v_heads // tp, layer.v_head_dim, layer.k_head_dim), ssm)]
-    if isinstance(layer, Mamba2Layer):
-        return [StateTensor("conv", (rows, mamba2_conv_dim(layer, tp) // tp), arch.dtype),
-                StateTensor("temporal", (layer.num_heads // tp, layer.head_dim, layer.state_size), ssm)]
-    if isinstance(layer, KDALayer):
-        return [StateTensor("conv", (rows, layer.conv_dim // tp), arch.dtype),
-                StateTensor("recurrent", (layer.num_heads // tp, layer.head_dim, layer.head_dim), "float32")]
-    raise KvMathError(f"vllm has no state rule for {type(layer).__name__} layers")
+    state = _STATE.get(layer.kind)
+    if state is None:
+        raise KvMathError(f"vllm has no state rule for {type(layer).__name__} layers")
+    return state(layer, tp, rows, conv, ssm, arch.dtype)
+
+
+def _gdn_state(layer, tp, rows, conv, ssm, model_dtype) -> list[StateTensor]:
+    # mamba_utils.py MambaStateShapeCalculator.gated_delta_net_state_shape
+    if layer.conv_dim % tp or layer.num_v_heads % tp:
+        raise KvMathError(f"tensor_parallel_size {tp} does not divide the GDN conv channels ({layer.conv_dim}) "
+                          f"and value heads ({layer.num_v_heads}); vLLM's divide() would fail")
+    return [StateTensor("conv", (rows, layer.conv_dim // tp), conv),
+            StateTensor("temporal", (layer.num_v_heads // tp, layer.v_head_dim, layer.k_head_dim), ssm)]
+
+
+def _mamba2_state(layer, tp, rows, conv, ssm, model_dtype) -> list[StateTensor]:
+    # mamba_utils.py MambaStateShapeCalculator.mamba2_state_shape
+    return [StateTensor("conv", (rows, mamba2_conv_dim(layer, tp) // tp), model_dtype),
+            StateTensor("temporal", (layer.num_heads // tp, layer.head_dim, layer.state_size), ssm)]
+
+
+def _kda_state(layer, tp, rows, conv, ssm, model_dtype) -> list[StateTensor]:
+    # mamba_utils.py MambaStateShapeCalculator.kda_state_shape: float32 recurrent state
+    return [StateTensor("conv", (rows, layer.conv_dim // tp), model_dtype),
+            StateTensor("recurrent", (layer.num_heads // tp, layer.head_dim, layer.head_dim), "float32")]
+
+
+_STATE = {"gdn": _gdn_state, "mamba2": _mamba2_state, "kda": _kda_state}
+
+
+def state_names(layer) -> tuple[str, ...]:
+    """Names of a state layer's tensors as vLLM's ``get_state_shape`` orders them: (conv, temporal), or
+    (conv, recurrent) for KDA."""
+    return ("conv", "recurrent") if layer.kind == "kda" else ("conv", "temporal")
 
 
 def attention_dims(layer) -> tuple[int, int, int]:
     """(KV heads before TP, K width, V width) of an attention or MLA layer's vLLM spec."""
-    if isinstance(layer, MLALayer):
+    if layer.kind == "mla":
         return 1, layer.latent_dim, 0
-    if isinstance(layer, AttentionLayer):
+    if layer.kind == "attention":
         return layer.num_kv_heads, layer.head_dim, layer.v_head_dim
     raise KvMathError(f"vllm has no attention rule for {type(layer).__name__} layers")
