@@ -105,3 +105,60 @@ def test_the_solver_and_pipeline_stages_keep_the_limit(capsys):
         main([*line, "--limit-mm-per-prompt", "nope"])
     err = capsys.readouterr().err
     assert e.value.code == 2 and "is not JSON" in err and err.count("\n") == 1
+
+
+# --- --mm-processor-kwargs: the Qwen 3.5 / 3.6 profiling image (vLLM 0.20.0 / 0.24.0 qwen2_vl.py, qwen3_vl.py) ---
+
+@pytest.mark.parametrize("max_pixels, expected", [
+    # the preprocessor's own longest_edge: 16777216 / 32^2 = 16,384 = 128 x 128, the 16,384-token encoder budget
+    # vLLM logs for Qwen 3.6 (https://github.com/noonghunna/club-3090/issues/602)
+    (16777216, (16384, 4096, 4096)),
+    # 1003520 / 1024 = 980 = 28 x 35 (closest pair: isqrt(980) = 31; 31, 30, 29 do not divide, 28 does)
+    (1003520, (980, 35 * 32, 28 * 32)),
+    # 211 is prime: its pair (1, 211) is flatter than 200:1, so vLLM steps down to 210 = 14 x 15
+    (211 * 1024 + 1023, (210, 15 * 32, 14 * 32)),
+])
+def test_the_profiling_image_is_vllms_most_features_image(max_pixels, expected):
+    from kvmath.engines.vllm.activation import qwen_vl_image_tokens
+
+    assert qwen_vl_image_tokens(max_pixels, 16, 2) == expected
+
+
+def test_max_pixels_shrinks_the_encoder_profile(capsys):
+    arch = load_architecture("qwen3.6-27b")
+    base = encoder_terms(arch, 8192, 4, 32768)
+    small = encoder_terms(arch, 8192, 4, 32768, max_pixels=1003520)
+    # items: default 16,384 tokens an image, budget max(8192, 16384) // 16384 = 1 image; 980 tokens: 8192 // 980 = 8
+    # images (4 sequences x min(999, 32768 // 980 = 33) = 132 allow more): 8 x 980 x 4 = 31,360 patches against
+    # 16,384 x 4 = 65,536, and the tower's live set is linear in the patches
+    assert "[65536," in base[0].shape and "[31360," in small[0].shape
+    assert small[0].bytes * 65536 == base[0].bytes * 31360
+    code, out, err = _json(capsys, "vllm", "serve", "Qwen/Qwen3.6-27B", "--card", "h100", "--max-model-len", "32768",
+                           "--max-num-seqs", "4", "--mm-processor-kwargs", '{"max_pixels": 1003520}')
+    assert code == 0, err
+    assert any("1120 x 896 image of 980 tokens" in n for n in out["notes"])
+    code0, out0, _ = _json(capsys, "vllm", "serve", "Qwen/Qwen3.6-27B", "--card", "h100", "--max-model-len", "32768",
+                           "--max-num-seqs", "4")
+    assert out["profile_peak_bytes"] < out0["profile_peak_bytes"] and out["available_kv_bytes"] > out0["available_kv_bytes"]
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ('{"fps": 2}', "'fps' is not modelled"),
+    ('{"max_pixels": 1e6}', "whole number of pixels"),
+    ('{"max_pixels": 4096}', "at least 262,144 pixels"),
+    ('{"size": {"shortest_edge": 4096}}', "reads size['longest_edge']"),
+    ('{"max_pixels": 1003520, "min_pixels": 2000000}', "above the profiling image"),
+    ('[1]', "must be a JSON object"),
+])
+def test_mm_processor_kwargs_kvmath_cannot_price_are_refused(capsys, kwargs, message):
+    try:
+        code = main(["vllm", "serve", "Qwen/Qwen3.6-27B", "--card", "h100", "--mm-processor-kwargs", kwargs])
+    except SystemExit as e:  # argparse's own exit for a value its type refuses
+        code = e.code
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_mm_processor_kwargs_on_a_model_without_a_qwen_tower_is_refused():
+    with pytest.raises(KvMathError, match="Qwen 3.5 / 3.6 vision towers only"):
+        budget("llama-3.1-8b", card="h100", max_model_len=8192, mm_processor_kwargs={"max_pixels": 1003520})

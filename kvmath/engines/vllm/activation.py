@@ -328,7 +328,7 @@ def profiled_modality(arch) -> str | None:
 
 def encoder_terms(arch, max_num_batched_tokens: int, max_num_seqs: int, max_model_len: int,
                   tp: int = 1, *, chunk_budget_bytes: int | None = None, frame_loop: bool = False,
-                  mm_limit: int = MM_LIMIT_UNSET) -> list[Term]:
+                  mm_limit: int = MM_LIMIT_UNSET, max_pixels: int | None = None) -> list[Term]:
     """The multimodal encoder's profiling budget (images, the modality with the most tokens per item of
     these models): ``items = max(1, min(budget // tokens_per_item, S x max(1, min(limit, L // tokens_per_item))))``
     with budget = max(max_num_batched_tokens, tokens_per_item) (encoder_cache_manager.py
@@ -340,12 +340,14 @@ def encoder_terms(arch, max_num_batched_tokens: int, max_num_seqs: int, max_mode
     the vision tower is replicated on every TP rank in these models' vLLM files) and the encoder cache
     [items x tokens_per_item, H] kept through the forward. Gemma 4 (``gemma4_vision``) profiles video:
     ``_gemma4_video_encoder_terms`` (``chunk_budget_bytes``, ``frame_loop``); Qwen 3.5 / 3.6:
-    ``_qwen_vl_encoder_terms``."""
+    ``_qwen_vl_encoder_terms`` (``max_pixels``: the profiling image's pixels from ``--mm-processor-kwargs``,
+    ``budget.mm_processor_pixels``; None: the image processor's own)."""
     v = _vision_cfg(arch)
     if not v or not mm_limit:
         return []
     if v.get("model_type") in QWEN_VL_MAX_PIXELS and v.get("spatial_merge_size"):
-        return _qwen_vl_encoder_terms(arch, v, max_num_batched_tokens, max_num_seqs, max_model_len, tp, mm_limit)
+        return _qwen_vl_encoder_terms(arch, v, max_num_batched_tokens, max_num_seqs, max_model_len, tp, mm_limit,
+                                      max_pixels)
     if v.get("model_type") == "gemma4_vision" and _int(v, "position_embedding_size"):
         return _gemma4_video_encoder_terms(arch, v, max_num_batched_tokens, max_num_seqs, max_model_len,
                                            chunk_budget_bytes, frame_loop, mm_limit)
@@ -430,8 +432,24 @@ cache will be initialized with a budget of 16384 tokens, and profiled with 1 ima
 size", https://github.com/noonghunna/club-3090/issues/602)."""
 
 
+def qwen_vl_image_tokens(max_pixels: int, patch_size: int, spatial_merge_size: int) -> tuple[int, int, int]:
+    """(tokens, width, height) of the image vLLM profiles a Qwen VL tower with: ``get_image_size_with_most_features``
+    (model_executor/models/qwen2_vl.py, the same in 0.20.0 and 0.24.0; Qwen 3.5 / 3.6 inherit it through
+    qwen3_vl.py). With ``u = patch x merge``, the most tokens are ``max_pixels // u^2``; vLLM takes the first
+    count, going down, whose closest factor pair ``h <= w`` has ``w / h <= 200`` (a prime count above 200 has
+    none) and a ``u w x u h`` image, whose tokens are ``h x w``. 0 tokens when ``max_pixels < u^2``."""
+    import math
+
+    unit = patch_size * spatial_merge_size
+    for seq in range(max_pixels // (unit * unit), 0, -1):
+        h = next(d for d in range(math.isqrt(seq), 0, -1) if seq % d == 0)
+        if seq // h / h <= 200:
+            return seq, unit * (seq // h), unit * h
+    return 0, 0, 0
+
+
 def _qwen_vl_encoder_terms(arch, v: dict, max_num_batched_tokens: int, max_num_seqs: int, max_model_len: int,
-                           tp: int, mm_limit: int = MM_LIMIT_UNSET) -> list[Term]:
+                           tp: int, mm_limit: int = MM_LIMIT_UNSET, max_pixels: int | None = None) -> list[Term]:
     """The Qwen 3.5 / 3.6 vision tower on its profiling batch (vllm/model_executor/models/qwen3_vl.py
     ``Qwen3_VisionTransformer.forward``, 0.24.0; Qwen 3.5 / 3.6 use it through qwen3_5.py). Tokens per item
     ``tok`` = max pixels / (patch^2 x merge^2); items as for every encoder (``encoder_terms``); P = items x tok x
@@ -446,7 +464,9 @@ def _qwen_vl_encoder_terms(arch, v: dict, max_num_batched_tokens: int, max_num_s
     hv, iv = _int(v, "hidden_size"), _int(v, "intermediate_size")
     if not (patch and merge and hv and iv):
         return []
-    tok = QWEN_VL_MAX_PIXELS[v["model_type"]] // (patch * patch * merge * merge)
+    tok = qwen_vl_image_tokens(max_pixels or QWEN_VL_MAX_PIXELS[v["model_type"]], patch, merge)[0]
+    if not tok:
+        return []
     budget = max(int(max_num_batched_tokens), tok)
     items = max(1, min(budget // tok, int(max_num_seqs) * max(1, min(int(mm_limit), int(max_model_len) // tok))))
     P = items * tok * merge * merge
@@ -549,17 +569,18 @@ def profile_peak(arch, *, tp: int = 1, max_num_batched_tokens: int, max_num_seqs
                  num_speculative_tokens: int = 0, enable_expert_parallel: bool = False, enforce_eager: bool = False,
                  last_stage: bool = True, sort_top_k_top_p: bool = False, full_cudagraphs: bool = True,
                  encoder_chunk_budget: int | None = None, encoder_frame_loop: bool = False,
-                 mm_limit: int = MM_LIMIT_UNSET) -> ProfilePeak:
+                 mm_limit: int = MM_LIMIT_UNSET, max_pixels: int | None = None) -> ProfilePeak:
     """See ``_profile_peak`` (remembered per arguments). ``max_model_len`` only bounds the encoder's items
     (``encoder_terms``: ``S x max(1, L // tokens_per_item)`` against ``budget // tokens_per_item``), so a length
-    beyond the encoder budget (max(T, 16384) here: no profiled item has more tokens) prices the same."""
-    L = min(int(max_model_len), max(int(max_num_batched_tokens), 16384))
+    beyond the encoder budget (max(T, 16384, max_pixels / 256) here: no profiled item has more tokens) prices
+    the same."""
+    L = min(int(max_model_len), max(int(max_num_batched_tokens), 16384, (max_pixels or 0) // 256))
     return _profile_peak(arch, tp=tp, max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
                          max_model_len=L, num_speculative_tokens=num_speculative_tokens,
                          enable_expert_parallel=enable_expert_parallel, enforce_eager=enforce_eager,
                          last_stage=last_stage, sort_top_k_top_p=sort_top_k_top_p, full_cudagraphs=full_cudagraphs,
                          encoder_chunk_budget=encoder_chunk_budget, encoder_frame_loop=encoder_frame_loop,
-                         mm_limit=mm_limit)
+                         mm_limit=mm_limit, max_pixels=max_pixels)
 
 
 @_memo
@@ -567,17 +588,17 @@ def _profile_peak(arch, *, tp: int = 1, max_num_batched_tokens: int, max_num_seq
                   num_speculative_tokens: int = 0, enable_expert_parallel: bool = False, enforce_eager: bool = False,
                   last_stage: bool = True, sort_top_k_top_p: bool = False, full_cudagraphs: bool = True,
                   encoder_chunk_budget: int | None = None, encoder_frame_loop: bool = False,
-                  mm_limit: int = MM_LIMIT_UNSET) -> ProfilePeak:
+                  mm_limit: int = MM_LIMIT_UNSET, max_pixels: int | None = None) -> ProfilePeak:
     """The profile run's torch peak per card (``ProfilePeak``). The phases: encoder (vision tower), forward
     (encoder cache + residual stream + the largest layer set), sampler (the forward's hidden states [T, H]
     still held + the sampler; only on the last pipeline stage). The CUDA graph estimate
     (``cudagraph_estimate_bytes``; ``full_cudagraphs=False``: PIECEWISE graphs only); 0 with ``enforce_eager``.
     ``sort_top_k_top_p``: the sampler's PyTorch sort path (``sampler_terms``). ``encoder_chunk_budget`` /
     ``encoder_frame_loop``: Gemma 4's frame chunking; ``mm_limit``: the profiled modality's per-prompt limit
-    (``encoder_terms``)."""
+    (``encoder_terms``); ``max_pixels``: the Qwen VL profiling image's pixels (``encoder_terms``)."""
     T = int(max_num_batched_tokens)
     enc = encoder_terms(arch, T, max_num_seqs, max_model_len, tp, chunk_budget_bytes=encoder_chunk_budget,
-                        frame_loop=encoder_frame_loop, mm_limit=mm_limit)
+                        frame_loop=encoder_frame_loop, mm_limit=mm_limit, max_pixels=max_pixels)
     enc_tower = sum(t.bytes for t in enc if t.name.startswith("vision"))
     enc_cache = sum(t.bytes for t in enc if t.name.startswith("encoder cache"))
     fwd_terms = forward_terms(arch, T, tp, enable_expert_parallel=enable_expert_parallel)
@@ -660,7 +681,7 @@ def activation_frame(arch, *, max_num_batched_tokens: int = 8192, max_num_seqs: 
     return pd.DataFrame(rows)
 
 
-__all__ = ["full_cudagraphs", "MM_LIMIT_UNSET", "profiled_modality", "CUDAGRAPH_BYTES_PER_LAYER", "GEMMA4_VIDEO_FRAMES", "GEMMA4_VIDEO_SOFT_TOKENS", "QWEN_VL_MAX_PIXELS", "SORT_TRANSIENT_BYTES", "cudagraph_estimate_bytes",
+__all__ = ["full_cudagraphs", "qwen_vl_image_tokens", "MM_LIMIT_UNSET", "profiled_modality", "CUDAGRAPH_BYTES_PER_LAYER", "GEMMA4_VIDEO_FRAMES", "GEMMA4_VIDEO_SOFT_TOKENS", "QWEN_VL_MAX_PIXELS", "SORT_TRANSIENT_BYTES", "cudagraph_estimate_bytes",
            "release_rules",
            "ProfilePeak", "Term", "activation_frame", "capture_sizes", "encoder_terms", "forward_peak_bytes",
            "forward_terms", "gdn_warmup_bytes", "moe_dims", "num_cudagraphs", "padded_vocab", "profile_peak",

@@ -551,7 +551,7 @@ def gdn_scratch_bytes(arch, tp: int, tokens: int) -> int:
 def _non_kv(arch, flags, tp, batched, max_model_len, coeffs, *, max_num_seqs: int = 1, num_speculative_tokens: int = 0,
             enforce_eager: bool = False, enable_expert_parallel: bool = False, last_stage: bool = True,
             sort_top_k_top_p: bool = False, full_cudagraphs: bool = True, encoder_chunk_budget: int | None = None,
-            encoder_frame_loop: bool = False, mm_limit: int):
+            encoder_frame_loop: bool = False, mm_limit: int, max_pixels: int | None = None):
     """(gdn_scratch, activation_fitted, profile_peak, cudagraph, overhead, model_offset, ProfilePeak) in bytes.
 
     ``profile_peak`` is the derived torch peak of vLLM's profile run and ``cudagraph`` the derived first
@@ -565,7 +565,7 @@ def _non_kv(arch, flags, tp, batched, max_model_len, coeffs, *, max_num_seqs: in
                       enable_expert_parallel=enable_expert_parallel, enforce_eager=enforce_eager, last_stage=last_stage,
                       sort_top_k_top_p=sort_top_k_top_p, full_cudagraphs=full_cudagraphs,
                       encoder_chunk_budget=encoder_chunk_budget, encoder_frame_loop=encoder_frame_loop,
-                      mm_limit=mm_limit)
+                      mm_limit=mm_limit, max_pixels=max_pixels)
     scratch = gdn_warmup_bytes(arch, tp)
     act = round(c.get("per_8k_batched_tokens_per_tp_gib", 0.0) * batched / 8192 / tp * GIB)
     graphs = pk.cudagraph + round(c.get("per_graph_mib", 0.0) * pk.num_graphs * 2**20)
@@ -750,6 +750,78 @@ def mm_limits(arch, limit_mm_per_prompt: dict | None) -> tuple[int, tuple[str, .
                           f"to 0 (or --language-model-only), or allow {profiled}")
     return get(profiled), skip, (f"--limit-mm-per-prompt {shown}: the encoder profile takes at most {get(profiled)} "
                                  f"{profiled} item(s) per prompt (encoder_budget.py _get_max_items)")
+
+
+MM_PROCESSOR_KEYS = ("max_pixels", "min_pixels", "size")
+"""The ``--mm-processor-kwargs`` keys kvmath models: the three the Qwen VL profile reads (qwen2_vl.py
+``get_image_size_with_most_features``, qwen3_vl.py ``_get_vision_info`` / ``get_max_video_tokens``)."""
+MM_MAX_PIXELS = 2**31
+"""The largest ``max_pixels`` kvmath prices (a 46,341 x 46,341 image); beyond it the answer is refused."""
+MM_MIN_PIXELS = 262144
+"""The smallest ``max_pixels`` kvmath prices (256 tokens of a 16 x 2 Qwen tower): below the image processor's
+own minimum (``shortest_edge``, which kvmath does not hold) vLLM would enlarge the profiling image."""
+
+
+def mm_processor_pixels(arch, mm_processor_kwargs: dict | None) -> tuple[int | None, str | None]:
+    """The pixels of the image vLLM profiles the vision tower with under ``--mm-processor-kwargs`` (None: the image
+    processor's own), and a note. Read from vLLM 0.20.0 and 0.24.0 (the same): the profile run encodes the
+    modality with the most tokens per item; for the Qwen 3.5 / 3.6 towers (``Qwen3VLProcessingInfo``) the image's
+    size is the processor's ``size`` merged with the kwargs' ``size``, then ``max_pixels`` as its
+    ``longest_edge`` (``get_image_size_with_most_features``); ``min_pixels`` / ``shortest_edge`` do not change it.
+    The video item takes ``size["longest_edge"] / temporal_patch_size`` pixels and is resized under the same
+    merged ``longest_edge`` for two frames (``get_max_video_tokens``, ``_get_vision_info``: transformers'
+    ``video_processing_qwen3_vl.smart_resize`` keeps ``2 x h x w <= longest_edge``), so with either key given
+    it has at most half the image's pixels and the image stays the profiled item, as it is at the defaults
+    (16,384 image tokens against 12,288, https://github.com/noonghunna/club-3090/issues/602).
+
+    Raises KvMathError for a model whose tower kvmath does not price this way, a key it does not model, a
+    ``size`` without ``longest_edge`` (vLLM's video profile reads it), or pixels outside
+    [MM_MIN_PIXELS, MM_MAX_PIXELS] or below ``min_pixels``."""
+    from .activation import QWEN_VL_MAX_PIXELS, _vision_cfg, qwen_vl_image_tokens
+
+    if mm_processor_kwargs is None:
+        return None, None
+    if not isinstance(mm_processor_kwargs, dict):
+        raise KvMathError(f"--mm-processor-kwargs must be a JSON object, got {_short(mm_processor_kwargs)}")
+    v = _vision_cfg(arch)
+    if not v or v.get("model_type") not in QWEN_VL_MAX_PIXELS:
+        raise KvMathError(f"--mm-processor-kwargs: kvmath models it for the Qwen 3.5 / 3.6 vision towers only (their "
+                          f"profiling image's size); {arch.name} "
+                          + ("has no vision tower" if not v else f"has a {v.get('model_type')} tower")
+                          + ": drop the flag")
+    other = [k for k in mm_processor_kwargs if k not in MM_PROCESSOR_KEYS]
+    if other:
+        raise KvMathError(f"--mm-processor-kwargs {_short(other[0])} is not modelled; the keys kvmath reads: "
+                          f"{choices(MM_PROCESSOR_KEYS)}")
+
+    def pixels(value, what: str) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= MM_MAX_PIXELS:
+            raise KvMathError(f"--mm-processor-kwargs {what} must be a whole number of pixels in 1..{MM_MAX_PIXELS:,}, "
+                              f"got {_short(value)}")
+        return value
+
+    size = mm_processor_kwargs.get("size")
+    if size is not None:
+        if not isinstance(size, dict) or "longest_edge" not in size or set(size) - {"longest_edge", "shortest_edge"}:
+            raise KvMathError("--mm-processor-kwargs size must be {\"longest_edge\": N} (optionally with "
+                              f"\"shortest_edge\"): vLLM's Qwen video profile reads size['longest_edge']; got {_short(size)}")
+    low = [pixels(x, k) for k, x in (("min_pixels", mm_processor_kwargs.get("min_pixels")),
+                                     ("size.shortest_edge", (size or {}).get("shortest_edge"))) if x is not None]
+    if "max_pixels" in mm_processor_kwargs:
+        top, how = pixels(mm_processor_kwargs["max_pixels"], "max_pixels"), "max_pixels"
+    elif size is not None:
+        top, how = pixels(size["longest_edge"], "size.longest_edge"), "size.longest_edge"
+    else:
+        return None, "--mm-processor-kwargs: min_pixels / shortest_edge do not change the profiled image"
+    if top < MM_MIN_PIXELS:
+        raise KvMathError(f"--mm-processor-kwargs {how} {top:,}: kvmath prices profiling images of at least "
+                          f"{MM_MIN_PIXELS:,} pixels (below, the image processor's own minimum size decides)")
+    tok, w, h = qwen_vl_image_tokens(top, int(v["patch_size"]), int(v["spatial_merge_size"]))
+    if low and max(low) > w * h:
+        raise KvMathError(f"--mm-processor-kwargs min_pixels / shortest_edge {max(low):,} is above the profiling "
+                          f"image ({w} x {h} = {w * h:,} pixels): vLLM would enlarge it, which kvmath does not model")
+    return top, (f"--mm-processor-kwargs {how} {top:,}: the vision tower is profiled on a {w} x {h} image of {tok:,} "
+                 "tokens (qwen2_vl.py get_image_size_with_most_features)")
 
 
 @dataclass(frozen=True)
@@ -963,7 +1035,8 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
            attention_backend: str | None = None, dflash: bool = False, enforce_eager: bool = False,
            enable_expert_parallel: bool = False, last_stage: bool = True, weights_bytes: int | None = None,
            estimate_cudagraphs: bool = True, profile_release: str | None = None, data_parallel_size: int = 1,
-           limit_mm_per_prompt: dict | None = None, **vllm_settings) -> Budget:
+           limit_mm_per_prompt: dict | None = None, mm_processor_kwargs: dict | None = None,
+           **vllm_settings) -> Budget:
     """The per-card budget of ``model`` on vLLM and its verdict.
 
     ``model``: a known model id, a config.json path or dict. ``card``: a card id (``kvmath/data/cards.json``)
@@ -995,6 +1068,8 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
     ``limit_mm_per_prompt``: vLLM's ``--limit-mm-per-prompt`` (items per prompt by modality, ``{"image": 0,
     "video": 0}``; ``--language-model-only`` is every modality at 0): :func:`mm_limits` (the towers vLLM does not
     build leave the weights, the profiled modality's limit bounds the encoder's profiling batch).
+    ``mm_processor_kwargs``: vLLM's ``--mm-processor-kwargs`` (``{"max_pixels": N}``): :func:`mm_processor_pixels`
+    (the Qwen 3.5 / 3.6 towers' profiling image).
 
     Raises KvMathError on bad input.
     """
@@ -1004,6 +1079,7 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
     arch = load_architecture(model)
     flags = _model_flags(arch)
     mm_limit, a["_skip_towers"], mm_note = mm_limits(arch, limit_mm_per_prompt)
+    max_pixels, pixels_note = mm_processor_pixels(arch, mm_processor_kwargs) if mm_limit else (None, None)
     coeffs = dict(COEFFICIENTS, **(coefficients or {}))
     c, total_gib, card_id, cc = _card_memory(card, total_gib)
     L = _max_model_len(arch, a["max_model_len"], allow_long_max_model_len)
@@ -1031,7 +1107,7 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
         enable_expert_parallel=enable_expert_parallel, last_stage=last_stage,
         sort_top_k_top_p=rules["sort_top_k_top_p"], encoder_frame_loop=rules["encoder_frame_loop"],
         encoder_chunk_budget=min(max(total - weights - drafter, 0) // 2, total // 10),  # gemma4_mm._encoder_chunk
-        mm_limit=mm_limit,
+        mm_limit=mm_limit, max_pixels=max_pixels,
         full_cudagraphs=full_cudagraphs(num_speculative_tokens, kv_format, cc, attention_backend, flags["gemma4"]))
     if not (estimate_cudagraphs and rules["estimate_cudagraphs"]):  # VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0
         graphs = 0
@@ -1050,7 +1126,7 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
     outcome, refusal, refusal_kind = _verdict(p, requested=requested, total=total, weights=weights,
                                               available=available, coeffs=coeffs, mem_util=mem_util,
                                               total_gib=total_gib)
-    notes = list(p.notes) + _weights_notes(W, a["weights_bytes"]) + [n for n in (mm_note, mla_note) if n] + _budget_notes(
+    notes = list(p.notes) + _weights_notes(W, a["weights_bytes"]) + [n for n in (mm_note, pixels_note, mla_note) if n] + _budget_notes(
         arch, a, W, coeffs, flags, outcome=outcome, total=total, requested=requested, backend_note=backend_note,
         batch_note=batch_note) + _coverage_notes(arch, W.variant, weights_gb_total, card_id)
     boots = outcome == "boots"

@@ -220,6 +220,23 @@ def _limit_mm_per_prompt(text):
     return cfg
 
 
+def _mm_processor_kwargs(text):
+    """vLLM's ``--mm-processor-kwargs`` JSON object (``{"max_pixels": 1003520}``), checked by
+    ``budget.mm_processor_pixels`` once the model is known."""
+    from ...validate import parse_json
+
+    try:
+        cfg = parse_json(text, "--mm-processor-kwargs", 2000, max_depth=4)
+    except KvMathError as e:
+        if "not valid JSON" in str(e):
+            raise argparse.ArgumentTypeError(f"--mm-processor-kwargs is not JSON such as '{{\"max_pixels\": "
+                                             f"1003520}}': {_cut(text)}") from None
+        raise argparse.ArgumentTypeError(f"{e} ({_cut(text)})") from None
+    if not isinstance(cfg, dict):
+        raise argparse.ArgumentTypeError("--mm-processor-kwargs must be a JSON object such as '{\"max_pixels\": 1003520}'")
+    return cfg
+
+
 def _speculative_config(text):
     """vLLM's ``--speculative-config`` JSON: the method and ``num_speculative_tokens``. Only the model's own MTP
     layers are modelled from it; a separate draft model needs its weights (--drafter-gb)."""
@@ -395,6 +412,19 @@ def _strip_serve(argv: list[str]) -> list[str]:
     return argv
 
 
+def _add_multimodal_flags(p) -> None:
+    """vLLM's multimodal flags that change memory: ``--limit-mm-per-prompt``, ``--mm-processor-kwargs``,
+    ``--language-model-only``."""
+    p.add_argument("--limit-mm-per-prompt", type=_limit_mm_per_prompt, default=None,
+                   help="vLLM's JSON, e.g. '{\"image\": 0, \"video\": 0}': a tower whose modalities are all 0 is neither "
+                        "loaded nor profiled; the profiled modality's limit bounds the encoder's profiling batch")
+    p.add_argument("--mm-processor-kwargs", type=_mm_processor_kwargs, default=None,
+                   help="vLLM's JSON for the multimodal processor: max_pixels / size.longest_edge set the image the "
+                        "Qwen 3.5 / 3.6 vision tower is profiled with; other keys are refused")
+    p.add_argument("--language-model-only", action="store_true", default=False,
+                   help="vLLM --language-model-only: every modality's limit 0 (no vision tower)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="kvmath-fit",
                 description="Per-card vLLM memory budget and verdict (boots / refused / out of memory), "
@@ -456,11 +486,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument(flag, nargs=nargs, action=_Ignored, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     for flag, why in REFUSED_VLLM_FLAGS.items():
         p.add_argument(flag, nargs="?", action=_refuse(flag, why), default=argparse.SUPPRESS, help=argparse.SUPPRESS)
-    p.add_argument("--limit-mm-per-prompt", type=_limit_mm_per_prompt, default=None,
-                   help="vLLM's JSON, e.g. '{\"image\": 0, \"video\": 0}': a tower whose modalities are all 0 is neither "
-                        "loaded nor profiled; the profiled modality's limit bounds the encoder's profiling batch")
-    p.add_argument("--language-model-only", action="store_true", default=False,
-                   help="vLLM --language-model-only: every modality's limit 0 (no vision tower)")
+    _add_multimodal_flags(p)
     p.add_argument("--quantization", "-q", dest="quantization", default=None,
                    help="vLLM --quantization: only the checkpoint's own method (online quantisation is not modelled)")
     p.add_argument("--dtype", type=_dtype, default=None, help="vLLM --dtype: auto, half, float16 or bfloat16 (float32 is not modelled)")
@@ -805,6 +831,8 @@ def _resolve(args, env=None) -> tuple[str, dict, list[str]]:
         kw["limit_mm_per_prompt"] = {"image": 0, "video": 0, "audio": 0}
     elif args.limit_mm_per_prompt is not None:
         kw["limit_mm_per_prompt"] = args.limit_mm_per_prompt
+    if args.mm_processor_kwargs is not None:
+        kw["mm_processor_kwargs"] = args.mm_processor_kwargs
     from .settings import long_max_model_len_allowed
 
     if long_max_model_len_allowed(env):

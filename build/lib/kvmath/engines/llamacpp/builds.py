@@ -1,0 +1,64 @@
+"""llama.cpp builds as release records, by their tag (``b9272``), on one :class:`ReleaseTable`.
+
+A launch is priced by the rules of its build (``--llamacpp-build bNNNN``; without it the newest build read,
+said in the output). Each record names where its rules were read and the switches that change device
+memory between builds:
+
+- ``memory``: the memory-module rules (:data:`memory.BUILDS`, by the commit whose tree was read): how the KV,
+  iSWA and recurrent caches are sized and logged;
+- ``reserve_outputs``: how many output rows (logits ``n_vocab x rows`` f32) the reserved prompt graph holds,
+  which decides the device compute buffer on large-vocabulary models:
+
+  * ``"n_ubatch"``: every token of the micro-batch is an output. ``llama_context::reserve`` calls
+    ``graph_reserve(n_tokens, n_seqs, n_tokens, ...)`` (quoted in ggml-org/llama.cpp issue #23527, build
+    b9272 = 1d7ab2b94, 2026-05-22), so the device buffer is about ``4 x n_vocab x n_ubatch`` plus a small rest;
+  * ``"server_limits"``: PR #23861 ("llama: limit max outputs of llama_context", merged 2026-05-30) added
+    ``llama_context_params.n_outputs_max``; llama-server sets it to ``n_parallel x (1 + draft tokens)``
+    (``server_output_limits``, ``common_speculative_get_output_limits``) and the prompt graph is reserved with
+    ``min(n_ubatch, n_outputs_max)`` outputs. Tools of ``common`` that leave it 0 (``llama-cli``,
+    ``llama-fit-params``, ``llama-bench``) still reserve ``n_ubatch`` rows. Present in b9776 (ac4105d68,
+    2026-06-24: issue #24967 asserts on ``cparams.n_outputs_max``) and in 0c1e570, the tree built and run for
+    ``tests/fixtures/llamacpp``;
+- ``spec_types``: the values ``--spec-type`` accepts (a comma-separated list of them), and
+  ``spec_types_with_rollback`` the model-based draft types for which the target keeps ``--spec-draft-n-max``
+  recurrent snapshots per sequence (common/common.h ``need_n_rs_seq()``).
+
+The builds between two records take the rules of the older one (:mod:`kvmath.engines.releases`): #23861 landed
+in a build between b9272 and b9776 that was not read, so b9273-b9775 are priced with the full-logits rule.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..releases import Release, ReleaseTable
+
+SPEC_TYPES = ("none", "draft-simple", "draft-eagle3", "draft-mtp", "draft-dflash", "draft-dspark", "ngram-simple",
+              "ngram-map-k", "ngram-map-k4v", "ngram-mod", "ngram-cache")
+"""``common_speculative_type_name_str()`` of 2026 builds (as launchers that pass it through list it)."""
+SPEC_ROLLBACK = ("draft-mtp", "draft-eagle3", "draft-dflash", "draft-dspark")
+
+
+@dataclass(frozen=True)
+class LlamaCppBuild(Release):
+    """One llama.cpp build whose rules were read: ``name`` is its tag (``b9776``), ``commit`` its short hash."""
+
+    commit: str = ""
+    memory: str = "0c1e570"
+    reserve_outputs: str = "n_ubatch"
+    spec_types: tuple[str, ...] = SPEC_TYPES
+    spec_types_with_rollback: tuple[str, ...] = SPEC_ROLLBACK
+
+
+BUILD_RECORDS = (
+    LlamaCppBuild(
+        "b9272", "ggml-org/llama.cpp b9272 (1d7ab2b94, 2026-05-22): llama_context::reserve as quoted in issue "
+        "#23527 (every ubatch token an output); cache rules of 0c1e570 (MLA without V since PR #19067, 2026-01-24)",
+        commit="1d7ab2b94", reserve_outputs="n_ubatch"),
+    LlamaCppBuild(
+        "b9776", "ggml-org/llama.cpp b9776 (ac4105d68, 2026-06-24; cparams.n_outputs_max of PR #23861); rules read "
+        "in 0c1e570's tree (llama-cpp-python 0.3.36 vendor/llama.cpp, built and run for tests/fixtures/llamacpp)",
+        commit="ac4105d68", reserve_outputs="server_limits"),
+)
+TABLE = ReleaseTable("llama.cpp", BUILD_RECORDS, flag="--llamacpp-build")
+"""The builds read, oldest first; the default is the newest."""

@@ -1,0 +1,170 @@
+"""Compute buffers: what ``sched_reserve`` logs as ``<device> compute buffer size`` (``CPU`` on a CPU build,
+``CUDA0`` / ``CUDA_Host`` on a CUDA one), from the graph llama.cpp reserves.
+
+llama.cpp 0c1e570 ``src/llama-context.cpp`` reserves the prompt-processing graph with ``n_tokens = T =
+n_ubatch`` (``n_ubatch`` capped at ``n_batch``) and ``n_outputs = T`` (the log's ``graph_reserve: ... n_tokens
+= 512, n_seqs = 1, n_outputs = 512``), then the one-token graph, and sizes each backend's compute buffer to
+the larger peak. ``ggml-alloc`` frees a tensor after its last consumer, so the buffer is the largest set of
+tensors alive at one point of the graph, not their sum. With ``E = n_embd``, ``V = n_vocab``, ``H`` query
+heads of ``d_k`` / ``d_v``, ``H_kv`` KV heads, ``n_kv`` the cells of each cache (all of them at reserve time),
+the phases whose peak can be the largest are (activations f32, 4 bytes):
+
+1. **output**: the logits ``V x T`` and ``c_out`` hidden-state vectors ``E x T`` (the residual, the normed
+   state, the ``out_ids`` rows): ``4 T V + c_out 4 T E``.
+2. **attention without flash attention**: ``kq = K^T Q``, ``n_kv x T x H`` f32 (soft-maxed in place), every
+   cache's mask (``n_kv x T``, f32), and the attention activations: ``c_e`` vectors ``E x T`` plus Q, K, V and
+   the attention output (``H d_k``, ``H_kv d_k``, ``H_kv d_v``, ``H d_v`` per token).
+3. **attention with flash attention**: no ``n_kv x T x H`` matrix: the masks (f16) and the same activations.
+4. **feed-forward** (dense: gate and up, ``2 x 4 n_ff T``; MoE: the selected experts' gate and up
+   ``2 x 4 n_used n_ff_exp T`` and the router logits ``4 n_expert T``), plus one ``E x T``.
+
+The counts ``c_out`` and ``c_e`` are the number of ``E x T`` tensors alive at those points. They are not
+derived from a graph walk here: they were read off real llama.cpp output, per backend, and are integers:
+
+- ``cpu`` (``tests/fixtures/llamacpp/compute_fixtures.json``: 98 dry runs of 0c1e570's CPU build on GGUFs
+  with the real tensor shapes of 7 models): ``c_out = 3``, ``c_e = 3``;
+- ``cuda`` (the public CUDA logs in ``data/measurements/llamacpp-boots.csv``, 2024-2025 builds, every layer
+  offloaded: the embeddings' ``get_rows`` runs on the host, so one vector fewer lives on the device):
+  ``c_out = 1`` and the attention term ``4`` vectors ``E x T`` without the Q/K/V/output split.
+
+The masks are graph inputs, so they stay allocated until the last attention layer has read them: they are
+counted beside the feed-forward phases too (it decides Nemotron 3 Nano's buffer at 256K, where the MoE
+phase of an early layer plus the 256 MiB mask is the peak).
+
+What is not modelled, so the per-case errors (chapter, tests) show it: ggml-alloc's placement. Read off a
+build of 0c1e570's ggml-alloc.c with its ``AT_PRINTF`` trace turned on (``tests/fixtures/llamacpp/README.md``):
+the logits are larger than any freed block, so ggml-alloc puts them at the end of the buffer, above the
+highest tensor still alive, which is the last layer's residual stream (``ffn_out-<last>``, ``E x T`` f32).
+Where that residual sits depends on what was alive when it was allocated: Gemma 4 31B at ``-c 4096`` has 31.5
+MiB alive below the logits (kvmath's three vectors) but its residual at 69.0 MiB, so the buffer is 79.5 +
+512 = 591.5 MiB instead of 543.5; Qwen 3.6 27B at ``-c 262144`` has its residual just above the 256 MiB mask
+(276.0 + 485.0 = 761.0 MiB). The buffer then lies between the live set (``device``) and the logits placed
+above the peak of all earlier phases (``device_upper``); every dry run does. Also not modelled: the
+gated-delta-net / Mamba-2 chunk tensors of the recurrent layers; gpt-oss's attention sinks.
+
+The host compute buffer (``CUDA_Host``) with every layer offloaded holds the graph inputs llama.cpp fills
+on the CPU: the embeddings ``get_rows`` output ``E x T`` f32, the masks (one per cache, SWA too), the
+positions and the output ids: ``4 E T + mask + 8 T``. With layers left on the CPU it also holds their
+activations, which this module does not model (the figure is then a lower bound).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...units import MiB
+
+LIVE = {
+    # backend: (c_out, c_e, attention activations split into Q / K / V / output)
+    "cpu": (3, 3, True),
+    "cuda": (1, 4, False),
+}
+"""Live ``E x T`` vectors at the output (``c_out``) and in attention (``c_e``), per backend (see above)."""
+LIVE_FFN = 2   # gate and up before their product
+
+
+@dataclass(frozen=True)
+class GraphShape:
+    """The graph dimensions the compute buffer depends on (from an Architecture, a config or a GGUF header)."""
+
+    n_embd: int
+    n_vocab: int
+    n_head: int
+    head_dim: int
+    n_ff: int = 0               # dense feed-forward width (0 if none)
+    n_expert: int = 0
+    n_expert_used: int = 0
+    n_ff_exp: int = 0
+    n_head_kv: int = 0          # 0: as many as query heads
+    head_dim_v: int = 0         # 0: head_dim
+
+    @property
+    def attn_floats(self) -> int:
+        """Q, K, V and attention output floats per token (H d_k + H_kv d_k + H_kv d_v + H d_v)."""
+        dv = self.head_dim_v or self.head_dim
+        hkv = self.n_head_kv or self.n_head
+        return self.n_head * self.head_dim + hkv * self.head_dim + hkv * dv + self.n_head * dv
+
+
+@dataclass(frozen=True)
+class ComputeBuffers:
+    device: int                 # bytes, the device that holds the output layer (CUDA0 on one card; CPU on a CPU build)
+    host: int                   # bytes, CUDA_Host
+    phases: dict                # phase -> bytes on the device
+    dominant: str
+    device_upper: int = 0       # bytes: the logits placed above the peak of the earlier phases (see module doc)
+
+    def log_lines(self, device_name: str = "CUDA0", prefix: str = "sched_reserve") -> list[str]:
+        return [f"{prefix}: {device_name:>10} compute buffer size = {self.device / MiB:8.2f} MiB",
+                f"{prefix}: {'CUDA_Host':>10} compute buffer size = {self.host / MiB:8.2f} MiB"]
+
+
+def shape_from_config(config: dict, *, n_vocab: int | None = None) -> GraphShape:
+    """A GraphShape from a Hugging Face config (``text_config`` read when present)."""
+    cfg = config.get("text_config", config)
+    e = cfg.get("hidden_size") or 0
+    heads = cfg.get("num_attention_heads") or 0
+    hd = cfg.get("global_head_dim") or cfg.get("head_dim") or (e // heads if heads else 0)
+    kvh = cfg.get("num_key_value_heads") or heads
+    return GraphShape(
+        n_embd=int(e), n_vocab=int(n_vocab or cfg.get("vocab_size") or 0), n_head=int(heads), head_dim=int(hd),
+        n_ff=int(cfg.get("intermediate_size") or 0),
+        n_expert=int(cfg.get("num_experts") or cfg.get("num_local_experts") or cfg.get("n_routed_experts") or 0),
+        n_expert_used=int(cfg.get("num_experts_per_tok") or cfg.get("top_k_experts") or 0),
+        n_ff_exp=int(cfg.get("moe_intermediate_size") or cfg.get("expert_intermediate_size") or 0),
+        n_head_kv=int(kvh if not isinstance(kvh, list) else max(kvh)))
+
+
+def shape_from_gguf(metadata: dict) -> GraphShape:
+    """A GraphShape from GGUF metadata (``<arch>.embedding_length`` ...; per-layer arrays: their maximum)."""
+    arch = metadata["general.architecture"]
+
+    def k(name, default=0):
+        v = metadata.get(f"{arch}.{name}", default)
+        return max(v) if isinstance(v, list) else v
+
+    n_vocab = metadata.get(f"{arch}.vocab_size") or len(metadata.get("tokenizer.ggml.tokens", ()))
+    e, h = int(k("embedding_length")), int(k("attention.head_count"))
+    dk = int(k("attention.key_length") or (e // h if h else 0))
+    n_exp = int(k("expert_count"))
+    return GraphShape(n_embd=e, n_vocab=int(n_vocab), n_head=h, head_dim=dk,
+                      n_ff=0 if n_exp and not metadata.get(f"{arch}.feed_forward_length") else int(k("feed_forward_length")),
+                      n_expert=n_exp, n_expert_used=int(k("expert_used_count")),
+                      n_ff_exp=int(k("expert_feed_forward_length")), n_head_kv=int(k("attention.head_count_kv") or h),
+                      head_dim_v=int(k("attention.value_length") or dk))
+
+
+def compute_buffers(shape: GraphShape, *, n_ubatch: int, n_kv: int, flash_attn: bool, n_kv_swa: int = 0,
+                    n_outputs: int | None = None, output_on_device: bool = True,
+                    all_layers_on_device: bool = True, backend: str = "cuda") -> ComputeBuffers:
+    """The device and host compute buffers for one reserve (see the module docstring).
+
+    ``n_kv`` is the cell count of the full-attention cache (``n_ctx_seq`` padded; all cells at reserve
+    time), ``n_kv_swa`` that of the sliding-window cache (0 if none). ``backend``: ``"cuda"`` (CUDA0 with
+    every layer offloaded) or ``"cpu"`` (a CPU build, where the one device holds the whole graph).
+    """
+    c_out, c_e, split = LIVE[backend]
+    T = int(n_ubatch)
+    E, V, H = shape.n_embd, shape.n_vocab, shape.n_head
+    n_out = T if n_outputs is None else min(T, int(n_outputs))
+    mask_b = 2 if flash_attn else 4
+    mask = n_kv * T * mask_b + n_kv_swa * T * mask_b
+    act = 4 * T * (c_e * E + (shape.attn_floats if split else 0))
+    phases: dict[str, int] = {}
+    if output_on_device:
+        phases["output (logits)"] = 4 * n_out * V + c_out * 4 * T * E
+    if flash_attn:
+        phases["attention (flash)"] = mask + act
+    else:
+        phases["attention (kq matrix)"] = 4 * H * max(n_kv, n_kv_swa) * T + mask + act
+    # the masks are graph inputs, alive until the last attention layer: beside every earlier feed-forward
+    if shape.n_expert and shape.n_ff_exp:
+        phases["experts"] = LIVE_FFN * 4 * shape.n_expert_used * shape.n_ff_exp * T + 4 * shape.n_expert * T \
+            + 4 * E * T + mask
+    if shape.n_ff:
+        phases["feed-forward"] = LIVE_FFN * 4 * shape.n_ff * T + 4 * E * T + mask
+    dominant = max(phases, key=phases.get)
+    host = 4 * E * T + mask + 8 * T
+    earlier = max((v for k, v in phases.items() if k != "output (logits)"), default=0)
+    upper = max(phases[dominant], phases.get("output (logits)", 0) + earlier)
+    return ComputeBuffers(phases[dominant], host, phases, dominant, upper)

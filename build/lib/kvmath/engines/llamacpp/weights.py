@@ -1,0 +1,51 @@
+"""Weight bytes as llama.cpp places them, from a config when no GGUF tensor table is at hand."""
+
+from __future__ import annotations
+
+from ...model.gguf import WeightBytes
+from ...model.params import GGUF_ARCH, config_tied, gguf_tensor_table as gguf_tensors_from_config  # noqa: F401
+
+# The per-family tensor shapes live with the model side (kvmath.model.params); this module applies llama.cpp's
+# quantisation mix to them (``weights_from_mix``). ``gguf_tensors_from_config`` keeps its name for the callers.
+
+
+
+
+def estimate_weights(config: dict, *, bits_per_weight: float = 4.5, name: str = "") -> WeightBytes:
+    """Weight bytes at a flat ``bits_per_weight`` from config shapes, split as llama.cpp places them: the model
+    side's :func:`kvmath.model.params.estimate_weight_bytes` (its docstring gives the families and rules)."""
+    from ...model.params import estimate_weight_bytes
+
+    return estimate_weight_bytes(config, bits_per_weight=bits_per_weight, name=name)
+
+
+# --- a GGUF tensor table from config.json, and a named quantisation mix applied to it --------------------
+
+def mix_model_from_config(config: dict, arch: str, n_blocks: int):
+    """The :class:`quantmix.MixModel` llama-quantize would read from the converted file's metadata."""
+    from .quantmix import MixModel
+
+    cfg = config.get("text_config", config)
+    h = int(cfg["num_attention_heads"])
+    kv = cfg.get("num_key_value_heads") or h
+    ne = int(cfg.get("num_experts") or cfg.get("num_local_experts") or 0)
+    return MixModel(arch, n_blocks, ne, h // int(kv) if kv else 0, h != int(kv))
+
+
+def weights_from_mix(config: dict, mix: str, *, imatrix: bool = False, mtp: bool = False, name: str = ""):
+    """Weights of a GGUF that ``llama-quantize <mix>`` would make from this config, as a tensor table
+    (:class:`placement.Tensor` records with offsets in the output order) and a :class:`WeightBytes` summary.
+
+    Exact per tensor where the converter's table and llama-quantize's rules are (both tested); the file's
+    metadata (tokenizer: a few MiB) is not counted. Returns ``(tensors, WeightBytes)``.
+    """
+    from ...model.gguf import weight_bytes
+    from .quantmix import SOURCE, quantised_table
+
+    arch, n_blocks, table = gguf_tensors_from_config(config, mtp=mtp)
+    tensors = quantised_table(table, mix_model_from_config(config, arch, n_blocks), mix, imatrix=imatrix)
+    cfg = config.get("text_config", config)
+    # split as a real GGUF's table is split (kvmath.model.gguf.weight_bytes: blocks past the decoder are MTP)
+    wb = weight_bytes(tensors, n_layer=int(cfg["num_hidden_layers"]),
+                      source=f"{mix} from config shapes ({SOURCE}){' (' + name + ')' if name else ''}")
+    return tensors, wb

@@ -1,0 +1,195 @@
+"""transformers 5.23 ``DynamicCache`` after a forward pass over ``max_ctx`` tokens.
+
+``DynamicLayer`` keeps every token; ``DynamicSlidingWindowLayer`` keeps the last ``sliding_window - 1``
+(src/transformers/cache_utils.py). Linear-attention layers keep a conv state ``[B, conv_dim, K]`` in
+the model dtype (K columns, not K - 1) and a recurrent state ``[B, nv, dk, dv]`` in float32
+(models/qwen3_next, torch reference kernels).
+
+MLA layers (models/deepseek_v3 and models/kimi_linear ``past_key_values.update(kv_nope, k_rot)``)
+cache the latent as keys ``[B, 1, T, kv_lora_rank]`` and the RoPE key as values
+``[B, 1, T, qk_rope_head_dim]``: 1,152 bytes per token and layer in bf16 for DeepSeek-V3. Mamba-2
+layers (models/nemotron_h): conv ``[B, heads * head_dim + 2 * n_groups * d_state, K]`` in the model
+dtype and SSM state ``[B, heads, head_dim, d_state]`` in float32 (the config's
+``mamba_ssm_cache_dtype`` is not applied by the torch path). KDA layers (models/kimi_linear): one conv
+state ``[B, 3 * heads * head_dim, K]`` in the model dtype and recurrent ``[B, heads, head_dim,
+head_dim]`` in float32. MLP/MoE-only blocks get a ``DummyLayer`` holding nothing. The allocation is
+these tensors layer by layer; tests/test_realcache.py builds the real caches on the CPU and compares.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...errors import KvMathError
+from ...formats import KVFormat
+from ...model.specs import SLIDING, Architecture
+from ...validate import MAX_TOKENS, check_positive
+from ..base import Engine, LayerGroup, StateTensor, merge_empty
+from .formats import TRANSFORMERS_FORMATS, transformers_format
+
+
+@dataclass(frozen=True)
+class TransformersSettings:
+    """``max_ctx``: tokens seen by the forward pass; ``batch_size``: sequences; ``dtype``: the cache
+    dtype (a ``TRANSFORMERS_FORMATS`` name; None = the model dtype)."""
+
+    max_ctx: int
+    batch_size: int = 1
+    dtype: str | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "max_ctx", check_positive(self.max_ctx, "max_ctx", maximum=MAX_TOKENS))
+        object.__setattr__(self, "batch_size", check_positive(self.batch_size, "batch_size", maximum=MAX_TOKENS))
+
+    @property
+    def max_num_seqs(self) -> int:
+        return self.batch_size
+
+    @property
+    def tp(self) -> int:
+        return 1
+
+
+@dataclass(frozen=True)
+class LayerCache:
+    """One decoder layer's cache tensors: K and V row bytes per token (attention, MLA), positions kept,
+    and state tensors (per sequence)."""
+
+    index: int
+    kind: str
+    heads: int = 0
+    token_bytes: int = 0
+    positions: int = 0
+    state: tuple[StateTensor, ...] = ()
+    fixed_bytes: int = 0  # per layer, not per sequence (DynamicSlidingWindowLayer's window tensor)
+
+
+@dataclass(frozen=True)
+class TransformersCache:
+    settings: TransformersSettings
+    fmt: KVFormat
+    layers: tuple[LayerCache, ...]
+
+    @property
+    def total_bytes(self) -> int:
+        b = self.settings.batch_size
+        return sum((c.token_bytes * c.positions + sum(t.nbytes for t in c.state)) * b + c.fixed_bytes
+                   for c in self.layers)
+
+
+class TransformersEngine(Engine):
+    name = "transformers"
+    label = "transformers"
+    version = "transformers 5.23 (cache_utils.py DynamicCache)"
+    formats = tuple(TRANSFORMERS_FORMATS)
+    setting_names = ()
+    rules = {"attention": "_attention", "mla": "_mla", "gdn": "_gdn", "mamba2": "_mamba2", "kda": "_kda",
+             "none": "_none", "chunked": "_chunked", "dsa": "_dsa", "mamba1": "_mamba1", "conv": "_short_conv"}
+
+    def settings(self, arch, *, max_ctx, max_num_seqs, tp, kv_format, cache_type_k=None, cache_type_v=None, **kw):
+        if cache_type_k is not None or cache_type_v is not None:
+            raise KvMathError("transformers caches in the model dtype; cache_type_k / cache_type_v are llama.cpp flags")
+        self.check_tp(arch, tp)
+        if kw:
+            from ..base import unknown_settings
+            unknown_settings(self, kw, {})
+        if max_ctx is None:
+            if not arch.max_position_embeddings:
+                raise KvMathError(f"{arch.name}: config has no max_position_embeddings; pass max_ctx")
+            max_ctx = arch.max_position_embeddings
+        return TransformersSettings(max_ctx, max_num_seqs, kv_format)
+
+    def allocate(self, arch: Architecture, s: TransformersSettings) -> TransformersCache:
+        fmt = transformers_format(s.dtype or arch.dtype)
+        return TransformersCache(s, fmt, tuple(self.rule(layer, arch)(layer, arch, s, fmt) for layer in arch.layers))
+
+    def cache_format(self, cache: TransformersCache):
+        return cache.fmt
+
+    # one rule per layer kind --------------------------------------------------------------------
+    def _attention(self, layer, arch, s, fmt):
+        if not layer.owns_cache:
+            return LayerCache(layer.index, "shared")
+        sliding = layer.layer_type == SLIDING
+        positions = min(s.max_ctx, layer.sliding_window - 1) if sliding else s.max_ctx
+        # DynamicSlidingWindowLayer.__init__: _sliding_window_tensor = torch.tensor(window, dtype=torch.long),
+        # one 8-byte int64 per sliding layer whatever the batch (transformers 5.23 cache_utils.py l.208)
+        return LayerCache(layer.index, "attention", layer.num_kv_heads,
+                          fmt.token_bytes(layer.num_kv_heads, layer.head_dim, layer.v_head_dim), positions,
+                          fixed_bytes=8 if sliding else 0)
+
+    def _mla(self, layer, arch, s, fmt):
+        return LayerCache(layer.index, "mla", 1, fmt.token_bytes(1, layer.kv_lora_rank, layer.qk_rope_head_dim),
+                          s.max_ctx)
+
+    def _gdn(self, layer, arch, s, fmt):
+        return LayerCache(layer.index, "gdn", state=(
+            StateTensor("conv_states", (layer.conv_dim, layer.conv_kernel), arch.dtype),
+            StateTensor("recurrent_states", (layer.num_v_heads, layer.k_head_dim, layer.v_head_dim), "float32")))
+
+    def _mamba2(self, layer, arch, s, fmt):
+        return LayerCache(layer.index, "mamba2", state=(
+            StateTensor("conv_states", (layer.conv_dim, layer.conv_kernel), arch.dtype),
+            StateTensor("recurrent_states", (layer.num_heads, layer.head_dim, layer.state_size), "float32")))
+
+    def _kda(self, layer, arch, s, fmt):
+        return LayerCache(layer.index, "kda", state=(
+            StateTensor("conv_states", (layer.conv_dim, layer.conv_kernel), arch.dtype),
+            StateTensor("recurrent_states", (layer.num_heads, layer.head_dim, layer.head_dim), "float32")))
+
+    def _chunked(self, layer, arch, s, fmt):
+        # get_layer_types_and_kwargs: a chunked_attention layer is a DynamicSlidingWindowLayer of window
+        # attention_chunk_size (keeps the last chunk - 1 tokens, plus its int64 window tensor)
+        return LayerCache(layer.index, "attention", layer.num_kv_heads,
+                          fmt.token_bytes(layer.num_kv_heads, layer.head_dim, layer.v_head_dim),
+                          min(s.max_ctx, layer.attention_chunk_size - 1), fixed_bytes=8)
+
+    def _dsa(self, layer, arch, s, fmt):
+        # DynamicIndexedLayer: keys [B,1,T,kv_lora_rank], values [B,1,T,qk_rope_head_dim], indexer_keys
+        # [B,1,T,index_head_dim], all in the model dtype
+        return LayerCache(layer.index, "mla", 1,
+                          fmt.token_bytes(1, layer.kv_lora_rank, layer.qk_rope_head_dim)
+                          + fmt.token_bytes(1, layer.index_head_dim, 0), s.max_ctx)
+
+    def _mamba1(self, layer, arch, s, fmt):
+        # models/mamba MambaMixer: conv [B, intermediate, conv_kernel], ssm [B, intermediate, state_size]
+        return LayerCache(layer.index, "mamba1", state=(
+            StateTensor("conv_states", (layer.intermediate_size, layer.conv_kernel), arch.dtype),
+            StateTensor("recurrent_states", (layer.intermediate_size, layer.state_size), "float32")))
+
+    def _short_conv(self, layer, arch, s, fmt):
+        # models/lfm2 Lfm2ShortConv: one conv state [B, hidden_size, conv_L_cache] in the model dtype
+        return LayerCache(layer.index, "conv", state=(
+            StateTensor("conv_states", (layer.width, layer.conv_kernel), arch.dtype),))
+
+    def _none(self, layer, arch, s, fmt):
+        return LayerCache(layer.index, "none")
+
+    def layer_groups(self, arch: Architecture, cache: TransformersCache) -> tuple[LayerGroup, ...]:
+        b = cache.settings.batch_size
+        by_index = {layer.index: layer for layer in arch.layers}
+        buckets: dict[tuple, list[LayerCache]] = {}
+        for c in cache.layers:
+            layer = by_index[c.index]
+            buckets.setdefault((layer.layer_type, layer.describe(), c.kind, c.heads, c.token_bytes, c.positions,
+                                c.state, c.fixed_bytes), []).append(c)
+        out = []
+        for (layer_type, desc, kind, heads, tb, positions, state, fixed), cs in buckets.items():
+            idx = tuple(c.index for c in cs)
+            if kind in ("shared", "none"):
+                out.append(LayerGroup(layer_type, idx, desc, 0, kind="attention" if kind == "shared" else "none",
+                                      owns_cache=False))
+            elif state:
+                per_seq = sum(t.nbytes for t in state)
+                out.append(LayerGroup(layer_type, idx, desc, len(cs) * per_seq * b, kind=kind, state=state,
+                                      state_bytes_per_seq=per_seq, streams=b))
+            else:
+                if fixed:
+                    desc += f"; plus a {fixed}-byte int64 window tensor per layer"
+                out.append(LayerGroup(layer_type, idx, desc, len(cs) * (tb * positions * b + fixed), kind=kind,
+                                      kv_heads_per_rank=heads, bytes_per_token=tb, cells=positions, streams=b,
+                                      kv_format=cache.fmt.name))
+        return merge_empty(out)
+
+
+ENGINE = TransformersEngine()

@@ -1,0 +1,218 @@
+"""vLLM releases as data: one frozen record of named rule switches per release whose source was read.
+
+Every rule of this engine that changes between releases reads a switch off the chosen release's record
+(``release.pad_attention_pages``, ``release.null_block_check`` ...) instead of comparing version numbers
+inline, so what changed between two releases is the difference of their records
+(``VllmRelease.switches()``), and the covered range in every header, note and error comes from this one table.
+
+A record stands for its release and the unread releases after it, up to the next record
+(:class:`kvmath.engines.releases.ReleaseTable`). Three depths of reading, the record's ``read`` field:
+
+- ``"full"``: the sizing code was read line by line and reproduced (0.20.0-0.27.0; 0.20.0, 0.22.0, 0.24.0,
+  0.26.0 and 0.27.0 were also run: ``tests/fixtures/vllm/``);
+- ``"part"``: read for the messages, the batch defaults, the null block, the Mamba-blocks check and the serve
+  default; the grouping changes of 0.28+ are not modelled, and each answer says so (``not_modelled``);
+- ``"profile"``: only the profile run's switches are known (from the pull requests that changed them), for
+  pricing public boots of releases before 0.20 (``kvmath.engines.vllm.calibration``); a plan refuses them.
+
+Sources are the PyPI wheels (``pip download --no-deps vllm==V``), files named in each record's ``source``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from ...errors import KvMathError
+from ..releases import Release, ReleaseTable, release_key
+
+
+@dataclass(frozen=True)
+class VllmRelease(Release):
+    """One vLLM release's rule switches (see each field; the source of each is in the record's ``source``).
+
+    - ``read``: ``"full"``, ``"part"`` or ``"profile"`` (module docstring);
+    - ``serve_gpu_memory_utilization``: ``CacheConfig.gpu_memory_utilization``'s default (vllm/config/cache.py),
+      None when the release leaves it unset (0.34: an extensible KV cache these rules do not model);
+    - ``estimate_cudagraphs``: ``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS`` defaults to 1, so the CUDA graph
+      estimate is subtracted before the KV cache is sized (vllm/envs.py 0.20.0; PR #30515);
+    - ``sort_top_k_top_p``: the sampler's dummy run sorts the logits for top-k / top-p at every batch size
+      (before the Triton kernel of PR #33538, taken as 0.16);
+    - ``encoder_frame_loop``: Gemma 4's video encoder runs one frame at a time (gemma4_mm.py before
+      ``_encoder_chunk`` of 0.22.0);
+    - ``token_formula``: "GPU KV cache size" is ``num_blocks // num_groups * min_block_size`` (``"groups"``,
+      0.20.x ``_report_kv_cache_config``) or ``int(max_concurrency * max_model_len)`` (``"concurrency"``, 0.21+);
+    - ``turboquant_hybrid``: TurboQuant on a hybrid model is sized from its slot (0.21+), not refused (0.20.0
+      engine/arg_utils.py l.1676);
+    - ``cpu_backend_messages``: the memory check says "model's" and names the CPU backend (0.22+;
+      kv_cache_utils.py 0.22.0 l.699-728), not "models's";
+    - ``pad_attention_pages``: an attention page that does not divide the largest page is padded up to it
+      (0.24+, ``unify_kv_cache_spec_page_size`` l.1049-1100), not refused;
+    - ``in_flight_batches``: a sliding-window request holds ``max_in_flight_tokens`` (2 batches under async
+      scheduling) beyond its window (0.26+, config/vllm.py 0.26.0 l.512-533), not one batch;
+    - ``align_block_check``: Mamba align mode asserts ``block_size <= max_num_batched_tokens``
+      (``VllmConfig.validate_block_size``, to 0.26.0 l.2264-2270);
+    - ``promote_specs_message``: an un-unifiable ``--disable-hybrid-kv-cache-manager`` says "Failed to promote
+      local KV cache specs ..." (0.27+, kv_cache_utils.py 0.27.0 l.1525-1529);
+    - ``mla_align_128``: an MLA hybrid's block is aligned to at least 128 (0.27+, platforms/interface.py
+      ``_align_hybrid_block_size``);
+    - ``trtllm_mxfp4_intermediate_128``: FlashInfer TRT-LLM's MXFP4 experts pad the intermediate size to 128
+      (0.27+, fused_moe/oracle/mxfp4.py);
+    - ``batch_tier_160``: ``get_batch_defaults`` has a first tier at 160 GiB: 16384 tokens, 1024 sequences
+      (0.28+, engine/arg_utils.py);
+    - ``null_block_check``: the memory check plans against the available memory less one null block (0.29+,
+      ``get_kv_cache_configs``, kv_cache_utils.py 0.29.0; kv_cache_planning.py 0.33.0 l.1533-1552);
+    - ``gb10_small_tier``: the GB10 (sm_121) stays on the small batch tier (0.33+, engine/arg_utils.py);
+    - ``not_modelled``: what this release changes that the rules do not model ("" when nothing is known).
+    """
+
+    read: str = "full"
+    serve_gpu_memory_utilization: float | None = 0.92
+    estimate_cudagraphs: bool = True
+    sort_top_k_top_p: bool = False
+    encoder_frame_loop: bool = False
+    token_formula: str = "concurrency"
+    turboquant_hybrid: bool = True
+    cpu_backend_messages: bool = True
+    pad_attention_pages: bool = True
+    in_flight_batches: bool = True
+    align_block_check: bool = False
+    promote_specs_message: bool = True
+    mla_align_128: bool = True
+    trtllm_mxfp4_intermediate_128: bool = True
+    batch_tier_160: bool = True
+    null_block_check: bool = True
+    gb10_small_tier: bool = True
+    not_modelled: str = ""
+
+    @property
+    def minor(self) -> tuple[int, int]:
+        """``(major, minor)``, how vLLM's own messages and the book name a release line."""
+        return self.key[0], self.key[1]
+
+
+_WHEEL = "PyPI wheel vllm=={}: "
+_SIZING = ("v1/core/kv_cache_utils.py, v1/kv_cache_interface.py, platforms/interface.py, config/vllm.py, "
+           "config/cache.py, engine/arg_utils.py, v1/worker/gpu_model_runner.py, v1/worker/gpu_worker.py")
+_UNREAD_28 = ("planned with the 0.27 rules plus what later releases were read for (the batch defaults, the "
+              "null block of 0.29+, the messages to 0.33); the grouping changes of 0.28+ (packed groups from 0.30, "
+              "kv_cache_planning.py in 0.33) are not modelled")
+
+_BEFORE_20 = dict(read="profile", serve_gpu_memory_utilization=0.9, estimate_cudagraphs=False, token_formula="groups",
+                  turboquant_hybrid=False, cpu_backend_messages=False, pad_attention_pages=False,
+                  in_flight_batches=False, align_block_check=True, promote_specs_message=False, mla_align_128=False,
+                  trtllm_mxfp4_intermediate_128=False, batch_tier_160=False, null_block_check=False,
+                  gb10_small_tier=False, encoder_frame_loop=True)
+_20 = dict(_BEFORE_20, read="full", serve_gpu_memory_utilization=0.92, estimate_cudagraphs=True, sort_top_k_top_p=False)
+_21 = dict(_20, token_formula="concurrency", turboquant_hybrid=True)
+_22 = dict(_21, cpu_backend_messages=True, encoder_frame_loop=False)
+_24 = dict(_22, pad_attention_pages=True)
+_26 = dict(_24, in_flight_batches=True)
+_27 = dict(_26, align_block_check=False, promote_specs_message=True, mla_align_128=True,
+           trtllm_mxfp4_intermediate_128=True)
+_28 = dict(_27, read="part", batch_tier_160=True, not_modelled=_UNREAD_28)
+_29 = dict(_28, null_block_check=True)
+_33 = dict(_29, gb10_small_tier=True)
+
+RECORDS: tuple[VllmRelease, ...] = (
+    VllmRelease("0.7.0", "the profile run's switches only, from vLLM PRs #30515 (CUDA graph estimate, 0.20), #33538 "
+                "(Triton top-k / top-p, taken as 0.16) and gemma4_mm.py 0.22.0; V1 boots of 0.7-0.15",
+                **dict(_BEFORE_20, sort_top_k_top_p=True)),
+    VllmRelease("0.16.0", "as 0.7.0, with the Triton top-k / top-p sampler (PR #33538)", **_BEFORE_20),
+    VllmRelease("0.20.0", _WHEEL.format("0.20.0") + _SIZING + "; run: tests/fixtures/vllm/", **_20),
+    VllmRelease("0.21.0", _WHEEL.format("0.21.0") + _SIZING, **_21),
+    VllmRelease("0.22.0", _WHEEL.format("0.22.0") + _SIZING + "; run: tests/fixtures/vllm/", **_22),
+    VllmRelease("0.23.0", _WHEEL.format("0.23.0") + _SIZING, **_22),
+    VllmRelease("0.24.0", _WHEEL.format("0.24.0") + _SIZING + "; run: tests/fixtures/vllm/", **_24),
+    VllmRelease("0.25.0", _WHEEL.format("0.25.0") + _SIZING, **_24),
+    VllmRelease("0.26.0", _WHEEL.format("0.26.0") + _SIZING + "; run: tests/fixtures/vllm/", **_26),
+    VllmRelease("0.27.0", _WHEEL.format("0.27.0") + _SIZING + "; run: tests/fixtures/vllm/", **_27),
+    VllmRelease("0.28.0", _WHEEL.format("0.28.0") + "engine/arg_utils.py (get_batch_defaults), the memory check's "
+                "messages", **_28),
+    VllmRelease("0.29.0", _WHEEL.format("0.29.0") + "v1/core/kv_cache_utils.py (get_kv_cache_configs: the null "
+                "block)", **_29),
+    VllmRelease("0.33.0", _WHEEL.format("0.33.0") + "v1/core/kv_cache_planning.py (messages, null block), "
+                "engine/arg_utils.py (the GB10 tier), config/compilation.py (the Mamba-blocks check)", **_33),
+    VllmRelease("0.34.0", _WHEEL.format("0.34.0") + "config/cache.py (resolved_gpu_memory_utilization: unset by "
+                "default)", **dict(_33, serve_gpu_memory_utilization=None)),
+)
+"""Every vLLM record, oldest first: the profile-only ones before 0.20, then the releases read."""
+
+DEFAULT = "0.24.0"
+"""The release a plan takes when none is named (said in a note): the most-tested of the fully read releases."""
+
+TABLE = ReleaseTable("vLLM", [r for r in RECORDS if r.read != "profile"], flag="--vllm-version", default=DEFAULT)
+"""The releases a plan can be priced at (0.20.0 and later)."""
+
+PROFILE_TABLE = ReleaseTable("vLLM", RECORDS, flag="vllm_version")
+"""Every record, for the profile run of a public boot of any V1 release (0.7 and later)."""
+
+
+def covered(short: bool = False) -> str:
+    """The covered range in words, the one text the engine's header (``short``), its notes and its errors use."""
+    full = [r.name for r in TABLE.releases if r.read == "full"]
+    part = [r.name for r in TABLE.releases if r.read == "part"]
+    text = f"vLLM {full[0]}-{full[-1]} read in full, {part[0]}-{part[-1]} in part"
+    if short:
+        return text
+    return (f"{text} (records at {', '.join(r.name for r in TABLE.releases)}; a release between two records takes "
+            "the older one's rules)")
+
+
+def _text(version) -> str:
+    if isinstance(version, tuple):
+        if not (2 <= len(version) <= 3 and all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x < 10**4
+                                               for x in version)):
+            raise KvMathError(f"vllm_version must look like 0.24.0 or (0, 24), got {str(version)[:40]}")
+        return ".".join(str(x) for x in version)
+    if not isinstance(version, str):
+        raise KvMathError(f"vllm_version must look like 0.24.0, got {str(version)[:40]!r}")
+    return version
+
+
+@lru_cache(maxsize=256)
+def _chosen(text: str):
+    public = text.split("+", 1)[0]  # a local build label (0.13.0+faa43dbf.nv26.01) does not change the release
+    try:
+        key = release_key(public)
+    except KvMathError:
+        key = ()
+    if len(key) != len(TABLE.oldest.key):
+        raise KvMathError(f"vllm_version must look like 0.24.0 (a vLLM release), got {text[:40]!r}; {covered()}")
+    if key < TABLE.oldest.key:
+        raise KvMathError(f"vLLM {text[:40]} is older than the releases these rules were read from; {covered()}")
+    return TABLE.choose(public)
+
+
+def release(version: str | tuple | None = None) -> VllmRelease:
+    """The record whose rules apply to ``version`` (``"0.24.0"``, ``"v0.27.1"``, ``(0, 24)``; None: ``DEFAULT``).
+
+    Raises KvMathError for a malformed version or one before 0.20.0 (whose sizing code was not read), naming the
+    covered range."""
+    return _chosen(_text(DEFAULT if version is None else version).strip()).release
+
+
+def profile_release(version: str | tuple) -> VllmRelease:
+    """The record of any V1 release for the profile run of a public boot (``"0.10.1"``, ``(0, 19)``): before
+    0.20 a ``"profile"`` record. Raises KvMathError for a malformed version or one before 0.7 (V1's first releases)."""
+    text = _text(version).strip()
+    try:
+        return PROFILE_TABLE.choose(text).release
+    except KvMathError:
+        raise KvMathError(f"profile_release must look like 0.19.0 or (0, 19) (vLLM 0.7 or later), got "
+                          f"{text[:40]!r}") from None
+
+
+def notes(version: str | tuple | None) -> list[str]:
+    """The notes a plan at ``version`` carries: that its release line (``MAJOR.MINOR``) has no record of its own
+    and whose rules it takes, and what its record does not model. Empty for a fully read release (a patch
+    release takes its line's record, as the covered range says)."""
+    text = _text(DEFAULT if version is None else version).strip()
+    chosen = _chosen(text)
+    rec = chosen.release
+    out = []
+    if chosen.note and release_key(text.split("+", 1)[0])[:2] != rec.key[:2]:
+        out.append(chosen.note)
+    if rec.not_modelled:
+        out.append(f"vLLM {text[:40]}: {rec.not_modelled}")
+    return out

@@ -1,0 +1,119 @@
+"""``kvmath-fit``: the one front door. Will this launch boot, and how much context do I get?
+
+Give it a launch line as you would paste it, the engine's command words first::
+
+    kvmath-fit vllm serve Qwen/Qwen3.6-27B --tensor-parallel-size 2 --card rtx3090
+    kvmath-fit llama-server -m model.gguf -c 32768 -ngl 99 --card rtx4090
+    kvmath-fit python -m sglang.launch_server --model-path Qwen/Qwen3-8B --card h100
+
+The line goes to the engine whose ``programs`` it starts with (``kvmath.engines.engine_for_launch``); the
+engine reads its own flags (``Engine.parse_launch``), prices the launch (``Engine.verdict``) and the solvers of
+:mod:`kvmath.solve` answer the largest context and the most sequences. Without command words, the flags are the
+public calculator's (``--model``, ``--compose``, ``--kv-format`` ...) and the answer is vLLM's.
+
+The front door's own options, anywhere on the line: ``--card NAME`` (a card of ``kvmath/data/cards.json``),
+``--device-memory SIZE`` (the memory of any other device, ``24GiB``), ``--json`` (``Verdict.to_json()`` plus
+``answers``), ``--no-solve`` (the verdict only), and ``kvmath-fit --json-schema`` (every JSON field, documented).
+
+Exit status: 0 boots, 1 does not boot, 2 bad input, 3 an internal error (one line asking for a report;
+``--debug`` prints the traceback; kvmath.clitools).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from .errors import KvMathError
+
+FRONT_DOOR_FLAGS = ("--card", "--device-memory", "--json", "--no-solve")
+
+
+def _take(argv: list[str]) -> tuple[list[str], dict]:
+    """Split the front door's own options off a launch line (``--card X`` and ``--card=X`` forms)."""
+    rest, opts = [], {"json": False, "solve": True, "card": None, "device_memory": None}
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        name, eq, value = a.partition("=")
+        if name in ("--card", "--device-memory"):
+            if not eq:
+                if i + 1 >= len(argv):
+                    raise KvMathError(f"{name} needs a value")
+                value, i = argv[i + 1], i + 1
+            key = name[2:].replace("-", "_")
+            if opts[key] is not None:
+                raise KvMathError(f"{name} given twice")
+            opts[key] = value
+        elif a == "--json":
+            opts["json"] = True
+        elif a == "--no-solve":
+            opts["solve"] = False
+        else:
+            rest.append(a)
+        i += 1
+    return rest, opts
+
+
+def json_schema() -> dict:
+    """Every key the front door's JSON may hold, documented: the common record and each engine's own."""
+    from .engines import ENGINES
+    from .engines.base import VERDICT_FIELDS
+
+    return {"verdict": dict(VERDICT_FIELDS),
+            "engines": {name: dict(e.json_fields) for name, e in ENGINES.items() if e.json_fields},
+            "exit_status": {"0": "boots", "1": "does not boot", "2": "bad input",
+                            "3": "internal error (please report it; --debug prints the traceback)"}}
+
+
+def run(argv=None) -> int:
+    """The command; ``main`` runs it guarded (kvmath.clitools)."""
+    from .engines import engine_for_launch
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv == ["--json-schema"]:
+        print(json.dumps(json_schema(), indent=1))
+        return 0
+    match = engine_for_launch(argv)
+    if match is None:  # the public calculator's flags: vLLM's budget
+        from .engines.vllm.cli import run as vllm_run
+
+        return vllm_run(argv)
+    engine, n = match
+    own = engine.front_door(argv[:n], argv[n:])
+    if own is not None:
+        return own
+    try:
+        rest, opts = _take(argv[n:])
+        launch = engine.launch_for(argv[:n], rest, env=dict(os.environ))
+        if opts["card"] is not None or opts["device_memory"] is not None:
+            from dataclasses import replace
+
+            from .units import parse_device_memory
+
+            mem = None if opts["device_memory"] is None else parse_device_memory(opts["device_memory"])
+            launch = replace(launch, card=opts["card"], device_bytes=mem)
+        verdict = engine.verdict(launch)
+        from .solve import answers
+
+        ans = answers(engine, launch) if opts["solve"] else {}
+    except KvMathError as e:
+        print(f"kvmath-fit: error: {e}", file=sys.stderr)
+        return 2
+    if opts["json"]:
+        print(json.dumps({**verdict.to_json(), "answers": ans}, indent=1))
+    else:
+        print(engine.render(verdict, ans))
+    return 0 if verdict.boots else 1
+
+
+def main(argv=None) -> int:
+    """Entry point (``kvmath-fit``): ``run`` guarded against its environment (kvmath.clitools.guarded)."""
+    from .clitools import guarded
+
+    return guarded("kvmath-fit", run, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,12 @@
+"""Models as kvmath reads them: per-layer cache specs (``specs``), the HF config rules (``hf``), GGUF
+headers (``gguf``) and the one entry point (``load.load_architecture``). Nothing outside this package
+reads a config.json or a GGUF file."""
+
+from .load import load_architecture
+from . import specs
+from .specs import *  # noqa: F403  (the spec classes, Architecture and the layer type names)
+from .hf import supported_model_types
+from . import hf_families  # noqa: F401  (registers the remaining families in hf's table; kvmath.model.hf
+                           # is always imported through this package, so every reader sees them)
+
+__all__ = ["load_architecture", "supported_model_types", *specs.__all__]

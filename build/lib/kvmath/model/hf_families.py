@@ -1,0 +1,368 @@
+"""Family rules for the model types added beyond the first reference set (one rule per family).
+
+Each rule reads a config as transformers 5.23 builds it (``models/<family>/configuration_*.py``
+``__post_init__`` and ``cache_utils.get_layer_types_and_kwargs``), and refuses what it cannot read exactly:
+a window no engine rule has been checked for, a field whose class default transformers would silently fill
+in, a layer kind no spec covers. tests/test_families.py checks every rule against transformers' real caches
+on the CPU. Registered into ``kvmath.model.hf``'s registry by ``@_family``.
+"""
+
+from __future__ import annotations
+
+from ..errors import KvMathError
+from ..validate import MAX_LAYERS
+from .hf import (
+    _WINDOW_UNCHECKED, _Config, _arch, _deepseek_v3, _family, _full_only, _head_dim, _kv_heads, _mla_fields,
+    _no_window, _window,
+)
+from .specs import (
+    CHUNKED, CONV, FULL, LINEAR, SLIDING, AttentionLayer, ChunkedAttentionLayer, DSALayer, Mamba1Layer,
+    ShortConvLayer,
+)
+
+
+def _attention_layers(c: _Config, types: list[str], *, head_dim: int | None = None) -> list[AttentionLayer]:
+    """Attention layers of ``types`` (full / sliding), ``num_key_value_heads`` x ``head_dim``, the sliding ones
+    windowed by ``sliding_window``."""
+    heads = c.int("num_attention_heads")
+    kv = _kv_heads(c, heads)
+    head_dim = head_dim or _head_dim(c)
+    window = _window(c) if SLIDING in types else None
+    return [AttentionLayer(i, t, kv, head_dim, head_dim, window if t == SLIDING else None) for i, t in enumerate(types)]
+
+
+def _typed(c: _Config, name, source, default, *, head_dim: int | None = None, mtp_key: str | None = None):
+    """A family whose layers are full or sliding attention: ``layer_types`` when given, else ``default(n)``
+    (the config class's own ``__post_init__`` rule)."""
+    n = c.layer_count()
+    types = c.layer_types(n, (FULL, SLIDING)) or default(n)
+    layers = _attention_layers(c, types, head_dim=head_dim)
+    mtp = c.int(mtp_key, 0, minimum=0, maximum=MAX_LAYERS) if mtp_key else 0
+    return _arch(c, name, source, layers, c.int("num_attention_heads"), mtp_num_hidden_layers=mtp)
+
+
+def _needs_written(c: _Config, key: str, default) -> None:
+    """Refuse a config that leaves ``key`` to the config class's default (transformers would fill it in)."""
+    if key not in c.cfg:
+        raise KvMathError(f"{c.model_type} config has no {key}; transformers' config class would default it to "
+                          f"{default!r}: write it out")
+
+
+# --- plain attention on every layer -------------------------------------------------------------------------
+
+@_family("olmo2", "olmoe", "cohere", "granite", "granitemoe", "granitemoeshared", "ernie4_5_moe",
+         "hunyuan_v1_dense", "hunyuan_v1_moe")
+def _plain(c: _Config, name: str, source: str):
+    """Full attention on every layer, ``num_key_value_heads`` x (``head_dim`` or ``hidden_size /
+    num_attention_heads``), no window: OLMo 2, OLMoE, Command-R (``cohere``), Granite 3 (``granite``,
+    ``granitemoe``, ``granitemoeshared``), ERNIE 4.5 MoE, Hunyuan v1 (transformers 5.23: none of these config
+    classes has a ``sliding_window`` or a ``head_dim`` default; the modeling files read ``getattr(config,
+    "head_dim", hidden_size // num_attention_heads)``)."""
+    return _full_only(c, name, source)
+
+
+@_family("internlm3", "ernie4_5", "seed_oss", "qwen3_vl_text", "ministral3")
+def _plain_head_dim(c: _Config, name: str, source: str):
+    """Full attention on every layer with an explicit ``head_dim`` (transformers 5.23: InternLM3Config,
+    Ernie4_5Config, SeedOssConfig, Qwen3VLTextConfig and Ministral3Config default it to 128, which is not
+    ``hidden_size / num_attention_heads`` for ERNIE 4.5 0.3B or Seed-OSS, so a config without it is refused).
+    A ``sliding_window`` (Ministral3Config has the key; the published configs write null) is refused."""
+    return _full_only(c, name, source, head_dim_default=128, window=_WINDOW_UNCHECKED)
+
+
+@_family("qwen3_vl_moe_text")
+def _qwen3_vl_moe(c: _Config, name: str, source: str):
+    """Qwen3-VL MoE's text decoder: full attention, ``head_dim`` (``Qwen3VLMoeTextConfig`` derives it from
+    ``hidden_size / num_attention_heads`` when absent, as ``_head_dim`` does), MoE MLPs."""
+    return _full_only(c, name, source)
+
+
+@_family("starcoder2", "phimoe")
+def _window_unchecked(c: _Config, name: str, source: str):
+    """StarCoder2 and Phi-3.5-MoE: full attention; a ``sliding_window`` (the published configs set one) is
+    refused: transformers 5.23 would window every layer, and kvmath has not checked what vLLM's and llama.cpp's
+    converters do with it for these families."""
+    return _full_only(c, name, source, window=_WINDOW_UNCHECKED)
+
+
+@_family("phi3")
+def _phi3(c: _Config, name: str, source: str):
+    """Phi-3 / Phi-3.5 / Phi-4 / Phi-4-mini (``phi3``): GQA on every layer, head width ``hidden_size /
+    num_attention_heads`` (modeling_phi3.py).
+
+    With a ``sliding_window`` (Phi-3-mini-4k: 2047) every layer is windowed, as transformers 5.23 builds the
+    cache (``get_layer_types_and_kwargs``: no ``layer_types``, so a layer is sliding iff the config has a
+    window) and as vLLM applies it (``Phi3ForCausalLM`` is ``LlamaForCausalLM``: the model-level window,
+    ``Attention`` ``cache_config.sliding_window``). llama.cpp loads Phi-3 without it (src/llama-model.cpp
+    LLM_ARCH_PHI3: "Phi SWA is currently disabled", ggml-org/llama.cpp#13676); that is llama.cpp's rule
+    (``kvmath.engines.llamacpp`` lists phi3 among its no-window families). ``sliding_window`` null: full.
+    """
+    n = c.layer_count()
+    types = c.layer_types(n, (FULL, SLIDING))
+    if types is None:
+        types = [SLIDING if c.has("sliding_window") else FULL] * n
+    layers = _attention_layers(c, types)
+    return _arch(c, name, source, layers, c.int("num_attention_heads"))
+
+
+# --- full / sliding patterns ----------------------------------------------------------------------------------
+
+@_family("olmo3")
+def _olmo3(c: _Config, name: str, source: str):
+    """OLMo 3: ``layer_types``, else sliding except every 4th layer (``Olmo3Config.__post_init__``:
+    ``sliding_attention if (i + 1) % 4 != 0``); ``sliding_window`` must be written (the class default 4096)."""
+    if c.raw("layer_types") is None or SLIDING in (c.raw("layer_types") or []):
+        _needs_written(c, "sliding_window", 4096)
+    return _typed(c, name, source, lambda n: [SLIDING if (i + 1) % 4 else FULL for i in range(n)])
+
+
+@_family("exaone4")
+def _exaone4(c: _Config, name: str, source: str):
+    """EXAONE 4.0: ``layer_types`` (the published configs write them: 3 sliding then 1 full), else, with an
+    integer ``sliding_window_pattern`` p, sliding iff ``(i + 1) % p != 0`` (``Exaone4Config.__post_init__``);
+    with ``sliding_window`` null every layer is full. A string pattern (``"LLLG"``) without ``layer_types`` is
+    refused: transformers 5.23's rule takes an integer."""
+    if c.raw("layer_types") is None:
+        if not c.has("sliding_window"):
+            return _typed(c, name, source, lambda n: [FULL] * n)
+        pattern = c.raw("sliding_window_pattern")
+        if isinstance(pattern, str):
+            raise KvMathError(f"exaone4 config has sliding_window_pattern {pattern!r} and no layer_types; "
+                              "transformers 5.23 reads an integer pattern: write layer_types")
+        p = c.int("sliding_window_pattern", None, maximum=MAX_LAYERS) if c.has("sliding_window_pattern") else None
+        if p is None:
+            raise KvMathError("exaone4 config has a sliding_window but neither layer_types nor sliding_window_pattern")
+        return _typed(c, name, source, lambda n: [SLIDING if (i + 1) % p else FULL for i in range(n)])
+    return _typed(c, name, source, lambda n: [FULL] * n)
+
+
+@_family("cohere2")
+def _cohere2(c: _Config, name: str, source: str):
+    """Command R7B / Command A (``cohere2``): ``layer_types``, else sliding iff ``(i + 1) %
+    sliding_window_pattern`` (default 4; ``Cohere2Config.__post_init__``). The head width is always
+    ``hidden_size / num_attention_heads`` (``__post_init__`` overwrites ``head_dim``): a config whose
+    ``head_dim`` disagrees is refused."""
+    heads, hidden = c.int("num_attention_heads"), c.int("hidden_size")
+    if hidden % heads:
+        raise KvMathError(f"cohere2 hidden_size {hidden} is not a multiple of num_attention_heads {heads}")
+    if c.has("head_dim") and c.int("head_dim") != hidden // heads:
+        raise KvMathError(f"cohere2 config sets head_dim {c.int('head_dim')} but transformers uses hidden_size / "
+                          f"num_attention_heads = {hidden // heads}; remove one")
+    p = c.int("sliding_window_pattern", 4, maximum=MAX_LAYERS)
+    if c.raw("layer_types") is None:
+        _needs_written(c, "sliding_window", 4096)
+    return _typed(c, name, source, lambda n: [SLIDING if (i + 1) % p else FULL for i in range(n)],
+                  head_dim=hidden // heads)
+
+
+@_family("smollm3")
+def _smollm3(c: _Config, name: str, source: str):
+    """SmolLM3: full attention (the NoPE layers only drop RoPE). ``SmolLM3Config.__post_init__`` windows the
+    NoPE layers when ``use_sliding_window`` is true; kvmath has not checked vLLM's and llama.cpp's rule for
+    that, so such a config is refused (the published SmolLM3-3B sets it false)."""
+    n = c.layer_count()
+    types = c.layer_types(n, (FULL, SLIDING))
+    if c.bool("use_sliding_window") or (types and SLIDING in types):
+        raise KvMathError(f"smollm3 config windows layers (use_sliding_window / layer_types): {_WINDOW_UNCHECKED}")
+    return _typed(c, name, source, lambda n: [FULL] * n)
+
+
+@_family("qwen2_moe")
+def _qwen2_moe(c: _Config, name: str, source: str):
+    """Qwen1.5-MoE / Qwen2-57B-A14B (``qwen2_moe``): full attention with ``use_sliding_window`` false (the
+    published configs). With it true ``Qwen2MoeConfig.__post_init__`` windows the even layers below
+    ``max_window_layers`` (``(i + 1) % 2 and i < max_window_layers``), a rule vLLM's qwen2_moe.py does not
+    share: refused."""
+    n = c.layer_count()
+    types = c.layer_types(n, (FULL, SLIDING))
+    if c.bool("use_sliding_window") or (types and SLIDING in types):
+        raise KvMathError(f"qwen2_moe config sets use_sliding_window (or sliding layer_types): {_WINDOW_UNCHECKED}")
+    cfg = {k: v for k, v in c.cfg.items() if k != "sliding_window"}  # inert without use_sliding_window
+    return _full_only(_Config(cfg, c.model_type), name, source)
+
+
+# --- MLA, DSA ----------------------------------------------------------------------------------------------
+
+@_family("deepseek_v2", "glm4_moe_lite")
+def _mla_family(c: _Config, name: str, source: str):
+    """DeepSeek-V2 / V2-Lite and GLM-4.7-Flash (``glm4_moe_lite``): MLA on every layer, as DeepSeek-V3
+    (transformers 5.23 ``DeepseekV2Attention`` / ``Glm4MoeLiteAttention`` cache the latent as keys and the
+    RoPE key as values); ``num_nextn_predict_layers`` is the MTP head."""
+    return _deepseek_v3(c, name, source)
+
+
+@_family("deepseek_v32", "glm_moe_dsa")
+def _dsa(c: _Config, name: str, source: str):
+    """DeepSeek-V3.2 and GLM-5 (``glm_moe_dsa``): MLA plus DeepSeek Sparse Attention's indexer on every layer.
+
+    transformers 5.23 ``DeepseekV32Config`` / ``GlmMoeDsaConfig``: ``layer_types`` all ``indexed_attention``
+    (``DynamicIndexedLayer``: latent keys, RoPE values and ``indexer_keys [B, 1, T, index_head_dim]``).
+    ``index_head_dim``, ``index_n_heads`` and ``index_topk`` must be written (class defaults 128, 64, 2048).
+    """
+    n = c.layer_count()
+    heads = c.int("num_attention_heads")
+    c.layer_types(n, ("indexed_attention",))
+    _no_window(c)
+    mla = _mla_fields(c)
+    for key, default in (("index_head_dim", 128), ("index_n_heads", 64), ("index_topk", 2048)):
+        _needs_written(c, key, default)
+    idx = {"index_head_dim": c.int("index_head_dim"), "index_n_heads": c.int("index_n_heads"),
+           "index_topk": c.int("index_topk")}
+    layers = [DSALayer(i, mla["kv_lora_rank"], mla["qk_rope_head_dim"], **idx, qk_nope_head_dim=mla["qk_nope_head_dim"],
+                       v_head_dim=mla["v_head_dim"]) for i in range(n)]
+    return _arch(c, name, source, layers, heads,
+                 mtp_num_hidden_layers=c.int("num_nextn_predict_layers", 0, minimum=0, maximum=MAX_LAYERS))
+
+
+# --- Llama 4: chunked attention -------------------------------------------------------------------------
+
+@_family("llama4_text")
+def _llama4(c: _Config, name: str, source: str):
+    """Llama 4 Scout / Maverick text decoder: chunked local attention on the RoPE layers, full on the NoPE ones.
+
+    transformers 5.23 ``Llama4TextConfig.__post_init__``: ``no_rope_layers`` (1 = RoPE; default: 0 every
+    ``no_rope_layer_interval``-th layer, interval 4), ``layer_types[i] = chunked_attention if no_rope_layers[i]
+    else full_attention``; ``attention_chunk_size`` (8192 in the published configs) is the chunk.
+    ``head_dim`` must be written (class default 128).
+    """
+    n = c.layer_count()
+    heads = c.int("num_attention_heads")
+    kv = _kv_heads(c, heads)
+    _needs_written(c, "head_dim", 128)
+    head_dim = c.int("head_dim")
+    types = c.layer_types(n, (FULL, CHUNKED))
+    if types is None:
+        rope = c.raw("no_rope_layers")
+        if rope:
+            if not isinstance(rope, list) or len(rope) < n or any(v not in (0, 1) for v in rope[:n]):
+                raise KvMathError(f"llama4 no_rope_layers must be a list of {n} zeros and ones")
+        else:
+            interval = c.int("no_rope_layer_interval", 4, maximum=MAX_LAYERS)
+            rope = [int((i + 1) % interval != 0) for i in range(n)]
+        types = [CHUNKED if r else FULL for r in rope[:n]]
+    _no_window(c)
+    chunk = None
+    if CHUNKED in types:
+        _needs_written(c, "attention_chunk_size", 8192)
+        chunk = c.int("attention_chunk_size")
+        if chunk < 2:
+            raise KvMathError(f"llama4 attention_chunk_size must be >= 2 tokens, got {chunk}")
+    layers = [ChunkedAttentionLayer(i, kv, head_dim, head_dim, chunk) if t == CHUNKED else
+              AttentionLayer(i, FULL, kv, head_dim, head_dim) for i, t in enumerate(types)]
+    return _arch(c, name, source, layers, heads)
+
+
+# --- Gemma 3n: sliding / full with KV sharing -------------------------------------------------------------
+
+@_family("gemma3n_text")
+def _gemma3n(c: _Config, name: str, source: str):
+    """Gemma 3n (E2B / E4B) text decoder: sliding and full layers, the last ``num_kv_shared_layers`` reading the
+    cache of the last earlier non-shared layer of their type.
+
+    transformers 5.23 ``Gemma3nTextConfig.__post_init__``: ``layer_types`` default full iff ``(i + 1) % 5 ==
+    0``; ``head_dim`` (default 256) and ``sliding_window`` (default 512) must be written;
+    ``configuration_gemma3n.py`` ``kv_sharing`` maps each shared layer to ``first_shared_layer - 1 -
+    reversed_unshared.index(type)``. AltUp, per-layer inputs and activation sparsity do not change the cache.
+    vLLM skips the RoPE scaling for model types containing gemma3 (``_get_and_verify_max_len``).
+    """
+    from .specs import AttentionLayer as A
+
+    for key, default in (("head_dim", 256), ("sliding_window", 512)):
+        _needs_written(c, key, default)
+    c = _Config({k: v for k, v in c.cfg.items() if k != "rope_scaling"}, c.model_type)
+    n = c.layer_count()
+    heads = c.int("num_attention_heads")
+    types = c.layer_types(n, (FULL, SLIDING)) or [FULL if (i + 1) % 5 == 0 else SLIDING for i in range(n)]
+    base = _attention_layers(c, types, head_dim=c.int("head_dim"))
+    shared = c.int("num_kv_shared_layers", 0, minimum=0)
+    if shared >= n:
+        raise KvMathError(f"num_kv_shared_layers {shared} must be smaller than num_hidden_layers {n}")
+    first = n - shared
+    producer = {t: i for i, t in enumerate(types[:first])}
+    layers = []
+    for layer in base:
+        if layer.index >= first:
+            if layer.layer_type not in producer:
+                raise KvMathError(f"gemma3n layer {layer.index} ({layer.layer_type}) shares KV but no earlier "
+                                  f"non-shared layer of that type produces it")
+            layer = A(layer.index, layer.layer_type, layer.num_kv_heads, layer.head_dim, layer.v_head_dim,
+                      layer.sliding_window, False, producer[layer.layer_type])
+        layers.append(layer)
+    return _arch(c, name, source, layers, heads)
+
+
+# --- state-space and convolution hybrids -------------------------------------------------------------------
+
+@_family("mamba", "falcon_mamba")
+def _mamba1(c: _Config, name: str, source: str):
+    """Mamba-1 (``mamba``, ``falcon_mamba``): a Mamba-1 mixer on every layer, no attention.
+
+    transformers 5.23 ``MambaConfig`` / ``FalconMambaConfig.__post_init__``: ``intermediate_size =
+    int(expand * hidden_size)`` (overwriting a written one: a config whose ``intermediate_size`` disagrees is
+    refused), ``state_size``, ``conv_kernel``; every layer ``linear_attention``.
+    """
+    n = c.layer_count()
+    for key, default in (("expand", 2), ("state_size", 16), ("conv_kernel", 4)):
+        _needs_written(c, key, default)
+    inner = c.int("expand") * c.int("hidden_size")
+    if c.has("intermediate_size") and c.int("intermediate_size") != inner:
+        raise KvMathError(f"{c.model_type} config sets intermediate_size {c.int('intermediate_size')} but "
+                          f"transformers uses expand * hidden_size = {inner}; remove one")
+    layers = [Mamba1Layer(i, inner, c.int("state_size"), c.int("conv_kernel")) for i in range(n)]
+    arch = _arch(c, name, source, layers, 0 if not c.has("num_attention_heads") else c.int("num_attention_heads"))
+    return arch
+
+
+@_family("jamba")
+def _jamba(c: _Config, name: str, source: str):
+    """Jamba: attention every ``attn_layer_period`` layers from ``attn_layer_offset``, Mamba-1 elsewhere.
+
+    transformers 5.23 ``JambaConfig.layers_block_type``: ``attention if i % attn_layer_period ==
+    attn_layer_offset else mamba`` (both must be written; class defaults 8 and 4); Mamba-1 widths
+    ``mamba_expand * hidden_size``, ``mamba_d_state``, ``mamba_d_conv``; attention ``num_key_value_heads`` x
+    ``hidden_size / num_attention_heads``. A ``sliding_window`` is refused.
+    """
+    n = c.layer_count()
+    for key, default in (("attn_layer_period", 8), ("attn_layer_offset", 4), ("mamba_expand", 2),
+                         ("mamba_d_state", 16), ("mamba_d_conv", 4)):
+        _needs_written(c, key, default)
+    period = c.int("attn_layer_period", maximum=MAX_LAYERS)
+    offset = c.int("attn_layer_offset", minimum=0, maximum=MAX_LAYERS)
+    if c.has("sliding_window"):
+        raise KvMathError(f"jamba config sets sliding_window {c.raw('sliding_window')!r}: {_WINDOW_UNCHECKED}")
+    types = [FULL if i % period == offset else LINEAR for i in range(n)]
+    if FULL not in types:
+        raise KvMathError(f"jamba attn_layer_offset {offset} >= attn_layer_period {period}: no attention layer")
+    attn = {a.index: a for a in _attention_layers(c, [FULL] * n)}
+    inner = c.int("mamba_expand") * c.int("hidden_size")
+    layers = [attn[i] if t == FULL else Mamba1Layer(i, inner, c.int("mamba_d_state"), c.int("mamba_d_conv"))
+              for i, t in enumerate(types)]
+    return _arch(c, name, source, layers, c.int("num_attention_heads"))
+
+
+@_family("lfm2", "lfm2_moe")
+def _lfm2(c: _Config, name: str, source: str):
+    """LFM2 / LFM2-MoE: gated short-convolution layers and GQA attention layers.
+
+    transformers 5.23 ``Lfm2Config.__post_init__``: ``layer_types`` (``conv`` / ``full_attention``), else full
+    attention at ``full_attn_idxs`` (default: every layer) and conv elsewhere; conv state ``[B, hidden_size,
+    conv_L_cache]`` (``Lfm2ShortConv``); attention ``num_key_value_heads`` x ``hidden_size /
+    num_attention_heads``. ``conv_L_cache`` must be written (class default 3).
+    """
+    n = c.layer_count()
+    types = c.layer_types(n, (FULL, CONV))
+    if types is None:
+        idx = c.raw("full_attn_idxs")
+        if idx is None:
+            raise KvMathError(f"{c.model_type} config needs layer_types (conv / full_attention per layer) or "
+                              "full_attn_idxs; transformers would make every layer attention")
+        if not isinstance(idx, list) or not all(isinstance(i, int) and 0 <= i < n for i in idx):
+            raise KvMathError(f"{c.model_type} full_attn_idxs must be layer indices in [0, {n})")
+        types = [FULL if i in set(idx) else CONV for i in range(n)]
+    _needs_written(c, "conv_L_cache", 3)
+    _no_window(c)
+    attn = {a.index: a for a in _attention_layers(c, [FULL] * n)} if FULL in types else {}
+    width, kernel = c.int("hidden_size"), c.int("conv_L_cache")
+    layers = [attn[i] if t == FULL else ShortConvLayer(i, width, kernel) for i, t in enumerate(types)]
+    return _arch(c, name, source, layers, c.int("num_attention_heads"))
+

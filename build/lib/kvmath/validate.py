@@ -1,0 +1,625 @@
+"""Input checks shared by the command lines and the Python API: one place, one message style.
+
+Every check raises :class:`kvmath.errors.KvMathError` with one line naming the field, the value and
+the valid range, before any arithmetic runs. Bounds are generous (far beyond any published model or
+deployment) but finite, so no input can make kvmath loop, allocate or compute without bound.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import math
+import os
+import re
+import stat
+from contextlib import contextmanager
+
+from .errors import KvMathError
+
+MAX_LAYERS = 512
+"""Upper bound on a config's layer count: llama.cpp's ``LLAMA_MAX_LAYERS`` (src/llama-hparams.h), which
+the GGUF reader applies too. The largest published decoders have under 200 layers; vLLM's grouping is
+quadratic in the layer count, so a bound keeps every plan well under a second."""
+MAX_INT = 2**32
+"""Upper bound on any other count or width read from a config (heads, widths, windows, positions)."""
+MAX_TOKENS = 2**31
+"""Upper bound on a context length or token budget (tokens)."""
+MAX_BYTES = 2**60
+"""Upper bound on a memory figure given by a user (bytes; 1 EiB)."""
+MAX_GB = MAX_BYTES // 10**9
+"""The same bound in GB (1e9 B): weights, drafter and reserved-KV sizes given in GB."""
+MAX_TP = 4096
+"""Upper bound on a tensor-parallel size."""
+MAX_NAME = 200
+"""Longest name (format, card, variant, version, model id) kvmath reads, in characters."""
+
+
+def as_int(value, key: str, minimum: int = 1, maximum: int = MAX_INT) -> int:
+    """``value`` as an int in ``[minimum, maximum]`` (an integral float such as ``32.0`` is accepted).
+
+    ``key`` names the field in the message. Raises KvMathError for a bool, a string, a non-integral or
+    non-finite float, or a value out of range.
+    """
+    if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+            value = int(value)
+        else:
+            raise KvMathError(f"config field {key} must be an integer, got {_short(value)}")
+    if value < minimum:
+        raise KvMathError(f"config field {key} must be >= {minimum}, got {_short(value)}")
+    if value > maximum:
+        raise KvMathError(f"config field {key} must be <= {maximum}, got {_short(value)}")
+    return value
+
+
+def check_positive(value, what: str, maximum: int = MAX_INT) -> int:
+    """A user-supplied count (context, sequences, TP): a positive integer up to ``maximum``."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+            value = int(value)
+        else:
+            raise KvMathError(f"{what} must be a positive integer, got {_short(value)}")
+    if value < 1:
+        raise KvMathError(f"{what} must be a positive integer, got {_short(value)}")
+    if value > maximum:
+        raise KvMathError(f"{what} must be at most {maximum:,}, got {_short(value)}")
+    return value
+
+
+def check_count(value, what: str, minimum: int = 0, maximum: int = MAX_INT) -> int:
+    """An integer in ``[minimum, maximum]`` (a count that may be 0)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+            value = int(value)
+        else:
+            raise KvMathError(f"{what} must be an integer >= {minimum}, got {_short(value)}")
+    if not minimum <= value <= maximum:
+        raise KvMathError(f"{what} must be an integer in [{minimum}, {maximum:,}], got {_short(value)}")
+    return value
+
+
+def check_bool(value, what: str) -> bool:
+    if not isinstance(value, bool):
+        raise KvMathError(f"{what} must be True or False, got {_short(value)}")
+    return value
+
+
+def check_choice(value, what: str, valid) -> str:
+    """``value`` if it is one of ``valid`` (strings), else KvMathError listing them."""
+    valid = tuple(valid)
+    if not isinstance(value, str) or value not in valid:
+        raise KvMathError(f"{what} must be one of {', '.join(map(str, valid))}; got {_short(value)}")
+    return value
+
+
+def check_number(value, what: str, minimum: float = 0.0, maximum: float = float(MAX_GB), *,
+                 open_min: bool = False) -> float:
+    """A real, finite number (not a bool) in ``[minimum, maximum]`` (``(minimum, maximum]`` with
+    ``open_min``); an int is accepted and returned as a float when it is in range."""
+    is_int = isinstance(value, int) and not isinstance(value, bool)
+    if not is_int and not (isinstance(value, float) and math.isfinite(value)):
+        raise KvMathError(f"{what} must be a finite number, got {_short(value)}")
+    low = "(" if open_min else "["
+    if (value <= minimum if open_min else value < minimum) or value > maximum:
+        raise KvMathError(f"{what} must be a number in {low}{_num(minimum)}, {_num(maximum)}], got {_short(value)}")
+    return float(value)
+
+
+def _num(x: float) -> str:
+    return f"{int(x):,}" if float(x).is_integer() else f"{x:g}"
+
+
+def check_name(value, what: str, maximum: int = MAX_NAME, *, optional: bool = False) -> str | None:
+    """A non-empty string of at most ``maximum`` characters (None too with ``optional``)."""
+    if value is None and optional:
+        return None
+    if not isinstance(value, str):
+        raise KvMathError(f"{what} must be a name (a string), got {_short(value)}")
+    if not value.strip():
+        raise KvMathError(f"{what} is empty; give a name")
+    if len(value) > maximum or "\x00" in value:
+        raise KvMathError(f"{what} is {len(value):,} characters long; names are at most {maximum} "
+                          f"(got {_short(value)})")
+    return value
+
+
+def one_line(message, limit: int = 600) -> str:
+    """An error message as one line of at most ``limit`` characters (what a command line prints)."""
+    text = " ".join(str(message).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def is_finite_number(v) -> bool:
+    """A real, finite number that is not a bool (an int too large for a float is not)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return False
+    try:
+        return math.isfinite(v)
+    except OverflowError:
+        return False
+
+
+def _short(value, limit: int = 60) -> str:
+    """``repr(value)`` cut to ``limit`` characters (a 5,000-digit integer is not echoed whole)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 4 * limit:
+        return f"an integer of about {int(value.bit_length() * 0.30103):,} digits"
+    if isinstance(value, str) and len(value) > limit:
+        value = value[:limit]  # repr of the head only: a huge string is not copied whole
+    try:
+        text = repr(value)
+    except ValueError:  # int too large for repr under Python's digit limit
+        return "an integer with too many digits"
+    except Exception:  # noqa: BLE001 - an object whose repr fails still gets a message
+        return f"a {type(value).__name__}"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# ---------------------------------------------------------------------------------------------------
+# config fields: one table, checked once where a config dict enters (kvmath.model.load) before any reader
+
+class Rule:
+    """How one config field must look. ``kind``: ``int`` (an integer, not a bool; an integral float such as
+    ``32.0`` is read as 32), ``number`` (a finite real), ``ints`` (a list of integers, at most ``max_len``
+    long), ``strs`` (a list of strings), ``str`` (a string of at most ``max_len`` characters), ``bool``,
+    ``dict`` (an object of at most ``max_len`` keys), ``either`` (the value passes one of ``options``, other
+    rules, tried in order: EXAONE 4's ``sliding_window_pattern`` is an integer or a string such as ``"LLLG"``,
+    Gemma 3n's ``intermediate_size`` an integer or one per layer). ``minimum`` / ``maximum`` bound the value
+    (or each item). ``also``: other values accepted as they are (``"auto"`` for ``mamba_d_head``). A null value
+    is always accepted: every reader treats it as absent."""
+
+    __slots__ = ("kind", "minimum", "maximum", "max_len", "also", "open_min", "options")
+
+    def __init__(self, kind: str, minimum=None, maximum=None, max_len: int | None = None, also: tuple = (),
+                 open_min: bool = False, options: tuple = ()):
+        self.kind, self.minimum, self.maximum, self.max_len, self.also = kind, minimum, maximum, max_len, also
+        self.open_min, self.options = open_min, options
+
+    def __repr__(self):  # pragma: no cover - for a reader of the table
+        return f"Rule({self.kind!r}, {self.minimum!r}, {self.maximum!r}, max_len={self.max_len!r})"
+
+    def describe(self) -> str:
+        """The valid range in words, for the one-line refusal."""
+        low = "(" if self.open_min else "["
+        span = f"{low}{_num(self.minimum)}, {_num(self.maximum)}]" if self.minimum is not None else ""
+        extra = "".join(f" or {a!r}" for a in self.also)
+        if self.kind == "either":
+            return " or ".join(o.describe() for o in self.options)
+        if self.kind == "int":
+            return f"an integer in {span}{extra}"
+        if self.kind == "number":
+            return f"a finite number in {span}"
+        if self.kind == "ints":
+            return f"a list of at most {self.max_len:,} integers in {span}"
+        if self.kind == "strs":
+            return f"a list of at most {self.max_len:,} strings"
+        if self.kind == "str":
+            return f"a string of at most {self.max_len:,} characters"
+        if self.kind == "dict":
+            return f"an object of at most {self.max_len:,} entries"
+        return "true or false"
+
+
+def count(minimum: int = 1, maximum: int = MAX_INT, also: tuple = ()) -> Rule:
+    """An integer field in ``[minimum, maximum]``."""
+    return Rule("int", minimum, maximum, also=also)
+
+
+def layers(minimum: int = 1) -> Rule:
+    """A layer count (or layer index bound) in ``[minimum, MAX_LAYERS]``."""
+    return Rule("int", minimum, MAX_LAYERS)
+
+
+WIDTH = 2**20
+"""Upper bound on a hidden / intermediate width (1,048,576; the widest published layers are under 2^17)."""
+HEADS = 2**16
+"""Upper bound on a head count or a head width."""
+MAX_EXPERTS = 4096
+"""Upper bound on routed experts per layer (the most published: 512, Qwen3-Next)."""
+MAX_LAYER_EXPERTS = 2**15
+"""Upper bound on layers x experts: the checkpoint estimate writes rows per expert matrix and costs about
+80 us per expert MLP with vLLM's sharding (Qwen3-Next, 48 x 512 = 24,576: 2.0 s; 512 x 512 took 26 s), so
+32,768 keeps every published model (Qwen3-Next 24,576, Kimi K2 61 x 384, DeepSeek-V3 61 x 256) and no config
+can make it run for minutes."""
+
+CONFIG_RULES: dict[str, Rule] = {
+    # layer counts (kvmath.model.hf, checkpoint.py, the weight estimators)
+    "num_hidden_layers": layers(), "n_layer": layers(), "num_layers": layers(), "depth": layers(),
+    "encoder_layers": layers(), "mtp_num_hidden_layers": layers(0), "num_nextn_predict_layers": layers(0),
+    "num_kv_shared_layers": layers(0), "first_k_dense_replace": layers(0), "max_window_layers": layers(0),
+    "full_attention_interval": layers(),
+    "sliding_window_pattern": Rule("either", options=(layers(), Rule("str", max_len=MAX_LAYERS))), "decoder_sparse_step": layers(),
+    # attention
+    "num_attention_heads": count(1, HEADS), "n_head": count(1, HEADS), "num_key_value_heads": count(1, HEADS),
+    "num_global_key_value_heads": count(1, HEADS), "num_heads": count(1, HEADS),
+    "head_dim": count(1, HEADS), "global_head_dim": count(1, HEADS), "attention_head_dim": count(1, HEADS),
+    "kv_lora_rank": count(1, HEADS), "q_lora_rank": count(0, WIDTH), "qk_rope_head_dim": count(1, HEADS),
+    "qk_nope_head_dim": count(0, HEADS), "v_head_dim": count(1, HEADS),
+    "sliding_window": count(0, MAX_TOKENS),  # 0: no window (qwen2_moe defaults); _window refuses < 2 where read
+    "max_position_embeddings": count(0, MAX_TOKENS),
+    "original_max_position_embeddings": count(1, MAX_TOKENS),
+    "partial_rotary_factor": Rule("number", 0, 1, open_min=True),
+    # widths
+    "hidden_size": count(1, WIDTH), "n_embd": count(1, WIDTH), "d_model": count(1, WIDTH), "width": count(1, WIDTH),
+    "embed_dim": count(1, WIDTH),
+    "intermediate_size": Rule("either", options=(count(1, WIDTH), Rule("ints", 1, WIDTH, MAX_LAYERS))), "ffn_hidden_size": count(1, WIDTH),
+    "encoder_ffn_dim": count(1, WIDTH), "moe_intermediate_size": count(0, WIDTH),
+    "expert_intermediate_size": count(0, WIDTH), "shared_expert_intermediate_size": count(0, WIDTH),
+    "moe_shared_expert_intermediate_size": count(0, WIDTH), "hidden_size_per_layer_input": count(0, WIDTH),
+    "vocab_size": count(1, 2**24), "out_hidden_size": count(1, WIDTH), "projection_dim": count(1, WIDTH),
+    # experts
+    "num_experts": count(0, MAX_EXPERTS), "num_local_experts": count(0, MAX_EXPERTS),
+    "n_routed_experts": count(0, MAX_EXPERTS), "n_shared_experts": count(0, MAX_EXPERTS),
+    "num_shared_experts": count(0, MAX_EXPERTS), "num_experts_per_tok": count(0, MAX_EXPERTS),
+    "top_k_experts": count(0, MAX_EXPERTS), "moe_top_k": count(0, MAX_EXPERTS),
+    # linear attention / state-space mixers
+    "linear_num_key_heads": count(1, HEADS), "linear_num_value_heads": count(1, HEADS),
+    "linear_key_head_dim": count(1, HEADS), "linear_value_head_dim": count(1, HEADS),
+    "linear_conv_kernel_dim": count(1, 1024), "short_conv_kernel_size": count(1, 1024), "conv_kernel": count(1, 1024),
+    "mamba_num_heads": count(1, HEADS), "mamba_head_dim": count(1, HEADS), "mamba_n_heads": count(1, HEADS),
+    "mamba_d_head": count(1, HEADS, also=("auto",)), "mamba_n_groups": count(1, HEADS),
+    "mamba_d_state": count(1, HEADS), "mamba_d_conv": count(1, 1024), "mamba_expand": count(1, 64),
+    "ssm_state_size": count(1, HEADS), "n_groups": count(1, HEADS), "mamba_chunk_size": count(1, WIDTH),
+    "chunk_size": count(1, WIDTH),
+    # vision / audio towers (checkpoint.py)
+    "patch_size": count(1, 4096), "temporal_patch_size": count(1, 64), "spatial_merge_size": count(1, 64),
+    "in_channels": count(1, 1024), "num_channels": count(1, 1024), "in_chans": count(1, 1024),
+    "num_position_embeddings": count(0, 2**24), "position_embedding_size": count(1, 2**24),
+    "vision_soft_tokens_per_image": count(0, 2**24),
+    # lists and strings
+    "layer_types": Rule("strs", max_len=2 * MAX_LAYERS), "layers_block_type": Rule("strs", max_len=2 * MAX_LAYERS),
+    "hybrid_override_pattern": Rule("str", max_len=MAX_LAYERS), "mlp_only_layers": Rule("ints", 0, MAX_LAYERS,
+                                                                                         MAX_LAYERS),
+    "deepstack_visual_indexes": Rule("ints", 0, MAX_LAYERS, MAX_LAYERS),
+    "per_layer_config": Rule("dict", max_len=MAX_LAYERS),
+    # switches the readers take only as true / false (a string "false" would be read as a default)
+    "tie_word_embeddings": Rule("bool"), "attention_k_eq_v": Rule("bool"), "use_sliding_window": Rule("bool"),
+    "enable_moe_block": Rule("bool"), "attention_bias": Rule("bool"), "mlp_bias": Rule("bool"),
+    "use_bias": Rule("bool"), "use_conv_bias": Rule("bool"), "attn_output_gate": Rule("bool"),
+    "use_clipped_linears": Rule("bool"), "standardize": Rule("bool"),
+}
+"""Every numeric (and list / switch) field a reader of kvmath takes from a config: ``kvmath.model.hf``
+(the cache layout), ``kvmath.model.checkpoint`` (the tensor table), the weight estimators
+(``kvmath.engines.vllm.weights``, ``kvmath.engines.llamacpp.weights``) and vLLM's activation model.
+Checked in the top level and in every section of :data:`MODEL_SECTIONS` (and each ``per_layer_config``
+entry). A family reader added later extends this dict with the keys it reads."""
+
+SECTION_RULES: dict[str, dict[str, Rule]] = {
+    "rope_scaling": {"factor": Rule("number", 0, 2**20, open_min=True),
+                     "original_max_position_embeddings": count(1, MAX_TOKENS)},
+    "linear_attn_config": {"num_heads": count(1, HEADS), "head_dim": count(1, HEADS),
+                           "short_conv_kernel_size": count(1, 1024),
+                           "full_attn_layers": Rule("ints", 1, MAX_LAYERS, MAX_LAYERS),
+                           "kda_layers": Rule("ints", 1, MAX_LAYERS, MAX_LAYERS)},
+    "quantization_config": {"bits": count(1, 64), "w_bit": count(1, 64), "group_size": count(-1, WIDTH),
+                            "q_group_size": count(-1, WIDTH),
+                            "weight_block_size": Rule("ints", 1, WIDTH, 2)},
+}
+"""Fields of the objects inside a config that the readers take numbers from (``rope_scaling`` also as
+``rope_parameters``): key -> {field: rule}."""
+
+PER_LAYER_MLP_TYPES = ("gemma3n",)
+"""model_type prefixes whose ``intermediate_size`` may be a list of one width per decoder layer
+(transformers 5.23 ``Gemma3nTextConfig``); everywhere else a list is refused."""
+
+MODEL_SECTIONS = ("text_config", "vision_config", "audio_config")
+"""Sub-configs read with :data:`CONFIG_RULES` (a multimodal wrapper's decoder and towers)."""
+
+
+def check_config(cfg, where: str = "config") -> dict:
+    """``cfg`` with every field of :data:`CONFIG_RULES` / :data:`SECTION_RULES` checked, before any family
+    reader runs; raises KvMathError naming the first bad field (``config field text_config.intermediate_size
+    must be an integer in [1, 1,048,576], got -5``), and for more layers x experts than
+    :data:`MAX_LAYER_EXPERTS`.
+
+    Returns ``cfg`` itself when every integer field already is an int, else a copy with the integral floats
+    (``32.0``) turned into ints, so no later reader can take a float for a missing value. ``cfg`` is never
+    modified. A non-dict is returned as is (the readers refuse it with their own message).
+    """
+    if not isinstance(cfg, dict):
+        return cfg
+    fixes: dict = {}
+    _check_section(cfg, CONFIG_RULES, "", fixes)
+    for sec in MODEL_SECTIONS:
+        sub = cfg.get(sec)
+        if isinstance(sub, dict):
+            _check_section(sub, CONFIG_RULES, f"{sec}.", fixes, (sec,))
+    for holder_path in [()] + [(s,) for s in MODEL_SECTIONS if isinstance(cfg.get(s), dict)]:
+        holder = _at(cfg, holder_path)
+        for sec, rules in SECTION_RULES.items():
+            for name in ((sec, "rope_parameters") if sec == "rope_scaling" else (sec,)):
+                sub = holder.get(name)
+                if isinstance(sub, dict):
+                    prefix = ".".join(holder_path + (name,)) + "."
+                    _check_section(sub, rules, prefix, fixes, holder_path + (name,))
+        plc = holder.get("per_layer_config")
+        if isinstance(plc, dict):
+            for k, sub in plc.items():
+                if isinstance(sub, dict):
+                    prefix = ".".join(holder_path + ("per_layer_config", str(k)[:20])) + "."
+                    _check_section(sub, CONFIG_RULES, prefix, fixes, holder_path + ("per_layer_config", k))
+    for holder_path in ([(), ("text_config",)] if isinstance(cfg.get("text_config"), dict) else [()]):
+        holder = _at(cfg, holder_path)
+        n = _fixed(holder, fixes, holder_path, "num_hidden_layers") or 0
+        inter = holder.get("intermediate_size")
+        if isinstance(inter, list) and not (str(holder.get("model_type", "")).startswith(PER_LAYER_MLP_TYPES)
+                                            and len(inter) == n):
+            name = ".".join(holder_path + ("intermediate_size",))
+            raise KvMathError(f"config field {name} must be an integer (valid: an integer in [1, {WIDTH:,}]; a list "
+                              f"of one width per layer only for {', '.join(PER_LAYER_MLP_TYPES)}), got {_short(inter)}")
+        e = max((_fixed(holder, fixes, holder_path, k) or 0)
+                for k in ("num_experts", "num_local_experts", "n_routed_experts"))
+        if n * e > MAX_LAYER_EXPERTS:
+            raise KvMathError(f"{where}: {n} layers x {e} experts = {n * e:,} expert MLPs; kvmath reads at most "
+                              f"{MAX_LAYER_EXPERTS:,} (num_hidden_layers x num_experts)")
+    for sec in ("vision_config", "audio_config"):  # towers: one MLP width
+        sub = cfg.get(sec)
+        if isinstance(sub, dict) and isinstance(sub.get("intermediate_size"), list):
+            raise KvMathError(f"config field {sec}.intermediate_size must be an integer (valid: an integer in "
+                              f"[1, {WIDTH:,}]), got {_short(sub['intermediate_size'])}")
+    return _apply(cfg, fixes) if fixes else cfg
+
+
+def _at(cfg: dict, path: tuple):
+    for k in path:
+        cfg = cfg[k]
+    return cfg
+
+
+def _fixed(holder: dict, fixes: dict, path: tuple, key: str):
+    v = fixes.get(path + (key,), holder.get(key))
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def _check_section(d: dict, rules: dict, prefix: str, fixes: dict, path: tuple = ()) -> None:
+    for key, rule in rules.items():
+        if key not in d:
+            continue
+        value = d[key]
+        if value is None or (rule.also and isinstance(value, str) and value in rule.also):
+            continue
+        out = _check_value(value, rule, prefix + key)
+        if out is not value and not (isinstance(out, int) and type(value) is int):
+            fixes[path + (key,)] = out
+
+
+def _bad(name: str, rule: Rule, value, why: str = "") -> KvMathError:
+    """One line: what is wrong (``must be >= 1``, ``must be an integer``), the valid range, the value."""
+    why = why or {"int": "must be an integer", "number": "must be a finite number", "bool": "must be true or false",
+                  "str": "must be a string", "dict": "must be an object"}.get(rule.kind, "must be a list")
+    return KvMathError(f"config field {name} {why} (valid: {rule.describe()}), got {_short(value)}")
+
+
+def _range(name: str, rule: Rule, value, number) -> None:
+    low_ok = number > rule.minimum if rule.open_min else number >= rule.minimum
+    if not low_ok:
+        raise _bad(name, rule, value, f"must be {'>' if rule.open_min else '>='} {_num(rule.minimum)}")
+    if number > rule.maximum:
+        raise _bad(name, rule, value, f"must be <= {_num(rule.maximum)}")
+
+
+def _one_int(value, rule: Rule, name: str):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _bad(name, rule, value, "must be an integer")
+    if isinstance(value, float):
+        if not (math.isfinite(value) and value.is_integer()):
+            raise _bad(name, rule, value, "must be an integer")
+        value = int(value)
+    _range(name, rule, value, value)
+    return value
+
+
+def _check_value(value, rule: Rule, name: str):
+    kind = rule.kind
+    if kind == "either":  # the first form's refusal speaks when no form takes the value
+        first = None
+        for option in rule.options:
+            try:
+                return _check_value(value, option, name)
+            except KvMathError as e:
+                first = first or e
+        raise first
+    if kind == "int":
+        return _one_int(value, rule, name)
+    if kind == "number":
+        if not is_finite_number(value):
+            raise _bad(name, rule, value)
+        _range(name, rule, value, value)
+        return value
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise _bad(name, rule, value)
+        return value
+    if kind == "str":
+        if not isinstance(value, str) or len(value) > rule.max_len:
+            raise _bad(name, rule, value, "must be a string" if not isinstance(value, str) else
+                       f"is {len(value):,} characters long")
+        return value
+    if kind == "dict":
+        if not isinstance(value, dict) or len(value) > rule.max_len:
+            raise _bad(name, rule, value, "must be an object" if not isinstance(value, dict) else
+                       f"has {len(value):,} entries")
+        return value
+    if not isinstance(value, list):
+        raise _bad(name, rule, value, "must be a list")
+    if len(value) > rule.max_len:
+        raise _bad(name, rule, f"a list of {len(value):,} items", f"has {len(value):,} entries")
+    if kind == "strs":
+        if not all(isinstance(v, str) and len(v) <= MAX_NAME for v in value):
+            raise _bad(name, rule, value, "must be a list of strings")
+        return value
+    out = [_one_int(v, rule, name) for v in value]
+    return value if all(type(v) is int for v in value) else out
+
+
+def _apply(cfg: dict, fixes: dict) -> dict:
+    """A copy of ``cfg`` with ``fixes`` ({path tuple: value}) set; only the objects on those paths are copied."""
+    out = dict(cfg)
+    for path, value in fixes.items():
+        d = out
+        for k in path[:-1]:
+            d[k] = dict(d[k])
+            d = d[k]
+        d[path[-1]] = value
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------
+# files: regular, bounded, never blocking
+
+MAX_JSON_DEPTH = 64
+"""Deepest nesting of a JSON document kvmath reads (published configs nest 4 levels; the engines' JSON flags 2)."""
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a folder")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def check_regular_file(path, what: str = "file") -> os.stat_result:
+    """``os.stat(path)`` when ``path`` is a regular file (links followed); KvMathError naming what it is
+    instead (missing, a folder, a FIFO, a device, a socket) or why it cannot be read. Opens nothing, so a
+    FIFO cannot block."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise KvMathError(f"{str(path)[:300]}: no such {what}") from None
+    except OSError as e:
+        raise KvMathError(f"{str(path)[:300]}: cannot read ({e.strerror or e})") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise KvMathError(f"{str(path)[:300]}: is {_kind(st.st_mode)}, not a {what}")
+    return st
+
+
+def open_regular(path, what: str = "file"):
+    """A binary file object for the regular file ``path``, opened with ``O_NONBLOCK`` (a FIFO swapped in
+    after the check cannot hang the open) and checked again with ``fstat`` on the open descriptor.
+    KvMathError (one line) for anything else."""
+    check_regular_file(path, what)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as e:
+        raise KvMathError(f"{str(path)[:300]}: cannot read ({e.strerror or e})") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise KvMathError(f"{str(path)[:300]}: is {_kind(st.st_mode)}, not a {what}")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_bounded(path, limit: int, what: str = "file") -> bytes:
+    """The bytes of the regular file ``path``, refused (KvMathError) beyond ``limit`` bytes; never reads
+    more than ``limit + 1`` bytes, whatever the file claims its size is."""
+    with open_regular(path, what) as f:
+        try:
+            data = f.read(limit + 1)
+        except OSError as e:
+            raise KvMathError(f"{str(path)[:300]}: cannot read ({e.strerror or e})") from None
+    if len(data) > limit:
+        raise KvMathError(f"{str(path)[:300]}: larger than a {what} can be (at most {limit:,} bytes)")
+    return data
+
+
+def parse_json(text, where: str, max_bytes: int = 64 * 2**20, max_depth: int = MAX_JSON_DEPTH):
+    """``json.loads(text)`` (str or UTF-8 bytes) with one-line refusals: more than ``max_bytes``, not UTF-8,
+    not JSON (with the line and column), nested deeper than ``max_depth`` (checked before parsing, so a
+    100,000-level document is neither parsed nor a RecursionError), an integer beyond Python's digit
+    limit. ``NaN`` / ``Infinity`` tokens parse as Python does; the field rules refuse them where a
+    number is read."""
+    if len(text) > max_bytes:
+        raise KvMathError(f"{where}: {len(text):,} bytes of JSON is too large (at most {max_bytes:,})")
+    raw = None
+    if isinstance(text, (bytes, bytearray)):
+        raw = bytes(text)
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise KvMathError(f"{where}: not UTF-8 text") from None
+    depth = _json_depth_bytes(raw, max_depth) if raw is not None else None
+    if depth is None:
+        depth = json_depth(text)
+    if depth > max_depth:
+        raise KvMathError(f"{where}: JSON nested {depth:,} levels deep (at most {max_depth})")
+    try:
+        return _loads(text)
+    except json.JSONDecodeError as e:
+        raise KvMathError(f"{where}: not valid JSON ({e.msg} at line {e.lineno}, column {e.colno})") from None
+    except RecursionError:  # pragma: no cover - the depth check comes first
+        raise KvMathError(f"{where}: JSON nested too deeply") from None
+    except ValueError as e:  # an integer beyond Python's digit limit
+        raise KvMathError(f"{where}: unreadable JSON value ({str(e).splitlines()[0][:80]})") from None
+
+
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_BRACKETS = re.compile(r"[\[\]{}]")
+
+
+@contextmanager
+def gc_paused():
+    """The cyclic garbage collector paused inside the block (reference counting still frees what is not a
+    cycle), for code that builds hundreds of thousands of objects at once: each automatic collection pass
+    re-scans every container made so far, which took longer than the work itself (json.loads of a 55 MB
+    safetensors header 2.2 s -> 1.1 s). Nested blocks and a collector already off are left as they are."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+def _loads(text: str):
+    """``json.loads(text)``, the collector paused for a text over 1 MiB (:func:`gc_paused`)."""
+    if len(text) < 2**20:
+        return json.loads(text)
+    with gc_paused():
+        return json.loads(text)
+
+
+_SKELETON_DROP = bytes(b for b in range(256) if b not in b'"\\[]{}')
+_ONE_BRACKET = bytes.maketrans(b"{}", b"[]")
+
+
+def _json_depth_bytes(data: bytes, cap: int) -> int | None:
+    """:func:`json_depth` of the UTF-8 text ``data`` found with whole-text byte operations (no per-character
+    Python loop; UTF-8 holds ASCII bytes only as ASCII characters): the quotes and brackets are kept, the
+    strings (pairs of quotes) dropped, and the innermost bracket pairs removed pass by pass, one pass per
+    level. None, for :func:`json_depth` to count, when that does not apply or is not the whole answer: a
+    backslash (escaped quotes), a bracket inside a string, unbalanced brackets, deeper than ``cap``."""
+    skel = data.translate(None, _SKELETON_DROP)
+    if b"\\" in skel:
+        return None
+    skel = skel.replace(b'""', b"")
+    if b'"' in skel:
+        return None
+    skel = skel.translate(_ONE_BRACKET)  # json_depth counts [ and { alike
+    depth = 0
+    while skel:
+        shorter = skel.replace(b"[]", b"")
+        if depth >= cap or len(shorter) == len(skel):
+            return None
+        skel, depth = shorter, depth + 1
+    return depth
+
+
+def json_depth(text: str) -> int:
+    """The deepest bracket nesting of a JSON text (strings skipped), in linear time without recursion."""
+    level = deepest = 0
+    for m in _BRACKETS.finditer(_STRING.sub("", text)):
+        if m.group() in "[{":
+            level += 1
+            deepest = max(deepest, level)
+        else:
+            level -= 1
+    return deepest
