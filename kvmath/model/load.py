@@ -18,7 +18,6 @@ from .. import facts
 from ..errors import KvMathError
 from ..validate import check_config, check_regular_file, parse_json, read_bounded
 from .checkpoint import check_link
-from .gguf import load_gguf_architecture
 from .hf import architecture_from_config
 from .specs import Architecture
 
@@ -78,6 +77,8 @@ def load_architecture(src, *, name: str | None = None, offline: bool | None = No
     elif st is not None and path.suffix == ".gguf":
         check_regular_file(path, ".gguf file")
     if path.suffix == ".gguf":
+        from .gguf import load_gguf_architecture  # only a GGUF file loads the GGUF reader
+
         return load_gguf_architecture(path, name=name)
     if st is not None:
         raw = read_bounded(path, MAX_CONFIG_BYTES, "config.json")
