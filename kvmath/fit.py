@@ -56,6 +56,27 @@ def _take(argv: list[str]) -> tuple[list[str], dict]:
     return rest, opts
 
 
+def _as_pasted(argv: list[str]) -> tuple[list[str], dict[str, str]]:
+    """A pasted line as the shell would run it: its leading ``NAME=value`` words are the command's environment
+    (``CUDA_VISIBLE_DEVICES=0,1 vllm serve ...``, ``VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 vllm serve ...``) and a program
+    given by its path (``./llama-server``, ``/opt/venv/bin/vllm``) is that program. Returns (the line from the
+    program's name on, the environment words); the line unchanged when it starts with no engine's program."""
+    import re
+
+    from .engines import REGISTRY
+
+    words = {w for _, _, first in REGISTRY.values() for w in first}
+    i = 0
+    while i < len(argv) - 1 and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", argv[i]):
+        i += 1
+    rest = argv[i:]
+    if rest and "/" in rest[0] and rest[0].rsplit("/", 1)[1] in words:
+        rest = [rest[0].rsplit("/", 1)[1], *rest[1:]]
+    if not rest or rest[0] not in words:
+        return argv, {}
+    return rest, dict(a.partition("=")[::2] for a in argv[:i])
+
+
 def json_schema() -> dict:
     """Every key the front door's JSON may hold, documented: the common record and each engine's own."""
     from .engines import ENGINES
@@ -69,12 +90,28 @@ def json_schema() -> dict:
 
 def run(argv=None) -> int:
     """The command; ``main`` runs it guarded (kvmath.clitools)."""
-    from .engines import engine_for_launch
-
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv == ["--json-schema"]:
         print(json.dumps(json_schema(), indent=1))
         return 0
+    argv, env = _as_pasted(argv)
+    if env:  # the line's own environment, for this answer only (the engines read os.environ at call time)
+        saved = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)
+        try:
+            return _run(argv)
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+    return _run(argv)
+
+
+def _run(argv: list[str]) -> int:
+    from .engines import engine_for_launch
+
     match = engine_for_launch(argv)
     if match is None:  # the public calculator's flags: vLLM's budget
         from .engines.vllm.cli import run as vllm_run

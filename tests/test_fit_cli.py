@@ -393,3 +393,34 @@ def test_vllm_serves_yaml_config_is_named_not_misread(capsys):
     code = main(["vllm", "serve", "Qwen/Qwen3.6-27B", "--config", "serve.yaml", "--card", "h100"])
     err = capsys.readouterr().err
     assert code == 2 and "vllm serve's YAML file of flags" in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("program", ["./llama-server", "/usr/local/bin/llama-server"])
+def test_a_program_given_by_its_path_is_that_program(capsys, program):
+    from kvmath.fit import main as fit
+
+    code = fit([program, "-m", "llama-3.1-8b", "-c", "8192", "-ngl", "99", "--card", "rtx4090", "--no-solve", "--json"])
+    out = capsys.readouterr().out
+    assert code == 0 and json.loads(out)["engine"] == "llama.cpp"
+
+
+def test_a_lines_environment_words_are_its_environment(capsys, monkeypatch):
+    """``VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 vllm serve ...`` is how a user lets vLLM take a length above the model's
+    (vllm/envs.py); the words set it for that answer only, and a path to the vllm program is the program."""
+    from kvmath.fit import main as fit
+    import os
+
+    monkeypatch.delenv("VLLM_ALLOW_LONG_MAX_MODEL_LEN", raising=False)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    line = ["serve", "meta-llama/Llama-3.1-8B-Instruct", "--card", "h100", "--max-model-len", "300000", "--json"]
+    assert fit(["vllm", *line]) == 2  # 300,000 > the derived 131,072
+    capsys.readouterr()
+    assert fit(["CUDA_VISIBLE_DEVICES=0", "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1", "/opt/venv/bin/vllm", *line]) == 0
+    assert json.loads(capsys.readouterr().out)["max_model_len"] == 300000
+    assert "VLLM_ALLOW_LONG_MAX_MODEL_LEN" not in os.environ and "CUDA_VISIBLE_DEVICES" not in os.environ
+
+
+def test_solve_max_ctx_with_pipeline_stages_is_refused_not_ignored(capsys):
+    code = main(["vllm", "serve", "Qwen/Qwen3-32B", "--card", "h100", "-pp", "2", "--solve-max-ctx"])
+    err = capsys.readouterr().err
+    assert code == 2 and "--solve-max-ctx is not solved across pipeline" in err and len(err.splitlines()) == 1

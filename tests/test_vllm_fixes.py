@@ -261,3 +261,18 @@ def test_bf16_of_an_unquantised_repository_is_its_own_checkpoint(capsys):
     _, a, _ = fit(["--model", "qwen3.6-27b", "--weights-variant", "bf16", "--card", "h100", "--json"], capsys)
     _, b, _ = fit(["--model", "qwen3.6-27b", "--weights-variant", "hf", "--card", "h100", "--json"], capsys)
     assert json.loads(a)["weights_bytes"] == json.loads(b)["weights_bytes"]
+
+
+def test_a_card_without_bfloat16_runs_a_dense_model_in_float16(capsys):
+    """A fresh user's finding: every model on a V100 / P100 was refused with gpt-oss's 'no MXFP4 MoE kernel'
+    message. vLLM 0.24.0 platforms/cuda.py supported_dtypes: below sm_80 [float16, float32]; config/model.py
+    _resolve_auto_dtype falls back to float16 for a bfloat16 checkpoint ('Falling back to ... for compatibility')."""
+    code, out, err = fit(["vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", "--card", "v100-32",
+                          "--max-model-len", "8192", "--json"], capsys)
+    d = json.loads(out)
+    assert code == 0 and "MXFP4" not in out + err
+    assert d["kv_format"] == "fp16" and any("has no bfloat16" in n for n in d["notes"])
+    # 32 layers x 8 KV heads x 128 x 2 (K, V) x 2 B: float16's bytes are bfloat16's
+    assert d["kv_per_request_bytes"] == 8192 * 32 * 8 * 128 * 2 * 2
+    code, _, err = fit(["vllm", "serve", "openai/gpt-oss-20b", "--card", "v100-32"], capsys)
+    assert code == 2 and "no MXFP4 MoE kernel for sm_70" in err

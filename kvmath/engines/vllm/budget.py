@@ -275,7 +275,8 @@ def checkpoint_weights_per_rank(arch, tp: int, *, enable_expert_parallel: bool =
     does not build (``weights.VISION_TOWER_MODULES``; :func:`mm_limits`). Raises KvMathError."""
     from .weights import mxfp4_backend
 
-    kernel = dict(mxfp4_backend=mxfp4_backend(card.get("compute_capability"), card.get("vendor")) if card else None,
+    mxfp4 = card and config_quant_method(arch) == "mxfp4"  # another checkpoint never asks for the MXFP4 kernel
+    kernel = dict(mxfp4_backend=mxfp4_backend(card.get("compute_capability"), card.get("vendor")) if mxfp4 else None,
                   vllm_version=vllm_version or DEFAULT_VLLM_VERSION, dp=dp)
     if skip_towers:
         kernel["skip_towers"] = tuple(skip_towers)
@@ -902,6 +903,18 @@ def _towers_of_a_size(arch, a: dict, card_entry: dict | None, vllm_version) -> t
                    "--limit-mm-per-prompt of 0; the tower's size from the model's own checkpoint config)",)
 
 
+def _card_dtype(arch, kv_format: str, cc: int | None, card_id: str) -> tuple[str, str | None]:
+    """The model dtype vLLM runs on the card: a bfloat16 checkpoint on an NVIDIA card below sm_80 runs in float16
+    (vllm/config/model.py ``_resolve_auto_dtype``: "Falling back to torch.float16 for compatibility";
+    platforms/cuda.py ``supported_dtypes``, read at 0.20.0 and 0.24.0), so the ``auto`` KV cache is float16 too: the
+    same 2 bytes per element, under their real name. Returns (kv_format, note or None)."""
+    if cc is None or cc >= 80 or arch.dtype != "bfloat16":
+        return kv_format, None
+    return ("fp16" if kv_format == "auto" else kv_format), (
+        f"{card_id} (sm_{cc}) has no bfloat16: vLLM runs the bfloat16 checkpoint in float16 (config/model.py "
+        "_resolve_auto_dtype, 'Falling back to torch.float16'), the same 2 bytes per element")
+
+
 def _mxfp4_kernel_on_a_size(arch, a: dict, card_entry: dict | None, vllm_version) -> tuple[int, tuple[str, ...]]:
     """The MXFP4 experts' kernel padding per rank (bytes) and its note for a checkpoint priced by its size rather
     than its tensors: a published size is the checkpoint's files, which vLLM's allocation pads
@@ -1082,6 +1095,7 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
     max_pixels, pixels_note = mm_processor_pixels(arch, mm_processor_kwargs) if mm_limit else (None, None)
     coeffs = dict(COEFFICIENTS, **(coefficients or {}))
     c, total_gib, card_id, cc = _card_memory(card, total_gib)
+    kv_format, dtype_note = _card_dtype(arch, kv_format, cc, card_id)
     L = _max_model_len(arch, a["max_model_len"], allow_long_max_model_len)
     backend_note = _check_format_card(kv_format if kv_format != "auto" else "bf16", cc, card_id, attention_backend,
                                       flags["gemma4"]) if check_card else None
@@ -1126,7 +1140,7 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
     outcome, refusal, refusal_kind = _verdict(p, requested=requested, total=total, weights=weights,
                                               available=available, coeffs=coeffs, mem_util=mem_util,
                                               total_gib=total_gib)
-    notes = list(p.notes) + _weights_notes(W, a["weights_bytes"]) + [n for n in (mm_note, pixels_note, mla_note) if n] + _budget_notes(
+    notes = list(p.notes) + _weights_notes(W, a["weights_bytes"]) + [n for n in (dtype_note, mm_note, pixels_note, mla_note) if n] + _budget_notes(
         arch, a, W, coeffs, flags, outcome=outcome, total=total, requested=requested, backend_note=backend_note,
         batch_note=batch_note) + _coverage_notes(arch, W.variant, weights_gb_total, card_id)
     boots = outcome == "boots"

@@ -1072,6 +1072,10 @@ def run(argv=None) -> int:
 
         model, kw, notes = _resolve(args, os.environ)
         if args.pp > 1 or args.dp > 1 or args.enable_expert_parallel:
+            if args.solve_max_ctx:
+                raise KvMathError("--solve-max-ctx is not solved across pipeline / data-parallel / expert-parallel "
+                                  "workers; --max-model-len -1 gives vLLM's own auto-fit there (the smallest "
+                                  "worker's estimate), or drop the parallel flags")
             return _print_parallel(model, kw, notes, args)
         try:
             b = budget(model, **kw)

@@ -282,6 +282,8 @@ def human_readable_int(text: str) -> int:
     binary = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
     if suffix in decimal:
         out = int(float(number) * decimal[suffix])
+    elif "." in number and not suffix:  # vLLM: int('0.5') fails
+        raise argparse.ArgumentTypeError(f"not an integer: {text[:40]!r} (e.g. 8192, 8k, 16K)")
     elif "." in number:
         raise argparse.ArgumentTypeError(f"decimals are not allowed with binary suffixes like {suffix or 'none'}: "
                                          f"{text[:40]!r} (vLLM: use {number}{suffix.lower()} instead)")
