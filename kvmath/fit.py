@@ -13,7 +13,8 @@ public calculator's (``--model``, ``--compose``, ``--kv-format`` ...) and the an
 
 The front door's own options, anywhere on the line: ``--card NAME`` (a card of ``kvmath/data/cards.json``),
 ``--device-memory SIZE`` (the memory of any other device, ``24GiB``), ``--json`` (``Verdict.to_json()`` plus
-``answers``), ``--no-solve`` (the verdict only), and ``kvmath-fit --json-schema`` (every JSON field, documented).
+``answers``; a ``vllm serve`` line answers with vLLM's budget record), ``--no-solve`` (the verdict only), and
+``kvmath-fit --json-schema`` (every JSON field, documented: ``verdict``, ``engines``, ``vllm_serve``).
 
 Exit status: 0 boots, 1 does not boot, 2 bad input, 3 an internal error (one line asking for a report;
 ``--debug`` prints the traceback; kvmath.clitools).
@@ -81,9 +82,12 @@ def json_schema() -> dict:
     """Every key the front door's JSON may hold, documented: the common record and each engine's own."""
     from .engines import ENGINES
     from .engines.base import VERDICT_FIELDS
+    from .engines.vllm.budget import JSON_FIELDS, PARALLEL_JSON_FIELDS
 
     return {"verdict": dict(VERDICT_FIELDS),
             "engines": {name: dict(e.json_fields) for name, e in ENGINES.items() if e.json_fields},
+            # a vllm serve line answers with vLLM's budget record (kvmath.engines.vllm.budget.Budget), not the verdict
+            "vllm_serve": dict(JSON_FIELDS), "vllm_serve_parallel": dict(PARALLEL_JSON_FIELDS),
             "exit_status": {"0": "boots", "1": "does not boot", "2": "bad input",
                             "3": "internal error (please report it; --debug prints the traceback)"}}
 

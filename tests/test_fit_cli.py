@@ -424,3 +424,20 @@ def test_solve_max_ctx_with_pipeline_stages_is_refused_not_ignored(capsys):
     code = main(["vllm", "serve", "Qwen/Qwen3-32B", "--card", "h100", "-pp", "2", "--solve-max-ctx"])
     err = capsys.readouterr().err
     assert code == 2 and "--solve-max-ctx is not solved across pipeline" in err and len(err.splitlines()) == 1
+
+
+def test_every_vllm_json_key_is_in_the_schema(capsys):
+    """kvmath-fit --json-schema documents every key a vllm serve line answers with (a fresh user's finding: the
+    schema held only the verdict record, which vLLM lines do not print)."""
+    from kvmath.fit import json_schema, main as fit
+
+    schema = json_schema()
+    line = ["vllm", "serve", "Qwen/Qwen3-32B", "--card", "h100", "--json"]
+    for extra, section in (([], "vllm_serve"), (["--solve-max-ctx"], "vllm_serve"),
+                           (["--kv-breakdown"], "vllm_serve"), (["-pp", "2"], "vllm_serve_parallel")):
+        fit([*line, *extra])
+        out = json.loads(capsys.readouterr().out)
+        assert set(out) <= set(schema[section]), (extra, set(out) - set(schema[section]))
+        for stage in out.get("stages", []):
+            assert set(stage) <= set(schema["vllm_serve"])
+    assert all(isinstance(v, str) and v for v in schema["vllm_serve"].values())

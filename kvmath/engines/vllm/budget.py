@@ -496,9 +496,21 @@ class Budget:
 
 
 JSON_FIELDS = {
-    "total_bytes / total_gib": "card memory as PyTorch reports it (bytes / GiB)",
-    "requested_bytes": "vLLM's requested memory: ceil(total * gpu_memory_utilization)",
-    "weights_bytes": "checkpoint bytes on this card (GB size * 1e9 / TP)",
+    "model": "the model's kvmath id or config name",
+    "card": "the card priced (a cards.json id, or 'custom' for --vram / total_gib)",
+    "units": "the unit rule of this record: bytes per card unless a name ends in _gib or says tokens",
+    "total_bytes": "card memory as PyTorch reports it (torch.cuda.mem_get_info's total), bytes",
+    "total_gib": "total_bytes in GiB (2^30)",
+    "mem_util": "gpu_memory_utilization applied",
+    "tp": "tensor_parallel_size",
+    "kv_format": "the KV cache format vLLM allocates (--kv-cache-dtype resolved: auto -> the model dtype)",
+    "max_model_len": "max_model_len priced, tokens",
+    "max_num_seqs": "max_num_seqs priced (vllm serve's default for the card when the line leaves it out)",
+    "max_num_batched_tokens": "max_num_batched_tokens priced, tokens (vllm serve's default when left out)",
+    "num_speculative_tokens": "speculative tokens per step (MTP / drafter), 0 without speculative decoding",
+    "weights_variant": "the checkpoint priced: hf (the model's own tensors) or a published variant",
+    "requested_bytes": "vLLM's requested memory: ceil(total * gpu_memory_utilization) (v1/worker/utils.py)",
+    "weights_bytes": "weights on this card as vLLM loads them ('Model loading took'), bytes",
     "drafter_weights_bytes": "drafter checkpoint bytes on this card (/ TP)",
     "gdn_scratch_bytes": "FLA h + v_new buffers of the GDN warm-up on 64 tokens (exact, bf16; the profile run "
                          "skips the chunked kernels at max_num_batched_tokens)",
@@ -511,30 +523,65 @@ JSON_FIELDS = {
     "model_offset_bytes": "fitted Gemma 4 / MoE offset",
     "draft_kv_bytes": "--draft-kv-gb reserved out of the KV memory",
     "non_kv_bytes": "sum of the non-KV terms",
-    "available_kv_bytes / _gib": "vLLM's 'Available KV cache memory' = requested - non_kv",
+    "available_kv_bytes": "vLLM's 'Available KV cache memory' = requested - non_kv, bytes (negative when the "
+                          "non-KV terms exceed the request, as vLLM logs it)",
+    "available_kv_gib": "available_kv_bytes in GiB, as vLLM's log line prints it",
     "outcome": "boots | refused (start-up check failed) | oom (no memory left for the cache)",
-    "margin_bytes / margin_gib": "available_kv - kv_per_request: >= 0 passes vLLM's memory check, < 0 refused "
-                                 "or out of memory; 0 when a configuration check refused first",
+    "outcome_text": "the outcome in words",
+    "refusal": "vLLM's own message for a refused or out-of-memory start, or null",
     "refusal_kind": "memory (the KV check), config (a configuration check, before memory), startup "
                     "(gpu_memory_utilization leaves less than the fitted peak overhead outside the budget), "
                     "mamba_blocks (max_num_seqs above the pool's blocks on a Mamba/GDN model), or null",
-    "marginal / calibration_error_gib": "true when |margin| < the calibration error band (largest error of "
-                                        "available KV on a deployment left out of the fit, GiB): it may or may "
-                                        "not boot",
+    "margin_bytes": "available_kv - kv_per_request: >= 0 passes vLLM's memory check, < 0 refused or out of memory; "
+                    "0 when a configuration check refused first",
+    "margin_gib": "margin_bytes in GiB",
+    "marginal": "true when |margin| < calibration_error_gib: it may or may not boot",
+    "calibration_error_gib": "the calibration error band (largest error of available KV on a deployment left out "
+                             "of the fit), GiB",
     "pool_bytes": "KV pool vLLM allocates: num_blocks * bytes_per_block",
     "pool_tokens": "vLLM's 'GPU KV cache size: N tokens' (its version's formula)",
     "max_concurrency": "vLLM's 'Maximum concurrency for max_model_len tokens per request'",
+    "fits_max_num_seqs": "true when max_num_seqs requests of max_model_len tokens fit in the pool at once",
     "max_num_seqs_at_full_context": "largest max_num_seqs whose requests all fit at max_model_len",
-    "estimated_max_model_len": "vLLM's binary-search estimate of the longest request that fits",
+    "estimated_max_model_len": "vLLM's binary-search estimate of the longest request that fits, tokens (0 when "
+                               "it has none)",
     "kv_per_request_bytes": "vLLM's needed bytes for one max_model_len request (blocks, all groups)",
     "demand_bytes": "kv_per_request * max_num_seqs",
-    "growing_kv / sliding_kv / state_bytes": "per-token formula terms for max_num_seqs requests (kvmath.derive)",
-    "peak_bytes / peak_gib": "predicted nvidia-smi peak: requested + fitted post-profile overhead",
-    "anchor": "the anchor calculator's own prediction and PASS/TIGHT/FAIL (kv-calc 5b3793b8 rule)",
-    "largest_max_model_len": "largest max_model_len that boots (solver), tokens",
+    "growing_kv_bytes": "KV that grows with the context, for max_num_seqs requests (kvmath.derive)",
+    "sliding_kv_bytes": "sliding-window KV (bounded by the window), for max_num_seqs requests",
+    "state_bytes": "recurrent state (GDN / Mamba / KDA) for max_num_seqs requests",
+    "peak_bytes": "predicted nvidia-smi peak: requested + fitted post-profile overhead",
+    "peak_gib": "peak_bytes in GiB",
+    "block_size": "tokens per KV block (the hybrid alignment included), or null without a plan",
+    "num_blocks": "KV blocks in the pool ('num_gpu_blocks'), 0 without a pool",
+    "bytes_per_block": "bytes of one block over every layer group",
+    "vllm_version": "the vLLM release whose rules priced the plan",
+    "vllm_log": "vLLM's start-up lines for this plan, word for word",
+    "notes": "every default taken, assumption made and rule applied, in words",
+    "anchor": "the anchor calculator's own prediction and PASS/TIGHT/FAIL (kv-calc 5b3793b8 rule), or null",
+    "largest_max_model_len": "largest max_model_len that boots (solver), tokens; 0 when none boots",
     "largest_max_model_len_with_headroom": "largest max_model_len that still boots with calibration_error_gib "
-                                           "less KV memory, tokens",
+                                           "less KV memory, tokens; 0 when none",
+    "solved_max_ctx": "--solve-max-ctx: the same as largest_max_model_len (the record is the budget at it)",
+    "cache_breakdown": "--kv-breakdown: the cache per term and layer group (layout, sequences, gpus, tp, units, "
+                       "*_bytes terms, vllm_pool_groups, total_cache_bytes, notes)",
 }
+"""Every key of ``kvmath-fit vllm serve ... --json`` (``Budget.to_dict`` plus the command's own), one entry each."""
+
+PARALLEL_JSON_FIELDS = {
+    "tp": "tensor_parallel_size", "pp": "pipeline_parallel_size", "dp": "data_parallel_size",
+    "cards": "cards in all: tp x pp x dp",
+    "enable_expert_parallel": "whether the experts are split over tp x dp ranks",
+    "layers_per_stage": "decoder layers on each pipeline stage",
+    "num_blocks": "KV blocks on every worker (the smallest stage's: vLLM takes the minimum)",
+    "pool_tokens": "tokens one engine's pool holds",
+    "total_pool_tokens": "tokens over the dp engines",
+    "outcome": "boots | refused | oom, the worst stage's",
+    "limiting_stage": "the stage index with the fewest blocks, or the first that does not boot",
+    "notes": "the deployment's notes and the stages' own, each once",
+    "stages": "one vLLM budget record per stage (the keys of the vllm_serve section)",
+}
+"""The keys of ``kvmath-fit vllm serve ... -pp N / -dp N / --enable-expert-parallel --json``."""
 
 
 def gdn_scratch_bytes(arch, tp: int, tokens: int) -> int:

@@ -429,7 +429,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="kvmath-fit",
                 description="Per-card vLLM memory budget and verdict (boots / refused / out of memory), "
                             "with the anchor calculator's flags.",
-                epilog=f"GiB = 2^30 B, GB = 1e9 B; figures are per card. {EXIT_HELP}")
+                epilog=f"GiB = 2^30 B, GB = 1e9 B; figures are per card. Every --json field: kvmath-fit --json-schema. "
+                       f"{EXIT_HELP}")
     p.add_argument("model_tag", nargs="?", default=None, metavar="MODEL",
                    help="as in 'vllm serve MODEL': a known model id or HF repo (as --model), or a config.json / "
                         "model folder (as --config); a pasted 'vllm serve' prefix is dropped")
