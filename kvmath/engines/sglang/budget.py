@@ -26,7 +26,7 @@ from ...errors import KvMathError, choices
 from ...units import GiB, MiB
 from ..base import Device, Term, Verdict
 from . import geometry as geo
-from .settings import SglangSettings, default_mem_fraction, graph_defaults, reserved_mib
+from .settings import SglangSettings, default_mem_fraction, graph_defaults, graph_reserve, reserved_mib
 
 CUDA_CONTEXT_GIB = 0.50
 """Memory a rank loses before SGLang takes ``T``: the CUDA context and torch's start-up allocations, GiB (an
@@ -149,10 +149,23 @@ def budget(engine, launch):
     if chosen.note:
         notes.append(chosen.note)
     vision = geo.hf_config(arch).get("vision_config") if rel.mfs_rule == "reserve" else None
+    gr, gr_refusal = None, None
+    if rel.mfs_rule == "reserve_graphs":  # 0.5.23: the reserve reads the model class and the --model-path string
+        try:
+            gr = graph_reserve(rel, s, gpu_mib, geo.hf_config(arch), launch.model or arch.name)
+        except KvMathError as e:
+            if s.mem_fraction_static is None:
+                raise
+            gr_refusal = str(e)
+        if gr is not None:
+            chunk, bs = gr.chunk, gr.decode_max_bs
     if s.mem_fraction_static is None:
-        f = default_mem_fraction(rel, s, gpu_mib, chunk, bs, vision if isinstance(vision, dict) else None)
+        f = gr.fraction if gr is not None else default_mem_fraction(rel, s, gpu_mib, chunk, bs,
+                                                                    vision if isinstance(vision, dict) else None)
         notes.append(f"--mem-fraction-static not given: SGLang {rel.name}'s default for this GPU is {f} (GPU memory "
                      f"read as {gpu_mib:.0f} MiB; nvidia-smi's figure, which SGLang reads, is ~0.5 GiB higher)")
+        if gr is not None:
+            notes.append(f"SGLang {rel.name}'s default fraction: {gr.describe()} (arg_groups/memory_hook.py)")
         s = replace(s, mem_fraction_static=f)
     f = s.mem_fraction_static
     ctx_b = int((CUDA_CONTEXT_GIB + (NCCL_GIB if s.tp_size > 1 else 0)) * GiB)
@@ -173,7 +186,8 @@ def budget(engine, launch):
                      "(SGLANG_VLM_CACHE_SIZE_MB, 0.5.23)")
     pools = engine.pools_for(arch, s, rest, g, minimum_fraction=1 - A_gib / T_gib)
     return arch, s, rel, pools, dict(cap=cap, cc=cc, dev=dev_name, ctx_b=ctx_b, T=T, A=A, w=w, how=how, chunk=chunk,
-                                     bs=bs, refusal=refusal, notes=notes, gpu_mib=gpu_mib)
+                                     bs=bs, refusal=refusal, notes=notes, gpu_mib=gpu_mib, graphs=gr,
+                                     graphs_refusal=gr_refusal)
 
 
 def verdict(engine, launch) -> Verdict:
@@ -206,9 +220,14 @@ def verdict(engine, launch) -> Verdict:
     left = n["cap"] - used_static - reqs_pool
     notes = list(n["notes"])
     if outcome == "boots":
-        want = reserved_mib(rel, s, n["gpu_mib"], n["chunk"], n["bs"]) * MiB
-        notes.append(f"{left / GiB:.2f} GiB stay free for CUDA graphs and activations (SGLang's own default "
-                     f"fraction plans {want / GiB:.2f} GiB for them on this GPU)")
+        if rel.mfs_rule == "reserve_graphs":
+            want = n["graphs"].reserve_mib * MiB if n["graphs"] is not None else None
+        else:
+            want = reserved_mib(rel, s, n["gpu_mib"], n["chunk"], n["bs"]) * MiB
+        notes.append(f"{left / GiB:.2f} GiB stay free for CUDA graphs and activations " + (
+            f"(SGLang's own default fraction plans {want / GiB:.2f} GiB for them on this GPU)" if want is not None
+            else "(SGLang's own default fraction for this launch is not modelled: "
+            + n["graphs_refusal"].split("; give --mem-fraction-static")[0] + ")"))
         if left < 0:
             outcome, message = "oom", (f"the request-to-token table ({reqs_pool / GiB:.2f} GiB) does not fit the "
                                        f"{slack / GiB:.2f} GiB left by --mem-fraction-static {f}")

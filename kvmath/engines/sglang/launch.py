@@ -41,6 +41,15 @@ MODELLED = {
     "--sglang-version": ("sglang_version", "str"),
 }
 MODEL_FLAGS = ("--model-path", "--model")
+GONE_0523 = {
+    "--cuda-graph-max-bs": "0.5.23's fields are --cuda-graph-max-bs-decode / --cuda-graph-max-bs-prefill "
+                           "(arg_groups/fields/exec_.py l.629-634), so its argparse rejects this abbreviation as "
+                           "ambiguous; kvmath has not modelled the per-phase flags",
+    "--cuda-graph-bs": "0.5.23's fields are --cuda-graph-bs-decode / --cuda-graph-bs-prefill "
+                       "(arg_groups/fields/exec_.py l.640-647), so its argparse rejects this abbreviation as "
+                       "ambiguous; kvmath has not modelled the per-phase flags",
+}
+"""0.5.9 flags 0.5.23 no longer has (0.5.23 lines are checked against 0.5.9's flag list, data/sglang-flags.json)."""
 
 IGNORED_VALUE = ("--host", "--port", "--served-model-name", "--tokenizer-path", "--tokenizer-mode", "--log-level",
                  "--log-level-http", "--api-key", "--random-seed", "--chat-template", "--reasoning-parser",
@@ -163,13 +172,20 @@ def parse(argv, env) -> Launch:
 
         if flag_u in MODEL_FLAGS:
             model = take()
+        elif flag_u in GONE_0523 and TABLE.by_name[rel_name].key >= TABLE.by_name["0.5.23"].key:
+            raise KvMathError(f"{flag_u} is not an SGLang {rel_name} flag: {GONE_0523[flag_u]}")
         elif flag_u in MODELLED:
             key, kind = MODELLED[flag_u]
             settings[key] = True if kind == "bool" else _value(kind, flag_u, take())
             if flag_u == "--disable-cuda-graph":
                 notes.append("--disable-cuda-graph: no CUDA graphs are captured (their memory stays free)")
         elif flag_u in IGNORED_VALUE:
-            take()
+            value = take()
+            if (flag_u == "--load-format" and value == "expert_pack"
+                    and TABLE.by_name[rel_name].key >= TABLE.by_name["0.5.23"].key):
+                raise KvMathError("--load-format expert_pack turns the CUDA graphs off and changes the weights "
+                                  "(SGLang 0.5.23 arg_groups/expert_pack_hook.py l.32-205), which kvmath has not "
+                                  "modelled")
             notes.append(f"{flag_u} ignored: it does not change memory")
         elif flag_u in IGNORED_SWITCH:
             notes.append(f"{flag_u} ignored: it does not change the pools")

@@ -45,9 +45,13 @@ class SglangRelease(Release):
     - ``mfs_rule``: the default ``--mem-fraction-static``: ``"tp"`` (0.4.3 server_args.py l.195),
       ``"tp_big_gpu"`` (0.4.7 l.253: the TP table up to 80 GiB, 0.88 above, 0.79 above 180,000 MiB,
       ``min(f + 48 GiB (1 - f) / G, (G - 18 GiB) / G)`` above 96 GiB), ``"gpu_table"`` (0.4.8.post1 l.275),
-      ``"reserve"`` (0.5.4.post1 / 0.5.9 ``_handle_gpu_memory_settings``) or ``"given"`` (0.5.23: the
-      default also reserves prefill CUDA-graph memory from ``default_prefill_backend()`` and its capture
-      list, which kvmath has not modelled, so the flag is required);
+      ``"reserve"`` (0.5.4.post1 / 0.5.9 ``_handle_gpu_memory_settings``) or ``"reserve_graphs"`` (0.5.23
+      arg_groups/memory_hook.py ``handle_gpu_memory_settings`` l.47-343 + ``reserve_for_graph_mb`` l.357-399:
+      the decode graph only when captured, attention-DP terms from ``attn_dp_size``, and the prefill graph's
+      reserve, ``len(capture list) x 8 MiB`` or 1.5 GiB for MLA, unless the backend that
+      ``handle_cuda_graph_config`` leaves is DISABLED; ``settings.graph_reserve`` cites each line and
+      refuses what it cannot read); ``"given"`` (the flag required) is kept for a record whose default was
+      not read;
     - ``graph_table``: the ``chunked_prefill_size`` / ``cuda_graph_max_bs`` defaults by GPU memory
       (``"0.4.3"``, ``"0.4.8"``, ``"0.5.4"``, ``"0.5.23"``);
     - ``fp8_checkpoint_kv``: ``--kv-cache-dtype auto`` takes fp8_e4m3 from a checkpoint whose
@@ -162,8 +166,10 @@ SGLANG_RELEASES = (
     SglangRelease(
         "0.5.23", "sglang 0.5.23 wheel: mem_cache/kv_cache_configurator.py _profile_available_bytes l.2990-3060 "
         "(the minimum-fraction refusal), model_executor/pool_configurator.py l.96, mem_cache/memory_pool.py "
-        "l.2088 (dtype in the pool line), arg_groups/memory_hook.py handle_gpu_memory_settings",
-        log_dtype=True, v_head_dim_cell=True, mfs_rule="given", graph_table="0.5.23", fp8_checkpoint_kv=True,
+        "l.2088 (dtype in the pool line), arg_groups/memory_hook.py handle_gpu_memory_settings l.47-343 and "
+        "reserve_for_graph_mb l.357-399, arg_groups/pipeline.py l.185-218 (the hooks before it), "
+        "arg_groups/cuda_graph_hook.py l.32-255 and l.480-497, model_executor/cuda_graph_config.py l.119-155",
+        log_dtype=True, v_head_dim_cell=True, mfs_rule="reserve_graphs", graph_table="0.5.23", fp8_checkpoint_kv=True,
         kv_dtypes=("auto", "fp8_e5m2", "fp8_e4m3", "bf16", "bfloat16"), swa_pool="memory",
         swa_archs=("Llama4ForConditionalGeneration", "GptOssForCausalLM", "MiMoV2FlashForCausalLM",
                    "Step3p5ForCausalLM"),
