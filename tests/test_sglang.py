@@ -106,6 +106,11 @@ def test_sglang_serve_and_default_fraction_059(capsys):
     ([*SGL, "--model-path", "llama-3.1-8b", "--kv-cache-dtype", "q8_0", "--mem-fraction-static", "0.8",
       "--card", "h100"], "--kv-cache-dtype"),
     ([*SGL, "--card", "h100"], "needs the model"),
+    # a fresh user's findings: argparse would keep the last of a repeated flag silently; 0 tokens of context
+    ([*SGL, "--model-path", "llama-3.1-8b", "--mem-fraction-static", "0.85", "--mem-fraction-static", "0.9",
+      "--card", "h100"], "given twice with different values"),
+    ([*SGL, "--model-path", "llama-3.1-8b", "--model-path", "qwen3-32b", "--card", "h100"], "model is given twice"),
+    ([*SGL, "--model-path", "llama-3.1-8b", "--context-length", "0", "--card", "h100"], "must be a positive"),
 ])
 def test_bad_input_is_one_line_exit_2(capsys, argv, words):
     rc, out, err = _fit(capsys, *argv)
@@ -148,3 +153,10 @@ def test_book_table_same_memory():
 
     row = sglang_table("llama-3.1-8b", memories_gib=(8,), sglang_version="0.5.9")[0]
     assert (row["sglang_tokens"], row["vllm_blocks"], row["vllm_block_size"], row["llamacpp_cells"]) == (65536, 4096, 16, 65536)
+
+
+def test_the_release_note_is_said_once(capsys):
+    rc, out, _ = _fit(capsys, *SGL, "--model-path", "llama-3.1-8b", "--mem-fraction-static", "0.8", "--card", "h100",
+                      "--json", "--no-solve")
+    notes = json.loads(out)["notes"]
+    assert rc == 0 and sum("--sglang-version not given" in n for n in notes) == 1

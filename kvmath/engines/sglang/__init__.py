@@ -151,7 +151,7 @@ class SglangEngine(Engine):
                            max_running_requests=reqs, max_mamba_cache_size=mamba,
                            swa_full_tokens_ratio=s2.swa_full_tokens_ratio)
         notes = list(g.notes) + list(p.notes)
-        if chosen.note:
+        if chosen.note and chosen.note not in notes:
             notes.append(chosen.note)
         from dataclasses import replace
 

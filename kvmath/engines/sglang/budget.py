@@ -146,7 +146,7 @@ def budget(engine, launch):
     chunk = s.chunked_prefill_size or chunk
     bs = s.cuda_graph_max_bs or bs
     notes = list(launch.notes) + list(g.notes)
-    if chosen.note:
+    if chosen.note and chosen.note not in notes:  # a parsed launch's notes already hold it
         notes.append(chosen.note)
     vision = geo.hf_config(arch).get("vision_config") if rel.mfs_rule == "reserve" else None
     gr, gr_refusal = None, None

@@ -8,6 +8,7 @@ cannot change memory, ignored with a note; a flag of another engine is refused n
 from __future__ import annotations
 
 from ...errors import KvMathError
+from ...validate import _short
 from ..base import Launch
 from .releases import TABLE
 from .settings import check_fraction
@@ -41,6 +42,10 @@ MODELLED = {
     "--sglang-version": ("sglang_version", "str"),
 }
 MODEL_FLAGS = ("--model-path", "--model")
+POSITIVE = ("context_length", "max_running_requests", "page_size", "max_total_tokens", "max_prefill_tokens",
+            "cuda_graph_max_bs", "max_mamba_cache_size", "dp_size")
+"""Settings whose 0 or negative value SGLang cannot run with (kvmath refuses them; ``chunked_prefill_size`` -1 is
+SGLang's own 'no chunking' and stays allowed)."""
 GONE_0523 = {
     "--cuda-graph-max-bs": "0.5.23's fields are --cuda-graph-max-bs-decode / --cuda-graph-max-bs-prefill "
                            "(arg_groups/fields/exec_.py l.629-634), so its argparse rejects this abbreviation as "
@@ -146,6 +151,7 @@ def parse(argv, env) -> Launch:
     rel_name = chosen0.release.name
     known = release_flags(rel_name)
     settings: dict = {}
+    given: dict = {}  # flag -> value, for a flag given twice
     notes: list[str] = []
     model = None
     i = 0
@@ -171,12 +177,21 @@ def parse(argv, env) -> Launch:
             return argv[i]
 
         if flag_u in MODEL_FLAGS:
-            model = take()
+            value = take()
+            if model is not None and model != value:
+                raise KvMathError(f"the model is given twice ({_short(model)} and {_short(value)}); give it once")
+            model = value
         elif flag_u in GONE_0523 and TABLE.by_name[rel_name].key >= TABLE.by_name["0.5.23"].key:
             raise KvMathError(f"{flag_u} is not an SGLang {rel_name} flag: {GONE_0523[flag_u]}")
         elif flag_u in MODELLED:
             key, kind = MODELLED[flag_u]
-            settings[key] = True if kind == "bool" else _value(kind, flag_u, take())
+            value = True if kind == "bool" else _value(kind, flag_u, take())
+            if flag_u in given and given[flag_u] != value:  # argparse would keep the last one silently
+                raise KvMathError(f"{flag_u} is given twice with different values ({given[flag_u]} and {value}); "
+                                  "give it once")
+            if key in POSITIVE and value <= 0:
+                raise KvMathError(f"{flag_u} must be a positive integer, got {value}")
+            given[flag_u] = settings[key] = value
             if flag_u == "--disable-cuda-graph":
                 notes.append("--disable-cuda-graph: no CUDA graphs are captured (their memory stays free)")
         elif flag_u in IGNORED_VALUE:
