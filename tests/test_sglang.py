@@ -160,3 +160,17 @@ def test_the_release_note_is_said_once(capsys):
                       "--json", "--no-solve")
     notes = json.loads(out)["notes"]
     assert rc == 0 and sum("--sglang-version not given" in n for n in notes) == 1
+
+
+def test_the_full_request_fraction_is_the_boundary_of_the_pool_holding_the_context(capsys):
+    """A fresh user's finding: at the smallest fraction that starts, the pool held 130 tokens while the answer said
+    'Largest context: 40960'. The second answer is the fraction at which one request of the whole context fits."""
+    line = [*SGL, "--model-path", "llama-3.1-8b", "--card", "h100", "--context-length", "40960"]
+    rc, out, _ = _fit(capsys, *line, "--mem-fraction-static", "0.8", "--json", "--no-solve")
+    f = json.loads(out)["engine_detail"]["smallest_mem_fraction_static_full_request"]
+    assert f is not None
+    pools = {}
+    for x in (f, round(f - 0.001, 3)):
+        rc, out, _ = _fit(capsys, *line, "--mem-fraction-static", str(x), "--json", "--no-solve")
+        pools[x] = json.loads(out)["pool_tokens"] or 0
+    assert pools[f] >= 40960 > pools[round(f - 0.001, 3)]

@@ -74,6 +74,9 @@ class SglangEngine(Engine):
         "engine_detail.smallest_mem_fraction_static": "the smallest --mem-fraction-static (3 decimals) at which "
                                                       "SGLang starts, everything else as given; null when none does "
                                                       "(the text answer prints it among the answers)",
+        "engine_detail.smallest_mem_fraction_static_full_request": "the smallest --mem-fraction-static at which "
+                                                                   "SGLang starts and its pool holds one request of "
+                                                                   "the whole --context-length; null when none does",
     }
 
     # --- the cache protocol ------------------------------------------------------------------------
@@ -288,6 +291,8 @@ class SglangEngine(Engine):
         answers = dict(answers)
         if verdict.detail is not None and "smallest_mem_fraction_static" not in answers:
             answers["smallest_mem_fraction_static"] = smallest_fraction(self, verdict.detail.launch)
+            answers["smallest_mem_fraction_static_for_a_full_length_request"] = smallest_fraction(
+                self, verdict.detail.launch, full_request=True)
         return render_verdict(verdict, answers)
 
 

@@ -109,6 +109,8 @@ class SglangBoot:
                "mem_fraction_static": self.mem_fraction_static}
         if self.engine is not None:
             out["smallest_mem_fraction_static"] = smallest_fraction(self.engine, self.launch)
+            out["smallest_mem_fraction_static_full_request"] = smallest_fraction(self.engine, self.launch,
+                                                                                 full_request=True)
         return out
 
 
@@ -263,19 +265,27 @@ def context_range(engine, launch) -> tuple[int, int, int]:
     return 1, derived_context_len(load_architecture(launch.model)), 1
 
 
-def smallest_fraction(engine, launch) -> float | None:
+def smallest_fraction(engine, launch, *, full_request: bool = False) -> float | None:
     """The smallest ``--mem-fraction-static`` (in steps of 0.001) at which SGLang starts with the launch's
-    other settings; None when even 0.999 does not. Bisection over the boot verdict (monotone up to the
-    fraction where the slack no longer holds the request table, which this search does not look at)."""
+    other settings; None when even 0.999 does not. ``full_request``: the smallest at which it starts AND its pool
+    holds one request of the launch's whole context (``max_total_num_tokens >= context_length``: SGLang starts
+    with a smaller pool but rejects a longer request). Bisection over the verdict (monotone up to the fraction
+    where the slack no longer holds the request table, which this search does not look at)."""
     def boots(milli: int) -> bool:  # SGLang starts: the pool gets tokens (the refusal is the monotone part)
         try:
-            return verdict(engine, launch.with_settings(mem_fraction_static=milli / 1000)).outcome != "refused"
+            v = verdict(engine, launch.with_settings(mem_fraction_static=milli / 1000))
         except KvMathError:
             return False
+        if full_request:
+            return v.outcome == "boots" and (v.pool_tokens or 0) >= (v.context or 0)
+        return v.outcome != "refused"
 
     lo, hi = 1, 999
-    if not boots(hi):
-        return None
+    if not boots(hi):  # near 1 the slack may not hold the request table: start from the launch's own fraction
+        own = launch.settings.get("mem_fraction_static")
+        hi = round(own * 1000) if own else 0
+        if not hi or not boots(hi):
+            return None
     while lo < hi:
         mid = (lo + hi) // 2
         if boots(mid):
