@@ -390,7 +390,7 @@ def test_to_dict_and_errors():
     json.dumps(d)
     assert d["num_blocks"] == p.num_blocks and d["boots"] is True and d["groups"][0]["n_layers"] == 10
     with pytest.raises(KvMathError):
-        plan("qwen3.6-27b", 1, vllm_version="0.19.0")
+        plan("qwen3.6-27b", 1, vllm_version="0.9.0")
     with pytest.raises(KvMathError):
         plan("qwen3.6-27b", 1, mamba_cache_mode="sometimes")
     with pytest.raises(KvMathError):

@@ -46,11 +46,14 @@ def test_each_switch_flips_once_at_the_release_its_source_names(switch):
 def test_serve_default_and_profile_switches_by_release():
     # vllm/config/cache.py: 0.9 to 0.19, 0.92 from 0.20 to 0.33, unset in 0.34
     assert releases.profile_release("0.19.0").serve_gpu_memory_utilization == 0.9
-    assert {r.serve_gpu_memory_utilization for r in releases.TABLE.releases if r.key < (0, 34, 0, 0)} == {0.92}
+    assert {r.serve_gpu_memory_utilization for r in releases.TABLE.releases
+            if (0, 20, 0, 0) <= r.key < (0, 34, 0, 0)} == {0.92}
     assert releases.release("0.34.0").serve_gpu_memory_utilization is None
     # PR #30515 (estimate on by default from 0.20) and PR #33538 (Triton top-k / top-p, taken as 0.16)
     assert not releases.profile_release("0.10.1").estimate_cudagraphs
     assert releases.profile_release("0.15.2").sort_top_k_top_p and not releases.profile_release("0.16.0").sort_top_k_top_p
+    # the records of 0.10-0.19 (read in part) are in the plan table and keep 0.9 / no estimate
+    assert releases.release("0.19.0").serve_gpu_memory_utilization == 0.9
 
 
 def test_fixture_releases_are_read_in_full():
@@ -78,7 +81,7 @@ def test_a_version_takes_the_newest_record_not_after_it(version, record):
     assert releases.release(version).name == record
 
 
-@pytest.mark.parametrize("version", ["0.19.0", "0.13.0+faa43dbf.nv26.01", "0.5.2"])
+@pytest.mark.parametrize("version", ["0.9.0", "0.10.0", "0.5.2"])
 def test_a_release_before_the_rules_is_refused_naming_the_range(version):
     with pytest.raises(KvMathError, match="older than the releases these rules were read from; vLLM 0.20.0-0.27.0"):
         releases.release(version)
@@ -103,10 +106,11 @@ def test_header_and_note_state_the_covered_range_one_way():
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     header = next(line for line in out.stdout.splitlines() if line.strip().startswith("engine:"))
-    assert "vLLM 0.20.0-0.27.0 read in full, 0.28.0-0.34.0 in part" in header
+    assert ("vLLM 0.20.0-0.27.0 read in full, 0.28.0-0.34.0 in part, 0.10.1-0.19.0 in part for full and "
+            "sliding-window attention") in header
     assert "newer than the newest release read (0.34.0)" in out.stdout
     assert "0.20-0.26" not in out.stdout and "(0.20-0.27)" not in out.stdout
-    bad = subprocess.run([sys.executable, "-m", "kvmath.cli", "--config", "qwen3.6-27b", "--vllm-version", "0.19.0"],
+    bad = subprocess.run([sys.executable, "-m", "kvmath.cli", "--config", "qwen3.6-27b", "--vllm-version", "0.9.0"],
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
     assert "vLLM 0.20.0-0.27.0 read in full, 0.28.0-0.34.0 in part" in bad.stderr

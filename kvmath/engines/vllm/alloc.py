@@ -459,6 +459,10 @@ def _hybrid_alignment(arch: Architecture, s: VllmSettings, version, *, hybrid: b
     else:
         attn_1tok = ref_fmt.token_bytes(h, k_dim, k_dim)
     a = max(s.kernel_block_size or 16, s.block_size)
+    if version.hybrid_align_16 and ref.kind != "mla":
+        # 0.19 and before: HybridAttentionMambaModelConfig (models/config.py 0.19.0 l.217-218) aligns an
+        # attention page to 16 tokens, not to the backend's kernel block or the chosen block size
+        a = 16
     if ref.kind == "mla":
         a = _mla_alignment(a, s, version, notes)
     if mode == "all":
@@ -553,6 +557,33 @@ def _layer_specs(arch: Architecture, s: VllmSettings, *, fmt, tp: int, state_idx
 
 
 @lru_cache(maxsize=512)  # Architecture and VllmSettings are frozen: a layout is a pure function of both
+def _unread(text: str | None, version, what: str) -> str:
+    """The one-line refusal of a model kind a ``read="part"`` record has not read."""
+    return (f"vLLM {text or version.name}: {what} not read for this release (record {version.name}, read in part: "
+            f"{version.not_modelled}); kvmath does not price it with another release's rules")
+
+
+def _refuse_unread(arch: Architecture, s: VllmSettings, version, *, hybrid: bool, fmt, attention: list) -> None:
+    """Raise KvMathError for a model kind the release's record lists in ``refuse_kinds``."""
+    kinds = version.refuse_kinds
+    if not kinds:
+        return
+    if "mamba" in kinds and hybrid:
+        raise KvMathError(_unread(s.vllm_version, version, "Mamba / Gated-DeltaNet hybrids (block alignment, "
+                                  "Mamba cache modes)"))
+    if "mla" in kinds and any(layer.kind == "mla" for layer in attention):
+        raise KvMathError(_unread(s.vllm_version, version, "MLA attention"))
+    if "mla_hybrid" in kinds and hybrid and any(layer.kind == "mla" for layer in attention):
+        raise KvMathError(_unread(s.vllm_version, version, "MLA + linear-attention hybrids (the 64 / 128 "
+                                  "alignment of HybridAttentionMambaModelConfig)"))
+    if "kv_format" in kinds and (fmt.name.startswith(("turboquant", "nvfp4", "int8")) or "per_token_head" in fmt.name):
+        raise KvMathError(_unread(s.vllm_version, version, f"--kv-cache-dtype {fmt.name}"))
+    if "speculative" in kinds and s.num_speculative_tokens:
+        raise KvMathError(_unread(s.vllm_version, version, "speculative decoding (drafter layers, Mamba cache mode)"))
+    if "disable_hybrid" in kinds and s.disable_hybrid_kv_cache_manager:
+        raise KvMathError(_unread(s.vllm_version, version, "--disable-hybrid-kv-cache-manager"))
+
+
 def _layout_at(arch: Architecture, s: VllmSettings) -> VllmLayout:
     """The layout of ``arch`` at ``s``: the length checks, the cache mode, the hybrid alignment, the per-layer
     specs and the drafter's layers. Raises KvMathError for bad input; vLLM's refusals are in the record."""
@@ -573,6 +604,7 @@ def _layout_at(arch: Architecture, s: VllmSettings) -> VllmLayout:
             f"{arch.name} has no attention layer: vLLM sizes its state blocks from an attention page "
             "(Platform._align_hybrid_block_size), so kvmath has no vLLM plan for it")
     hybrid = bool(state_layers)
+    _refuse_unread(arch, s, version, hybrid=hybrid, fmt=fmt, attention=attention)
     refusal = long_refusal
     mode = _cache_mode(arch, s, hybrid, notes)
     if hybrid and fmt.name.startswith("turboquant") and not version.turboquant_hybrid:
@@ -701,15 +733,27 @@ def kv_cache_groups(
     if _is_uniform(specs):
         return [KVGroup(tuple(n for n, _ in named), specs[0])], [], None
     if _uniform_type(specs):
+        if "page_sizes" in version.refuse_kinds and len({x.page_size_bytes for x in specs}) > 1:
+            raise KvMathError(_unread(settings.vllm_version, version, "layers of different page sizes "
+                                      "(UniformTypeKVCacheSpecs / unify_kv_cache_spec_page_size)"))
         return [KVGroup(tuple(n for n, _ in named), specs[0])], [], specs
+    if "page_sizes" in version.refuse_kinds and len({x.page_size_bytes for x in specs}) > 1:
+        raise KvMathError(_unread(settings.vllm_version, version, "layers of different page sizes "
+                                  "(unify_kv_cache_spec_page_size)"))
     named = _unify_page_size(named, version)
     buckets: dict[KVSpec, list[str]] = {}
     for name, x in named:
         buckets.setdefault(x, []).append(name)
     counts = [len(v) for v in buckets.values()]
     group_size = min(counts)
-    if max(counts) < min(counts) * 1.5:
+    # _get_kv_cache_groups_uniform_page_size: min count; max when max < factor * min (1.25 in 0.12-0.14,
+    # 1.5 from 0.19; 0.10-0.11 take the min alone: group_size_factor 0)
+    if max(counts) < min(counts) * version.group_size_factor:
         group_size = max(counts)
+    if "padding_layers" in version.refuse_kinds and any(c % group_size for c in counts):
+        # before 0.19 check_enough_kv_cache_memory sums every layer's own need, not the padded groups'
+        raise KvMathError(_unread(settings.vllm_version, version, "groups with padding layers (the memory check "
+                                  "summed per layer, not per padded group)"))
     groups: list[KVGroup] = []
     warnings = []
     for spec, names in buckets.items():
@@ -876,7 +920,7 @@ def _pool_of(groups, uniform_specs, s: VllmSettings, lay, available_kv_bytes: in
         # (vLLM's default unless --enforce-eager / cudagraph_mode NONE or PIECEWISE) and Mamba layers, every
         # decode sequence needs one block (config/compilation.py 0.20.0 l.1420-1443 to 0.33.0 l.1510-1533:
         # ``kv_cache_config.has_mamba_layers and max_num_reqs > kv_cache_config.num_blocks``).
-        if (lay.mamba_state_bytes is not None and not s.enforce_eager
+        if (lay.mamba_state_bytes is not None and not s.enforce_eager and version.mamba_blocks_check
                 and s.max_num_seqs > p.num_blocks):
             refusal = mamba_blocks_message(s.max_num_seqs, p.num_blocks)
             p.mamba_refused = True

@@ -968,8 +968,9 @@ def public_rows() -> list[Row]:
                 cfg[key] = None  # vllm serve's default for the card (budget: settings.serve_batch_settings)
         else:
             ver = _release(rec.get("vllm_version", ""))
-            if ver is not None and profile_release(ver).read == "profile":
-                # a release older than kvmath's rules: its profile run as that release ran it
+            if ver is not None and not profile_release(ver).estimate_cudagraphs:
+                # a release before 0.20 (a profile-only record, or a 0.10-0.19 record read in part): its profile
+                # run as that release ran it
                 # (activation.release_rules: no CUDA graph estimate, the sort top-k/top-p sampler before 0.16)
                 cfg["profile_release"] = f"{ver[0]}.{ver[1]}"
             kv = _setting(rec.get("kv_cache_dtype", ""), str)

@@ -63,6 +63,16 @@ class VllmRelease(Release):
     - ``null_block_check``: the memory check plans against the available memory less one null block (0.29+,
       ``get_kv_cache_configs``, kv_cache_utils.py 0.29.0; kv_cache_planning.py 0.33.0 l.1533-1552);
     - ``gb10_small_tier``: the GB10 (sm_121) stays on the small batch tier (0.33+, engine/arg_utils.py);
+    - ``group_size_factor``: ``_get_kv_cache_groups_uniform_page_size`` takes the largest layer count as the
+      group size when it is below ``factor * min`` (1.5 from 0.19, 1.25 in 0.12-0.14; 0 in 0.10-0.11, which
+      take the smallest count alone: kv_cache_utils.py 0.10.1.1 l.966, 0.11.0 l.945);
+    - ``hybrid_align_16``: a hybrid's attention block is aligned to 16 tokens (HybridAttentionMambaModelConfig,
+      models/config.py 0.19.0 l.217-218), not to ``max(kernel block, block size)`` (0.20+, platforms/interface.py);
+    - ``mamba_blocks_check``: "max_num_seqs (N) exceeds available Mamba cache blocks" (config/compilation.py
+      0.20.0 l.1420-1443; absent from 0.19.0);
+    - ``refuse_kinds``: the model kinds a ``"part"`` record has not read, refused in one KvMathError line naming
+      the release (``mamba``, ``mla``, ``mla_hybrid``, ``kv_format``, ``speculative``, ``page_sizes``,
+      ``padding_layers``, ``disable_hybrid``; alloc.py ``_refuse_unread``);
     - ``not_modelled``: what this release changes that the rules do not model ("" when nothing is known).
     """
 
@@ -83,6 +93,10 @@ class VllmRelease(Release):
     batch_tier_160: bool = True
     null_block_check: bool = True
     gb10_small_tier: bool = True
+    group_size_factor: float = 1.5
+    hybrid_align_16: bool = False
+    mamba_blocks_check: bool = True
+    refuse_kinds: tuple[str, ...] = ()
     not_modelled: str = ""
 
     @property
@@ -102,8 +116,24 @@ _BEFORE_20 = dict(read="profile", serve_gpu_memory_utilization=0.9, estimate_cud
                   turboquant_hybrid=False, cpu_backend_messages=False, pad_attention_pages=False,
                   in_flight_batches=False, align_block_check=True, promote_specs_message=False, mla_align_128=False,
                   trtllm_mxfp4_intermediate_128=False, batch_tier_160=False, null_block_check=False,
-                  gb10_small_tier=False, encoder_frame_loop=True)
-_20 = dict(_BEFORE_20, read="full", serve_gpu_memory_utilization=0.92, estimate_cudagraphs=True, sort_top_k_top_p=False)
+                  gb10_small_tier=False, encoder_frame_loop=True, hybrid_align_16=True, mamba_blocks_check=False)
+_20 = dict(_BEFORE_20, read="full", serve_gpu_memory_utilization=0.92, estimate_cudagraphs=True, sort_top_k_top_p=False,
+           hybrid_align_16=False, mamba_blocks_check=True)
+# 0.10-0.14, read from the wheels for full and sliding-window attention (kv_cache_utils.py: the check, the groups,
+# get_num_blocks, "GPU KV cache size" = num_blocks // groups * min block; kv_cache_interface.py: the page and
+# per-request bytes; config/cache.py: 0.9; engine/arg_utils.py: the 70 GiB / A100 batch tiers; envs.py: no CUDA
+# graph estimate; topk_topp_sampler.py: the sort path)
+_OLD_KINDS = ("mamba", "mla", "kv_format", "speculative", "page_sizes", "padding_layers", "disable_hybrid")
+_UNREAD_OLD = ("full and sliding-window attention read; Mamba / GDN hybrids, MLA, other KV formats, speculative "
+               "decoding, mixed page sizes and padded groups are refused")
+_10 = dict(_BEFORE_20, read="part", sort_top_k_top_p=True, group_size_factor=0.0, refuse_kinds=_OLD_KINDS,
+           not_modelled=_UNREAD_OLD)
+_12 = dict(_10, group_size_factor=1.25)
+_19 = dict(_BEFORE_20, read="part", group_size_factor=1.5, refuse_kinds=("mla", "kv_format", "speculative"),
+           not_modelled="read as 0.20 less its changes (no CUDA graph estimate, 0.9, 'groups' tokens, 16-token hybrid "
+           "alignment, no Mamba-blocks check); MLA, KV formats new in 0.20 and speculative decoding are refused")
+_OLD_SRC = ("v1/core/kv_cache_utils.py, v1/kv_cache_interface.py, config/cache.py, engine/arg_utils.py, envs.py, "
+            "v1/sample/ops/topk_topp_sampler.py")
 _21 = dict(_20, token_formula="concurrency", turboquant_hybrid=True)
 _22 = dict(_21, cpu_backend_messages=True, encoder_frame_loop=False)
 _24 = dict(_22, pad_attention_pages=True)
@@ -118,7 +148,13 @@ RECORDS: tuple[VllmRelease, ...] = (
     VllmRelease("0.7.0", "the profile run's switches only, from vLLM PRs #30515 (CUDA graph estimate, 0.20), #33538 "
                 "(Triton top-k / top-p, taken as 0.16) and gemma4_mm.py 0.22.0; V1 boots of 0.7-0.15",
                 **dict(_BEFORE_20, sort_top_k_top_p=True)),
+    VllmRelease("0.10.1", _WHEEL.format("0.10.1.1") + _OLD_SRC, **_10),
+    VllmRelease("0.11.0", _WHEEL.format("0.11.0") + _OLD_SRC, **_10),
+    VllmRelease("0.12.0", _WHEEL.format("0.12.0") + _OLD_SRC + " (group factor 1.25, l.1017)", **_12),
+    VllmRelease("0.14.1", _WHEEL.format("0.14.1") + _OLD_SRC + " (group factor 1.25, l.1036)", **_12),
     VllmRelease("0.16.0", "as 0.7.0, with the Triton top-k / top-p sampler (PR #33538)", **_BEFORE_20),
+    VllmRelease("0.19.0", _WHEEL.format("0.19.0") + _OLD_SRC + ", model_executor/models/config.py "
+                "(HybridAttentionMambaModelConfig), config/compilation.py", **_19),
     VllmRelease("0.20.0", _WHEEL.format("0.20.0") + _SIZING + "; run: tests/fixtures/vllm/", **_20),
     VllmRelease("0.21.0", _WHEEL.format("0.21.0") + _SIZING, **_21),
     VllmRelease("0.22.0", _WHEEL.format("0.22.0") + _SIZING + "; run: tests/fixtures/vllm/", **_22),
@@ -141,8 +177,10 @@ RECORDS: tuple[VllmRelease, ...] = (
 DEFAULT = "0.24.0"
 """The release a plan takes when none is named (said in a note): the most-tested of the fully read releases."""
 
+_FIRST_FULL = min(r.key for r in RECORDS if r.read == "full")
+
 TABLE = ReleaseTable("vLLM", [r for r in RECORDS if r.read != "profile"], flag="--vllm-version", default=DEFAULT)
-"""The releases a plan can be priced at (0.20.0 and later)."""
+"""The releases a plan can be priced at (0.10.1 and later; before 0.20 in part, ``refuse_kinds``)."""
 
 PROFILE_TABLE = ReleaseTable("vLLM", RECORDS, flag="vllm_version")
 """Every record, for the profile run of a public boot of any V1 release (0.7 and later)."""
@@ -151,8 +189,11 @@ PROFILE_TABLE = ReleaseTable("vLLM", RECORDS, flag="vllm_version")
 def covered(short: bool = False) -> str:
     """The covered range in words, the one text the engine's header (``short``), its notes and its errors use."""
     full = [r.name for r in TABLE.releases if r.read == "full"]
-    part = [r.name for r in TABLE.releases if r.read == "part"]
-    text = f"vLLM {full[0]}-{full[-1]} read in full, {part[0]}-{part[-1]} in part"
+    old = [r.name for r in TABLE.releases if r.read == "part" and r.key < _FIRST_FULL]
+    new = [r.name for r in TABLE.releases if r.read == "part" and r.name not in old]
+    text = f"vLLM {full[0]}-{full[-1]} read in full, {new[0]}-{new[-1]} in part"
+    if old:
+        text += f", {old[0]}-{old[-1]} in part for full and sliding-window attention"
     if short:
         return text
     return (f"{text} (records at {', '.join(r.name for r in TABLE.releases)}; a release between two records takes "
