@@ -126,3 +126,13 @@ def test_the_cli_answers_for_0_11_and_refuses_a_hybrid_in_one_line():
     bad = subprocess.run([sys.executable, "-m", "kvmath.cli", "--config", "qwen3.5-27b", "--vllm-version", "0.11.0",
                           "--kv-cache-memory-bytes", str(5 * 2**30)], capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "vLLM 0.11.0" in bad.stderr
+
+
+def test_mamba2_state_layers_are_refused_on_0_19():
+    """Nemotron-H's Mamba-2 layers take their SSM cache dtype from 0.19's NemotronHForCausalLMConfig, which was not
+    read; kvmath refuses rather than price them with 0.20's rule."""
+    import kvmath
+    from kvmath.errors import KvMathError
+
+    with pytest.raises(KvMathError, match="Mamba-2 / KDA state layers"):
+        kvmath.derive("nemotron-h-56b", engine="vllm", max_ctx=8192, vllm_version="0.19.0")

@@ -571,6 +571,9 @@ def _refuse_unread(arch: Architecture, s: VllmSettings, version, *, hybrid: bool
     if "mamba" in kinds and hybrid:
         raise KvMathError(_unread(s.vllm_version, version, "Mamba / Gated-DeltaNet hybrids (block alignment, "
                                   "Mamba cache modes)"))
+    if "mamba2_state" in kinds and any(x.kind in ("mamba2", "kda") for x in arch.state_layers()):
+        raise KvMathError(_unread(s.vllm_version, version, "Mamba-2 / KDA state layers (Nemotron-H's and Kimi "
+                                  "Linear's state dtypes and shapes: models/config.py)"))
     if "mla" in kinds and any(layer.kind == "mla" for layer in attention):
         raise KvMathError(_unread(s.vllm_version, version, "MLA attention"))
     if "mla_hybrid" in kinds and hybrid and any(layer.kind == "mla" for layer in attention):

@@ -71,7 +71,7 @@ class VllmRelease(Release):
     - ``mamba_blocks_check``: "max_num_seqs (N) exceeds available Mamba cache blocks" (config/compilation.py
       0.20.0 l.1420-1443; absent from 0.19.0);
     - ``refuse_kinds``: the model kinds a ``"part"`` record has not read, refused in one KvMathError line naming
-      the release (``mamba``, ``mla``, ``mla_hybrid``, ``kv_format``, ``speculative``, ``page_sizes``,
+      the release (``mamba``, ``mamba2_state``, ``mla``, ``mla_hybrid``, ``kv_format``, ``speculative``, ``page_sizes``,
       ``padding_layers``, ``disable_hybrid``; alloc.py ``_refuse_unread``);
     - ``not_modelled``: what this release changes that the rules do not model ("" when nothing is known).
     """
@@ -129,9 +129,11 @@ _UNREAD_OLD = ("full and sliding-window attention read; Mamba / GDN hybrids, MLA
 _10 = dict(_BEFORE_20, read="part", sort_top_k_top_p=True, group_size_factor=0.0, refuse_kinds=_OLD_KINDS,
            not_modelled=_UNREAD_OLD)
 _12 = dict(_10, group_size_factor=1.25)
-_19 = dict(_BEFORE_20, read="part", group_size_factor=1.5, refuse_kinds=("mla", "kv_format", "speculative"),
+_19 = dict(_BEFORE_20, read="part", group_size_factor=1.5,
+           refuse_kinds=("mla", "kv_format", "speculative", "mamba2_state"),
            not_modelled="read as 0.20 less its changes (no CUDA graph estimate, 0.9, 'groups' tokens, 16-token hybrid "
-           "alignment, no Mamba-blocks check); MLA, KV formats new in 0.20 and speculative decoding are refused")
+           "alignment, no Mamba-blocks check); MLA, Mamba-2 / KDA state layers, KV formats new in 0.20 and "
+           "speculative decoding are refused")
 _OLD_SRC = ("v1/core/kv_cache_utils.py, v1/kv_cache_interface.py, config/cache.py, engine/arg_utils.py, envs.py, "
             "v1/sample/ops/topk_topp_sampler.py")
 _21 = dict(_20, token_formula="concurrency", turboquant_hybrid=True)
