@@ -441,3 +441,11 @@ def test_every_vllm_json_key_is_in_the_schema(capsys):
         for stage in out.get("stages", []):
             assert set(stage) <= set(schema["vllm_serve"])
     assert all(isinstance(v, str) and v for v in schema["vllm_serve"].values())
+
+
+@pytest.mark.parametrize("flag, engine", [(["-ngl", "99"], "llama.cpp"), (["--mem-fraction-static", "0.8"], "SGLang")])
+def test_another_engines_flag_on_a_vllm_line_is_named(capsys, flag, engine):
+    with pytest.raises(SystemExit) as e:
+        main(["vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", *flag, "--card", "h100"])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and f"{flag[0]} is a" in err and f"{engine} flag" in err and len(err.splitlines()) == 1

@@ -85,9 +85,28 @@ FIXES = [
 ]
 
 
+# flags of the other engines' launch lines, named when they turn up on a vllm serve line
+_FOREIGN_FLAGS = {
+    "llama.cpp": ("-ngl", "--n-gpu-layers", "-c", "--ctx-size", "-np", "--parallel", "-ctk", "-ctv", "--cache-type-k",
+                  "--cache-type-v", "-fa", "--flash-attn", "-m", "-ub", "--ubatch-size", "-b", "--batch-size",
+                  "--n-cpu-moe", "-ts", "--tensor-split", "-hf"),
+    "SGLang": ("--mem-fraction-static", "--tp-size", "--context-length", "--model-path", "--max-running-requests",
+               "--chunked-prefill-size", "--page-size", "--dp-size", "--max-total-tokens"),
+}
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # one line, exit 2 (a 5,000-digit value is cut)
         if message.startswith("unrecognized arguments"):
+            words = [w.partition("=")[0] for w in message.partition(":")[2].split()]
+            for engine, flags in _FOREIGN_FLAGS.items():
+                hit = next((w for w in words if w in flags), None)
+                if hit:
+                    a = "an" if engine == "SGLang" else "a"
+                    self.exit(2, f"kvmath-fit: error: {hit} is {a} {engine} flag, not a vllm serve one ({a} {engine} "
+                                 f"line starts with its own command: "
+                                 + ("llama-server ...)" if engine == "llama.cpp" else
+                                    "python -m sglang.launch_server ...)") + "\n")
             message += ("; kvmath-fit takes the vllm serve flags that change memory (--help lists them), ignores "
                         "serving-only ones such as --port, and refuses the ones it does not model")
         self.exit(2, f"kvmath-fit: error: {one_line(message)}\n")
