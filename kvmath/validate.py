@@ -579,6 +579,21 @@ def gc_paused():
         gc.enable()
 
 
+FREEZE_ROWS = 50_000
+"""Rows of a table kept for the run from which :func:`keep_for_run` freezes the collector's view of it."""
+
+
+def keep_for_run(rows: int) -> None:
+    """Move the objects alive now to the collector's permanent generation (``gc.freeze``) when a table of
+    ``rows`` >= :data:`FREEZE_ROWS` rows, kept for the run, has just been built (inside :func:`gc_paused`).
+    Paused only, the collector's next passes of generations 0, 1 and 2 each scanned all of a 400,000-Tensor
+    table once more (0.65, 0.70 and 0.73 s measured on a loaded 2-core machine) though it holds no reference
+    cycle. Frozen objects are still freed by reference counting when dropped; only a reference cycle that was
+    already garbage is kept (until ``gc.unfreeze()``)."""
+    if rows >= FREEZE_ROWS:
+        gc.freeze()
+
+
 def _loads(text: str):
     """``json.loads(text)``, the collector paused for a text over 1 MiB (:func:`gc_paused`)."""
     if len(text) < 2**20:

@@ -551,3 +551,50 @@ def test_bulk_header_checks_name_the_first_refused_entry():
         entries["t9"] = dict(good["t9"], shape="x")
         with pytest.raises(KvMathError, match=message):
             parse_safetensors_header(*head(entries), "h")
+
+
+def test_one_kvmath_fit_run_opens_and_parses_the_header_once(tmp_path, monkeypatch, capsys):
+    """A whole ``kvmath-fit --config <folder> --json`` answer (the solvers reprice the checkpoint several
+    times) opens each safetensors file once and parses its header JSON once (issue 21: the folder was once
+    read 5 times a run)."""
+    from kvmath import fit
+    from kvmath.model import checkpoint as C
+
+    cfg = dict(TINY, quantization_config=QUANT["ct_w4a16"])
+    est = estimate_checkpoint(cfg)
+    write(tmp_path / "model.safetensors", {t.name: (t.dtype, t.shape) for t in est.tensors})
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    opened, parsed = [], []
+    real_open, real_parse = C.open_regular, C.parse_json
+    monkeypatch.setattr(C, "open_regular", lambda p, what="file": opened.append(str(p)) or real_open(p, what))
+    monkeypatch.setattr(C, "parse_json", lambda raw, where, *a: parsed.append(where) or real_parse(raw, where, *a))
+    assert fit.main(["--config", str(tmp_path), "--card", "h100", "--json"]) in (0, 1)
+    out = json.loads(capsys.readouterr().out)
+    assert out["weights_variant"] == "safetensors headers"
+    assert opened.count(str(tmp_path / "model.safetensors")) == 1
+    assert sum("safetensors header" in w for w in parsed) == 1
+
+
+@pytest.mark.parametrize("names", [
+    ["model.layers.0.mlp.weight", "model.layers.1.vision_w", "model.visual.layers.1.x", "layers.2.y", "h.3.z",
+     "model.mtp.layers.4.w", "blocks", "x.blocks.5.layers.6.w", "model.layers.7.audio"],
+    ["a.layers.10.b.layers.11.c", "mtp.layers.1.a", "layers.0.mtp", "q.h.12.", "layers.3"],
+])
+def test_layer_check_by_prefix_matches_the_per_name_search(names):
+    """_check_layers_present searches its patterns once per module prefix; the layers it finds are the ones a
+    search of every whole name finds."""
+    from kvmath.model import checkpoint as C
+
+    by_name = set()
+    for n in names:
+        if not C._NOT_DECODER.search(n) and (m := C._DECODER_LAYER.search(n)):
+            by_name.add(int(m.group(1)))
+    tensors = [C.Tensor(n, "bf16", (1,), 2) for n in names]
+    L = max(by_name) + 1
+    missing = sorted(set(range(L)) - by_name)
+    if missing:
+        with pytest.raises(KvMathError, match=f"layer {missing[0]} is missing"):
+            C._check_layers_present("f", tensors, {"num_hidden_layers": L})
+    else:
+        C._check_layers_present("f", tensors, {"num_hidden_layers": L})
+    C._check_layers_present("f", tensors, {"num_hidden_layers": 1} if 0 in by_name else {"num_hidden_layers": -1})

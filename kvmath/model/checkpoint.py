@@ -31,15 +31,17 @@ from __future__ import annotations
 import re
 
 import math
+from itertools import repeat
 import os
 import stat
 import struct
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
+from operator import attrgetter
 from pathlib import Path
 
 from ..errors import KvMathError, choices
-from ..validate import check_regular_file, gc_paused, open_regular, parse_json, read_bounded
+from ..validate import check_regular_file, gc_paused, keep_for_run, open_regular, parse_json, read_bounded
 
 # safetensors dtype (lower-cased: the header's "BF16" is "bf16" here) -> bits per element (huggingface/safetensors safetensors/src/tensor.rs ``Dtype``,
 # 0.6+: F4 = float4_e2m1 packed two per byte, F6_* six bits, E8M0 the MX scale)
@@ -92,9 +94,10 @@ class Checkpoint:
     index_total_size: int | None = None
     metadata: dict = field(default_factory=dict)
 
-    @property
+    @cached_property
     def total_bytes(self) -> int:
-        return sum(t.nbytes for t in self.tensors)
+        """Sum of the tensors' bytes, summed once per table (the table is immutable)."""
+        return sum(map(attrgetter("nbytes"), self.tensors))
 
     def by_dtype(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -206,7 +209,7 @@ def parse_safetensors_header(head: bytes, size: int, where: str, file: str = "")
     tensors = _tensors_checked_at_once(header, data_len, file)
     if tensors is None:  # some entry is refused: the entries one by one, in order, name the first
         tensors = _tensors_checked_one_by_one(header, data_len, where, file)
-    tensors.sort(key=lambda t: t.name)
+    tensors.sort(key=attrgetter("name"))
     return tensors, {str(k): str(v) for k, v in meta.items()}
 
 
@@ -233,11 +236,14 @@ def _tensors_checked_at_once(header: dict, data_len: int, file: str) -> list[Ten
     if dims and not (min(dims) >= 0 and max(dims) < 2**48) or min(ends) < 0:
         return None
     dtypes = list(map(lower.__getitem__, dtypes))
-    nbytes = [-(-p * DTYPE_BITS[d] // 8) for p, d in zip(map(math.prod, shapes), dtypes)]
+    shapes = list(map(tuple, shapes))
+    kinds = list(zip(shapes, dtypes))  # a few hundred distinct (shape, dtype) in 400,000 entries: bytes once each
+    size = {k: -(-math.prod(k[0]) * DTYPE_BITS[k[1]] // 8) for k in dict.fromkeys(kinds)}
+    nbytes = list(map(size.__getitem__, kinds))
     begins, ends = ends[0::2], ends[1::2]
     if list(map(int.__sub__, ends, begins)) != nbytes or max(ends) > data_len:
         return None
-    return list(map(_tensor, header, dtypes, map(tuple, shapes), nbytes, repeat(file)))
+    return list(map(_tensor, header, dtypes, shapes, nbytes, repeat(file)))
 
 
 def _tensor(name: str, dtype: str, shape: tuple, nbytes: int, file: str) -> Tensor:
@@ -377,6 +383,7 @@ def read_checkpoint(folder) -> Checkpoint:
         return hit
     with gc_paused():  # hundreds of thousands of Tensors (kvmath.validate.gc_paused)
         table = _read_checkpoint(folder, listing)
+        keep_for_run(len(table.tensors))  # kept (_TABLES): not rescanned by the collector (kvmath.validate)
     if len(_TABLES) >= 8:
         _TABLES.pop(next(iter(_TABLES)))
     _TABLES[key] = table
@@ -439,11 +446,24 @@ def _check_layers_present(folder, tensors, config: dict) -> None:
     L = tc.get("num_hidden_layers")
     if not isinstance(L, int) or isinstance(L, bool) or L < 1:
         return
+    # The patterns are searched once per module prefix (a name up to its last dot), not per tensor: a match of
+    # _DECODER_LAYER ends in a dot, so it lies in "prefix." and the first one there is the name's first; a
+    # match of _NOT_DECODER (words without a dot, or "mtp.") lies in "prefix." or in the last part. 400,963
+    # names of a large header are 80,451 prefixes and 17 last parts.
+    leaf_ok: dict = {}
+    prefixes = set()
+    for prefix, _, leaf in map(str.rpartition, map(attrgetter("name"), tensors), repeat(".")):
+        ok = leaf_ok.get(leaf)
+        if ok is None:
+            ok = leaf_ok[leaf] = not _NOT_DECODER.search(leaf)
+        if ok:
+            prefixes.add(prefix)
     seen = set()
-    for t in tensors:  # one search of two compiled patterns per tensor (400,000 in a large header)
-        if _NOT_DECODER.search(t.name):
+    for prefix in prefixes:
+        q = prefix + "."
+        if _NOT_DECODER.search(q):
             continue
-        m = _DECODER_LAYER.search(t.name)
+        m = _DECODER_LAYER.search(q)
         if m:
             seen.add(int(m.group(1)))
     if not seen:

@@ -46,7 +46,10 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from dataclasses import dataclass, field
+from itertools import repeat
+from operator import attrgetter, itemgetter
 
 from ...errors import KvMathError
 from .releases import release
@@ -232,27 +235,22 @@ def _placements(checkpoint: Checkpoint, rt: str, tied: bool, shard_vision: bool,
     Each module's name is read once (:func:`_module_facts`) and each distinct (module facts, name's last part,
     dtype, shape, bytes) placed once (:func:`_rule`): a 400,000-tensor header or a Qwen3-235B estimate of 73,000
     tensors holds a few thousand distinct ones."""
-    groups: dict = {}
-    modules: dict = {}  # prefix -> the number of its facts
+    tensors = checkpoint.tensors
+    split = list(map(str.rpartition, map(attrgetter("name"), tensors), repeat(".")))  # (prefix, ".", last part)
+    prefixes = list(map(itemgetter(0), split))
     facts_ids: dict = {}  # facts -> number
-    facts_list: list = []  # number -> facts
-    rules: dict = {}  # (facts number, last part, dtype, shape, bytes) -> group
+    fid_of = {p: facts_ids.setdefault(_module_facts(p), len(facts_ids)) for p in dict.fromkeys(prefixes)}
+    facts_list = list(facts_ids)  # number -> facts
+    # each distinct (module facts, last part, dtype, shape, bytes), counted in C, in the order first met
+    counts = Counter(zip(map(fid_of.__getitem__, prefixes), map(itemgetter(2), split),
+                         map(attrgetter("dtype"), tensors), map(attrgetter("shape"), tensors),
+                         map(attrgetter("nbytes"), tensors)))
     bits = DTYPE_BITS[rt]
-    for t in checkpoint.tensors:
-        prefix, _, raw = t.name.rpartition(".")
-        fid = modules.get(prefix)
-        if fid is None:
-            facts = _module_facts(prefix)
-            fid = modules[prefix] = facts_ids.setdefault(facts, len(facts_ids))
-            if fid == len(facts_list):
-                facts_list.append(facts)
-        k = (fid, raw, t.dtype, t.shape, t.nbytes)
-        key = rules.get(k, rules)
-        if key is rules:
-            key = rules[k] = _rule(facts_list[fid], raw, t.dtype, t.shape, t.nbytes, bits, tied, shard_vision,
-                                   skip_towers)
+    groups: dict = {}
+    for (fid, raw, dtype, shape, nb), n in counts.items():
+        key = _rule(facts_list[fid], raw, dtype, shape, nb, bits, tied, shard_vision, skip_towers)
         if key is not None:
-            groups[key] = groups.get(key, 0) + 1
+            groups[key] = groups.get(key, 0) + n
     return groups, any(f[0] == "lm_head" for f in facts_list)
 
 
