@@ -556,7 +556,6 @@ def _layer_specs(arch: Architecture, s: VllmSettings, *, fmt, tp: int, state_idx
     return layers, full_spec
 
 
-@lru_cache(maxsize=512)  # Architecture and VllmSettings are frozen: a layout is a pure function of both
 def _unread(text: str | None, version, what: str) -> str:
     """The one-line refusal of a model kind a ``read="part"`` record has not read."""
     return (f"vLLM {text or version.name}: {what} not read for this release (record {version.name}, read in part: "
@@ -587,6 +586,7 @@ def _refuse_unread(arch: Architecture, s: VllmSettings, version, *, hybrid: bool
         raise KvMathError(_unread(s.vllm_version, version, "--disable-hybrid-kv-cache-manager"))
 
 
+@lru_cache(maxsize=512)  # Architecture and VllmSettings are frozen: a layout is a pure function of both
 def _layout_at(arch: Architecture, s: VllmSettings) -> VllmLayout:
     """The layout of ``arch`` at ``s``: the length checks, the cache mode, the hybrid alignment, the per-layer
     specs and the drafter's layers. Raises KvMathError for bad input; vLLM's refusals are in the record."""
