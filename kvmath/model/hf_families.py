@@ -61,6 +61,24 @@ def _plain(c: _Config, name: str, source: str):
     return _full_only(c, name, source)
 
 
+@_family("phi")
+def _phi(c: _Config, name: str, source: str):
+    """Phi-1 / Phi-1.5 / Phi-2 (``phi``): full attention on every layer (transformers 5.23 configuration_phi.py:
+    ``num_key_value_heads`` None becomes ``num_attention_heads`` in ``__post_init__``; modeling_phi.py:
+    ``head_dim = hidden_size // num_attention_heads``; no window). ``partial_rotary_factor`` rotates part of
+    each head and does not change what is cached."""
+    return _full_only(c, name, source)
+
+
+@_family("gemma")
+def _gemma(c: _Config, name: str, source: str):
+    """Gemma 1 (``gemma``): full attention on every layer, no window. transformers 5.23 configuration_gemma.py
+    defaults ``num_key_value_heads`` to 16 and ``head_dim`` to 256, neither derived from the heads or the hidden
+    size, so a config must write both (the published ones do: gemma-2b 1 x 256, gemma-7b 16 x 256)."""
+    _needs_written(c, "num_key_value_heads", 16)
+    return _full_only(c, name, source, head_dim_default=256)
+
+
 @_family("internlm3", "ernie4_5", "seed_oss", "qwen3_vl_text", "ministral3")
 def _plain_head_dim(c: _Config, name: str, source: str):
     """Full attention on every layer with an explicit ``head_dim`` (transformers 5.23: InternLM3Config,
