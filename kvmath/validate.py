@@ -216,11 +216,12 @@ HEADS = 2**16
 """Upper bound on a head count or a head width."""
 MAX_EXPERTS = 4096
 """Upper bound on routed experts per layer (the most published: 512, Qwen3-Next)."""
-MAX_LAYER_EXPERTS = 2**15
+MAX_LAYER_EXPERTS = 2**16
 """Upper bound on layers x experts: the checkpoint estimate writes rows per expert matrix and costs about
 80 us per expert MLP with vLLM's sharding (Qwen3-Next, 48 x 512 = 24,576: 2.0 s; 512 x 512 took 26 s), so
-32,768 keeps every published model (Qwen3-Next 24,576, Kimi K2 61 x 384, DeepSeek-V3 61 x 256) and no config
-can make it run for minutes."""
+65,536 keeps the published models (Nemotron-3-Super 88 x 512 = 45,056, Qwen3-Next 24,576, Kimi K2 61 x 384,
+DeepSeek-V3 61 x 256; it was 32,768, which refused Nemotron-3-Super) and no config can make it run for minutes
+(about 5 s at the bound)."""
 
 CONFIG_RULES: dict[str, Rule] = {
     # layer counts (kvmath.model.hf, checkpoint.py, the weight estimators)

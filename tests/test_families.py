@@ -33,7 +33,7 @@ REFUSED = {  # config -> a phrase the one-line refusal must contain (the model_t
     "deepseek-ai__DeepSeek-V4-Flash": "model_type 'deepseek_v4' is not supported",
     "moonshotai__Kimi-K2-Instruct": "model_type 'kimi_k2' is not supported",
     # 93 x 896 expert MLPs: the size guard of kvmath.validate speaks before the model_type check
-    "moonshotai__Kimi-K3": "93 layers x 896 experts = 83,328 expert MLPs; kvmath reads at most 32,768",
+    "moonshotai__Kimi-K3": "93 layers x 896 experts = 83,328 expert MLPs; kvmath reads at most 65,536",
     "nvidia__Llama-3_3-Nemotron-Super-49B-v1": "model_type 'nemotron-nas' is not supported",
     "stepfun-ai__Step-3.7-Flash": "model_type 'step3p7' is not supported",
     DEFAULTS + "falcon_h1": "both a KV cache",  # attention and Mamba-2 in one layer: no spec yet
