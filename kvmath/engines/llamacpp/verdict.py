@@ -113,14 +113,41 @@ def read_model(s: dict, ref: str) -> Model:
         w = estimate_weights(cfg, bits_per_weight=s["weight_bits"])
         return Model(arch, cfg, None, w, w.source)
     mix = s["quant_mix"]
-    if mix is None:
+    from .quantmix import check_mix
+
+    if cfg.get("text_config", cfg).get("model_type") == "gpt_oss":
+        mix = _gpt_oss_mix(mix, notes)
+    elif mix is None:
         mix = "Q4_K_M"
         notes.append("no .gguf and no --quant-mix: weights estimated as llama-quantize Q4_K_M would make them")
-    from .quantmix import check_mix
     from .weights import weights_from_mix
 
     tensors, w = weights_from_mix(cfg, check_mix(mix), imatrix=s["imatrix"])
     return Model(arch, cfg, tuple(tensors), w, w.source, tuple(notes))
+
+
+def _gpt_oss_mix(mix, notes: list) -> str:
+    """The mix a gpt-oss file can be priced at without its GGUF: MXFP4_MOE only.
+
+    convert_hf_to_gguf.py writes gpt-oss's experts as MXFP4 straight from the checkpoint (PR #16756, "avoid
+    dequantizing mxfp4 for GPT-OSS"), and llama-quantize will not requantize an already quantized tensor
+    without --allow-requantize (src/llama-quant.cpp: "requantizing from type %s is disabled"), so a "Q4_K_M"
+    gpt-oss GGUF keeps MXFP4 experts and its other tensors are the publisher's choice (Unsloth's 20b Q4_K_M
+    loads as q5_0 61 / q8_0 13 / q4_K 24 / mxfp4 72): no llama-quantize rule derives it. MXFP4_MOE is the
+    file type of ggml-org's gpt-oss GGUFs (general.file_type 38) and llama-quant.cpp's rule for it (3-D expert
+    tensors MXFP4, every other quantisable tensor and the output Q8_0) is exact.
+    """
+    if mix is None:
+        notes.append("no .gguf and no --quant-mix: gpt-oss priced as its published GGUF, llama-quantize MXFP4_MOE "
+                     "(experts MXFP4, the rest Q8_0, as ggml-org's files)")
+        return "MXFP4_MOE"
+    from .quantmix import check_mix
+
+    if check_mix(mix) != "MXFP4_MOE":
+        raise KvMathError(f"gpt-oss GGUFs keep the MoE experts in MXFP4 whatever the quant label, so --quant-mix "
+                          f"{check_mix(mix)} cannot be derived: give the .gguf file, --weight-bits, or --quant-mix "
+                          "MXFP4_MOE (ggml-org's files)")
+    return "MXFP4_MOE"
 
 
 @dataclass

@@ -1,0 +1,69 @@
+"""llama.cpp front door: defects a fresh user found (gpt-oss weights without a GGUF, the --n-cpu-moe search,
+the -c answer above n_ctx_train, per-device KV log lines, unnamed defaults, truncated GGUFs, repeated flags).
+
+Every expected figure comes from outside kvmath's arithmetic: llama.cpp logs of published files, llama.cpp's
+source at the build kvmath models, or a hand derivation written out here."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from kvmath.engines import get_engine
+from kvmath.fit import run as fit_run
+from kvmath.units import GiB, MiB
+
+E = get_engine("llama.cpp")
+
+
+def _verdict(argv, tool="llama-server"):
+    from dataclasses import replace
+
+    from kvmath.fit import _take
+    from kvmath.units import parse_bytes
+
+    rest, opts = _take(list(argv))
+    la = E.launch_for((tool,), rest)
+    mem = opts["device_memory"]
+    la = replace(la, card=opts["card"], device_bytes=None if mem is None else parse_bytes(mem))
+    return E.verdict(la), la
+
+
+def _term(v, device, name):
+    return next(d for d in v.devices if d.name == device).term(name)
+
+
+# --- 1. gpt-oss without a GGUF: MXFP4 experts, not a Q4_K_M fiction ------------------------------------------
+
+# llama.cpp loader logs of ggml-org's MXFP4 MoE files (general.file_type 38), as users pasted them:
+#   gpt-oss-20b:  "type f32: 289 / q8_0: 98 / mxfp4: 72 tensors", "file size = 11.27 GiB (4.63 BPW)"
+#   gpt-oss-120b: "type f32: 433 / q8_0: 146 / mxfp4: 108 tensors", "file size = 59.02 GiB (4.34 BPW)",
+#                 "CPU_Mapped model buffer size = 586.82 MiB" (token_embd stays on the host with every layer off)
+GPT_OSS_LOGS = {"gpt-oss-20b": ({"F32": 289, "Q8_0": 98, "MXFP4": 72}, 11.27),
+                "gpt-oss-120b": ({"F32": 433, "Q8_0": 146, "MXFP4": 108}, 59.02)}
+
+
+@pytest.mark.parametrize("name", sorted(GPT_OSS_LOGS))
+def test_gpt_oss_without_gguf_is_priced_as_its_mxfp4_file(name):
+    from kvmath.engines.llamacpp.verdict import read_model
+
+    counts, gib = GPT_OSS_LOGS[name]
+    m = read_model({"quant_mix": None, "weight_bits": None, "imatrix": False}, name)
+    assert dict(Counter(t.ggml_type for t in m.tensors)) == counts
+    assert round(sum(t.n_bytes for t in m.tensors) / GiB, 2) == gib
+    assert any("MXFP4_MOE" in n for n in m.notes)
+
+
+def test_gpt_oss_120b_all_layers_on_the_card():
+    v, _ = _verdict(["-m", "gpt-oss-120b", "-c", "32768", "-ngl", "99", "--card", "rtx4090"])
+    host = _term(v, "Host", "model") / MiB
+    dev = _term(v, "CUDA0", "model") / MiB
+    assert round(host, 2) == 586.82  # the loader log's CPU_Mapped buffer (token_embd, Q8_0 201088 x 2880)
+    assert round((host + dev) * MiB / GiB, 2) == 59.02  # was 83,389 + 380 MiB (81.8 GiB) "as Q4_K_M"
+
+
+def test_gpt_oss_k_quant_mix_is_refused(capsys):
+    assert fit_run(["llama-server", "-m", "gpt-oss-20b", "--quant-mix", "Q4_K_M", "--card", "rtx4090"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "MXFP4" in err[0] and ".gguf" in err[0] and "--weight-bits" in err[0]
