@@ -67,3 +67,24 @@ def test_gpt_oss_k_quant_mix_is_refused(capsys):
     assert fit_run(["llama-server", "-m", "gpt-oss-20b", "--quant-mix", "Q4_K_M", "--card", "rtx4090"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "MXFP4" in err[0] and ".gguf" in err[0] and "--weight-bits" in err[0]
+
+
+# --- 2. the smallest --n-cpu-moe that fits on the devices AND the host -----------------------------------------
+
+@pytest.mark.parametrize("host", ["40GiB", "48GiB", "128GiB"])
+def test_smallest_n_cpu_moe_is_the_first_value_that_boots_everywhere(host):
+    from kvmath import solve
+
+    argv = ["-m", "gpt-oss-120b", "-c", "32768", "-ngl", "99", "--n-cpu-moe", "28", "--card", "rtx4090",
+            "--host-memory", host]
+    v, la = _verdict(argv)
+    la = E.for_solving(la)
+    # every value of the range, each its own verdict (no bisection): the values that boot
+    boots = [k for k in range(0, 37) if E.verdict(la.with_settings(n_cpu_moe=k)).boots]
+    ans = solve.smallest_offload(E, la)
+    assert ans == (boots[0] if boots else None)
+    assert boots == list(range(boots[0], boots[-1] + 1))  # an interval: the GPU fills below, the host above
+    if v.boots:
+        assert ans is not None and ans <= 28  # the user's own value boots, so the answer cannot be "none"
+    if host == "48GiB":
+        assert boots[-1] < 36  # the host refuses all 36 layers' experts: the old search (hi first) said none

@@ -151,6 +151,12 @@ class LlamaCppEngine(Engine):
         by itself, and ``--n-cpu-moe N`` turns it off, so booting would not be monotone)."""
         return launch.with_settings(fit=False)
 
+    @staticmethod
+    def offload_frees_devices(verdict) -> bool:
+        """Whether every GPU of ``verdict`` has room (the host aside): monotone in ``--n-cpu-moe``, unlike the
+        verdict, which also checks the host (``--host-memory``) that more offloaded experts fill."""
+        return all(d.spare_bytes >= 0 for d in verdict.devices if d.name != "Host")
+
     def range_of(self, launch, setting):
         from .verdict import range_of
 
