@@ -88,3 +88,26 @@ def test_smallest_n_cpu_moe_is_the_first_value_that_boots_everywhere(host):
         assert ans is not None and ans <= 28  # the user's own value boots, so the answer cannot be "none"
     if host == "48GiB":
         assert boots[-1] < 36  # the host refuses all 36 layers' experts: the old search (hi first) said none
+
+
+# --- 3. the largest -c is memory's limit, past n_ctx_train named ----------------------------------------------
+
+def test_largest_context_is_not_capped_below_a_context_that_boots(capsys):
+    import json
+
+    argv = ["-m", "llama-3.1-8b", "-c", "200000", "-ctk", "q4_0", "-ctv", "q4_0", "--card", "rtx4090"]
+    assert fit_run(["llama-server", *argv, "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    best = d["answers"]["largest_context"]
+    assert d["outcome"] == "boots" and best >= d["context"]  # was 131072 < 200,192 that boots
+    # Llama 3.1 8B (data/configs/meta-llama__Llama-3.1-8B-Instruct.json): max_position_embeddings 131072
+    assert d["engine_detail"]["n_ctx_train"] == 131072
+    assert any("n_ctx_train 131,072" in n and "capping" in n for n in d["notes"])
+    v, la = _verdict(argv)
+    off = E.for_solving(la)
+    at = E.verdict(off.with_settings(n_ctx=best))
+    assert at.boots and not E.verdict(off.with_settings(n_ctx=best + 256)).boots
+    # q4_0 K and V: 8 KV heads x 128 = 1024 values = 32 blocks x 18 bytes = 576 bytes each, 32 layers
+    assert _term(at, "CUDA0", "kv") == best * 32 * 2 * 576
+    assert fit_run(["llama-server", *argv]) == 0
+    assert "(memory's limit; past n_ctx_train 131,072" in capsys.readouterr().out

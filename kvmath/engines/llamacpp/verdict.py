@@ -375,11 +375,13 @@ class Detail:
     compute_dominant: str
     compute_upper_bytes: int
     moe: bool = False
+    n_ctx_train: int = 0
 
     def to_dict(self) -> dict:
         return {"build": self.build, "tool": self.tool, "n_ctx": self.n_ctx, "n_ctx_seq": self.n_ctx_seq,
                 "weights": self.weights, "fit": self.fit, "compute_dominant": self.compute_dominant,
-                "compute_upper_bytes": self.compute_upper_bytes, "moe": self.moe}
+                "compute_upper_bytes": self.compute_upper_bytes, "moe": self.moe,
+                "n_ctx_train": self.n_ctx_train}
 
 
 
@@ -411,9 +413,12 @@ def verdict(launch) -> Verdict:
     host = devs[-1]
     if host.spare_bytes < 0:
         outcome, message = "oom", f"system RAM short by {-host.spare_bytes / MiB:,.0f} MiB"
+    n_train = int(model.arch.max_position_embeddings or 0)
+    if n_train and pr.memory.n_ctx_seq > n_train:
+        notes.append(_train_cap_note(pr.memory.n_ctx_seq, n_train, s["tool"]))
     detail = Detail(launch.release, s["tool"], pr.memory.n_ctx, pr.memory.n_ctx_seq, model.source,
                     _fit_dict(fit), pr.compute.dominant, pr.compute.device_upper,
-                    bool(getattr(model.weights, "experts", 0)))
+                    bool(getattr(model.weights, "experts", 0)), n_train)
     return Verdict("llama.cpp", launch.release, str(launch.model), outcome, devs, message, tuple(lines),
                    pr.memory.n_ctx, pr.memory.n_ctx, s["n_parallel"], tuple(notes), detail)
 
@@ -449,16 +454,32 @@ def _fit(launch, model: Model, pr: Priced, devs):
                                target_mib=s["fit_target_mib"][0], min_ctx=s["fit_ctx"])
 
 
+CTX_SEARCH_MAX = 2**24
+"""The top of the ``-c`` search (16,777,216 tokens, step 256): an answer there is "at least" (said)."""
+
+
+def _train_cap_note(n_ctx_seq: int, n_ctx_train: int, tool: str) -> str:
+    """What llama.cpp 0c1e570 says of a context past the training one: llama-context.cpp warns and allocates
+    it; llama-server's load_model caps each slot at n_ctx_train ("the slot context (%d) exceeds the training
+    context of the model (%d) - capping"), so the cells past it are allocated but no request reaches them."""
+    out = (f"n_ctx_seq {n_ctx_seq:,} > n_ctx_train {n_ctx_train:,}: llama.cpp allocates it with a warning "
+           f"('possible training context overflow')")
+    if tool == "llama-server":
+        out += f"; llama-server caps each slot at {n_ctx_train:,} ('the slot context ... - capping')"
+    return out
+
+
 def range_of(launch, setting: str) -> tuple[int, int, int]:
-    """The solvers' search range: ``n_ctx`` 256 .. the training context (step 256, llama.cpp's padding),
+    """The solvers' search range: ``n_ctx`` 256 .. ``CTX_SEARCH_MAX`` (step 256, llama.cpp's padding; the
+    memory decides, the training context is named where the answer passes it),
     ``n_parallel`` 1 .. 256, ``n_cpu_moe`` 0 .. the block count. Raises KvMathError for another setting."""
     s = launch.settings
     model = load_model(s, launch.model)
     if setting == "n_ctx":
-        hi = model.arch.max_position_embeddings or s["n_ctx"] or 0
-        if not hi:
-            raise KvMathError(f"{model.arch.name}: no training context to bound the -c search")
-        return 256, max(hi * (1 if s["kv_unified"] else s["n_parallel"]), 256), 256
+        # memory decides, not n_ctx_train: llama.cpp allocates a -c above it (llama_context warns "n_ctx_seq
+        # (%u) > n_ctx_train (%u) -- possible training context overflow" and goes on); render() and the
+        # verdict's notes name the training context when the answer passes it
+        return 256, CTX_SEARCH_MAX, 256
     if setting == "n_parallel":
         return 1, 256, 1
     if setting == "n_cpu_moe":
@@ -486,7 +507,15 @@ def render(v: Verdict, answers) -> str:
     for k, val in answers.items():
         why = "none (dense model: no experts to keep in RAM)" if k == "smallest_offload" and v.detail and \
             not v.detail.moe else "none (no value in the range fits)"
-        lines.append(f"{names.get(k, k)}: {val if val is not None else why}")
+        extra = ""
+        if k == "largest_context" and val is not None:
+            if val >= CTX_SEARCH_MAX:
+                extra = f" or more (the search stops at {CTX_SEARCH_MAX:,})"
+            per_seq = val * v.detail.n_ctx_seq // max(v.detail.n_ctx, 1) if v.detail else 0
+            if v.detail and v.detail.n_ctx_train and per_seq > v.detail.n_ctx_train:
+                extra += f" (memory's limit; past n_ctx_train {v.detail.n_ctx_train:,} per sequence" + \
+                    (", which llama-server caps each slot at)" if v.detail.tool == "llama-server" else ")")
+        lines.append(f"{names.get(k, k)}: {val if val is not None else why}{extra}")
     if answers:
         lines.append("  (the answers price the line as written, --fit's own changes off)")
     lines += [f"  {line}" for line in v.log_lines]
