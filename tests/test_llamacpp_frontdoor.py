@@ -111,3 +111,23 @@ def test_largest_context_is_not_capped_below_a_context_that_boots(capsys):
     assert _term(at, "CUDA0", "kv") == best * 32 * 2 * 576
     assert fit_run(["llama-server", *argv]) == 0
     assert "(memory's limit; past n_ctx_train 131,072" in capsys.readouterr().out
+
+
+# --- 4. one "KV buffer size" line per buffer type -------------------------------------------------------------
+
+# Llama 3.1 8B f16 cache, 8192 cells: K and V are 8 heads x 128 x 8192 x 2 bytes = 16 MiB each, 32 MiB a layer.
+# llama-kv-cache.cpp: one ggml context per buffer type in a std::map ordered by strcmp of the buft names,
+# each allocated and logged as "%s: %10s KV buffer size = %8.2f MiB" (so CPU before CUDA0 before CUDA1).
+@pytest.mark.parametrize("flags, want", [
+    # -ngl 10: llama-model.cpp i_gpu_start = n_layer + 1 - ngl = 23, so blocks 23..31 (9) on CUDA0, 23 on the CPU
+    (["-ngl", "10"], [("CPU", 23 * 32), ("CUDA0", 9 * 32)]),
+    # -ts 3,1: the 33 offloadable layers split at the cumulative fraction 0.75: il / 33 < 0.75 for il <= 24,
+    # so blocks 0..24 (25) on CUDA0, 25..31 (7) on CUDA1
+    (["-ts", "3,1"], [("CUDA0", 25 * 32), ("CUDA1", 7 * 32)]),
+])
+def test_kv_buffer_lines_one_per_device(flags, want):
+    v, _ = _verdict(["-m", "llama-3.1-8b", "-c", "8192", *flags, "--card", "rtx4090"])
+    got = [line for line in v.log_lines if "KV buffer size" in line]
+    assert got == [f"llama_kv_cache: {d:>10s} KV buffer size = {m:8.2f} MiB" for d, m in want]
+    for d, m in want:  # the device table says the same
+        assert _term(v, "Host" if d == "CPU" else d, "kv") == m * MiB

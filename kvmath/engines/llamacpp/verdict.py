@@ -400,7 +400,9 @@ def verdict(launch) -> Verdict:
         devs, _ = devices(launch, pr)
         notes.append(f"--fit on: {fit.action} (see its lines); --fit off prices the line as written")
     dev0 = devs[0].name
-    lines += pr.memory.log_lines(buffers=dev0) + pr.compute.log_lines(device_name=dev0)
+    n_layer = model.arch.num_hidden_layers
+    lines += pr.memory.log_lines(buffers=lambda il: _layer_dev(pr.placement, il, n_layer)) + \
+        pr.compute.log_lines(device_name=dev0)
     short = [d for d in devs[:-1] if d.spare_bytes < 0]
     outcome, message = "boots", None
     if short:
