@@ -131,3 +131,32 @@ def test_kv_buffer_lines_one_per_device(flags, want):
     assert got == [f"llama_kv_cache: {d:>10s} KV buffer size = {m:8.2f} MiB" for d, m in want]
     for d, m in want:  # the device table says the same
         assert _term(v, "Host" if d == "CPU" else d, "kv") == m * MiB
+
+
+# --- 5. defaults and readings named ------------------------------------------------------------------------------
+
+def test_unsaid_defaults_are_named():
+    v, _ = _verdict(["-m", "llama-3.1-8b", "--card", "rtx4090"])
+    notes = "\n".join(v.notes)
+    assert "-c not given: n_ctx = the model's training context (n_ctx_train 131,072)" in notes
+    assert "-ngl not given" in notes and "-fa not given" in notes and "-ctk / -ctv not given" in notes
+    v, _ = _verdict(["-m", "llama-3.1-8b", "-c", "8192", "-ngl", "99", "-fa", "on", "-ctk", "q8_0", "-ctv", "q8_0",
+                     "--card", "rtx4090"])
+    assert not any(n.startswith(("-c ", "-ngl", "-fa", "-ctk")) for n in v.notes)
+
+
+def test_negative_ngl_is_all_layers_and_said():
+    # llama.h: "number of layers to store in VRAM, a negative value means all layers";
+    # llama_model::n_gpu_layers() = n_layer + 1 for it: 33 for Llama 3.1 8B (32 blocks + the output layer)
+    neg, _ = _verdict(["-m", "llama-3.1-8b", "-c", "8192", "-ngl", "-5", "--card", "rtx4090"])
+    full, _ = _verdict(["-m", "llama-3.1-8b", "-c", "8192", "-ngl", "33", "--card", "rtx4090"])
+    assert _term(neg, "CUDA0", "model") == _term(full, "CUDA0", "model")
+    assert any(n.startswith("-ngl -5: a negative layer count means all layers") for n in neg.notes)
+
+
+@pytest.mark.parametrize("flags, how", [(["-ts", "3,1"], "-ts"), (["-dev", "CUDA0,CUDA1"], "-dev")])
+def test_a_second_card_is_named(flags, how):
+    v, _ = _verdict(["-m", "llama-3.1-8b", "-c", "8192", *flags, "--card", "rtx4090"])
+    assert [d.name for d in v.devices] == ["CUDA0", "CUDA1", "Host"]
+    assert any(n.startswith(f"{how} names 2 GPUs: each priced as rtx4090") for n in v.notes)
+

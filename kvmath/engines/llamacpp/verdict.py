@@ -416,6 +416,14 @@ def verdict(launch) -> Verdict:
     if host.spare_bytes < 0:
         outcome, message = "oom", f"system RAM short by {-host.spare_bytes / MiB:,.0f} MiB"
     n_train = int(model.arch.max_position_embeddings or 0)
+    if not s["ctx_given"] or s["n_ctx_parsed"] == 0:
+        notes.append(f"-c {'0' if s['ctx_given'] else 'not given'}: n_ctx = the model's training context "
+                     f"(n_ctx_train {n_train:,})" + (" for each of the -np streams" if not s["kv_unified"] and
+                                                     s["n_parallel"] > 1 else ""))
+    if s["n_devices"] > 1:
+        card = launch.card or (f"{launch.device_bytes / GiB:g} GiB" if launch.device_bytes is not None else "card")
+        notes.append(f"{s.get('devices_from', '-ts')} names {s['n_devices']} GPUs: each priced as {card} (the "
+                     f"--card / --device-memory given, {s['n_devices'] - 1} more of the same assumed)")
     if n_train and pr.memory.n_ctx_seq > n_train:
         notes.append(_train_cap_note(pr.memory.n_ctx_seq, n_train, s["tool"]))
     detail = Detail(launch.release, s["tool"], pr.memory.n_ctx, pr.memory.n_ctx_seq, model.source,
