@@ -160,3 +160,36 @@ def test_a_second_card_is_named(flags, how):
     assert [d.name for d in v.devices] == ["CUDA0", "CUDA1", "Host"]
     assert any(n.startswith(f"{how} names 2 GPUs: each priced as rtx4090") for n in v.notes)
 
+
+# --- 6. a GGUF whose blocks are missing is refused as llama.cpp refuses it --------------------------------------
+
+def _header_only_llama(path, blocks_written: int):
+    import gguf
+    import numpy as np
+
+    w = gguf.GGUFWriter(str(path), "llama")
+    w.add_block_count(4)
+    w.add_context_length(4096)
+    w.add_embedding_length(128)
+    w.add_feed_forward_length(96)
+    w.add_head_count(8)
+    w.add_head_count_kv(2)
+    w.add_vocab_size(32)
+    w.add_tensor("token_embd.weight", np.zeros((32, 128), dtype=np.float16))
+    for i in range(blocks_written):
+        w.add_tensor(f"blk.{i}.attn_norm.weight", np.zeros(128, dtype=np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return str(path)
+
+
+@pytest.mark.parametrize("written, first_missing", [(0, 0), (2, 2)])
+def test_gguf_without_its_blocks_is_refused(tmp_path, capsys, written, first_missing):
+    # llama-model.cpp load_tensors asks for blk.0.attn_norm.weight (then the rest of the block) for every
+    # declared block and throws "missing tensor '%s'" at the first one the file lacks
+    f = _header_only_llama(tmp_path / "trunc.gguf", written)
+    assert fit_run(["llama-server", "-m", f, "-c", "4096", "--card", "rtx4090"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "block_count 4" in err[0] and f"missing tensor 'blk.{first_missing}." in err[0]
