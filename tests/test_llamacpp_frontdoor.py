@@ -193,3 +193,23 @@ def test_gguf_without_its_blocks_is_refused(tmp_path, capsys, written, first_mis
     assert fit_run(["llama-server", "-m", f, "-c", "4096", "--card", "rtx4090"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "block_count 4" in err[0] and f"missing tensor 'blk.{first_missing}." in err[0]
+
+
+# --- 7. a flag repeated with its own value; a shortfall below 1 MiB ---------------------------------------------
+
+def test_same_value_twice_is_one_setting_and_different_values_are_refused(capsys):
+    base = ["llama-server", "-m", "llama-3.1-8b", "--card", "rtx4090", "--no-solve"]
+    assert fit_run(base + ["-c", "8192", "--ctx-size", "8192"]) == 0
+    assert "n_ctx 8,192" in capsys.readouterr().out
+    assert fit_run(base + ["-c", "8192", "--ctx-size", "4096"]) == 2
+    err = capsys.readouterr().err
+    assert "--ctx-size given twice with different values" in err and "8192" in err and "4096" in err
+
+
+def test_a_shortfall_below_one_mib_keeps_two_decimals():
+    argv = ["-m", "llama-3.1-8b", "-c", "8192", "-ngl", "99", "--device-memory", "24GiB"]
+    v, _ = _verdict(argv)
+    used = next(d for d in v.devices if d.name == "CUDA0").used_bytes
+    short = 20_972  # 0.02 MiB: 20,972 / 1,048,576 = 0.0200 MiB
+    v, _ = _verdict(argv[:-1] + [str(used - short)])
+    assert v.outcome == "oom" and "CUDA0 short by 0.02 MiB" in v.message  # was "short by 0 MiB"

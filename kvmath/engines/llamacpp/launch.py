@@ -208,7 +208,10 @@ def _split(argv: Sequence[str]) -> tuple[dict, list[str]]:
         if kind == "list":
             given.setdefault(key, []).append(value)
         elif key in given:
-            raise KvMathError(f"{name} given twice")
+            again = _value(name, kind, value)
+            if again != given[key]:  # the same value twice (-c 8192 --ctx-size 8192) is one setting
+                raise KvMathError(f"{name} given twice with different values ({_short(str(given[key]))}, "
+                                  f"{_short(str(again))})")
         else:
             given[key] = _value(name, kind, value)
     return given, notes

@@ -409,12 +409,12 @@ def verdict(launch) -> Verdict:
         d = short[0]
         outcome = "oom"
         message = (f"ggml_backend_cuda_buffer_type_alloc_buffer: allocating on device {d.name[4:]}: cudaMalloc "
-                   f"failed: out of memory ({d.name} short by {-d.spare_bytes / MiB:,.0f} MiB)"
+                   f"failed: out of memory ({d.name} short by {_mib(-d.spare_bytes)} MiB)"
                    if d.name.startswith(("CUDA", "ROCm")) else
-                   f"{d.name}: failed to allocate the buffers, short by {-d.spare_bytes / MiB:,.0f} MiB")
+                   f"{d.name}: failed to allocate the buffers, short by {_mib(-d.spare_bytes)} MiB")
     host = devs[-1]
     if host.spare_bytes < 0:
-        outcome, message = "oom", f"system RAM short by {-host.spare_bytes / MiB:,.0f} MiB"
+        outcome, message = "oom", f"system RAM short by {_mib(-host.spare_bytes)} MiB"
     n_train = int(model.arch.max_position_embeddings or 0)
     if not s["ctx_given"] or s["n_ctx_parsed"] == 0:
         notes.append(f"-c {'0' if s['ctx_given'] else 'not given'}: n_ctx = the model's training context "
@@ -431,6 +431,11 @@ def verdict(launch) -> Verdict:
                     bool(getattr(model.weights, "experts", 0)), n_train)
     return Verdict("llama.cpp", launch.release, str(launch.model), outcome, devs, message, tuple(lines),
                    pr.memory.n_ctx, pr.memory.n_ctx, s["n_parallel"], tuple(notes), detail)
+
+
+def _mib(n: int) -> str:
+    """A shortfall in MiB: whole MiB, or two decimals below 1 MiB (never "short by 0 MiB")."""
+    return f"{n / MiB:,.2f}" if n < MiB else f"{n / MiB:,.0f}"
 
 
 def _fit_dict(fit) -> dict | None:
