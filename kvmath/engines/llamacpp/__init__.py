@@ -41,6 +41,8 @@ JSON_FIELDS = {  # the keys of Verdict.engine_detail (verdict.Detail.to_dict)
     "compute_dominant": "the graph phase that sizes the device compute buffer",
     "moe": "the model has routed experts (--n-cpu-moe has something to move; else smallest_offload is null)",
     "compute_upper_bytes": "the compute buffer with the logits placed above every earlier phase (ggml-alloc), bytes",
+    "n_ctx_train": "the model's training context per sequence (0 if unknown); a -c past it is allocated with a "
+                   "warning and llama-server caps each slot at it",
 }
 
 
