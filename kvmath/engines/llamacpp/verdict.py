@@ -401,7 +401,13 @@ def verdict(launch) -> Verdict:
         notes.append(f"--fit on: {fit.action} (see its lines); --fit off prices the line as written")
     dev0 = devs[0].name
     n_layer = model.arch.num_hidden_layers
-    lines += pr.memory.log_lines(buffers=lambda il: _layer_dev(pr.placement, il, n_layer)) + \
+    gpu_names = [d.name for d in devs[:-1]]  # CUDA0.. as placed, named by the card's backend (MTL0, ROCm0)
+
+    def buffer_of(il: int) -> str:
+        dev = _layer_dev(pr.placement, il, n_layer)
+        return gpu_names[int(dev[4:])] if dev.startswith("CUDA") else dev
+
+    lines += pr.memory.log_lines(buffers=buffer_of) + \
         pr.compute.log_lines(device_name=dev0)
     short = [d for d in devs[:-1] if d.spare_bytes < 0]
     outcome, message = "boots", None
