@@ -711,22 +711,23 @@ def read_gguf(path: str | Path, *, name: str | None = None, file_size: int | Non
     note = f", read as {_SAME_LAYOUT_NOTE[gguf_arch]} (same cache layout)" if gguf_arch in _SAME_LAYOUT_NOTE else ""
     source = f"{Path(path).name} (GGUF {gguf_arch}{note}; header read by kvmath, gguf {_gguf_version()} type tables)"
     arch = _with_source(arch, source, cfg)
-    _check_blocks(names, arch.num_hidden_layers, meta)
     weights = weight_bytes(header.tensors, n_layer=arch.num_hidden_layers, source=source)
     return GGUFModel(str(path), gguf_arch, cfg, arch, weights, meta)
 
 
-def _check_blocks(names, n_layer: int, meta: dict) -> None:
-    """Every decoder block the header declares holds tensors: llama.cpp's load_tensors asks for each block's
-    tensors by name and stops at the first absent one (llama-model.cpp ``create_tensor``: "missing tensor
-    '%s'"), so a table without ``blk.N.*`` for a declared block never loads."""
+def check_blocks(g: "GGUFModel", names) -> None:
+    """Every decoder block ``g``'s header declares holds tensors (``names``: the tensor table's names), as
+    llama.cpp needs to load it: load_tensors asks for each block's tensors by name and stops at the first
+    absent one (llama-model.cpp ``create_tensor``: "missing tensor '%s'"). The reader itself accepts such a
+    header (its architecture is readable); the llama.cpp verdict calls this. Raises KvMathError."""
     have = {int(m.group(1)) for n in names if (m := _BLOCK.match(n))}
+    n_layer = g.architecture.num_hidden_layers
     for il in range(n_layer):
         if il not in have:
-            arch = meta.get("general.architecture", "?")
-            raise KvMathError(f"GGUF {arch} declares block_count {meta.get(f'{arch}.block_count', n_layer)} but "
-                              f"holds no tensor of block {il}: llama.cpp refuses it (\"missing tensor "
-                              f"'blk.{il}....'\" when it loads the tensors)")
+            arch = g.gguf_arch
+            declared = g.metadata.get(f"{arch}.block_count", n_layer)
+            raise KvMathError(f"GGUF {arch} declares block_count {declared} but holds no tensor of block {il}: "
+                              f"llama.cpp refuses it (\"missing tensor 'blk.{il}.*'\" when it loads the tensors)")
 
 
 def load_gguf_architecture(path: str | Path, *, name: str | None = None) -> Architecture:

@@ -86,24 +86,27 @@ def read_model(s: dict, ref: str) -> Model:
             raise KvMathError("--quant-mix / --weight-bits estimate a file from config.json; a .gguf has its own "
                               "tensor types")
         from ...hub import fetch
-        from ...model.gguf import read_gguf, read_header
+        from ...model.gguf import check_blocks, read_gguf, read_header
         from .placement import tensors_from_header
 
         m = fetch(str(hub_ref), want_gguf=True)
         g = read_gguf(m.gguf.path, name=str(hub_ref), file_size=m.gguf.size)
+        header = read_header(m.gguf.path, file_size=m.gguf.size)
+        check_blocks(g, [t.name for t in header.tensors])
         note = (f"model: {m.source} {m.gguf.filename} (GGUF header: the first {m.gguf.read:,} of {m.gguf.size:,} "
                 "bytes, ranged reads)" + (f"; {m.notes[0]}" if m.notes else ""))
-        return Model(g.architecture, g.config, tensors_from_header(read_header(m.gguf.path, file_size=m.gguf.size)),
-                     g.weights, g.weights.source, (note,))
+        return Model(g.architecture, g.config, tensors_from_header(header), g.weights, g.weights.source, (note,))
     if str(ref).endswith(".gguf"):
         if s["quant_mix"] is not None or s["weight_bits"] is not None:
             raise KvMathError("--quant-mix / --weight-bits estimate a file from config.json; a .gguf has its own "
                               "tensor types")
-        from ...model.gguf import read_gguf, read_header
+        from ...model.gguf import check_blocks, read_gguf, read_header
         from .placement import tensors_from_header
 
         g = read_gguf(regular_file(ref, "-m"))
-        return Model(g.architecture, g.config, tensors_from_header(read_header(ref)), g.weights, g.weights.source)
+        header = read_header(ref)
+        check_blocks(g, [t.name for t in header.tensors])
+        return Model(g.architecture, g.config, tensors_from_header(header), g.weights, g.weights.source)
     arch = load_architecture(ref)
     cfg = arch.extras.get("hf_config") or facts.resolve_model(ref)["config"]
     notes = []
