@@ -83,10 +83,20 @@ def most_sequences(engine: Engine, launch: Launch) -> int | None:
 
 
 def smallest_offload(engine: Engine, launch: Launch) -> int | None:
-    """The smallest offload count (``offload_setting``, llama.cpp's ``--n-cpu-moe``) that fits; None if none."""
+    """The smallest offload count (``offload_setting``, llama.cpp's ``--n-cpu-moe``) that fits; None if none.
+
+    Booting is not monotone in it when the host is checked too: more offloaded experts free the devices but
+    fill the host, so the values that boot are an interval. The bisection runs on the devices' side alone (an
+    engine's ``offload_frees_devices(verdict)``, monotone; without one, the verdict), and the smallest value
+    whose devices fit boots or none does (every larger value puts more on the host)."""
     s = _setting(engine, "offload")
     lo, hi, _ = engine.range_of(launch, s)
-    return smallest(engine, launch, s, lo, hi)
+    frees = getattr(engine, "offload_frees_devices", None)
+    if frees is None:
+        return smallest(engine, launch, s, lo, hi)
+    launch = engine.for_solving(launch)
+    k = first_true(lambda v: frees(engine.verdict(launch.with_settings(**{s: v}))), lo, hi)
+    return k if k is not None and _boots(engine, launch, s, k) else None
 
 
 def answers(engine: Engine, launch: Launch) -> dict:

@@ -715,6 +715,21 @@ def read_gguf(path: str | Path, *, name: str | None = None, file_size: int | Non
     return GGUFModel(str(path), gguf_arch, cfg, arch, weights, meta)
 
 
+def check_blocks(g: "GGUFModel", names) -> None:
+    """Every decoder block ``g``'s header declares holds tensors (``names``: the tensor table's names), as
+    llama.cpp needs to load it: load_tensors asks for each block's tensors by name and stops at the first
+    absent one (llama-model.cpp ``create_tensor``: "missing tensor '%s'"). The reader itself accepts such a
+    header (its architecture is readable); the llama.cpp verdict calls this. Raises KvMathError."""
+    have = {int(m.group(1)) for n in names if (m := _BLOCK.match(n))}
+    n_layer = g.architecture.num_hidden_layers
+    for il in range(n_layer):
+        if il not in have:
+            arch = g.gguf_arch
+            declared = g.metadata.get(f"{arch}.block_count", n_layer)
+            raise KvMathError(f"GGUF {arch} declares block_count {declared} but holds no tensor of block {il}: "
+                              f"llama.cpp refuses it (\"missing tensor 'blk.{il}.*'\" when it loads the tensors)")
+
+
 def load_gguf_architecture(path: str | Path, *, name: str | None = None) -> Architecture:
     """The Architecture of a ``.gguf`` file (see :func:`read_gguf`)."""
     return read_gguf(path, name=name).architecture

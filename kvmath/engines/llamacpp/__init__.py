@@ -41,6 +41,8 @@ JSON_FIELDS = {  # the keys of Verdict.engine_detail (verdict.Detail.to_dict)
     "compute_dominant": "the graph phase that sizes the device compute buffer",
     "moe": "the model has routed experts (--n-cpu-moe has something to move; else smallest_offload is null)",
     "compute_upper_bytes": "the compute buffer with the logits placed above every earlier phase (ggml-alloc), bytes",
+    "n_ctx_train": "the model's training context per sequence (0 if unknown); a -c past it is allocated with a "
+                   "warning and llama-server caps each slot at it",
 }
 
 
@@ -150,6 +152,12 @@ class LlamaCppEngine(Engine):
         """The solvers answer for the line as written: ``--fit`` off (it would move experts or lower ``-c``
         by itself, and ``--n-cpu-moe N`` turns it off, so booting would not be monotone)."""
         return launch.with_settings(fit=False)
+
+    @staticmethod
+    def offload_frees_devices(verdict) -> bool:
+        """Whether every GPU of ``verdict`` has room (the host aside): monotone in ``--n-cpu-moe``, unlike the
+        verdict, which also checks the host (``--host-memory``) that more offloaded experts fill."""
+        return all(d.spare_bytes >= 0 for d in verdict.devices if d.name != "Host")
 
     def range_of(self, launch, setting):
         from .verdict import range_of

@@ -208,7 +208,10 @@ def _split(argv: Sequence[str]) -> tuple[dict, list[str]]:
         if kind == "list":
             given.setdefault(key, []).append(value)
         elif key in given:
-            raise KvMathError(f"{name} given twice")
+            again = _value(name, kind, value)
+            if again != given[key]:  # the same value twice (-c 8192 --ctx-size 8192) is one setting
+                raise KvMathError(f"{name} given twice with different values ({_short(str(given[key]))}, "
+                                  f"{_short(str(again))})")
         else:
             given[key] = _value(name, kind, value)
     return given, notes
@@ -266,9 +269,32 @@ def parse_launch(argv: Sequence[str], env: Mapping[str, str] | None = None, *, t
     if model is None:
         raise KvMathError("the llama.cpp line names no model: give -m PATH (a .gguf, a config.json or a known id)")
     s = {**DEFAULTS, **given, "tool": tool, "ctx_given": "n_ctx" in given}
+    _default_notes(s, given, notes)
     _check(s, build, notes)
     s["n_ctx_parsed"], s["n_cpu_moe_parsed"] = s["n_ctx"], s["n_cpu_moe"]
     return Launch("llama.cpp", model, s, release=build.name, notes=tuple(notes), argv=tuple(argv))
+
+
+def _default_notes(s: dict, given: dict, notes: list[str]) -> None:
+    """Name the defaults and readings that price the line although it did not say them."""
+    if "n_gpu_layers" not in given:
+        notes.append("-ngl not given: llama.cpp's auto, priced as every layer on the GPU(s) (--fit on may move "
+                     "experts or lower -c: its lines say so)")
+    else:
+        try:
+            n = int(str(s["n_gpu_layers"]))
+        except ValueError:
+            n = None
+        if n is not None and n < 0 and n != -1:
+            # common/arg.cpp stores the number as given; llama.h: "a negative value means all layers";
+            # llama_model::n_gpu_layers() returns n_layer_all + 1 for it
+            notes.append(f"-ngl {n}: a negative layer count means all layers in llama.cpp (llama.h; "
+                         "llama_model::n_gpu_layers() = n_layer + 1)")
+    if "flash_attn" not in given:
+        notes.append("-fa not given: llama.cpp's auto, which sizes the cache as with flash attention on")
+    missing = [f for f, k in (("-ctk", "cache_type_k"), ("-ctv", "cache_type_v")) if k not in given]
+    if missing:
+        notes.append(f"{' / '.join(missing)} not given: llama.cpp's f16 cache")
 
 
 def _check(s: dict, build, notes: list[str]) -> None:
@@ -300,6 +326,9 @@ def _check(s: dict, build, notes: list[str]) -> None:
         raise KvMathError("--n-cpu-moe must be >= 0")
     s["override_tensor"] = tuple(check_override(p) for spec in s["override_tensor"] for p in spec.split(","))
     s["n_devices"] = _devices(s)
+    if s["n_devices"] > 1:
+        how = "-dev" if s["devices"] is not None else ("-ts" if s["tensor_split"] is not None else "-mg")
+        s["devices_from"] = how
     if not 0 <= s["main_gpu"] < s["n_devices"]:
         raise KvMathError(f"-mg {s['main_gpu']} is not a device: {s['n_devices']} device(s) on the line")
     s["fit"] = _on_off(s["fit"], "--fit")

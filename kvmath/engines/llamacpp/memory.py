@@ -336,7 +336,11 @@ class LlamaCppMemory:
         """The lines llama.cpp prints while it creates the memory module.
 
         ``buffers`` (e.g. ``"CPU"``, ``"CUDA0"``) adds the per-buffer lines ``KV buffer size`` /
-        ``RS buffer size`` for a single device, each tensor padded to ``alignment`` bytes (CPU 32).
+        ``RS buffer size`` for a single device, each tensor padded to ``alignment`` bytes (CPU 32); a
+        callable (layer index -> device name) prints one line per device holding layers of the cache, as
+        llama-kv-cache.cpp does: one context per buffer type in a ``std::map`` ordered by ``strcmp`` of the
+        buffer type names (``CPU`` < ``CUDA0`` < ``CUDA1``), each its own ``%10s KV buffer size`` line
+        (a layer left on the CPU takes the CPU buffer type: ``dev_layer(il)`` is the CPU device).
         ``no_alloc=True`` prints the KV buffers as llama.cpp's sizing pass does (a dummy buffer of
         0 bytes); the recurrent buffer is always really allocated.
         """
@@ -350,14 +354,19 @@ class LlamaCppMemory:
                 label = "non-SWA" if c.kind == "non-SWA" else "    SWA"
                 out.append(f"llama_kv_cache_iswa: creating {label} KV cache, size = {c.cells} cells")
             if buffers and c.layers:
-                size = 0 if no_alloc else c.buffer_bytes(alignment)
-                out.append(f"llama_kv_cache: {buffers:>10s} KV buffer size = {size / MiB:8.2f} MiB")
+                for i, (dev, part) in enumerate(_per_buffer(c.layers, buffers, lambda t: t.index)):
+                    size = 0 if no_alloc else (c.buffer_bytes(alignment) if part is None else
+                                               _layers_padded(part, alignment) + (_extra(c, alignment) if i == 0 else 0))
+                    out.append(f"llama_kv_cache: {dev:>10s} KV buffer size = {size / MiB:8.2f} MiB")
             out.append(c.log_line())
         if self.recurrent:
+            r = self.recurrent
             if buffers:
-                out.append(f"llama_memory_recurrent: {buffers:>10s} RS buffer size = "
-                           f"{self.recurrent.buffer_bytes(alignment) / MiB:8.2f} MiB")
-            out.append(self.recurrent.log_line())
+                for dev, part in _per_buffer(r.layers, buffers, lambda il: il):
+                    size = r.buffer_bytes(alignment) if part is None else \
+                        r.buffer_bytes(alignment) * len(part) // len(r.layers)
+                    out.append(f"llama_memory_recurrent: {dev:>10s} RS buffer size = {size / MiB:8.2f} MiB")
+            out.append(r.log_line())
         return out
 
     def summary(self) -> str:
@@ -366,6 +375,29 @@ class LlamaCppMemory:
             parts.append(f"recurrent {self.recurrent.bytes / MiB:,.2f} MiB")
         return f"{self.model} on llama.cpp {self.build}: " + "; ".join(parts) + \
             f"; total {self.total_bytes / MiB:,.2f} MiB"
+
+
+def _per_buffer(layers, buffers, index_of):
+    """``(device, layers or None)`` per buffer line: one device by name (None: every layer), or the layers
+    grouped by ``buffers(index)`` in ``strcmp`` order of the names (llama-kv-cache.cpp's buft map)."""
+    if isinstance(buffers, str):
+        return [(buffers, None)]
+    groups: dict[str, list] = {}
+    for t in layers:
+        groups.setdefault(buffers(index_of(t)), []).append(t)
+    return sorted(groups.items(), key=lambda kv: kv[0].encode())
+
+
+def _layers_padded(layers, alignment: int) -> int:
+    """K and V tensors of ``layers``, each rounded up to ``alignment`` (as ``KvCache.buffer_bytes``)."""
+    pad = lambda n: round_up(n, alignment)
+    return sum(pad(t.k_bytes) + (pad(t.v_bytes) if t.v_type else 0) for t in layers)
+
+
+def _extra(c, alignment: int) -> int:
+    """The cache's extra tensors (rotation matrices), counted once, with the first buffer."""
+    pad = lambda n: round_up(n, alignment)
+    return 2 * pad(128 * 128 * 4) + pad(128 * 4) if c.extra_buffer_bytes else 0
 
 
 # ---------------------------------------------------------------------------------------------------

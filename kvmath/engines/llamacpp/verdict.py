@@ -86,24 +86,27 @@ def read_model(s: dict, ref: str) -> Model:
             raise KvMathError("--quant-mix / --weight-bits estimate a file from config.json; a .gguf has its own "
                               "tensor types")
         from ...hub import fetch
-        from ...model.gguf import read_gguf, read_header
+        from ...model.gguf import check_blocks, read_gguf, read_header
         from .placement import tensors_from_header
 
         m = fetch(str(hub_ref), want_gguf=True)
         g = read_gguf(m.gguf.path, name=str(hub_ref), file_size=m.gguf.size)
+        header = read_header(m.gguf.path, file_size=m.gguf.size)
+        check_blocks(g, [t.name for t in header.tensors])
         note = (f"model: {m.source} {m.gguf.filename} (GGUF header: the first {m.gguf.read:,} of {m.gguf.size:,} "
                 "bytes, ranged reads)" + (f"; {m.notes[0]}" if m.notes else ""))
-        return Model(g.architecture, g.config, tensors_from_header(read_header(m.gguf.path, file_size=m.gguf.size)),
-                     g.weights, g.weights.source, (note,))
+        return Model(g.architecture, g.config, tensors_from_header(header), g.weights, g.weights.source, (note,))
     if str(ref).endswith(".gguf"):
         if s["quant_mix"] is not None or s["weight_bits"] is not None:
             raise KvMathError("--quant-mix / --weight-bits estimate a file from config.json; a .gguf has its own "
                               "tensor types")
-        from ...model.gguf import read_gguf, read_header
+        from ...model.gguf import check_blocks, read_gguf, read_header
         from .placement import tensors_from_header
 
         g = read_gguf(regular_file(ref, "-m"))
-        return Model(g.architecture, g.config, tensors_from_header(read_header(ref)), g.weights, g.weights.source)
+        header = read_header(ref)
+        check_blocks(g, [t.name for t in header.tensors])
+        return Model(g.architecture, g.config, tensors_from_header(header), g.weights, g.weights.source)
     arch = load_architecture(ref)
     cfg = arch.extras.get("hf_config") or facts.resolve_model(ref)["config"]
     notes = []
@@ -113,14 +116,41 @@ def read_model(s: dict, ref: str) -> Model:
         w = estimate_weights(cfg, bits_per_weight=s["weight_bits"])
         return Model(arch, cfg, None, w, w.source)
     mix = s["quant_mix"]
-    if mix is None:
+    from .quantmix import check_mix
+
+    if cfg.get("text_config", cfg).get("model_type") == "gpt_oss":
+        mix = _gpt_oss_mix(mix, notes)
+    elif mix is None:
         mix = "Q4_K_M"
         notes.append("no .gguf and no --quant-mix: weights estimated as llama-quantize Q4_K_M would make them")
-    from .quantmix import check_mix
     from .weights import weights_from_mix
 
     tensors, w = weights_from_mix(cfg, check_mix(mix), imatrix=s["imatrix"])
     return Model(arch, cfg, tuple(tensors), w, w.source, tuple(notes))
+
+
+def _gpt_oss_mix(mix, notes: list) -> str:
+    """The mix a gpt-oss file can be priced at without its GGUF: MXFP4_MOE only.
+
+    convert_hf_to_gguf.py writes gpt-oss's experts as MXFP4 straight from the checkpoint (PR #16756, "avoid
+    dequantizing mxfp4 for GPT-OSS"), and llama-quantize will not requantize an already quantized tensor
+    without --allow-requantize (src/llama-quant.cpp: "requantizing from type %s is disabled"), so a "Q4_K_M"
+    gpt-oss GGUF keeps MXFP4 experts and its other tensors are the publisher's choice (Unsloth's 20b Q4_K_M
+    loads as q5_0 61 / q8_0 13 / q4_K 24 / mxfp4 72): no llama-quantize rule derives it. MXFP4_MOE is the
+    file type of ggml-org's gpt-oss GGUFs (general.file_type 38) and llama-quant.cpp's rule for it (3-D expert
+    tensors MXFP4, every other quantisable tensor and the output Q8_0) is exact.
+    """
+    if mix is None:
+        notes.append("no .gguf and no --quant-mix: gpt-oss priced as its published GGUF, llama-quantize MXFP4_MOE "
+                     "(experts MXFP4, the rest Q8_0, as ggml-org's files)")
+        return "MXFP4_MOE"
+    from .quantmix import check_mix
+
+    if check_mix(mix) != "MXFP4_MOE":
+        raise KvMathError(f"gpt-oss GGUFs keep the MoE experts in MXFP4 whatever the quant label, so --quant-mix "
+                          f"{check_mix(mix)} cannot be derived: give the .gguf file, --weight-bits, or --quant-mix "
+                          "MXFP4_MOE (ggml-org's files)")
+    return "MXFP4_MOE"
 
 
 @dataclass
@@ -348,11 +378,13 @@ class Detail:
     compute_dominant: str
     compute_upper_bytes: int
     moe: bool = False
+    n_ctx_train: int = 0
 
     def to_dict(self) -> dict:
         return {"build": self.build, "tool": self.tool, "n_ctx": self.n_ctx, "n_ctx_seq": self.n_ctx_seq,
                 "weights": self.weights, "fit": self.fit, "compute_dominant": self.compute_dominant,
-                "compute_upper_bytes": self.compute_upper_bytes, "moe": self.moe}
+                "compute_upper_bytes": self.compute_upper_bytes, "moe": self.moe,
+                "n_ctx_train": self.n_ctx_train}
 
 
 
@@ -371,24 +403,48 @@ def verdict(launch) -> Verdict:
         devs, _ = devices(launch, pr)
         notes.append(f"--fit on: {fit.action} (see its lines); --fit off prices the line as written")
     dev0 = devs[0].name
-    lines += pr.memory.log_lines(buffers=dev0) + pr.compute.log_lines(device_name=dev0)
+    n_layer = model.arch.num_hidden_layers
+    gpu_names = [d.name for d in devs[:-1]]  # CUDA0.. as placed, named by the card's backend (MTL0, ROCm0)
+
+    def buffer_of(il: int) -> str:
+        dev = _layer_dev(pr.placement, il, n_layer)
+        return gpu_names[int(dev[4:])] if dev.startswith("CUDA") else dev
+
+    lines += pr.memory.log_lines(buffers=buffer_of) + \
+        pr.compute.log_lines(device_name=dev0)
     short = [d for d in devs[:-1] if d.spare_bytes < 0]
     outcome, message = "boots", None
     if short:
         d = short[0]
         outcome = "oom"
         message = (f"ggml_backend_cuda_buffer_type_alloc_buffer: allocating on device {d.name[4:]}: cudaMalloc "
-                   f"failed: out of memory ({d.name} short by {-d.spare_bytes / MiB:,.0f} MiB)"
+                   f"failed: out of memory ({d.name} short by {_mib(-d.spare_bytes)} MiB)"
                    if d.name.startswith(("CUDA", "ROCm")) else
-                   f"{d.name}: failed to allocate the buffers, short by {-d.spare_bytes / MiB:,.0f} MiB")
+                   f"{d.name}: failed to allocate the buffers, short by {_mib(-d.spare_bytes)} MiB")
     host = devs[-1]
     if host.spare_bytes < 0:
-        outcome, message = "oom", f"system RAM short by {-host.spare_bytes / MiB:,.0f} MiB"
+        outcome, message = "oom", f"system RAM short by {_mib(-host.spare_bytes)} MiB"
+    n_train = int(model.arch.max_position_embeddings or 0)
+    if not s["ctx_given"] or s["n_ctx_parsed"] == 0:
+        notes.append(f"-c {'0' if s['ctx_given'] else 'not given'}: n_ctx = the model's training context "
+                     f"(n_ctx_train {n_train:,})" + (" for each of the -np streams" if not s["kv_unified"] and
+                                                     s["n_parallel"] > 1 else ""))
+    if s["n_devices"] > 1:
+        card = launch.card or (f"{launch.device_bytes / GiB:g} GiB" if launch.device_bytes is not None else "card")
+        notes.append(f"{s.get('devices_from', '-ts')} names {s['n_devices']} GPUs: each priced as {card} (the "
+                     f"--card / --device-memory given, {s['n_devices'] - 1} more of the same assumed)")
+    if n_train and pr.memory.n_ctx_seq > n_train:
+        notes.append(_train_cap_note(pr.memory.n_ctx_seq, n_train, s["tool"]))
     detail = Detail(launch.release, s["tool"], pr.memory.n_ctx, pr.memory.n_ctx_seq, model.source,
                     _fit_dict(fit), pr.compute.dominant, pr.compute.device_upper,
-                    bool(getattr(model.weights, "experts", 0)))
+                    bool(getattr(model.weights, "experts", 0)), n_train)
     return Verdict("llama.cpp", launch.release, str(launch.model), outcome, devs, message, tuple(lines),
                    pr.memory.n_ctx, pr.memory.n_ctx, s["n_parallel"], tuple(notes), detail)
+
+
+def _mib(n: int) -> str:
+    """A shortfall in MiB: whole MiB, or two decimals below 1 MiB (never "short by 0 MiB")."""
+    return f"{n / MiB:,.2f}" if n < MiB else f"{n / MiB:,.0f}"
 
 
 def _fit_dict(fit) -> dict | None:
@@ -422,16 +478,32 @@ def _fit(launch, model: Model, pr: Priced, devs):
                                target_mib=s["fit_target_mib"][0], min_ctx=s["fit_ctx"])
 
 
+CTX_SEARCH_MAX = 2**24
+"""The top of the ``-c`` search (16,777,216 tokens, step 256): an answer there is "at least" (said)."""
+
+
+def _train_cap_note(n_ctx_seq: int, n_ctx_train: int, tool: str) -> str:
+    """What llama.cpp 0c1e570 says of a context past the training one: llama-context.cpp warns and allocates
+    it; llama-server's load_model caps each slot at n_ctx_train ("the slot context (%d) exceeds the training
+    context of the model (%d) - capping"), so the cells past it are allocated but no request reaches them."""
+    out = (f"n_ctx_seq {n_ctx_seq:,} > n_ctx_train {n_ctx_train:,}: llama.cpp allocates it with a warning "
+           f"('possible training context overflow')")
+    if tool == "llama-server":
+        out += f"; llama-server caps each slot at {n_ctx_train:,} ('the slot context ... - capping')"
+    return out
+
+
 def range_of(launch, setting: str) -> tuple[int, int, int]:
-    """The solvers' search range: ``n_ctx`` 256 .. the training context (step 256, llama.cpp's padding),
+    """The solvers' search range: ``n_ctx`` 256 .. ``CTX_SEARCH_MAX`` (step 256, llama.cpp's padding; the
+    memory decides, the training context is named where the answer passes it),
     ``n_parallel`` 1 .. 256, ``n_cpu_moe`` 0 .. the block count. Raises KvMathError for another setting."""
     s = launch.settings
     model = load_model(s, launch.model)
     if setting == "n_ctx":
-        hi = model.arch.max_position_embeddings or s["n_ctx"] or 0
-        if not hi:
-            raise KvMathError(f"{model.arch.name}: no training context to bound the -c search")
-        return 256, max(hi * (1 if s["kv_unified"] else s["n_parallel"]), 256), 256
+        # memory decides, not n_ctx_train: llama.cpp allocates a -c above it (llama_context warns "n_ctx_seq
+        # (%u) > n_ctx_train (%u) -- possible training context overflow" and goes on); render() and the
+        # verdict's notes name the training context when the answer passes it
+        return 256, CTX_SEARCH_MAX, 256
     if setting == "n_parallel":
         return 1, 256, 1
     if setting == "n_cpu_moe":
@@ -459,7 +531,15 @@ def render(v: Verdict, answers) -> str:
     for k, val in answers.items():
         why = "none (dense model: no experts to keep in RAM)" if k == "smallest_offload" and v.detail and \
             not v.detail.moe else "none (no value in the range fits)"
-        lines.append(f"{names.get(k, k)}: {val if val is not None else why}")
+        extra = ""
+        if k == "largest_context" and val is not None:
+            if val >= CTX_SEARCH_MAX:
+                extra = f" or more (the search stops at {CTX_SEARCH_MAX:,})"
+            per_seq = val * v.detail.n_ctx_seq // max(v.detail.n_ctx, 1) if v.detail else 0
+            if v.detail and v.detail.n_ctx_train and per_seq > v.detail.n_ctx_train:
+                extra += f" (memory's limit; past n_ctx_train {v.detail.n_ctx_train:,} per sequence" + \
+                    (", which llama-server caps each slot at)" if v.detail.tool == "llama-server" else ")")
+        lines.append(f"{names.get(k, k)}: {val if val is not None else why}{extra}")
     if answers:
         lines.append("  (the answers price the line as written, --fit's own changes off)")
     lines += [f"  {line}" for line in v.log_lines]
