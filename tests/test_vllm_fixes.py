@@ -276,3 +276,13 @@ def test_a_card_without_bfloat16_runs_a_dense_model_in_float16(capsys):
     assert d["kv_per_request_bytes"] == 8192 * 32 * 8 * 128 * 2 * 2
     code, _, err = fit(["vllm", "serve", "openai/gpt-oss-20b", "--card", "v100-32"], capsys)
     assert code == 2 and "no MXFP4 MoE kernel for sm_70" in err
+
+
+def test_kv_cache_dtype_fp8_is_named_as_e4m3(capsys):
+    # vllm/config/cache.py CacheDType (0.20.0-0.24.0): "fp8" is the e4m3 format; a fresh user saw it renamed silently
+    code, out, _ = fit(["vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", "--card", "h100", "--max-model-len",
+                        "8192", "--kv-cache-dtype", "fp8", "--json"], capsys)
+    d = json.loads(out)
+    assert code == 0 and d["kv_format"] == "fp8_e4m3" and any("fp8 is vLLM's fp8_e4m3" in n for n in d["notes"])
+    # 32 layers x 8 KV heads x 128 x 2 (K, V) x 1 B per token
+    assert d["kv_per_request_bytes"] == 8192 * 32 * 8 * 128 * 2

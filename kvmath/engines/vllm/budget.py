@@ -954,7 +954,10 @@ def _card_dtype(arch, kv_format: str, cc: int | None, card_id: str) -> tuple[str
     """The model dtype vLLM runs on the card: a bfloat16 checkpoint on an NVIDIA card below sm_80 runs in float16
     (vllm/config/model.py ``_resolve_auto_dtype``: "Falling back to torch.float16 for compatibility";
     platforms/cuda.py ``supported_dtypes``, read at 0.20.0 and 0.24.0), so the ``auto`` KV cache is float16 too: the
-    same 2 bytes per element, under their real name. Returns (kv_format, note or None)."""
+    same 2 bytes per element, under their real name; ``--kv-cache-dtype fp8`` is named as the fp8_e4m3 it is.
+    Returns (kv_format, note or None)."""
+    if kv_format == "fp8":  # vllm/config/cache.py CacheDType: "fp8" is fp8_e4m3 on CUDA and ROCm
+        return "fp8_e4m3", "--kv-cache-dtype fp8 is vLLM's fp8_e4m3 (config/cache.py: 'fp8' means e4m3)"
     if cc is None or cc >= 80 or arch.dtype != "bfloat16":
         return kv_format, None
     return ("fp16" if kv_format == "auto" else kv_format), (
