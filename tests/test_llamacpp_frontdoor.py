@@ -13,26 +13,9 @@ import pytest
 from kvmath.engines import get_engine
 from kvmath.fit import run as fit_run
 from kvmath.units import GiB, MiB
+from test_llamacpp_launch import _term, _verdict  # the front door's --card / --device-memory applied, one copy
 
 E = get_engine("llama.cpp")
-
-
-def _verdict(argv, tool="llama-server"):
-    from dataclasses import replace
-
-    from kvmath.fit import _take
-    from kvmath.units import parse_bytes
-
-    rest, opts = _take(list(argv))
-    la = E.launch_for((tool,), rest)
-    mem = opts["device_memory"]
-    la = replace(la, card=opts["card"], device_bytes=None if mem is None else parse_bytes(mem))
-    return E.verdict(la), la
-
-
-def _term(v, device, name):
-    return next(d for d in v.devices if d.name == device).term(name)
-
 
 # --- 1. gpt-oss without a GGUF: MXFP4 experts, not a Q4_K_M fiction ------------------------------------------
 

@@ -222,38 +222,29 @@ def _max_model_len(text):
     return _vllm_int("--max-ctx", 10**30)(text)
 
 
-def _limit_mm_per_prompt(text):
-    """vLLM's ``--limit-mm-per-prompt`` JSON (``{"image": 0, "video": 0}``; a modality's value a count or
-    ``{"count": n, ...}``), checked by ``budget.mm_limits`` once the model is known."""
-    from ...validate import parse_json
+def _json_object(flag: str, example: str, meaning: str):
+    """An argparse type for a flag whose value is a JSON object (``example``), checked once the model is known;
+    one line naming the flag for anything else."""
+    def conv(text):
+        from ...validate import parse_json
 
-    try:
-        cfg = parse_json(text, "--limit-mm-per-prompt", 2000, max_depth=4)
-    except KvMathError as e:
-        if "not valid JSON" in str(e):
-            raise argparse.ArgumentTypeError(f"--limit-mm-per-prompt is not JSON such as '{{\"image\": 0, "
-                                             f"\"video\": 0}}': {_cut(text)}") from None
-        raise argparse.ArgumentTypeError(f"{e} ({_cut(text)})") from None
-    if not isinstance(cfg, dict):
-        raise argparse.ArgumentTypeError("--limit-mm-per-prompt must be a JSON object of modality -> count")
-    return cfg
+        try:
+            cfg = parse_json(text, flag, 2000, max_depth=4)
+        except KvMathError as e:
+            if "not valid JSON" in str(e):
+                raise argparse.ArgumentTypeError(f"{flag} is not JSON such as '{example}': {_cut(text)}") from None
+            raise argparse.ArgumentTypeError(f"{e} ({_cut(text)})") from None
+        if not isinstance(cfg, dict):
+            raise argparse.ArgumentTypeError(f"{flag} must be a JSON object {meaning}, such as '{example}'")
+        return cfg
+
+    return conv
 
 
-def _mm_processor_kwargs(text):
-    """vLLM's ``--mm-processor-kwargs`` JSON object (``{"max_pixels": 1003520}``), checked by
-    ``budget.mm_processor_pixels`` once the model is known."""
-    from ...validate import parse_json
-
-    try:
-        cfg = parse_json(text, "--mm-processor-kwargs", 2000, max_depth=4)
-    except KvMathError as e:
-        if "not valid JSON" in str(e):
-            raise argparse.ArgumentTypeError(f"--mm-processor-kwargs is not JSON such as '{{\"max_pixels\": "
-                                             f"1003520}}': {_cut(text)}") from None
-        raise argparse.ArgumentTypeError(f"{e} ({_cut(text)})") from None
-    if not isinstance(cfg, dict):
-        raise argparse.ArgumentTypeError("--mm-processor-kwargs must be a JSON object such as '{\"max_pixels\": 1003520}'")
-    return cfg
+# vLLM's --limit-mm-per-prompt (a modality's value a count or {"count": n, ...}; budget.mm_limits checks it) and
+# --mm-processor-kwargs (budget.mm_processor_pixels checks it)
+_limit_mm_per_prompt = _json_object("--limit-mm-per-prompt", '{"image": 0, "video": 0}', "of modality -> count")
+_mm_processor_kwargs = _json_object("--mm-processor-kwargs", '{"max_pixels": 1003520}', "of processor settings")
 
 
 def _speculative_config(text):
