@@ -162,3 +162,20 @@ def test_mm_processor_kwargs_kvmath_cannot_price_are_refused(capsys, kwargs, mes
 def test_mm_processor_kwargs_on_a_model_without_a_qwen_tower_is_refused():
     with pytest.raises(KvMathError, match="Qwen 3.5 / 3.6 vision towers only"):
         budget("llama-3.1-8b", card="h100", max_model_len=8192, mm_processor_kwargs={"max_pixels": 1003520})
+
+
+@pytest.mark.parametrize("config, tower", [("Qwen__Qwen2.5-VL-7B-Instruct.json", "vision_config without a model_type"),
+                                           ("mistralai__Devstral-Small-2-24B-Instruct.json", "'pixtral'")])
+def test_a_tower_whose_profile_is_not_modelled_is_refused(capsys, config, tower):
+    """A vision tower kvmath has no profile rule for (Qwen2.5-VL's, Pixtral's) was left out of the profile run
+    without a word, so the pool came out larger than vLLM's (vLLM encodes a dummy batch through every tower it
+    builds: gpu_model_runner.py ``profile_run``). It is refused naming the tower; with the tower off
+    (--language-model-only, or every modality at 0) the text model is priced."""
+    path = str(ROOT / "tests/fixtures/configs" / config)
+    line = ["--config", path, "--card", "h100", "--max-model-len", "8192", "--weights-gb", "20"]
+    assert main(line) == 2
+    err = capsys.readouterr().err.strip()
+    assert tower in err and "--language-model-only" in err and "\n" not in err
+    assert main([*line, "--language-model-only"]) == 0
+    assert "BOOTS" in capsys.readouterr().out
+    assert main([*line, "--limit-mm-per-prompt", '{"image": 0, "video": 0}']) == 0

@@ -53,6 +53,7 @@ from dataclasses import dataclass
 from functools import lru_cache, wraps
 
 from ... import facts
+from ...errors import KvMathError
 
 ACT_BYTES = 2  # bf16 / fp16 activations
 FLA_CHUNK = 64  # fla/ops chunk_size; _warmup_prefill_kernels T = FLA_CHUNK_SIZE
@@ -326,6 +327,15 @@ def profiled_modality(arch) -> str | None:
     return "video" if v.get("model_type") == "gemma4_vision" else "image"
 
 
+def unmodelled_tower_message(arch, v: dict) -> str:
+    """The one-line refusal for a vision tower whose start-up profile kvmath does not model (vLLM's
+    ``profile_run`` encodes a dummy batch through every tower it builds, gpu_model_runner.py 0.20.0-0.33.0)."""
+    mt = f"vision_config.model_type {v['model_type']!r}" if v.get("model_type") else "vision_config without a model_type"
+    return (f"{arch.name}'s vision tower ({mt}) is profiled by vLLM at start-up and kvmath models that profile only "
+            f"for the Qwen 3.5 / 3.6 and Gemma 4 towers; price the text model with --limit-mm-per-prompt "
+            "'{\"image\": 0, \"video\": 0}' or --language-model-only (vLLM then neither builds nor profiles the tower)")
+
+
 def encoder_terms(arch, max_num_batched_tokens: int, max_num_seqs: int, max_model_len: int,
                   tp: int = 1, *, chunk_budget_bytes: int | None = None, frame_loop: bool = False,
                   mm_limit: int = MM_LIMIT_UNSET, max_pixels: int | None = None) -> list[Term]:
@@ -354,8 +364,9 @@ def encoder_terms(arch, max_num_batched_tokens: int, max_num_seqs: int, max_mode
     tok = _int(v, "default_output_length", "_soft_tokens")
     pool = _int(v, "pooling_kernel_size", default=1)
     hv, iv = _int(v, "hidden_size"), _int(v, "intermediate_size")
-    if not (tok and hv and iv):
-        return []
+    if v.get("model_type") != "gemma4_vision" or not (tok and hv and iv):
+        # leaving the encoder out would price the profile run without it: a silent wrong number
+        raise KvMathError(unmodelled_tower_message(arch, v))
     budget = max(int(max_num_batched_tokens), tok)
     items = max(1, min(budget // tok, int(max_num_seqs) * max(1, min(int(mm_limit), int(max_model_len) // tok))))
     P = items * tok * pool * pool

@@ -755,6 +755,17 @@ def _mla_kernel_block(arch, cc: int | None, card_id: str, vllm_settings: dict) -
 MM_MODALITIES = ("image", "video", "audio")
 
 
+def _refuse_unmodelled_audio(arch, audio_limit: int) -> None:
+    """Refuse an audio tower vLLM would build and profile (its ``audio_config``; Voxtral's Whisper encoder):
+    kvmath has no rule for an audio encoder's profile run, and leaving it out would be a silent wrong number.
+    ``audio_limit``: the audio modality's ``--limit-mm-per-prompt`` (0: the tower is neither built nor profiled)."""
+    cfg = arch.extras.get("hf_config")
+    if audio_limit and isinstance(cfg, dict) and isinstance(cfg.get("audio_config"), dict):
+        raise KvMathError(f"{arch.name} has an audio tower (audio_config) that vLLM builds and profiles at start-up; "
+                          "kvmath does not model an audio encoder's profile: price the text model with "
+                          "--limit-mm-per-prompt '{\"audio\": 0}' or --language-model-only")
+
+
 def mm_limits(arch, limit_mm_per_prompt: dict | None) -> tuple[int, tuple[str, ...], str | None]:
     """What vLLM's ``--limit-mm-per-prompt`` does to memory, read from vLLM 0.20.0, 0.24.0 and 0.33.0 (the same):
     a modality left out has the limit 999 (``MultiModalConfig.get_limit_per_prompt``, vllm/config/multimodal.py);
@@ -770,6 +781,7 @@ def mm_limits(arch, limit_mm_per_prompt: dict | None) -> tuple[int, tuple[str, .
     from .activation import MM_LIMIT_UNSET, profiled_modality
 
     if limit_mm_per_prompt is None:
+        _refuse_unmodelled_audio(arch, MM_LIMIT_UNSET)
         return MM_LIMIT_UNSET, (), None
     if not isinstance(limit_mm_per_prompt, dict):
         raise KvMathError(f"limit_mm_per_prompt must be an object of modality -> count, e.g. {{\"image\": 0, "
@@ -783,6 +795,7 @@ def mm_limits(arch, limit_mm_per_prompt: dict | None) -> tuple[int, tuple[str, .
             raise KvMathError(f"--limit-mm-per-prompt {m}: the count must be a whole number >= 0, got {_short(v)}")
         limits[m] = n
     get = lambda m: limits.get(m, MM_LIMIT_UNSET)  # noqa: E731
+    _refuse_unmodelled_audio(arch, get("audio"))
     skip = tuple(t for t, ms in (("vision", ("image", "video")), ("audio", ("audio",))) if all(get(m) == 0 for m in ms))
     shown = ", ".join(f"{m} {n}" for m, n in limits.items())
     profiled = profiled_modality(arch)
