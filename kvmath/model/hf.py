@@ -9,14 +9,15 @@ Families (one rule each; this module and ``hf_families``): dense / GQA / MQA att
 sliding window (``llama``, ``mistral``, ``qwen2``, ``qwen3``, ``gemma2``, ``gpt_oss``, ``phi3``, ``exaone4``,
 ``olmo3``, ``cohere2``, Qwen2.5-VL's text part), full attention only (``qwen3_moe``, ``mixtral``, ``glm4``,
 ``glm4_moe``, ``minimax_m2``, ``olmo2``, ``olmoe``, ``cohere``, ``granite``, ``granitemoe``, ``internlm3``,
-``ernie4_5``, ``hunyuan_v1_*``, ``seed_oss``, ``ministral3``, ``qwen3_vl*_text``, ``qwen2_moe``, ``smollm3``;
+``ernie4_5``, ``hunyuan_v1_*``, ``seed_oss``, ``ministral3``, ``qwen3_vl*_text``, ``qwen2_moe``, ``smollm3``,
+``gpt2``, ``gptj``, ``gpt_bigcode`` under GPT-2's key names;
 a window there is refused unless its engine rules were checked), Gemma 3 / 3n / 4 (per-type heads and widths,
 KV sharing), Llama 4 (chunked attention), Gated DeltaNet hybrids (``qwen3_next``, ``qwen3_5_text``,
 ``qwen3_5_moe_text``), MLA (``deepseek_v2``, ``deepseek_v3``, ``glm4_moe_lite``), MLA with the DSA indexer
 (``deepseek_v32``, ``glm_moe_dsa``), Kimi Linear (MLA + Kimi Delta Attention, 1-based layer lists),
 Nemotron-H and Granite 4.0-H (Mamba-2 and attention), Mamba-1 (``mamba``, ``falcon_mamba``, ``jamba``) and
-LFM2's short convolutions. Multimodal wrappers (``_WRAPPERS``) are read from their text part, with the vision
-tower's size; any other outer ``model_type`` holding a ``text_config`` is refused. ``falcon_h1`` (attention
+LFM2's short convolutions. Multimodal wrappers (``_WRAPPERS``: Qwen-VL, Gemma 3 / 3n / 4, Llama 4, Mistral 3,
+LFM2-VL, LLaVA, Voxtral) are read from their text part, with the vision tower's size; any other outer ``model_type`` holding a ``text_config`` is refused. ``falcon_h1`` (attention
 and Mamba-2 in one layer) and ``minimax`` (lightning attention) are refused naming the fields a spec would need.
 Malformed, truncated or contradictory
 configs raise KvMathError (tests/test_fuzz_config.py fuzzes this); counts are bounded by
@@ -91,10 +92,19 @@ def architecture_from_config(cfg: Any, *, name: str, source: str = "") -> Archit
 _WRAPPERS = {"qwen3_5": "qwen3_5_text", "qwen3_5_moe": "qwen3_5_moe_text", "gemma4": "gemma4_text",
              "gemma3": "gemma3_text", "gemma3n": "gemma3n_text", "qwen3_vl": "qwen3_vl_text",
              "qwen3_vl_moe": "qwen3_vl_moe_text", "qwen2_5_vl": "qwen2_5_vl_text", "qwen2_vl": "qwen2_vl_text",
-             "llama4": "llama4_text", "mistral3": "mistral", "lfm2_vl": "lfm2"}
+             "llama4": "llama4_text", "mistral3": "mistral", "lfm2_vl": "lfm2", "llava": "llama", "voxtral": "llama"}
 """Multimodal wrapper model_type -> the model_type of its text_config when the text_config names none
 (transformers 5.23 ``sub_configs`` defaults: ``Mistral3Config`` builds a ``mistral`` text config by default,
-``Lfm2VlConfig`` an ``lfm2`` one)."""
+``Lfm2VlConfig`` an ``lfm2`` one, ``LlavaConfig`` and ``VoxtralConfig`` a ``llama`` one)."""
+_CLASS_DEFAULTS = {"llava": {"llama": {"hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32,
+                                       "num_attention_heads": 32, "max_position_embeddings": 2048,
+                                       "vocab_size": 32000}}}
+"""Wrappers whose published text_config is sparse, and the text config class's own defaults transformers fills in
+for the keys it leaves out (transformers 5.23 ``LlavaConfig.__post_init__`` builds
+``CONFIG_MAPPING[text_config["model_type"]](**text_config)``; ``LlamaConfig``'s defaults in
+configuration_llama.py, ``num_key_value_heads`` and ``head_dim`` then following the heads). llava-1.5-7b's
+text_config states only its ``max_position_embeddings``, ``vocab_size`` and ``rms_norm_eps``; vLLM builds the
+same config through transformers' ``AutoConfig``."""
 _FLAT_WRAPPERS = ("qwen2_5_vl", "qwen2_vl")
 """Wrappers whose Hub configs are flat: transformers 5.23 ``Qwen2_5_VLConfig.__post_init__`` builds the text
 config from the top-level keys when there is no ``text_config`` (Qwen2.5-VL-7B-Instruct's config.json)."""
@@ -137,6 +147,8 @@ def _unwrap(cfg: dict) -> tuple[dict, "VisionTower | None"]:
     if inner.get("model_type") is None:
         # transformers builds the wrapper's own text-config class whatever text_config says
         inner["model_type"] = _WRAPPERS[outer_type]
+    for key, value in _CLASS_DEFAULTS.get(outer_type, {}).get(inner["model_type"], {}).items():
+        inner.setdefault(key, value)
     if inner.get("tie_word_embeddings") is None and cfg.get("tie_word_embeddings") is not None:
         inner["tie_word_embeddings"] = cfg["tie_word_embeddings"]
     return inner, _vision_tower(cfg)

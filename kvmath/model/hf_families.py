@@ -79,6 +79,42 @@ def _gemma(c: _Config, name: str, source: str):
     return _full_only(c, name, source, head_dim_default=256)
 
 
+_GPT_KEYS = {"n_embd": "hidden_size", "n_layer": "num_hidden_layers", "n_head": "num_attention_heads",
+             "n_positions": "max_position_embeddings"}
+"""GPT-2-style key names -> the HF names kvmath reads (transformers 5.23 ``GPT2Config`` / ``GPTJConfig`` /
+``GPTBigCodeConfig`` ``attribute_map``)."""
+_GPT_DEFAULTS = {"gpt2": (768, 12, 12, 1024), "gptj": (4096, 28, 16, 2048), "gpt_bigcode": (768, 12, 12, 1024)}
+"""The config classes' own defaults of n_embd, n_layer, n_head, n_positions (a config must write them out)."""
+
+
+@_family("gpt2", "gptj", "gpt_bigcode")
+def _gpt2(c: _Config, name: str, source: str):
+    """GPT-2, GPT-J and GPTBigCode (StarCoder 1, SantaCoder): full attention on every layer under GPT-2's key names
+    (``n_embd``, ``n_layer``, ``n_head``, ``n_positions``; :data:`_GPT_KEYS`), head width ``n_embd / n_head``,
+    MLP width ``n_inner`` or ``4 x n_embd`` when null (modeling_gpt2.py / modeling_gptj.py /
+    modeling_gpt_bigcode.py, transformers 5.23). KV heads: ``n_head``, and 1 for GPTBigCode with ``multi_query``
+    (modeling_gpt_bigcode.py ``kv_heads = 1 if self.multi_query else self.num_heads``; vLLM's
+    ``ModelConfig.get_total_num_kv_heads`` returns 1 for ``multi_query``; llama.cpp's converter writes
+    ``head_count_kv`` 1). A config leaving a size or ``multi_query`` to its class default is refused."""
+    cfg = dict(c.cfg)
+    for (old, new), default in zip(_GPT_KEYS.items(), _GPT_DEFAULTS[c.model_type]):
+        _needs_written(c, old, default)
+        if c.has(new) and c.cfg[new] != c.cfg[old]:
+            raise KvMathError(f"{c.model_type} config sets both {old} {c.cfg[old]!r} and {new} {c.cfg[new]!r}; "
+                              "they name the same field (transformers' attribute_map) and must agree")
+        cfg[new] = c.cfg[old]
+    if c.has("num_key_value_heads"):
+        raise KvMathError(f"{c.model_type} config sets num_key_value_heads, which its model does not read: remove it")
+    if c.model_type == "gpt_bigcode":
+        _needs_written(c, "multi_query", True)
+        if c.bool("multi_query"):
+            cfg["num_key_value_heads"] = 1
+    inner = c.int("n_inner", 0, minimum=1)
+    hidden = _Config(cfg, c.model_type).int("hidden_size")
+    cfg["intermediate_size"] = inner or 4 * hidden
+    return _full_only(_Config(cfg, c.model_type), name, source)
+
+
 @_family("internlm3", "ernie4_5", "seed_oss", "qwen3_vl_text", "ministral3")
 def _plain_head_dim(c: _Config, name: str, source: str):
     """Full attention on every layer with an explicit ``head_dim`` (transformers 5.23: InternLM3Config,
