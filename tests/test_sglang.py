@@ -174,3 +174,36 @@ def test_the_full_request_fraction_is_the_boundary_of_the_pool_holding_the_conte
         rc, out, _ = _fit(capsys, *line, "--mem-fraction-static", str(x), "--json", "--no-solve")
         pools[x] = json.loads(out)["pool_tokens"] or 0
     assert pools[f] >= 40960 > pools[round(f - 0.001, 3)]
+
+
+def test_0523_flag_list_is_the_wheels_parser():
+    """data/sglang-flags.json's 0.5.23 list against a scan of the 0.5.23 wheel's own source (its dataclass fields and
+    server_args.py's add_argument calls: tests/fixtures/sglang/flags0523.py). It used to be 0.5.9's list."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "sglang"))
+    import flags0523
+    import loader
+
+    wheel = loader.wheel_path("0.5.23")
+    if wheel is None:
+        pytest.skip("SGLang 0.5.23's wheel is not downloaded (make sglang-wheels)")
+    from kvmath.engines.sglang.launch import release_flags
+
+    assert list(release_flags("0.5.23")) == flags0523.options(wheel)
+
+
+@pytest.mark.parametrize("flag, v0523, v059", [
+    # new in 0.5.23 (arg_groups/fields/memory.py): refused for what it does, not as unknown
+    ("--enable-unified-memory", "unified KV pools are not modelled", "is not an SGLang 0.5.9 flag"),
+    # gone in 0.5.23: its parser rejects it
+    ("--stream-output", "is not an SGLang 0.5.23 flag", "kvmath has not classified"),
+    ("--enable-piecewise-cuda-graph", "is not an SGLang 0.5.23 flag", "changes the default fraction"),
+    ("--attn-dp-size=2", "kvmath has not classified", "is not an SGLang 0.5.9 flag"),
+])
+def test_each_release_checks_its_own_flags(capsys, flag, v0523, v059):
+    for release, expected in (("0.5.23", v0523), ("0.5.9", v059)):
+        code, out, err = _fit(capsys, "python", "-m", "sglang.launch_server", "--model-path", "llama-3.1-8b",
+                              "--card", "h100", "--sglang-version", release, flag)
+        assert code == 2 and expected in err and err.count("\n") <= 1, (release, err)

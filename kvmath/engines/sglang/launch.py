@@ -54,7 +54,7 @@ GONE_0523 = {
                        "(arg_groups/fields/exec_.py l.640-647), so its argparse rejects this abbreviation as "
                        "ambiguous; kvmath has not modelled the per-phase flags",
 }
-"""0.5.9 flags 0.5.23 no longer has (0.5.23 lines are checked against 0.5.9's flag list, data/sglang-flags.json)."""
+"""0.5.9 flags 0.5.23 no longer has that a 0.5.23 line would still take as an abbreviation, and why it refuses them."""
 
 IGNORED_VALUE = ("--host", "--port", "--served-model-name", "--tokenizer-path", "--tokenizer-mode", "--log-level",
                  "--log-level-http", "--api-key", "--random-seed", "--chat-template", "--reasoning-parser",
@@ -117,8 +117,9 @@ def _value(kind: str, flag: str, text: str):
 
 
 def release_flags(release: str) -> tuple[str, ...]:
-    """The option strings of SGLang ``release``'s server_args.py (``data/sglang-flags.json``; 0.5.23 takes
-    0.5.9's, see the file's ``source``)."""
+    """The option strings of SGLang ``release``'s launch_server parser (``data/sglang-flags.json``, read in each
+    release's wheel: server_args.py's ``add_argument`` calls, and for 0.5.23 its dataclass fields too, see the
+    file's ``source``); a release between two read ones takes the older one's."""
     from ... import facts
 
     table = facts.read_json("sglang-flags.json")["releases"]
@@ -205,6 +206,9 @@ def parse(argv, env) -> Launch:
         elif flag_u in IGNORED_SWITCH:
             notes.append(f"{flag_u} ignored: it does not change the pools")
         elif flag_u in REFUSED:
+            if flag_u not in known and flag_u != "--kv-cache-memory-bytes":
+                raise KvMathError(f"{flag_u} is not an SGLang {rel_name} flag (server_args.py); flags kvmath models: "
+                                  f"{', '.join(sorted(MODELLED))}")
             raise KvMathError(f"{flag_u} {REFUSED[flag_u]}")
         elif flag_u in _FOREIGN or flag in _FOREIGN:
             eng = _FOREIGN.get(flag_u) or _FOREIGN[flag]
