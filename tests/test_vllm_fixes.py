@@ -286,3 +286,19 @@ def test_kv_cache_dtype_fp8_is_named_as_e4m3(capsys):
     assert code == 0 and d["kv_format"] == "fp8_e4m3" and any("fp8 is vLLM's fp8_e4m3" in n for n in d["notes"])
     # 32 layers x 8 KV heads x 128 x 2 (K, V) x 1 B per token
     assert d["kv_per_request_bytes"] == 8192 * 32 * 8 * 128 * 2
+
+
+def test_explicit_bfloat16_below_sm80_is_refused_as_vllm_refuses_it(capsys):
+    """vllm/platforms/cuda.py ``check_if_supports_dtype`` raises "Bfloat16 is only supported on GPUs with compute
+    capability of at least 8.0. Your Tesla T4 GPU has compute capability 7.5. ... --dtype=half." (quoted in public
+    T4 threads); --dtype half and auto run the same line."""
+    from kvmath.fit import run
+
+    line = ["vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", "--card", "t4", "--max-model-len", "4096"]
+    assert run([*line, "--dtype", "bfloat16"]) == 2
+    err = capsys.readouterr().err
+    assert "compute capability of at least 8.0" in err and "--dtype half" in err and err.count("\n") == 1
+    for dtype in ("half", "auto"):
+        assert run([*line, "--dtype", dtype]) in (0, 1)
+        assert "Verdict" in capsys.readouterr().out
+    assert run([*line[:4], "a100", *line[5:], "--dtype", "bfloat16"]) == 0

@@ -646,6 +646,22 @@ def _tp_of_gpus(args, vals: dict, tp: int, notes: list) -> int:
     return tp
 
 
+def _refuse_bf16_below_sm80(dtype, card_id) -> None:
+    """``--dtype bfloat16`` on an NVIDIA card below sm_80 stops vLLM before it loads anything (platforms/cuda.py
+    ``check_if_supports_dtype``: "Bfloat16 is only supported on GPUs with compute capability of at least 8.0 ...
+    --dtype=half"); ``auto`` falls back to float16 instead (``budget._card_dtype``). Raises KvMathError."""
+    if dtype != "bfloat16" or not card_id:
+        return
+    from . import budget as B
+
+    entry = B.card(card_id)
+    cc = entry.get("compute_capability")
+    if entry.get("vendor", "nvidia") == "nvidia" and isinstance(cc, int) and cc < 80:
+        raise KvMathError(f"--dtype bfloat16 on {card_id} (sm_{cc}): vLLM refuses it at start-up ('Bfloat16 is only "
+                          "supported on GPUs with compute capability of at least 8.0', platforms/cuda.py); use "
+                          "--dtype half, or auto (vLLM then runs the checkpoint in float16)")
+
+
 def _card_chosen(args, kw: dict, vllm_mode: bool, notes: list) -> None:
     """``kw``'s card (or custom memory) from ``--card`` / ``--device-memory`` / ``--vram``, else this machine's GPU
     (the anchor calculator's rtx3090 with ``--anchor-defaults`` / ``--compose``), each said in a note. Raises
@@ -873,6 +889,7 @@ def _resolve(args, env=None) -> tuple[str, dict, list[str]]:
     if args.weights_variant:  # a variant the model has no checkpoint of is the line's fault, not the card's
         B.check_weights_variant(arch, args.weights_variant, sized=args.weights_gb is not None)
     _card_chosen(args, kw, vllm_mode, notes)  # after the model's own faults, which a card would not mend
+    _refuse_bf16_below_sm80(getattr(args, "dtype", None), kw.get("card"))
     # vLLM's story: the model is its HF repository's checkpoint, as `vllm serve <repo>` loads it (whether named by
     # the repo or by kvmath's id); the anchor's: its published checkpoint (data/deployments.json default_weights)
     kw["weights_variant"] = args.weights_variant or vals.get("weights") or ("hf" if vllm_mode else "default")
