@@ -207,3 +207,14 @@ def test_each_release_checks_its_own_flags(capsys, flag, v0523, v059):
         code, out, err = _fit(capsys, "python", "-m", "sglang.launch_server", "--model-path", "llama-3.1-8b",
                               "--card", "h100", "--sglang-version", release, flag)
         assert code == 2 and expected in err and err.count("\n") <= 1, (release, err)
+
+
+@pytest.mark.parametrize("release", ["0.5.9", "0.5.23"])
+def test_aiter_is_refused_even_with_an_explicit_fraction(capsys, release):
+    """aiter is SGLang's ROCm attention backend; 0.5.23 multiplies even an explicit --mem-fraction-static by 0.85
+    with it when context_len > 8192 (arg_groups/attention_hook.py l.244-269). kvmath prices SGLang on CUDA only:
+    it used to price the explicit fraction as given."""
+    code, out, err = _fit(capsys, "python", "-m", "sglang.launch_server", "--model-path", "llama-3.1-8b", "--card",
+                          "h100", "--sglang-version", release, "--attention-backend", "aiter",
+                          "--mem-fraction-static", "0.8")
+    assert code == 2 and "ROCm" in err and not out

@@ -141,6 +141,12 @@ def budget(engine, launch):
                         kv_format=kw.pop("kv_cache_dtype", None), **kw)
     chosen = engine.release(s)
     rel = chosen.release
+    if s.attention_backend == "aiter":
+        # ROCm's backend; 0.5.23 also scales even an explicit --mem-fraction-static by 0.85 with it when
+        # context_len > 8192 (arg_groups/attention_hook.py l.244-269)
+        raise KvMathError("--attention-backend aiter is SGLang's ROCm backend, and kvmath prices SGLang on CUDA "
+                          "cards only (its ROCm rules, such as 0.5.23's x 0.85 of --mem-fraction-static, are not "
+                          "modelled)")
     cap, cc, dev_name = _device(launch)
     g = engine.geometry(arch, s, compute_capability=cc)
     gpu_mib = cap / MiB
