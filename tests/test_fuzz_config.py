@@ -559,12 +559,17 @@ def check_weights(cfg) -> None:
         return
     checked = arch.extras["hf_config"]  # what every reader gets: the validated config
     mt = _text(checked).get("model_type")
+    from kvmath.engines.llamacpp.weights import GGUF_ARCH, weights_from_mix
+
     for name, fn in (("checkpoint", lambda c: estimate_checkpoint(c)),
                      ("vllm", lambda c: weights_from_config(c, tp=1)),
-                     ("llama.cpp", lambda c: estimate_weights(c, bits_per_weight=4.5))):
-        if name != "llama.cpp" and mt not in ESTIMATED_MODEL_TYPES:
+                     ("llama.cpp", lambda c: estimate_weights(c, bits_per_weight=4.5)),
+                     ("llama.cpp mix", lambda c: weights_from_mix(c, "Q4_K_M")[1])):
+        if not name.startswith("llama.cpp") and mt not in ESTIMATED_MODEL_TYPES:
             continue
         if name == "llama.cpp" and mt not in ("qwen3_5_moe_text", "qwen3_5_text", "gemma4_text"):
+            continue
+        if name == "llama.cpp mix" and mt not in GGUF_ARCH:
             continue
         try:
             out = fn(checked)
@@ -572,8 +577,6 @@ def check_weights(cfg) -> None:
             assert str(e).strip() and "\n" not in str(e), (name, str(e)[:200])
             continue
         except (KeyError, TypeError) as e:  # a field the estimator needs is absent: not a silent number
-            if name == "llama.cpp":
-                continue  # llama.cpp's config estimate reads the published layouts only (kvmath.engines.llamacpp)
             raise AssertionError(f"{name}: {type(e).__name__} {e}") from None
         if name == "checkpoint":
             assert all(_is_count(t.nbytes) and all(_is_count(d) for d in t.shape) for t in out.tensors)

@@ -7,6 +7,8 @@ reader; every expectation is derived by hand from the rules in ``placement.py``'
 
 from __future__ import annotations
 
+import json
+import re
 import sys
 from pathlib import Path
 
@@ -297,7 +299,7 @@ COMPUTE_OUTLIERS = {
     ("qwen3.6-27b", "-c 262144"), ("qwen3.6-27b", "-c 65536 -ctk q4_0 -ctv q4_0 -ub 1024"),
     ("gemma-4-31b", "-c 4096"), ("gemma-4-31b", "-c 32768 -np 4"), ("gemma-4-31b", "-c 8192 -ngl 0"),
     ("gemma-4-31b", "-c 65536 -ctk q4_0 -ctv q4_0 -ub 1024"), ("gpt-oss-20b", "-c 32768 -np 4"),
-    ("gpt-oss-20b", "-c 8192 -ngl 0"), ("nemotron-3-nano", "-c 262144"),
+    ("gpt-oss-20b", "-c 8192 -ngl 0"),
 }
 
 
@@ -409,3 +411,180 @@ def test_dense_qwen36_27b_estimate_counts_its_mlp_not_experts():
     w = estimate_weights(facts.reference_config("qwen3.6-27b"), bits_per_weight=4.5)
     assert w.experts == 0 and sum(w.experts_per_block) == 0
     assert w.other >= 64 * round(3 * 5120 * 17408 * 4.5 / 8)
+
+
+# --- held-out public start-up logs (data/measurements/llamacpp-public-boots.csv, checks == "launch") ------------
+# Issue 22's done-when: on logs the project had not seen, the device compute buffer within 5 % and the per-device
+# total within 100 MiB on at least 80 %, KV and RS exact on all. Each row is priced through the llama.cpp launch
+# line (kvmath.engines.llamacpp.launch) at the log's build (--llamacpp-build), its figures compared with the
+# lines the row quotes. Weights: the model buffer is the log's (no GGUF is public), so the total tests KV + RS +
+# compute + output; a GPU row's cache is placed by the front door with an estimated tensor table (--quant-mix).
+
+PUBLIC = facts.read_csv("measurements/llamacpp-public-boots.csv")
+HELD_OUT = [r for r in PUBLIC if r["checks"] == "launch"]
+CONFIGS = json.loads((Path(__file__).resolve().parents[1] / "data" / "measurements" /
+                      "llamacpp-public-boots-configs.json").read_text())
+
+
+def _row_build(row) -> str:
+    """The --llamacpp-build of a row: the record its notes say it is priced with ("priced with b6057's rules"),
+    else its tag, else b9776's rules (a vendored 2026 build that prints n_outputs_max)."""
+    named = re.search(r"priced with (?:the )?(b\d+)", row["notes"])
+    b = row["build"].split()[0]
+    return named.group(1) if named else b if b.startswith("b") and b[1:].isdigit() else "b9776"
+
+
+def _row_model(row, tmp: Path) -> str:
+    if row["model"] in CONFIGS:
+        path = tmp / f"{row['model']}.json"
+        path.write_text(json.dumps(CONFIGS[row["model"]]["config"]))
+        return str(path)
+    return row["model"]
+
+
+def held_out_price(row) -> dict:
+    """kvmath's figures (MiB) for one held-out row: the compute buffer of the row's device, every KV cache
+    object, the recurrent state, the output buffer and the device total (with the log's model buffer).
+
+    The launch line is read by the front door (parse_launch, at the row's --llamacpp-build); the buffers come from
+    the same functions ``verdict.price`` calls (llamacpp_memory, compute_buffers). A row that offloads part of
+    the layers is priced through ``verdict.price`` with a Q8_0 tensor table, for the split of its KV cache."""
+    import tempfile
+
+    from kvmath.engines.llamacpp import verdict as V
+    from kvmath.engines.llamacpp.builds import TABLE
+    from kvmath.engines.llamacpp.compute import compute_buffers, shape_from_config
+    from kvmath.engines.llamacpp.launch import parse_launch
+    from kvmath.engines.llamacpp.memory import llamacpp_memory
+    from kvmath.model.load import load_architecture
+
+    partial = "-ngl 15" in row["settings"]
+    with tempfile.TemporaryDirectory() as t:
+        ref = _row_model(row, Path(t))
+        argv = ["-m", ref] + row["settings"].split() + ["--llamacpp-build", _row_build(row)]
+        launch = parse_launch(argv + (["--quant-mix", "Q8_0"] if partial else []), tool=row["tool"])
+        s, build = launch.settings, TABLE.by_name[launch.release]
+        arch = load_architecture(ref)
+        config = arch.extras.get("hf_config") or facts.resolve_model(ref)["config"]
+        kv_dev = None
+        if partial:
+            priced = V.price(launch, V.read_model(s, ref))
+            kv_dev = {"CUDA0": priced.gpus[0].get("kv", 0) / MiB, "CPU": priced.host.get("kv", 0) / MiB}
+    mem = llamacpp_memory(arch, n_ctx=s["n_ctx"], n_parallel=s["n_parallel"], cache_type_k=s["cache_type_k"],
+                          cache_type_v=s["cache_type_v"], n_batch=s["n_batch"], n_ubatch=s["n_ubatch"],
+                          flash_attn=s["flash_attn"], kv_unified=s["kv_unified"], swa_full=s["swa_full"],
+                          n_rs_seq=s["n_rs_seq"], build=build.memory)
+    shape = shape_from_config(config)
+    full = [c.cells for c in mem.kv if c.kind != "SWA"]
+    swa = [c.cells for c in mem.kv if c.kind == "SWA"]
+    backend = "cpu" if row["backend"] == "cpu" else "cuda"
+    cb = compute_buffers(shape, n_ubatch=mem.n_ubatch, n_kv=max(full, default=0), n_kv_swa=max(swa, default=0),
+                         flash_attn=mem.flash_attn, n_outputs=V._output_rows(s, build, mem), backend=backend,
+                         fa_mask=build.fa_mask, ffn_live=build.ffn_live)
+    out = {"compute_mib": cb.device / MiB, "kv_mib": [(c.k_bytes + c.v_bytes) / MiB for c in mem.kv],
+           "kv_dev_mib": kv_dev, "rs_mib": mem.recurrent_bytes / MiB if mem.recurrent else None,
+           "output_mib": 4 * shape.n_vocab * V._output_buffer_rows(s, build) / MiB,
+           "flash_attn": mem.flash_attn}
+    if row["model_mib"]:
+        out["total"] = float(row["model_mib"]) + (mem.kv_bytes + mem.recurrent_bytes + cb.device) / MiB \
+            + (out["output_mib"] if row["output_mib"] else 0)
+    return out
+
+
+def _logged_kv(row) -> tuple[list[float], dict[str, float]]:
+    """A row's kv_mib: 'a;b' = one figure per cache object (non-SWA first), 'DEV=a;DEV=b' = per device."""
+    parts = [p for p in row["kv_mib"].split(";") if p]
+    if parts and "=" in parts[0]:
+        return [], {k: float(v) for k, v in (p.split("=") for p in parts)}
+    return [float(p) for p in parts], {}
+
+
+PRICED = {r["id"]: held_out_price(r) for r in HELD_OUT}
+# rows whose compute buffer kvmath misses by more than 5 %, with the sizes: the residual is stated, not hidden.
+# L08 (Vulkan, b7444, -fa off, 65536 cells): the log's failed allocation is 8348.01 MiB, about twice the kq
+#   matrix + softmax term (kvmath 4240.00, which b6057's Vulkan log L07 confirms within 0.2 % at 70016 cells):
+#   not derived; the issue thread reports it as a regression of that build's Vulkan backend.
+# L09 (CPU, d222767c7, Ministral 3 3B, -ub 1024, flash attention): 168.03 logged, kvmath 128.00 (the
+#   feed-forward phase: gate, up and their product 3 x 4 x 9216 x 1024 + one 3072 x 1024 vector + the f16
+#   mask): 40.03 MiB not derived (the CPU_REPACK weights or ggml-alloc's placement; no graph trace of it).
+COMPUTE_RESIDUALS = {"L08": (8348.01, 4240.00), "L09": (168.03, 128.00)}
+ISSUE_22_SHARE = 0.80
+
+
+@pytest.mark.parametrize("row", HELD_OUT, ids=[r["id"] for r in HELD_OUT])
+def test_held_out_rows_quote_their_figures(row):
+    assert row["held_out"] == "yes" and row["quoted_lines"] and row["build"] and row["settings"]
+    for col in ("compute_mib", "rs_mib", "output_mib", "model_mib"):
+        if col == "model_mib" and row[col]:  # the sum of the device's model buffer lines (CPU + CPU_REPACK)
+            lines = re.findall(r"model buffer size = +([0-9.]+) MiB", row["quoted_lines"])
+            assert f"{float(row[col]):.2f}" in lines or f"{sum(map(float, lines)):.2f}" == row[col]
+        elif row[col]:
+            in_bytes = {round(int(n) / MiB, 2) for n in re.findall(r"\b\d{7,}\b", row["quoted_lines"])}
+            assert f"{float(row[col]):.2f}" in row["quoted_lines"] or float(row[col]) in in_bytes, col  # L07/L08
+    flat, per_dev = _logged_kv(row)
+    for v in flat + list(per_dev.values()):
+        assert f"{v:.2f}" in row["quoted_lines"]
+    assert row["compute_check"] == "yes" or row["compute_check"].startswith("no: ")
+    assert row["total_check"] == "yes" or row["total_check"].startswith("no: ")
+
+
+@pytest.mark.parametrize("row", HELD_OUT, ids=[r["id"] for r in HELD_OUT])
+def test_held_out_kv_and_rs_are_exact(row):
+    # "KV and RS still exact on all": to the log's 0.01 MiB
+    p = PRICED[row["id"]]
+    flat, per_dev = _logged_kv(row)
+    if flat:
+        assert [round(x, 2) for x in p["kv_mib"]] == flat
+    if per_dev:
+        assert {k: round(v, 2) for k, v in p["kv_dev_mib"].items()} == per_dev
+    if not flat and not per_dev:  # L08: no KV line in the excerpt; its size follows from -c 65536 (no padding)
+        assert row["id"] == "L08" and p["kv_mib"] == [6144.0]
+    if row["rs_mib"]:
+        assert round(p["rs_mib"], 2) == float(row["rs_mib"])
+    if row["output_mib"]:
+        assert round(p["output_mib"], 2) == float(row["output_mib"])
+
+
+COMPUTE_ROWS = [r for r in HELD_OUT if r["compute_check"] == "yes"]
+TOTAL_ROWS = [r for r in HELD_OUT if r["total_check"] == "yes"]
+
+
+@pytest.mark.parametrize("row", COMPUTE_ROWS, ids=[r["id"] for r in COMPUTE_ROWS])
+def test_held_out_compute_buffer(row):
+    logged, got = float(row["compute_mib"]), PRICED[row["id"]]["compute_mib"]
+    if row["id"] in COMPUTE_RESIDUALS:
+        assert COMPUTE_RESIDUALS[row["id"]] == (logged, round(got, 2))
+        assert abs(got - logged) > 0.05 * logged
+    else:
+        assert abs(got - logged) <= 0.05 * logged
+
+
+@pytest.mark.parametrize("row", TOTAL_ROWS, ids=[r["id"] for r in TOTAL_ROWS])
+def test_held_out_device_total_within_100_mib(row):
+    flat, per_dev = _logged_kv(row)
+    logged = sum(float(row[c]) for c in ("model_mib", "rs_mib", "compute_mib", "output_mib") if row[c]) + sum(flat)
+    assert abs(PRICED[row["id"]]["total"] - logged) <= 100
+
+
+def _share(rows, ok) -> float:
+    return sum(map(ok, rows)) / len(rows)
+
+
+def test_issue_22_share_of_held_out_rows():
+    """Issue 22's done-when: compute within 5 % and the device total within 100 MiB on >= 80 % of held-out
+    logs. Measured now: compute 5 of 7 (71 %), totals 3 of 3; the compute share is below the criterion."""
+    compute = _share(COMPUTE_ROWS, lambda r: abs(PRICED[r["id"]]["compute_mib"] - float(r["compute_mib"]))
+                     <= 0.05 * float(r["compute_mib"]))
+    assert (sum(1 for r in COMPUTE_ROWS if r["id"] not in COMPUTE_RESIDUALS), len(COMPUTE_ROWS)) == (5, 7)
+    assert compute == pytest.approx(5 / 7)
+    assert len(TOTAL_ROWS) == 3
+    if compute < ISSUE_22_SHARE:
+        pytest.xfail(f"compute buffer within 5 % on {compute:.0%} of the held-out logs, below issue 22's "
+                     f"{ISSUE_22_SHARE:.0%}: L08 and L09 (COMPUTE_RESIDUALS)")
+
+
+def test_every_held_out_row_is_checked_or_says_why_not():
+    for r in HELD_OUT:
+        checked = r["compute_check"] == "yes" or r["kv_mib"] or r["rs_mib"]
+        assert checked and (r["compute_check"] == "yes" or r["compute_check"].startswith("no: "))
+    assert len(HELD_OUT) >= 10

@@ -34,6 +34,27 @@ def estimate_weight_bytes(config: dict, *, bits_per_weight: float = 4.5, name: s
         raise KvMathError(f"config must be a JSON object, got {type(config).__name__}")
     cfg, _ = _unwrap(config)
     mt = cfg.get("model_type")
+    try:
+        w = _estimate_weight_bytes(cfg, mt, bits_per_weight, name)
+    except KeyError as e:
+        raise KvMathError(f"config.json of {mt} lacks {e.args[0]!r}, needed for its weight estimate") from None
+    except (TypeError, ValueError, OverflowError) as e:  # None, a list, a string or NaN where a size is read
+        raise KvMathError(f"config.json of {mt}: a field the weight estimate reads is not a size ({e})") from None
+    return _checked_sizes(w, mt)
+
+
+def _checked_sizes(w: WeightBytes, mt):
+    """``w`` if every size in it is a non-negative integer; KvMathError otherwise (a negative or absurd
+    config field would make a silent wrong number)."""
+    sizes = (w.input, w.attention, w.experts, w.other, w.mtp, w.output_bytes, *w.experts_per_block)
+    if not all(isinstance(x, int) and 0 <= x < 2**60 for x in sizes):
+        raise KvMathError(f"config.json of {mt}: its fields give a negative or impossible weight size")
+    return w
+
+
+def _estimate_weight_bytes(cfg: dict, mt, bits_per_weight: float, name: str) -> WeightBytes:
+    """The body of :func:`estimate_weight_bytes` on the unwrapped text config (raises KeyError / TypeError on
+    a missing or non-numeric field, which the caller turns into KvMathError)."""
     h = cfg["hidden_size"]
     n = cfg["num_hidden_layers"]
     vocab = cfg["vocab_size"]
@@ -107,6 +128,8 @@ def gguf_tensor_table(config: dict, *, mtp: bool = False) -> tuple[str, int, tup
         return _tables(cfg, mt, mtp)
     except KeyError as e:
         raise KvMathError(f"config.json of {mt} lacks {e.args[0]!r}, needed for its tensor shapes") from None
+    except (TypeError, ValueError, OverflowError) as e:  # None, a list, a string or NaN where a size is read
+        raise KvMathError(f"config.json of {mt}: a field its tensor shapes read is not a size ({e})") from None
 
 
 def _tables(cfg: dict, mt: str, mtp: bool):

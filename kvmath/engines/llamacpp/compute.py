@@ -14,9 +14,11 @@ the phases whose peak can be the largest are (activations f32, 4 bytes):
 2. **attention without flash attention**: ``kq = K^T Q``, ``n_kv x T x H`` f32 (soft-maxed in place), every
    cache's mask (``n_kv x T``, f32), and the attention activations: ``c_e`` vectors ``E x T`` plus Q, K, V and
    the attention output (``H d_k``, ``H_kv d_k``, ``H_kv d_v``, ``H d_v`` per token).
-3. **attention with flash attention**: no ``n_kv x T x H`` matrix: the masks (f16) and the same activations.
-4. **feed-forward** (dense: gate and up, ``2 x 4 n_ff T``; MoE: the selected experts' gate and up
-   ``2 x 4 n_used n_ff_exp T`` and the router logits ``4 n_expert T``), plus one ``E x T``.
+3. **attention with flash attention**: no ``n_kv x T x H`` matrix: the masks (f16) and the same activations;
+   before PR #23764 the mask was reserved in f32 and cast, so at the first attention layer the f32 copy
+   (``4 n_kv T``) and the f16 casts are both alive (``fa_mask="f32_cast"``).
+4. **feed-forward** (dense: gate, up and their GLU product, ``3 x 4 n_ff T``; MoE: the selected experts' gate,
+   up and product ``3 x 4 n_used n_ff_exp T`` and the router logits ``4 n_expert T``), plus one ``E x T``.
 
 The counts ``c_out`` and ``c_e`` are the number of ``E x T`` tensors alive at those points. They are not
 derived from a graph walk here: they were read off real llama.cpp output, per backend, and are integers:
@@ -60,7 +62,11 @@ LIVE = {
     "cuda": (1, 4, False),
 }
 """Live ``E x T`` vectors at the output (``c_out``) and in attention (``c_e``), per backend (see above)."""
-LIVE_FFN = 2   # gate and up before their product
+LIVE_FFN = 3
+"""``n_ff x T`` f32 tensors alive at a gated feed-forward: gate, up and ``ggml_swiglu_split``'s product (GLU ops,
+PR #14158; ``ggml_op_can_inplace`` in ggml-alloc.c has no GLU, so the product is a new tensor). Builds before the
+GLU ops ran ``silu`` and ``mul`` in place: 2 (``builds.LlamaCppBuild.ffn_live``). With 3 the one expert-phase
+outlier of the 0c1e570 dry runs (Nemotron 3 Nano at ``-c 262144``, -9 % with 2) comes within 2 %."""
 
 
 @dataclass(frozen=True)
@@ -136,13 +142,22 @@ def shape_from_gguf(metadata: dict) -> GraphShape:
 
 def compute_buffers(shape: GraphShape, *, n_ubatch: int, n_kv: int, flash_attn: bool, n_kv_swa: int = 0,
                     n_outputs: int | None = None, output_on_device: bool = True,
-                    all_layers_on_device: bool = True, backend: str = "cuda") -> ComputeBuffers:
-    """The device and host compute buffers for one reserve (see the module docstring).
+                    all_layers_on_device: bool = True, backend: str = "cuda", fa_mask: str = "f16",
+                    ffn_live: int = LIVE_FFN) -> ComputeBuffers:
+    """The device and host compute buffers for one reserve (see the module docstring), bytes.
 
     ``n_kv`` is the cell count of the full-attention cache (``n_ctx_seq`` padded; all cells at reserve
     time), ``n_kv_swa`` that of the sliding-window cache (0 if none). ``backend``: ``"cuda"`` (CUDA0 with
     every layer offloaded) or ``"cpu"`` (a CPU build, where the one device holds the whole graph).
+    ``fa_mask`` and ``ffn_live`` are the build's (:mod:`.builds`): ``"f32_cast"`` (before PR #23764) adds the
+    phase where the f32 mask copy and its f16 cast are both on the device; ``ffn_live`` is the number of
+    ``n_ff x T`` tensors alive at a gated feed-forward. Raises KvMathError for an unknown backend or mask rule.
     """
+    if backend not in LIVE or fa_mask not in ("f16", "f32_cast") or ffn_live not in (2, 3):
+        from ...errors import KvMathError
+
+        raise KvMathError(f"compute_buffers: backend must be one of {sorted(LIVE)}, fa_mask f16 or f32_cast, "
+                          f"ffn_live 2 or 3; got {backend!r}, {fa_mask!r}, {ffn_live!r}")
     c_out, c_e, split = LIVE[backend]
     T = int(n_ubatch)
     E, V, H = shape.n_embd, shape.n_vocab, shape.n_head
@@ -155,14 +170,16 @@ def compute_buffers(shape: GraphShape, *, n_ubatch: int, n_kv: int, flash_attn: 
         phases["output (logits)"] = 4 * n_out * V + c_out * 4 * T * E
     if flash_attn:
         phases["attention (flash)"] = mask + act
+        if fa_mask == "f32_cast":  # the f32 input copy lives until its cast, beside the f16 masks
+            phases["attention (f32 mask and its f16 cast)"] = 4 * max(n_kv, n_kv_swa) * T + mask + act
     else:
         phases["attention (kq matrix)"] = 4 * H * max(n_kv, n_kv_swa) * T + mask + act
     # the masks are graph inputs, alive until the last attention layer: beside every earlier feed-forward
     if shape.n_expert and shape.n_ff_exp:
-        phases["experts"] = LIVE_FFN * 4 * shape.n_expert_used * shape.n_ff_exp * T + 4 * shape.n_expert * T \
+        phases["experts"] = ffn_live * 4 * shape.n_expert_used * shape.n_ff_exp * T + 4 * shape.n_expert * T \
             + 4 * E * T + mask
     if shape.n_ff:
-        phases["feed-forward"] = LIVE_FFN * 4 * shape.n_ff * T + 4 * E * T + mask
+        phases["feed-forward"] = ffn_live * 4 * shape.n_ff * T + 4 * E * T + mask
     dominant = max(phases, key=phases.get)
     host = 4 * E * T + mask + 8 * T
     earlier = max((v for k, v in phases.items() if k != "output (logits)"), default=0)

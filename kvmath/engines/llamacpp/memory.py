@@ -51,6 +51,11 @@ cache gets ``n_ctx`` cells (not ``n_ctx_seq``); the recurrent line has no ``rs_s
 a quantised V without flash attention fails with "quantized V cache was requested, but this
 requires Flash Attention".
 
+Older build ``1c872f71`` (b6057, 2025-08-01; also priced for b4406-b7443): the context is rounded up to
+``get_padding() = flash_attn ? 256 : 32`` cells (PR #7257 to PR #16812; 256 for every cache again from PR
+#17046), MLA stores V, and a quantised V without flash attention fails with "V cache quantization requires
+flash_attn" (``MemoryRules.ctx_pad = "fa256_else32"``).
+
 TurboQuant fork (TheTom/llama-cpp-turboquant, ``src/llama-kv-cache.cpp`` @00910b10, older @fc660808):
 ``turbo2/3/4`` K (V) heads not a multiple of 128 are zero-padded to the next multiple of 128;
 "auto-asymmetric" (@00910b10, not in @fc660808): when K and V are the same turbo type and
@@ -94,6 +99,7 @@ class MemoryRules:
     recurrent_log: str  # "rs_seq" (size line with rs_seq and P) or "plain"
     quant_v_error: str
     checks_block_divides_head: bool  # llama_init_from_model refuses K/V types whose block does not divide heads
+    ctx_pad: str = "256"  # cell padding of the context: "256", or "fa256_else32" (256 with FA, else 32)
 
 
 BUILDS: dict[str, MemoryRules] = {
@@ -107,6 +113,21 @@ BUILDS: dict[str, MemoryRules] = {
             recurrent_log="rs_seq",
             quant_v_error="quantized V cache requires flash_attn to be enabled",
             checks_block_divides_head=True,
+        ),
+        MemoryRules(
+            "1c872f71",
+            "llama.cpp b6057 (1c872f71, 2025-08-01), issue #15009's log: the cache rounds the context up to "
+            "llama_kv_cache_unified::get_padding() = flash_attn ? 256 : 32 cells (PR #7257, 2024-05-13; the "
+            "padding was removed by PR #16812, 2025-10-28, and made 256 for every cache by PR #17046, "
+            "2025-11-07): -c 70000 without FA -> 70016 cells. MLA stores V (before PR #19067); the hybrid, "
+            "recurrent-log and quantised-V rules are ec98e2002's (not read at this build); the quantised-V "
+            "message is the 2024-2025 one ('V cache quantization requires flash_attn', as quoted from b4792)",
+            mla_v_less=False,
+            hybrid_attn_cells="n_ctx",
+            recurrent_log="plain",
+            quant_v_error="V cache quantization requires flash_attn",
+            checks_block_divides_head=False,
+            ctx_pad="fa256_else32",
         ),
         MemoryRules(
             "ec98e2002",
@@ -546,20 +567,21 @@ def _check_types(arch, rules, attn, fmt_k, fmt_v, fa: str, is_mla: bool, notes: 
                         )
 
 
-def _context(arch, n_ctx: int, n_batch: int, n_ubatch: int, n_seq: int, kv_unified: bool):
+def _context(arch, n_ctx: int, n_batch: int, n_ubatch: int, n_seq: int, kv_unified: bool, pad: int = 256):
     """llama-context.cpp: ``(n_ctx, n_ctx padded to whole streams, n_ctx_seq, n_batch, n_ubatch)`` as llama.cpp
-    ends up with them (0 = the training context; batches clamped; 256-cell padding)."""
+    ends up with them (0 = the training context; batches clamped; ``pad``-cell padding: 256, or the build's
+    ``MemoryRules.ctx_pad``)."""
     if n_ctx == 0:
         if not arch.max_position_embeddings:
             raise KvMathError(f"{arch.name}: n_ctx 0 means the training context, which the model does not state")
         n_ctx = arch.max_position_embeddings
     n_batch_eff = min(n_ctx, n_batch)
     n_ubatch_eff = min(n_batch_eff, n_ubatch)
-    n_ctx_pad = _pad(n_ctx, 256)
+    n_ctx_pad = _pad(n_ctx, pad)
     if kv_unified:
         n_ctx_seq = n_ctx_pad
     else:
-        n_ctx_seq = _pad(n_ctx_pad // n_seq, 256)
+        n_ctx_seq = _pad(n_ctx_pad // n_seq, pad)
         n_ctx_pad = n_ctx_seq * n_seq
     return n_ctx, n_ctx_pad, n_ctx_seq, n_batch_eff, n_ubatch_eff
 
@@ -660,8 +682,9 @@ def llamacpp_memory(
     flash = fa != "off"
 
     # --- context, batch, streams (llama-context.cpp) ---------------------------------------------
+    pad = 256 if rules.ctx_pad == "256" or flash else 32
     n_ctx, n_ctx_pad, n_ctx_seq, n_batch_eff, n_ubatch_eff = _context(arch, n_ctx, n_batch, n_ubatch, n_parallel,
-                                                                      kv_unified)
+                                                                      kv_unified, pad)
     n_seq = n_parallel
     n_stream = 1 if kv_unified else n_seq
     v_trans = not flash
@@ -708,7 +731,7 @@ def llamacpp_memory(
     caches: list[KVCacheObject] = []
     if attn:
         if n_swa:
-            size_swa = kv_cells if swa_full else _pad(min(kv_cells, n_swa * (n_seq if kv_unified else 1) + n_ubatch_eff), 256)
+            size_swa = kv_cells if swa_full else _pad(min(kv_cells, n_swa * (n_seq if kv_unified else 1) + n_ubatch_eff), pad)
             caches.append(kv_object("non-SWA", [a for a in attn if not a.is_swa], kv_cells))
             caches.append(kv_object("SWA", [a for a in attn if a.is_swa], size_swa))
         else:

@@ -222,7 +222,7 @@ def price(launch, model: Model, *, n_ctx: int | None = None, n_cpu_moe: int | No
     swa = [c for c in mem.kv if c.kind == "SWA"]
     cb = compute_buffers(shape, n_ubatch=mem.n_ubatch, n_kv=max((c.cells for c in full), default=0),
                          n_kv_swa=max((c.cells for c in swa), default=0), flash_attn=mem.flash_attn,
-                         output_on_device=on_dev, n_outputs=n_out)
+                         output_on_device=on_dev, n_outputs=n_out, fa_mask=build.fa_mask, ffn_live=build.ffn_live)
     out_i = int(out_dev[4:]) if on_dev else s["main_gpu"]
     rest = max((v for k, v in cb.phases.items() if k != "output (logits)"), default=0)
     for i, g in enumerate(gpus):
@@ -258,9 +258,14 @@ def _add(dev: str, term: str, n: int, gpus: list[dict], host: dict) -> None:
     d[term] = d.get(term, 0) + n
 
 
+def _server_context(s: dict, build) -> bool:
+    """The launch runs llama-server's context: llama-server, or llama-cli where the build's CLI runs it."""
+    return s["tool"] == "llama-server" or (s["tool"] == "llama-cli" and build.cli_server)
+
+
 def _output_rows(s: dict, build, mem) -> int | None:
     """Rows of logits in the reserved prompt graph: the build's ``reserve_outputs`` rule (:mod:`builds`)."""
-    if build.reserve_outputs == "server_limits" and s["tool"] == "llama-server":
+    if build.reserve_outputs == "server_limits" and _server_context(s, build):
         return min(mem.n_batch, s["n_parallel"] * (1 + s["n_draft"]))
     return None  # every token of the micro-batch
 
@@ -268,7 +273,7 @@ def _output_rows(s: dict, build, mem) -> int | None:
 def _output_buffer_rows(s: dict, build) -> int:
     """Rows of the host output buffer allocated at start (``output_reserve``): ``n_seq_max`` (PR #6122), or
     llama-server's ``n_outputs_max`` where the build has it."""
-    if build.reserve_outputs == "server_limits" and s["tool"] == "llama-server":
+    if build.reserve_outputs == "server_limits" and _server_context(s, build):
         return s["n_parallel"] * (1 + s["n_draft"])
     return s["n_parallel"]
 

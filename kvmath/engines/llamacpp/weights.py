@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ...model.gguf import WeightBytes
+from ...errors import KvMathError
 from ...model.params import GGUF_ARCH, config_tied, gguf_tensor_table as gguf_tensors_from_config  # noqa: F401
 
 # The per-family tensor shapes live with the model side (kvmath.model.params); this module applies llama.cpp's
@@ -43,9 +44,16 @@ def weights_from_mix(config: dict, mix: str, *, imatrix: bool = False, mtp: bool
     from .quantmix import SOURCE, quantised_table
 
     arch, n_blocks, table = gguf_tensors_from_config(config, mtp=mtp)
-    tensors = quantised_table(table, mix_model_from_config(config, arch, n_blocks), mix, imatrix=imatrix)
     cfg = config.get("text_config", config)
+    try:
+        model = mix_model_from_config(config, arch, n_blocks)
+        n_layer = int(cfg["num_hidden_layers"])
+    except (KeyError, TypeError, ValueError, OverflowError, ZeroDivisionError) as e:
+        raise KvMathError(f"config.json of {arch}: its head counts or layer count are not sizes ({e!r})") from None
+    tensors = quantised_table(table, model, mix, imatrix=imatrix)
     # split as a real GGUF's table is split (kvmath.model.gguf.weight_bytes: blocks past the decoder are MTP)
-    wb = weight_bytes(tensors, n_layer=int(cfg["num_hidden_layers"]),
+    wb = weight_bytes(tensors, n_layer=n_layer,
                       source=f"{mix} from config shapes ({SOURCE}){' (' + name + ')' if name else ''}")
+    if any(t.n_bytes < 0 for t in tensors):
+        raise KvMathError(f"config.json of {arch}: its fields give a negative tensor size")
     return tensors, wb
