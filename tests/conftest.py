@@ -1,7 +1,8 @@
 """Shared fixtures.
 
 ``built_book`` builds the whole book once per test session, the way ``make book`` does
-(``jb build . -W -n --keep-going`` with ``KVMATH_BOOK_BUILD=1``, every chapter executed),
+(``jb build . -W -n --keep-going`` with ``KVMATH_BOOK_BUILD=1``, every chapter executed, kvmath's wheel
+beside Pyodide for the pages' calculator),
 but into a temporary ``--path-output`` so the working tree's ``_build`` is left alone.
 Tests that need it get a :class:`BuiltBook` (``.html`` is the HTML directory).
 """
@@ -94,6 +95,12 @@ def built_book(tmp_path_factory: pytest.TempPathFactory) -> BuiltBook:
     )
     if chapters.returncode != 0:
         pytest.fail(f"python -m kvmath.book.model_chapter --book failed:\n{chapters.stdout}\n{chapters.stderr}")
+
+    # kvmath's wheel beside Pyodide, as `make book` writes it (the chapters' calculator panels install it in the page)
+    sys.path.insert(0, str(ROOT / "tools"))
+    import bench_page
+
+    bench_page.build_wheel(ROOT / "book" / "assets" / "pyodide" / "kvmath.whl")
 
     out = tmp_path_factory.mktemp("book")
     t0 = time.perf_counter()

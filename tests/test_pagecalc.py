@@ -15,8 +15,8 @@ request to another host refused and counted.
 * ``test_panel_answers`` / ``test_paste_answers``: the forms, submitted, show a progress indicator on
   first use, then the answer of the command they show, which is the native command's output; nothing of
   the calculator is fetched before the first question; no page error; no horizontal scroll at 390 px.
-* ``test_every_chapter_panel_defaults_get_an_answer``: every known model's panel, as built, gets a verdict or
-  a cache (exit 0 or 1) from vLLM and from llama.cpp, never a refusal of its own defaults.
+* Every model chapter's panel of the built book, its defaults natively and in the page, and the book's paste
+  page: tests/test_pagecalc_book.py.
 * ``test_programs_are_the_console_scripts``, ``test_ggml_cache_blocks``: the page's program table is
   pyproject.toml's ``[project.scripts]``; the llama.cpp cache types' block sizes kvmath keeps (so the
   config path needs no gguf) are gguf's ``GGML_QUANT_SIZES``.
@@ -334,35 +334,6 @@ def test_paste_answers(offline, width):
     assert refusal["exit_code"] == 2 and "--card" in refusal["stderr"] and refusal["stderr"].strip() in text
     _no_sideways_scroll(page)
     assert log["external"] == [] and log["errors"] == [], (log["external"][:5], log["errors"][:5])
-
-
-def test_every_chapter_panel_defaults_get_an_answer():
-    """Each known model's panel, submitted as built (vLLM; llama.cpp by the route the panel chose), gets a
-    verdict or a cache, never a refusal of its own defaults (an MLA model's default is bf16: vLLM's MLA
-    backends have no fp8_e5m2 cache)."""
-    import re
-
-    from kvmath import facts
-    from kvmath.book.calculator import panel
-
-    refused = []
-    for model in facts.known_models():
-        h = panel(model).text
-        attr = {k: v for k, v in re.findall(r"data-([\w-]+)='([^']*)'", h)}
-        ctx = re.search(r"name='ctx' inputmode='numeric' value='(\d+)'", h).group(1)
-        vllm = ["kvmath-fit", "--model", model, "--card", "rtx3090", "--tp", "1", "--kv-format",
-                attr["default-vllm"], "--max-ctx", ctx, "--max-num-seqs", "1", "--json"]
-        if attr["llamacpp"] == "fit":
-            llama = ["kvmath-fit", "llama-server", "-m", model, "-c", ctx, "-np", "1", "-ctk", "q8_0", "-ctv", "q8_0",
-                     "--card", "rtx3090", "--json"]
-        else:
-            llama = ["kvmath", "--config", model, "--engine", "llama.cpp", "--card", "rtx3090", "-c", ctx, "-np", "1",
-                     "-ctk", "q8_0", "-ctv", "q8_0", "--json"]
-        for argv in (vllm, llama):
-            r = pagecalc.run(argv)
-            if r["exit_code"] not in (0, 1):
-                refused.append(f"{' '.join(argv)}: {r['stderr'].strip()[-200:]}")
-    assert not refused, "\n".join(refused)
 
 
 def test_derive_stays_the_function_after_its_module_is_imported():

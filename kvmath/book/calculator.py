@@ -129,7 +129,7 @@ CALC_JS = r"""
   function dl(rows) { return "<dl>" + rows.filter(function (r) { return r[1] !== null && r[1] !== undefined && r[1] !== ""; }).map(function (r) { return "<dt>" + esc(r[0]) + "</dt><dd>" + r[1] + "</dd>"; }).join("") + "</dl>"; }
   function pre(lines, cls) { return lines && lines.length ? "<pre class='" + cls + "'>" + esc(lines.join("\n")) + "</pre>" : ""; }
   function raw(argv, r) {
-    return "<details class='kvmath-raw' data-argv='" + esc(JSON.stringify(argv)) + "'><summary>The command and its output (exit " + r.exit_code + ")</summary><pre class='kvmath-argv'>" +
+    return "<details class='kvmath-raw' data-argv='" + esc(JSON.stringify(argv)) + "' data-exit-code='" + r.exit_code + "'><summary>The command and its output (exit " + r.exit_code + ")</summary><pre class='kvmath-argv'>" +
       esc(argv.map(function (a) { return /^[\w.,:=\/+-]+$/.test(a) ? a : "'" + a.replace(/'/g, "'\\''") + "'"; }).join(" ")) +
       "</pre><pre class='kvmath-stdout'>" + esc(r.stdout) + "</pre>" + (r.stderr ? "<pre class='kvmath-stderr'>" + esc(r.stderr) + "</pre>" : "") + "</details>";
   }
@@ -271,6 +271,13 @@ CALC_JS = r"""
     f.kv_format.innerHTML = list.map(function (x) { return "<option" + (x === want ? " selected" : "") + ">" + esc(x) + "</option>"; }).join("");
     f.tp.disabled = f.engine.value !== "vllm";  // llama-server has no TP; kvmath's transformers neither
   }
+  // what a panel's submit runs, as it stands: [{argv, env}] (tests read a built page's defaults through it)
+  function panelJobs(panel) {
+    var f = panel.querySelector("form");
+    if (panel.getAttribute("data-kvmath-calc") === "model")
+      return modelQueries(f, panel.getAttribute("data-model")).map(function (a) { return {argv: a}; });
+    return [pasteQuery(f.line.value)];
+  }
   function wire() {
     document.querySelectorAll(".kvmath-calc:not([data-wired])").forEach(function (panel) {
       panel.setAttribute("data-wired", "1");
@@ -286,8 +293,7 @@ CALC_JS = r"""
         ev.preventDefault();
         var jobs;
         try {
-          if (mode === "model") jobs = modelQueries(f, panel.getAttribute("data-model")).map(function (a) { return {argv: a}; });
-          else jobs = [pasteQuery(f.line.value)];
+          jobs = panelJobs(panel);
         } catch (e) {
           panel.querySelector(".kvmath-calc-answer").innerHTML = "<p class='kvmath-verdict kvmath-error'>" + esc(e.message) + "</p>";
           return;
@@ -296,7 +302,7 @@ CALC_JS = r"""
       });
     });
   }
-  window.kvmathCalc = {boot: boot, wire: wire, splitLine: splitLine, pasteQuery: pasteQuery, readyMs: null};
+  window.kvmathCalc = {boot: boot, wire: wire, splitLine: splitLine, pasteQuery: pasteQuery, panelJobs: panelJobs, readyMs: null};
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", wire); else wire();
 })();
 """
