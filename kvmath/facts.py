@@ -161,6 +161,9 @@ def model_entry(name: str) -> dict:
         raise KvMathError(f"a model is a known id or a config path, got {type(name).__name__}")
     if len(name) > MAX_NAME:
         raise KvMathError(f"model name is {len(name)} characters long; ids and paths are at most {MAX_NAME}")
+    if _CONTROL.search(name):
+        raise KvMathError(f"model name {name[:80]!r} holds a control character (a newline, tab, NUL or escape); "
+                          "give the id or path alone")
     key = name.strip().lower()
     found = _entry_by_key(key)
     if found is not None:
@@ -178,9 +181,14 @@ def model_entry(name: str) -> dict:
 def find_model(name: str) -> dict | None:
     """The shared data entry of a known model by kvmath id or HF repo (case-insensitive), or None. Callers must
     not change it."""
-    if not isinstance(name, str) or len(name) > MAX_NAME:
+    if not isinstance(name, str) or len(name) > MAX_NAME or _CONTROL.search(name):
         return None
     return _entry_by_key(name.strip().lower())
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+"""A control character: never part of a model id, a Hub id or a path a user means (``'qwen3-32b\\n'`` was
+matched as ``qwen3-32b`` through ``str.strip``)."""
 
 
 _SIZE = re.compile(r"(?<![a-z0-9])(?:\d+x)?a?\d+(?:\.\d+)?[bm](?![a-z0-9])")

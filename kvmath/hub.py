@@ -344,13 +344,11 @@ def _download(ref: HubRef, commit: str, filename: str, offline: bool) -> Path:
 
 
 def _json_file(ref: HubRef, commit: str, filename: str, offline: bool, limit: int = 64 * 2**20):
+    from .validate import parse_json, read_bounded
+
     path = _download(ref, commit, filename, offline)
-    try:
-        if path.stat().st_size > limit:
-            raise KvMathError(f"{ref.repo} {filename}: {path.stat().st_size:,} bytes is too large (at most {limit:,})")
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
-        raise KvMathError(f"{ref.repo} {filename}: not valid JSON") from None
+    # bounded, regular, depth-capped and duplicate-key-free, as a local file (kvmath.validate)
+    return parse_json(read_bounded(path, limit, f"{ref.repo} {filename}"), f"{ref.repo} {filename}", limit)
 
 
 def _session_headers() -> dict:

@@ -278,6 +278,8 @@ CONFIG_RULES: dict[str, Rule] = {
     "enable_moe_block": Rule("bool"), "attention_bias": Rule("bool"), "mlp_bias": Rule("bool"),
     "use_bias": Rule("bool"), "use_conv_bias": Rule("bool"), "attn_output_gate": Rule("bool"),
     "use_clipped_linears": Rule("bool"), "standardize": Rule("bool"),
+    # the architecture the readers dispatch on (vLLM's registry, the family readers)
+    "architectures": Rule("strs", max_len=64),
 }
 """Every numeric (and list / switch) field a reader of kvmath takes from a config: ``kvmath.model.hf``
 (the cache layout), ``kvmath.model.checkpoint`` (the tensor table), the weight estimators
@@ -353,12 +355,41 @@ def check_config(cfg, where: str = "config") -> dict:
         if n * e > MAX_LAYER_EXPERTS:
             raise KvMathError(f"{where}: {n} layers x {e} experts = {n * e:,} expert MLPs; kvmath reads at most "
                               f"{MAX_LAYER_EXPERTS:,} (num_hidden_layers x num_experts)")
+        _check_experts(holder, fixes, holder_path, e, where)
     for sec in ("vision_config", "audio_config"):  # towers: one MLP width
         sub = cfg.get(sec)
         if isinstance(sub, dict) and isinstance(sub.get("intermediate_size"), list):
             raise KvMathError(f"config field {sec}.intermediate_size must be an integer (valid: an integer in "
                               f"[1, {WIDTH:,}]), got {_short(sub['intermediate_size'])}")
     return _apply(cfg, fixes) if fixes else cfg
+
+
+EXPERT_COUNT_KEYS = ("num_experts", "num_local_experts", "n_routed_experts")
+TOP_K_KEYS = ("num_experts_per_tok", "top_k_experts", "moe_top_k")
+EXPERT_WIDTH_KEYS = ("moe_intermediate_size", "expert_intermediate_size")
+
+
+def _check_experts(holder: dict, fixes: dict, path: tuple, experts: int, where: str) -> None:
+    """The routed-expert fields agree: a config that states both its expert count and its top-k routes
+    1..count experts per token (transformers' MoE blocks take the top-k of the router's count logits;
+    ``num_experts`` 0 with ``num_experts_per_tok`` 8 has no experts to route to), and a model with experts
+    gives them a width >= 1. Each field's own range is in :data:`CONFIG_RULES`. Raises KvMathError."""
+    stated = [k for k in EXPERT_COUNT_KEYS if _fixed(holder, fixes, path, k) is not None]
+    top = next(((k, v) for k in TOP_K_KEYS if (v := _fixed(holder, fixes, path, k)) is not None), None)
+    prefix = "".join(p + "." for p in path)
+    if stated and top is not None:
+        key, k = top
+        if k > experts:
+            raise KvMathError(f"{where}: {prefix}{key} {k} routes more experts than the {experts} of "
+                              f"{prefix}{stated[0]} (valid: 1 to {stated[0]})")
+        if experts > 0 and k == 0:
+            raise KvMathError(f"{where}: {prefix}{key} is 0 but the model has {experts} experts (valid: 1 to "
+                              f"{experts})")
+    if experts > 0:
+        for key in EXPERT_WIDTH_KEYS:
+            if _fixed(holder, fixes, path, key) == 0:
+                raise KvMathError(f"{where}: {prefix}{key} is 0 but the model has {experts} experts (valid: an "
+                                  f"integer in [1, {WIDTH:,}])")
 
 
 def _at(cfg: dict, path: tuple):
@@ -534,8 +565,8 @@ def parse_json(text, where: str, max_bytes: int = 64 * 2**20, max_depth: int = M
     """``json.loads(text)`` (str or UTF-8 bytes) with one-line refusals: more than ``max_bytes``, not UTF-8,
     not JSON (with the line and column), nested deeper than ``max_depth`` (checked before parsing, so a
     100,000-level document is neither parsed nor a RecursionError), an integer beyond Python's digit
-    limit. ``NaN`` / ``Infinity`` tokens parse as Python does; the field rules refuse them where a
-    number is read."""
+    limit, a key given twice in one object. ``NaN`` / ``Infinity`` tokens parse as Python does; the field rules
+    refuse them where a number is read."""
     if len(text) > max_bytes:
         raise KvMathError(f"{where}: {len(text):,} bytes of JSON is too large (at most {max_bytes:,})")
     raw = None
@@ -554,6 +585,9 @@ def parse_json(text, where: str, max_bytes: int = 64 * 2**20, max_depth: int = M
         return _loads(text)
     except json.JSONDecodeError as e:
         raise KvMathError(f"{where}: not valid JSON ({e.msg} at line {e.lineno}, column {e.colno})") from None
+    except _DuplicateKey as e:
+        raise KvMathError(f"{where}: the key {str(e.args[0])[:80]!r} is given twice in one JSON object (which one "
+                          "counts depends on the reader); keep one") from None
     except RecursionError:  # pragma: no cover - the depth check comes first
         raise KvMathError(f"{where}: JSON nested too deeply") from None
     except ValueError as e:  # an integer beyond Python's digit limit
@@ -595,12 +629,28 @@ def keep_for_run(rows: int) -> None:
         gc.freeze()
 
 
+class _DuplicateKey(Exception):
+    pass
+
+
+def _unique_keys(pairs: list) -> dict:
+    """``object_pairs_hook``: a JSON object, refused when it names a key twice. ``json.loads`` keeps the last
+    value silently, another reader (safetensors' serde, a C++ parser) may keep the first: the file does not
+    say one thing."""
+    d = dict(pairs)
+    if len(d) != len(pairs):
+        seen: set = set()
+        raise _DuplicateKey(next(k for k, _ in pairs if k in seen or seen.add(k)))
+    return d
+
+
 def _loads(text: str):
-    """``json.loads(text)``, the collector paused for a text over 1 MiB (:func:`gc_paused`)."""
+    """``json.loads(text)`` refusing duplicate keys (:func:`_unique_keys`), the collector paused for a text over
+    1 MiB (:func:`gc_paused`)."""
     if len(text) < 2**20:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_unique_keys)
     with gc_paused():
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_unique_keys)
 
 
 _SKELETON_DROP = bytes(b for b in range(256) if b not in b'"\\[]{}')

@@ -931,3 +931,133 @@ def test_no_library_module_reads_os_environ():
         code = path.read_text()
         if rel not in allowed:
             assert "os.environ" not in code.replace("``os.environ``", "") and "getenv(" not in code, rel
+
+
+# ---------------------------------------------------------------------------------------------------
+# held-out matrix (tools/heldout_badinput.py): one case per cause it found accepted, hanging or crashing
+
+def _fit_in_process(argv: list[str]) -> tuple[int, str, str]:
+    """``kvmath.fit.main`` (the ``kvmath-fit`` entry point, which also takes pasted llama-server / SGLang lines)."""
+    from kvmath.fit import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(argv)
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else 2
+    return code, out.getvalue(), err.getvalue()
+
+
+LLAMA = ["llama-server", "-m", "qwen3-32b", "--card", "rtx4090"]
+SGLANG = ["python", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3-32B", "--card", "h100"]
+
+
+@pytest.mark.parametrize("prog,argv,contains", [
+    # integers beyond std::stoi's int (llama.cpp refuses them), in both llama.cpp parsers
+    ("fit", LLAMA + ["-ngl", "9" * 26], "-ngl must be a number of layers"),
+    ("kvmath", ["--config", "qwen3-32b", "--engine", "llama.cpp", "--fit-target", "9" * 26], "--fit-target"),
+    # digits other than ASCII (Python's int() reads them, std::stoi does not)
+    ("fit", LLAMA + ["-c", "\uff14\uff10\uff19\uff16"], "-c takes an integer"),
+    # a device name no backend registers
+    ("fit", LLAMA + ["-dev", "zz-unknown"], "is not a device name"),
+    # enum values checked for every model, not only where they are used (a dense model has no Mamba state)
+    ("kvmath", ["--config", "qwen3-32b", "--mamba-cache-dtype", "zz"], "--mamba-cache-dtype"),
+    ("kvmath", ["--config", "qwen3-32b", "--mamba-ssm-cache-dtype", "zz"], "--mamba-ssm-cache-dtype"),
+    ("kvmath", ["--config", "qwen3-32b", "--engine", "sglang", "--attention-backend", "zz"], "not an SGLang backend"),
+    ("fit", SGLANG + ["--attention-backend", ""], "not an SGLang backend"),
+    ("fit", ["--model", "qwen3-32b", "--card", "h100", "--dtype", "AUTO "], "is not one vLLM takes"),
+    # 0 is a value, not "not given"
+    ("kvmath", ["--config", "qwen3-32b", "--engine", "sglang", "--context-length", "0"], "--context-length"),
+    ("kvmath", ["--config", "qwen3-32b", "--engine", "sglang", "--tp-size", "0"], "--tp-size"),
+    # a control character in a model name was stripped away
+    ("kvmath", ["--config", "qwen3-32b\n"], "control character"),
+    ("fit", ["vllm", "serve", "qwen3-32b\n", "--card", "h100"], "control character"),
+])
+def test_held_out_bad_inputs_refused(prog, argv, contains):
+    code, out, err = run_cli_in_process("kvmath", argv) if prog == "kvmath" else _fit_in_process(argv)
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and contains in lines[0], (code, err[-600:])
+
+
+def test_repeated_ot_patterns_are_deduplicated_and_bounded():
+    """-ot repeated 20,000 times ran the verdict past 20 s (every tensor matched against every pattern, per
+    solve); llama.cpp takes a tensor's first matching pattern, so a repeat decides nothing and is dropped."""
+    from kvmath.engines.llamacpp.launch import OT_MAX_PATTERNS, check_overrides
+
+    assert check_overrides([r"blk\.0\.=CPU"] * 20000 + [r"exps=CUDA0,blk\.0\.=CUDA0"]) == (
+        (r"blk\.0\.", "CPU"), ("exps", "CUDA0"))  # the first buffer given for a pattern wins, as in llama.cpp
+    many = ",".join(rf"blk\.{i}\.ffn=CPU" for i in range(OT_MAX_PATTERNS + 1))
+    with pytest.raises(KvMathError, match="distinct patterns"):
+        check_overrides([many])
+
+
+def test_duplicate_json_keys_refused(tmp_path):
+    from kvmath.validate import parse_json
+
+    with pytest.raises(KvMathError, match="'num_hidden_layers' is given twice"):
+        parse_json('{"num_hidden_layers": 64, "x": 1, "num_hidden_layers": 2}', "config.json")
+    assert parse_json('{"a": {"b": 1}, "b": {"a": 2}}', "x") == {"a": {"b": 1}, "b": {"a": 2}}  # nested: fine
+    cfg = json.loads((ROOT / "data" / "configs" / "Qwen__Qwen3-32B.json").read_text())
+    text = json.dumps(cfg)[:-1] + ', "num_hidden_layers": 2}'
+    code, _, err = run_cli_in_process("kvmath", ["--config", config_file(tmp_path, text=text)])
+    assert code == 2 and "given twice" in err and len(err.strip().splitlines()) == 1, err
+
+
+@pytest.mark.parametrize("field,value,contains", [
+    ("num_experts", 0, "routes more experts than the 0"),  # top-k 8 of no experts
+    ("num_experts_per_tok", 0, "is 0 but the model has 256 experts"),
+    ("num_experts_per_tok", 300, "routes more experts than the 256"),
+    ("moe_intermediate_size", 0, "moe_intermediate_size is 0"),
+])
+def test_expert_fields_must_agree(field, value, contains):
+    from kvmath.validate import check_config
+
+    cfg = json.loads((ROOT / "data" / "configs" / "Qwen__Qwen3.6-35B-A3B.json").read_text())
+    assert cfg["text_config"]["num_experts"] == 256 and cfg["text_config"]["num_experts_per_tok"] == 8
+    check_config(copy.deepcopy(cfg))  # the published config passes
+    cfg["text_config"][field] = value
+    with pytest.raises(KvMathError, match=contains):
+        check_config(cfg)
+
+
+def test_architectures_must_be_a_list_of_names():
+    from kvmath.validate import check_config
+
+    with pytest.raises(KvMathError, match="architectures must be a list"):
+        check_config({"model_type": "qwen3", "architectures": 5})
+
+
+@pytest.mark.parametrize("total", [-1, "10GB", True, 1.5])
+def test_index_total_size_must_be_a_byte_count(total, tmp_path):
+    from kvmath.model.checkpoint import read_checkpoint
+
+    folder = _folder(tmp_path)
+    (folder / "model.safetensors.index.json").write_text(json.dumps({"metadata": {"total_size": total},
+                                                                      "weight_map": {}}))
+    with pytest.raises(KvMathError, match="total_size must be a byte count"):
+        read_checkpoint(folder)
+
+
+@pytest.mark.parametrize("kw,contains", [
+    ({"model_id": "x" * 500}, "must be 1-96 ASCII"),  # was OSError: File name too long, a traceback
+    ({"model_id": "../escape"}, "must be 1-96 ASCII"),
+    ({"model_id": "ok", "hf_repo": "no slash"}, "--hf-repo"),
+    ({"model_id": "ok", "revision": "zz"}, "40-hex Hub commit"),
+])
+def test_add_model_names_checked(kw, contains):
+    from kvmath.book.model_chapter import check_onboarding
+
+    with pytest.raises(KvMathError, match=contains):
+        check_onboarding(**kw)
+    check_onboarding("ok-1.5_b", "org/name", "a" * 40)
+    check_onboarding("ok", "gpt2", None)  # a Hub repo without an org (gpt2) exists
+    check_onboarding("ok", "", "unrecorded")
+
+
+def test_add_model_without_id_is_one_line(capsys):
+    from kvmath.book.model_chapter import main
+
+    assert main(["--add-model", str(ROOT / "data" / "configs" / "Qwen__Qwen3-32B.json")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--add-model needs --id" in err[0], err

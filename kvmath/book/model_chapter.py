@@ -100,6 +100,29 @@ def revision_from_path(config_path: str | Path) -> str | None:
     return None
 
 
+MAX_ID = 96
+"""Longest model id ``--add-model`` takes (it names two files; a file name holds at most 255 bytes)."""
+
+
+def check_onboarding(model_id, hf_repo: str = "", revision: str | None = None) -> None:
+    """The names ``--add-model`` writes: ``model_id`` ASCII letters, digits, ``-``, ``.``, ``_`` (1 to
+    :data:`MAX_ID`, not starting with a dot); ``hf_repo`` empty, ``org/name`` or ``name`` as the Hub names
+    repositories (huggingface_hub ``validate_repo_id``: letters, digits, ``-_.``, at most 96 a part); ``revision`` None
+    (read from the path), ``unrecorded``, or a 40-hex Hub commit. Raises KvMathError."""
+    import re
+
+    if not isinstance(model_id, str) or not re.fullmatch(rf"[A-Za-z0-9_\-][A-Za-z0-9._\-]{{0,{MAX_ID - 1}}}",
+                                                         model_id):
+        raise KvMathError(f"--id {str(model_id)[:60]!r} must be 1-{MAX_ID} ASCII letters, digits, '-', '.' or '_' "
+                          "(not starting with '.')")
+    if hf_repo and not re.fullmatch(r"([A-Za-z0-9][A-Za-z0-9._\-]{0,95}/)?[A-Za-z0-9][A-Za-z0-9._\-]{0,95}", hf_repo):
+        raise KvMathError(f"--hf-repo {hf_repo[:60]!r} must be a Hub repository, org/name or name (ASCII letters, "
+                          "digits, '-', '_', '.'; e.g. meta-llama/Llama-3.1-8B-Instruct)")
+    if revision is not None and revision != "unrecorded" and not re.fullmatch(r"[0-9a-f]{40}", revision):
+        raise KvMathError(f"--revision {revision[:60]!r} must be the 40-hex Hub commit the config is from, or "
+                          "'unrecorded'")
+
+
 def write_model_facts(config_path: str | Path, model_id: str, *, title: str = "", hf_repo: str = "",
                       revision: str | None = None, note: str = "", out_dir: Path | None = None) -> Path:
     """Write ``<model_id>.json`` (the model's facts) from a config.json and return its path.
@@ -121,8 +144,7 @@ def write_model_facts(config_path: str | Path, model_id: str, *, title: str = ""
     from ..model.load import load_architecture
 
     config_path = Path(config_path)
-    if not model_id or not all(c.isalnum() or c in "-._" for c in model_id) or model_id.startswith("."):
-        raise KvMathError(f"model id {model_id!r} must be letters, digits, '-', '.' or '_'")
+    check_onboarding(model_id, hf_repo, revision)
     revision = revision or revision_from_path(config_path)
     if not revision:
         raise KvMathError(f"{config_path.name}: give --revision, the Hub commit this config.json is from "
@@ -332,7 +354,7 @@ def main(argv=None) -> int:
     try:
         if args.add_model:
             if not args.id:
-                p.error("--add-model needs --id")
+                raise KvMathError("--add-model needs --id, the new model's id")
             out = write_model_facts(args.add_model, args.id, title=args.title, hf_repo=args.hf_repo,
                                     revision=args.revision)
             print(f"wrote {out} and {out.parent.parent / 'configs' / out.name}; kvmath now knows {args.id!r}; "
@@ -367,4 +389,6 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from ..clitools import guarded
+
+    sys.exit(guarded("python -m kvmath.book.model_chapter", main))

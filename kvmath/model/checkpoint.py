@@ -402,8 +402,13 @@ def _read_checkpoint(folder: Path, listing: FolderListing) -> Checkpoint:
     if index is not None:
         if not isinstance(index, dict) or not isinstance(index.get("weight_map", {}), dict):
             raise KvMathError(f"{index_path}: no weight_map object")
-        total = (index.get("metadata") or {}).get("total_size")
-        total = total if isinstance(total, int) and not isinstance(total, bool) and total >= 0 else None
+        meta = index.get("metadata")
+        if meta is not None and not isinstance(meta, dict):
+            raise KvMathError(f"{index_path}: metadata must be an object, got {type(meta).__name__}")
+        total = (meta or {}).get("total_size")
+        if total is not None and (isinstance(total, bool) or not isinstance(total, int) or not 0 <= total <= 2**60):
+            raise KvMathError(f"{index_path}: metadata.total_size must be a byte count (an integer >= 0), got "
+                              f"{str(total)[:40]}")
     cfg_path = folder / "config.json"
     config = _read_json(cfg_path, "config.json", 4 * 2**20) if listing.has_config else None
     if isinstance(config, dict):

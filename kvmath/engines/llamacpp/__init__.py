@@ -283,7 +283,7 @@ class LlamaCppEngine(Engine):
         g.add_argument("-sm", "--split-mode", dest="split_mode", choices=("none", "layer", "row"), default=S,
                        help=f"how weights are split over GPUs; {where}")
         g.add_argument("--card", dest="card", default=S, help=f"card id or alias (data/cards.json); {where}")
-        g.add_argument("--fit-target", dest="fit_target", type=int, default=S,
+        g.add_argument("--fit-target", dest="fit_target", default=S,
                        help=f"--fit's free-memory target per device in MiB (1024); {where}")
         g.add_argument("--quant-mix", dest="quant_mix", default=S,
                        help=f"llama-quantize mix of the weights when no .gguf is given (Q4_K_M, Q5_K_M, Q6_K, Q8_0, "
@@ -296,15 +296,14 @@ class LlamaCppEngine(Engine):
         out = dict(args)
         # placement flags do not change the cache: checked here so a bad value is refused, then set aside
         # (the budget command, kvmath.engines.llamacpp.fit, uses them)
-        from .placement import _ngl, parse_override
+        from .launch import _int, check_overrides
+        from .placement import _ngl
 
         if "n_gpu_layers" in out:
             _ngl(out.pop("n_gpu_layers"), 0)
         if out.get("n_cpu_moe", 0) is not None and out.pop("n_cpu_moe", 0) < 0:
             raise KvMathError("--n-cpu-moe must be >= 0")
-        for spec in out.pop("override_tensor", None) or ():
-            for part in spec.split(","):
-                parse_override(part)
+        check_overrides(out.pop("override_tensor", None))
         ts = out.pop("tensor_split", None)
         if ts is not None:
             try:
@@ -321,6 +320,8 @@ class LlamaCppEngine(Engine):
             from .budget import card
 
             card(out.pop("card"))
+        if out.get("fit_target") is not None:
+            _int(out.pop("fit_target"), "--fit-target", 0, 1 << 20)  # MiB, as the llama-server line's check
         out.pop("fit_target", None)
         if "quant_mix" in out:
             from .quantmix import check_mix

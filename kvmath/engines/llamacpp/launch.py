@@ -147,9 +147,31 @@ def check_override(spec: str) -> tuple[str, str]:
     return pat, buft.strip()
 
 
+OT_MAX_PATTERNS = 256
+"""Distinct ``-ot`` patterns a line may give. llama.cpp has no limit, but every tensor is matched against each
+pattern in turn (common/arg.cpp, llama-model-loader), and the published recipes use a handful; 4,000 patterns
+made the verdict (which places the model once per answer it solves for) run for minutes."""
+
+
+def check_overrides(specs) -> tuple[tuple[str, str], ...]:
+    """Every ``-ot`` value of a line (each may join several ``PATTERN=BUFFER`` by commas), checked with
+    :func:`check_override`. A pattern given again is dropped: llama.cpp takes the first pattern a tensor matches
+    (llama-model-loader.cpp, the loop over ``tensor_buft_overrides``), so a repeat can never decide a tensor.
+    More than :data:`OT_MAX_PATTERNS` distinct patterns are refused. Raises KvMathError."""
+    out: dict[str, tuple[str, str]] = {}
+    for spec in specs or ():
+        for part in str(spec).split(","):
+            pat, buft = check_override(part)
+            out.setdefault(pat, (pat, buft))
+            if len(out) > OT_MAX_PATTERNS:
+                raise KvMathError(f"-ot gives more than {OT_MAX_PATTERNS} distinct patterns; join them into fewer "
+                                  "regular expressions (blk\\.(1|2|3)\\.ffn_.*=CPU)")
+    return tuple(out.values())
+
+
 def _int(value: str, flag: str, lo: int = 0, hi: int = MAX_INT) -> int:
     text = str(value).strip()
-    if not re.fullmatch(r"-?\d{1,15}", text):
+    if not re.fullmatch(r"-?[0-9]{1,15}", text):  # ASCII digits only, as std::stoi reads them
         raise KvMathError(f"{flag} takes an integer, got {_short(value)}")
     n = int(text)
     if not lo <= n <= hi:
@@ -324,7 +346,7 @@ def _check(s: dict, build, notes: list[str]) -> None:
         raise KvMathError(f"-sm takes none, layer or row, got {_short(s['split_mode'])}")
     if s["n_cpu_moe"] < 0:
         raise KvMathError("--n-cpu-moe must be >= 0")
-    s["override_tensor"] = tuple(check_override(p) for spec in s["override_tensor"] for p in spec.split(","))
+    s["override_tensor"] = check_overrides(s["override_tensor"])
     s["n_devices"] = _devices(s)
     if s["n_devices"] > 1:
         how = "-dev" if s["devices"] is not None else ("-ts" if s["tensor_split"] is not None else "-mg")
@@ -367,6 +389,12 @@ def _on_off(value: str, flag: str) -> bool:
     return v in ("on", "1", "true", "auto")
 
 
+_DEVICE = re.compile(r"(?i:cuda|rocm|hip|vulkan|sycl|musa|cann|opencl|metal|mtl|blas|rpc)[0-9]{0,2}"
+                     r"|RPC\[[A-Za-z0-9_.:\-]{1,80}\]")
+"""A ``-dev`` entry: a GPU backend's registered name and index, as ``ggml_backend_dev_by_name`` looks them up
+(case-insensitive; ggml/src/ggml-backend-reg.cpp), or an RPC server ``RPC[host:port]``."""
+
+
 def _devices(s: dict) -> int:
     """The GPU count the line implies: ``-dev`` list, ``-ts`` proportions, else 1."""
     n = 1
@@ -376,6 +404,10 @@ def _devices(s: dict) -> int:
             raise KvMathError("-dev none runs on the CPU only; kvmath prices GPU launches")
         if not 1 <= len(devs) <= 16:
             raise KvMathError(f"-dev names 1-16 devices, got {len(devs)}")
+        bad = next((d for d in devs if not _DEVICE.fullmatch(d.strip())), None)
+        if bad is not None:
+            raise KvMathError(f"-dev {_short(bad)} is not a device name: llama.cpp's are a backend and its index "
+                              "(CUDA0, ROCm1, Vulkan0, SYCL0, MUSA0, CANN0, Metal; llama-server --list-devices)")
         n = len(devs)
     if s["tensor_split"] is not None:
         parts = str(s["tensor_split"]).replace("/", ",").split(",")

@@ -111,10 +111,13 @@ class Placement:
 def _ngl(n_gpu_layers, n_layer_all: int) -> int:
     if n_gpu_layers in (None, -1, "all", "auto", "-1"):
         return n_layer_all + 1
-    try:
-        n = int(n_gpu_layers)
-    except (TypeError, ValueError):
-        raise KvMathError(f"-ngl must be a number of layers, 'all' or 'auto', got {n_gpu_layers!r}") from None
+    text = str(n_gpu_layers).strip() if isinstance(n_gpu_layers, (int, str)) and not isinstance(n_gpu_layers,
+                                                                                                    bool) else ""
+    # std::stoi (common/arg.cpp): ASCII digits that fit a 32-bit int; more layers than the model has = all of them
+    if not re.fullmatch(r"-?[0-9]{1,10}", text) or not -2**31 <= int(text) < 2**31:
+        raise KvMathError(f"-ngl must be a number of layers (a 32-bit integer), 'all' or 'auto', got "
+                          f"{str(n_gpu_layers)[:40]!r}")
+    n = int(text)
     if n < 0:
         return n_layer_all + 1
     return n

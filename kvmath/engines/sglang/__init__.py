@@ -84,7 +84,8 @@ class SglangEngine(Engine):
         if cache_type_k is not None or cache_type_v is not None:
             raise KvMathError("cache_type_k / cache_type_v (-ctk / -ctv) are llama.cpp flags; SGLang takes one "
                               "--kv-cache-dtype for K and V")
-        ctx = kw.pop("context_length", None) or max_ctx
+        ctx = kw.pop("context_length", None)
+        ctx = max_ctx if ctx is None else ctx  # --context-length 0 is refused by SglangSettings, not defaulted
         if ctx is None:
             ctx = arch.max_position_embeddings
             if not ctx:
@@ -92,7 +93,8 @@ class SglangEngine(Engine):
         reqs = kw.pop("max_running_requests", None)
         if reqs is None and max_num_seqs != 1:
             reqs = max_num_seqs
-        tp = kw.pop("tp_size", None) or tp
+        tp_size = kw.pop("tp_size", None)
+        tp = tp if tp_size is None else tp_size  # --tp-size 0 is refused by SglangSettings
         fmt = "auto" if kv_format is None else str(kv_format).lower()
         s = SglangSettings(context_length=ctx, max_running_requests=reqs, tp_size=tp, kv_cache_dtype=fmt, **kw)
         TABLE.choose(s.sglang_version)  # an unknown release is refused here

@@ -28,6 +28,16 @@ def check_fraction(value, what: str = "--mem-fraction-static") -> float:
     return f
 
 
+ATTENTION_BACKENDS = (
+    "aiter", "ascend", "compressed", "cutedsl_mla", "cutlass_mla", "dsa", "dsv4", "dual_chunk_flash_attn", "fa3", "fa4",
+    "flashinfer", "flashmla", "flex_attention", "hpc_ops", "intel_amx", "intel_xpu", "llada2_cfg_flashinfer",
+    "minicpm_flashattn", "minicpm_flashinfer", "nsa", "qsa", "tokenspeed_mla", "torch_native", "triton", "trtllm_mha",
+    "trtllm_mla", "wave")
+"""``--attention-backend`` (and ``--prefill-`` / ``--decode-attention-backend``) choices over the releases kvmath
+reads: ``ATTENTION_BACKEND_CHOICES`` of sglang/srt/arg_groups/choices.py (0.5.23) and the ``choices`` of
+server_args.py (0.4.3-0.5.9), joined. SGLang's argparse refuses any other name."""
+
+
 @dataclass(frozen=True)
 class SglangSettings:
     """The flags that size SGLang's pools, by their ``ServerArgs`` names (``--context-length`` =
@@ -79,6 +89,9 @@ class SglangSettings:
                 raise KvMathError(f"--{name.replace('_', '-')} must be a positive number, got {str(v)[:40]}")
         if self.enable_dp_attention and self.tp_size % self.dp_size:
             raise KvMathError(f"--dp-size {self.dp_size} must divide --tp-size {self.tp_size} with --enable-dp-attention")
+        if self.attention_backend is not None and self.attention_backend not in ATTENTION_BACKENDS:
+            raise KvMathError(f"--attention-backend {str(self.attention_backend)[:40]!r} is not an SGLang backend; "
+                              f"valid: {', '.join(ATTENTION_BACKENDS)}")
         if self.mamba_ssm_dtype not in (None, "float32", "bfloat16", "float16"):
             raise KvMathError(f"--mamba-ssm-dtype must be float32, bfloat16 or float16, got {str(self.mamba_ssm_dtype)[:40]!r}")
 

@@ -311,7 +311,7 @@ def _dtype(text):
     """vLLM's ``--dtype``, as the torch dtype it names (``half`` -> ``float16``). ``auto`` is the checkpoint's;
     a 16-bit dtype is checked against the checkpoint's in :func:`_dtype_note` (same bytes when the checkpoint
     is 16-bit too); ``float32`` doubles the weights and activations and is refused (not modelled)."""
-    key = text.strip().lower()
+    key = text  # vLLM's argparse choices (ModelDType, vllm/config/model.py): exact, lower case, no spaces
     if key not in _VLLM_DTYPES:
         raise argparse.ArgumentTypeError(f"--dtype {_cut(text)} is not one vLLM takes; valid: "
                                          f"{', '.join(_VLLM_DTYPES)}")

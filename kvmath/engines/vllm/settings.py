@@ -126,6 +126,14 @@ class VllmSettings:
             check_bool(self.async_scheduling, "async_scheduling")
         for name in ("kv_cache_dtype", "mamba_cache_dtype", "mamba_ssm_cache_dtype"):
             check_name(getattr(self, name), name, maximum=64)
+        for name in ("mamba_cache_dtype", "mamba_ssm_cache_dtype"):  # checked for every model, not only hybrids
+            if getattr(self, name) != "auto":
+                from .rules import state_dtype
+
+                try:
+                    state_dtype(getattr(self, name))
+                except KvMathError as e:
+                    raise KvMathError(f"--{name.replace('_', '-')}: {e}") from None
         v = self.vllm_version
         if isinstance(v, tuple):
             if len(v) not in (2, 3) or not all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x < 10**4
