@@ -46,6 +46,9 @@ OVERRIDES = {  # fields transformers needs to build the shrunk model that do not
     # Qwen2.5-VL's text attention and OLMoE's q/k norms take hidden_size = heads x head_dim: keep the real one
     "Qwen__Qwen2.5-VL-7B-Instruct": {"hidden_size": 3584},
     DEFAULTS + "olmoe": {"hidden_size": 2048},
+    # GPT-NeoX and OPT cache hidden_size / num_attention_heads per head (no head_dim): keep _cut's 2-head width
+    DEFAULTS + "gpt_neox": {"hidden_size": 192}, DEFAULTS + "opt": {"hidden_size": 128},
+    "stabilityai__stablelm-2-zephyr-1_6b": {"hidden_size": 2048},  # its partial rotary takes the real head width
     DEFAULTS + "deepseek_v2": {"num_experts_per_tok": 2},  # the class default None fails in the router
 }
 CASES = sorted(p.stem for p in CONFIGS.glob("*.json"))
@@ -65,6 +68,8 @@ def _test_config(case: str) -> dict:
         cfg = {k: v for k, v in cfg.items() if k != "vision_config"}
         cfg["model_type"] = "qwen2_5_vl_text"
     text = cfg.get("text_config", cfg)
+    if text.get("model_type") == "glm_moe_dsa":  # GlmMoeDsaConfig sets head_dim = qk_rope_head_dim (GLM-5.2 states
+        text.pop("head_dim", None)                # 192); MLA caches the latent, so the key shapes no cache
     _cut(text)
     if text.get("sliding_window") and arch.layers_of("sliding_attention"):
         text["sliding_window"] = WINDOW
@@ -87,6 +92,10 @@ def _cut(text: dict) -> None:
         width = text["n_embd"] // text["n_head"]
         text.update(n_embd=2 * width, n_head=2, n_inner=None, n_layer=min(text["n_layer"], 4))
         return
+    if mt in ("gpt_neox", "opt") and text["hidden_size"] // text["num_attention_heads"] * 2 < text["hidden_size"]:
+        width = text["hidden_size"] // text["num_attention_heads"]  # every head cached: 2 of the real width
+        text.update(hidden_size=2 * width, num_attention_heads=2)
+        text.pop("intermediate_size", None), text.pop("ffn_dim", None), text.pop("word_embed_proj_dim", None)
     if "num_hidden_layers" not in text and text.get("model_type") == "llama":  # llava-1.5's sparse text_config
         text["num_hidden_layers"] = 2  # LlamaConfig's other defaults (4096 wide, 32 heads) still shape the cache
     n = text.get("num_hidden_layers")
@@ -138,7 +147,7 @@ def test_tally_of_real_configs():
     """Of the published configs (not the class-default files): how many read exactly, how many refused."""
     real = [c for c in CASES if not c.startswith(DEFAULTS)]
     read = [c for c in real if c not in REFUSED]
-    assert (len(real), len(read), len(real) - len(read)) == (36, 28, 8)
+    assert (len(real), len(read), len(real) - len(read)) == (40, 32, 8)
 
 
 def test_unknown_wrapper_is_refused_not_read_from_its_text_part():

@@ -1048,6 +1048,8 @@ def _nemotron_h(c: _Config, name: str, source: str) -> Architecture:
             continue
         if not isinstance(listed, list) or not all(isinstance(v, str) for v in listed):
             raise KvMathError(f"config field {k} must be a list of strings")
+        # the older names (transformers 5.23 configuration_utils.py _LEGACY_LAYER_TYPE_REMAP): Nemotron-3-Ultra
+        listed = [{"mamba": LINEAR, "attention": FULL}.get(v, v) for v in listed]
         bad = sorted(set(listed) - set(allowed))
         if bad:
             raise KvMathError(f"nemotron_h {k} contains {choices(bad)}; valid layer types: {choices(allowed)}")

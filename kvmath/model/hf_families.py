@@ -16,7 +16,7 @@ from .hf import (
     _no_window, _window,
 )
 from .specs import (
-    CHUNKED, CONV, FULL, LINEAR, SLIDING, AttentionLayer, ChunkedAttentionLayer, DSALayer, Mamba1Layer,
+    CHUNKED, CONV, FULL, LINEAR, SLIDING, AttentionLayer, ChunkedAttentionLayer, DSALayer, Mamba1Layer, MLALayer,
     ShortConvLayer,
 )
 
@@ -51,14 +51,45 @@ def _needs_written(c: _Config, key: str, default) -> None:
 # --- plain attention on every layer -------------------------------------------------------------------------
 
 @_family("olmo2", "olmoe", "cohere", "granite", "granitemoe", "granitemoeshared", "ernie4_5_moe",
-         "hunyuan_v1_dense", "hunyuan_v1_moe")
+         "hunyuan_v1_dense", "hunyuan_v1_moe", "gpt_neox", "olmo", "nemotron")
 def _plain(c: _Config, name: str, source: str):
     """Full attention on every layer, ``num_key_value_heads`` x (``head_dim`` or ``hidden_size /
     num_attention_heads``), no window: OLMo 2, OLMoE, Command-R (``cohere``), Granite 3 (``granite``,
-    ``granitemoe``, ``granitemoeshared``), ERNIE 4.5 MoE, Hunyuan v1 (transformers 5.23: none of these config
-    classes has a ``sliding_window`` or a ``head_dim`` default; the modeling files read ``getattr(config,
-    "head_dim", hidden_size // num_attention_heads)``)."""
+    ``granitemoe``, ``granitemoeshared``), ERNIE 4.5 MoE, Hunyuan v1, GPT-NeoX / Pythia (``gpt_neox``: no KV-head
+    key, every head cached), OLMo 1 (``olmo``) and Nemotron-4 / Minitron (``nemotron``: ``head_dim`` None becomes
+    ``hidden_size / num_attention_heads``, ``num_key_value_heads`` None the heads) (transformers 5.23: none of these
+    config classes has a ``sliding_window`` or a ``head_dim`` default of its own; the modeling files read
+    ``getattr(config, "head_dim", hidden_size // num_attention_heads)``)."""
     return _full_only(c, name, source)
+
+
+@_family("stablelm")
+def _stablelm(c: _Config, name: str, source: str):
+    """StableLM (``stablelm``): full attention, ``num_key_value_heads`` x ``hidden_size / num_attention_heads``;
+    ``StableLmConfig`` defaults the KV heads to 32 whatever the heads are, so a config must write them."""
+    _needs_written(c, "num_key_value_heads", 32)
+    return _full_only(c, name, source)
+
+
+@_family("opt", "bloom")
+def _opt_bloom(c: _Config, name: str, source: str):
+    """OPT and BLOOM: full attention on every head, head width ``hidden_size / num_attention_heads``, under their
+    own key names (transformers 5.23): OPT's MLP width is ``ffn_dim``; BLOOM names the layers and heads ``n_layer``
+    and ``n_head`` (``BloomConfig.attribute_map``), the width ``hidden_size`` (or the older ``n_embed``) and has a
+    ``4 x hidden_size`` MLP and no position embeddings (ALiBi; vLLM then takes the length from ``seq_length``)."""
+    cfg = dict(c.cfg)
+    renames = {"ffn_dim": "intermediate_size"} if c.model_type == "opt" else {
+        "n_layer": "num_hidden_layers", "n_head": "num_attention_heads", "n_embed": "hidden_size"}
+    for old, new in renames.items():
+        if c.has(old):
+            if c.has(new) and c.cfg[new] != c.cfg[old]:
+                raise KvMathError(f"{c.model_type} config sets both {old} and {new}, differently; they name one field")
+            cfg[new] = c.cfg[old]
+    if c.has("num_key_value_heads"):
+        raise KvMathError(f"{c.model_type} config sets num_key_value_heads, which its model does not read: remove it")
+    if c.model_type == "bloom":
+        cfg["intermediate_size"] = 4 * _Config(cfg, c.model_type).int("hidden_size")
+    return _full_only(_Config(cfg, c.model_type), name, source)
 
 
 @_family("phi")
@@ -262,10 +293,38 @@ def _dsa(c: _Config, name: str, source: str):
         _needs_written(c, key, default)
     idx = {"index_head_dim": c.int("index_head_dim"), "index_n_heads": c.int("index_n_heads"),
            "index_topk": c.int("index_topk")}
+    modes = _indexer_types(c, n) if c.model_type == "glm_moe_dsa" else ["full"] * n
     layers = [DSALayer(i, mla["kv_lora_rank"], mla["qk_rope_head_dim"], **idx, qk_nope_head_dim=mla["qk_nope_head_dim"],
-                       v_head_dim=mla["v_head_dim"]) for i in range(n)]
+                       v_head_dim=mla["v_head_dim"]) if mode == "full" else
+              MLALayer(i, mla["kv_lora_rank"], mla["qk_rope_head_dim"], mla["qk_nope_head_dim"], mla["v_head_dim"])
+              for i, mode in enumerate(modes)]
     return _arch(c, name, source, layers, heads,
                  mtp_num_hidden_layers=c.int("num_nextn_predict_layers", 0, minimum=0, maximum=MAX_LAYERS))
+
+
+def _indexer_types(c: _Config, n: int) -> list[str]:
+    """GLM-5's per-layer indexer mode, as transformers 5.23 ``GlmMoeDsaConfig.__post_init__`` derives it:
+    ``indexer_types`` ("full" / "shared"), else ``index_topk_pattern`` (a string of F / S, or a list), else
+    ``"full" if max(i - index_skip_topk_offset + 1, 0) % max(index_topk_freq, 1) == 0 else "shared"`` (offset 2 and
+    freq 1 by default: every layer full). A "shared" layer reuses the previous full layer's top-k and caches no
+    indexer keys (modeling_glm_moe_dsa.py ``skip_topk``; GLM-5.2's real cache: 73,728 B against 90,112 B per layer
+    at 64 tokens). Raises KvMathError for a list of the wrong length or another mode."""
+    modes = c.raw("indexer_types")
+    if modes is None:
+        pattern = c.raw("index_topk_pattern")
+        if isinstance(pattern, str):
+            if set(pattern) - {"F", "S"}:
+                raise KvMathError(f"glm_moe_dsa index_topk_pattern must be made of F and S, got {pattern[:40]!r}")
+            modes = ["full" if ch == "F" else "shared" for ch in pattern]
+        elif pattern is not None:
+            modes = pattern
+        else:
+            freq = max(c.int("index_topk_freq", 1, minimum=0), 1)
+            offset = c.int("index_skip_topk_offset", 2, minimum=0)
+            return ["full" if max(i - offset + 1, 0) % freq == 0 else "shared" for i in range(n)]
+    if not isinstance(modes, list) or len(modes) < n or set(modes[:n]) - {"full", "shared"}:
+        raise KvMathError(f"glm_moe_dsa indexer_types must list 'full' or 'shared' for each of the {n} layers")
+    return list(modes[:n])
 
 
 # --- Llama 4: chunked attention -------------------------------------------------------------------------
