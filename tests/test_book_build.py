@@ -102,3 +102,15 @@ def test_no_external_urls_in_script_or_link_tags(built_book):
                 continue
             bad.append(f"{page.relative_to(built_book.html)}: {m.group(0)}")
     assert not bad, "\n".join(bad)
+
+
+def test_no_file_name_is_a_web_link(book_html):
+    """Issue 24: linkify made web links of file names (``http://BENCHMARKS.md``, ``http://gguf.py``); with
+    ``myst_linkify_fuzzy_links: false`` only real URLs are links. No page links to a host that is a file name."""
+    bad = re.compile(r'href="https?://[^"/.]+\.(?:md|py|json|txt|yml|yaml|toml|cpp|cu|h|gguf|ipynb|csv)/?"')
+    found = {}
+    for page in sorted(book_html.html.rglob("*.html")):
+        hits = bad.findall(page.read_text(encoding="utf-8", errors="replace"))
+        if hits:
+            found[str(page.relative_to(book_html.html))] = hits[:3]
+    assert not found, found

@@ -4,8 +4,9 @@ The template keeps the prose (Markdown with ``{eval}`glued.x``` numbers) and a f
 the kvmath calls that produce its key figures; everything else is here. :class:`ModelChapter` holds what a
 chapter decides once (the context, the formats vLLM accepts, the flags, the reference derivation) and has one
 method per section, each displaying its tables and gluing its numbers in the cell that calls it. Nothing here
-names a model: every choice comes from the architecture (see :func:`kvmath.book.prose.architecture_paragraphs`
-and :func:`kvmath.book.prose.particular` for the prose that depends on it).
+names a model: every choice comes from the architecture (see :mod:`kvmath.book.prose` for the prose that depends
+on it). What every chapter would say alike (what the terms are, how a table or chart is read) is on one page,
+``book/reading_a_chapter.md``, which each section links to.
 
 pandas, Altair and IPython are imported inside the functions that use them.
 """
@@ -157,10 +158,12 @@ class ModelChapter:
         from . import glance, tables
 
         f = glance.frame([self.model], engines=engines)
+        from .prose import glance_sentences
+
+        display(Markdown(" ".join(glance_sentences(self, f))))
         tables.show(glance.chapter_table(f, caption=(
-            f"{self.name} on one card (TP 1): the longest context of one sequence that starts (tokens) and, "
-            "under it, how many sequences of 32,768 tokens run at once. none: it does not start; n/a: not "
-            "priced here.")))
+            f"{self.name}, one card, TP 1: longest context of one sequence (tokens) / sequences of 32k at once; "
+            "none: does not start; n/a: not priced")))
         weights = "; ".join(dict.fromkeys(f"{r.engine} weights: {r.weights}" for r in f.itertuples() if r.weights))
         lines = [weights] + glance.notes(f)
         display(Markdown("\n".join(f"- {n}" for n in lines if n)))
@@ -191,6 +194,14 @@ class ModelChapter:
         groups = pd.DataFrame([{"layers": report.layer_kind_label(g), "count": g.n_layers, "first index": g.layers[0],
                                 "what it caches": g.description} for g in self.ref.groups if g.kind != "padding"])
         tables.show(tables.frame_table(groups))
+
+    def growing(self) -> None:
+        """The growing term worked out for this model (:func:`kvmath.book.prose.growing_paragraph`)."""
+        from IPython.display import Markdown, display
+
+        from .prose import growing_paragraph
+
+        display(Markdown(growing_paragraph(self)))
 
     def per_token(self):
         """The bytes-per-token table (formats x TP), glued per TP for the reference format."""
@@ -251,10 +262,7 @@ class ModelChapter:
                 "_needs": p.needed_bytes if p.boots else None, "_content": content})
         ref_row = next(r for r in rows if r["format"] == self.reference_format)
         if ref_row["_needs"] is not None:
-            display(Markdown(
-                f"With a {self.reference_format} cache, one request of {ctx:,} tokens holds "
-                f"{ref_row['_content'] / GiB:,.2f} GiB of keys, values and state, and vLLM's start-up check asks for "
-                f"{ref_row['_needs'] / GiB:,.2f} GiB (blocks of {ref_row['tokens per block']} tokens)."))
+            display(Markdown(self._allocation_sentence(ref_row)))
         refused_here = [r["format"] for r in rows if r["_needs"] is None]
         if refused_here:
             display(Markdown(f"With these flags vLLM refuses to start with {', '.join(refused_here)}: the reason is "
@@ -264,6 +272,24 @@ class ModelChapter:
             display(Markdown(f"Not in the table: {', '.join(self.refused_formats)}, which vLLM refuses for this model "
                              "at any context (the per-token table's notes say why)."))
         self.show_notes(first_note)
+
+    def _allocation_sentence(self, row) -> str:
+        """What vLLM asks for beside what one request's tokens and state occupy, and where the difference
+        comes from in this model (block rounding; window plus a scheduler step; pages stretched for state)."""
+        needs, content, fmt = row["_needs"], row["_content"], self.reference_format
+        what = "keys, values and state" if self.state_kinds else "keys and values"
+        extra = needs / content - 1 if content else 0.0
+        if extra < 0.01:
+            return (f"At {fmt}, vLLM's start-up check asks for {needs / GiB:,.2f} GiB for one request of "
+                    f"{self.ctx:,} tokens: its {what}, in blocks of {row['tokens per block']} tokens, with under 1 % "
+                    "lost to rounding.")
+        why = ("its attention pages stretched to hold a recurrent state, and the state blocks prefix caching keeps"
+               if self.state_kinds else
+               "each sliding layer's window plus one scheduler step of `max_num_batched_tokens`, rounded to blocks"
+               if self.counts.get("sliding_attention") else "pages padded to a common size")
+        return (f"At {fmt}, one request of {self.ctx:,} tokens has {content / GiB:,.2f} GiB of {what}, and vLLM's "
+                f"start-up check asks for {needs / GiB:,.2f} GiB, {extra:.0%} more: {why} (blocks of "
+                f"{row['tokens per block']} tokens).")
 
     def fixed(self) -> None:
         """The fixed term per engine (sliding window, recurrent state), with a paragraph per state kind."""
@@ -327,10 +353,9 @@ class ModelChapter:
         self.weights_gb = b.weights / 1e9  # TP 1: the whole checkpoint on one card
         glue("weights_gb", self.weights_gb, fmt=",.2f")
         display(Markdown(
-            f"No checkpoint sizes are recorded for this model, so vLLM's budget prices its {b.weights_variant}: "
-            f"**{b.weights / 1e9:,.2f} GB** ({b.weights / GiB:,.2f} GiB) on one card, every tensor of the "
-            "config's layers as vLLM loads it (`kvmath.engines.vllm.weights`, the config's own dtype or "
-            "`quantization_config`). The verdicts and the memory chart use it."))
+            f"vLLM's budget prices {self.name}'s {b.weights_variant} at **{b.weights / 1e9:,.2f} GB** "
+            f"({b.weights / GiB:,.2f} GiB) on one card" + (", experts included" if self.arch.is_moe else "")
+            + "; the verdicts and the memory chart use it."))
 
     def activation(self):
         from ..engines.vllm.activation import activation_frame
@@ -346,6 +371,15 @@ class ModelChapter:
         glue("act_tp", act_tp)
         terms = act[(act["MiB per card"] > 0) & ~act["phase"].isin(["total"])
                     & ~act["term"].astype(str).str.endswith("phase peak")]
+        tensors = terms[terms["phase"].isin(["forward", "sampler", "encoder"])]
+        if len(tensors):
+            from IPython.display import Markdown, display
+
+            top = tensors.loc[tensors["MiB per card"].idxmax()]
+            display(Markdown(
+                f"{self.name}'s profile-run peak is {float(peak_row['MiB per card']):,.0f} MiB per card at "
+                f"{self.max_num_batched_tokens:,} batched tokens and TP {act_tp}; its largest tensor is "
+                f"*{top['term']}* ({top['phase']}, {float(top['MiB per card']):,.1f} MiB, shape {top['shape']})."))
         terms = terms.assign(**{"vLLM source": terms["vLLM source"].astype(str).str.slice(0, 70)})
         tables.show(tables.frame_table(terms, {"MiB per card": "{:,.1f}"}))
 
@@ -369,6 +403,34 @@ class ModelChapter:
         glue("chart_largest_ctx", int(self.curve[self.curve["card"] == default]["largest"].iloc[0]))
         return charts.budget_terms(self.curve, title=f"{self.name}: vLLM's budget per card, one sequence",
                                    default_card=glance.card_label(default))
+
+    def memory_story(self) -> None:
+        """The memory chart's verdict on the 24 GB card in words: where the stack crosses the limit and what
+        it is made of there (``self.curve`` from :meth:`memory_chart`)."""
+        from IPython.display import Markdown, display
+
+        from .glance import card_label
+
+        card = "rtx3090" if "rtx3090" in set(self.curve["card"]) else self.curve["card"].iloc[0]
+        c = self.curve[self.curve["card"] == card]
+        largest, limit = int(c["largest"].iloc[0]), float(c["limit_gib"].iloc[0])
+        at = c[c["context"] == (largest if largest else c["context"].min())].set_index("term")["gib"]
+        w, kv = at["weights"], at["KV cache (one request)"]
+        rest = at.sum() - w - kv
+        label = card_label(card)
+        if not largest:
+            text = (f"On one {label} the weights alone ({w:,.2f} GiB) are over the {limit:,.2f} GiB limit: no "
+                    "length starts." if w > limit else
+                    f"On one {label} the weights ({w:,.2f} GiB) and the other non-KV terms ({rest:,.2f} GiB) leave "
+                    f"less than one request's cache under the {limit:,.2f} GiB limit: no length starts.")
+        elif largest >= self.ctx:
+            text = (f"On one {label} the whole stack at {self.ctx:,} tokens is {at.sum():,.2f} GiB, under the "
+                    f"{limit:,.2f} GiB limit: weights {w:,.2f} GiB, one request's cache {kv:,.2f} GiB, the rest "
+                    f"{rest:,.2f} GiB.")
+        else:
+            text = (f"On one {label} the stack meets the {limit:,.2f} GiB limit at {largest:,} tokens, where the "
+                    f"weights take {w:,.2f} GiB, the cache {kv:,.2f} GiB and the other terms {rest:,.2f} GiB.")
+        display(Markdown(text))
 
     def default_budget(self) -> None:
         """The default deployment on the chapter's budget cards (``frames.default_budget_frame``)."""
@@ -408,8 +470,7 @@ class ModelChapter:
         marginal = int(table["marginal"].fillna(False).astype(bool).sum())
         glue("budget_marginal", marginal)
         display(Markdown(
-            f"**The source document's presets.** A verdict closer than the calibration error to flipping is marked "
-            f"*marginal* ({marginal} of this model's presets). Of the {len(table)} presets, "
+            f"**The source document's presets** ({marginal} of them *marginal*). Of the {len(table)} presets, "
             f"{int((table['outcome'] == 'boots').sum())} boot as configured; for {frames['preset']} on one "
             f"{budget.card(frames['card'])['name']}, the largest `max_model_len` that boots is "
             f"{int(frames['refusal_context']):,} tokens."))
@@ -424,22 +485,14 @@ class ModelChapter:
         for cols in (split, rest):
             part = shown[cols]
             tables.show(tables.frame_table(part, {k: v for k, v in {**fmt2, **ints}.items() if k in cols}))
-        display(Markdown(
-            "The source document's presets on their cards, in two parts: GiB per card, vLLM's verdict and its margin "
-            "(available KV minus what one request needs); then whether that is inside the calibration error, the "
-            "pool it would make, the largest `max_model_len` that boots, the public calculator's verdict for the "
-            "same configuration (\"anchor verdict\"), club-3090's measured boots of that preset (\"measured\"; the "
-            "Calibration chapter lists them) and what kvmath does not model for it (\"caveat\")."))
         first_len = table.loc[table["preset"] == frames["preset"], "max_model_len"].iloc[0]
         display(charts.budget_probe(
             frames["curve"], refusal_context=frames["refusal_context"],
             start=charts.probe_start(probe_grid, frames["refusal_context"], preferred=first_len),
             title=f"{self.name}: {frames['preset']} on one {frames['card']}"))
         display(Markdown(
-            "Budget of the first preset against `max_model_len`: the memory left for the KV pool (flat), what one "
-            "request of that length needs, and what `max_num_seqs` of them would need. vLLM refuses to start to "
-            "the right of the dashed line. The grey probe line starts near the preset's own `max_model_len`; drag "
-            "the slider to move it, and its labels read each term there (GiB per card)."))
+            f"The probe line starts near {frames['preset']}'s own `max_model_len`; vLLM refuses past "
+            f"{int(frames['refusal_context']):,} tokens."))
 
     def source_doc_differences(self) -> None:
         """The source document's per-token figures beside kvmath's, and the differences in words."""

@@ -49,10 +49,14 @@ def kinds(arch) -> set[str]:
 
 def conditions(model, arch) -> set[str]:
     """What a chapter's ``if-`` tags are tested against: :func:`kinds` plus ``known`` when checkpoint sizes are
-    recorded for the model (``data/deployments.json``)."""
+    recorded for the model (``data/deployments.json``) and ``doc`` when the source document prices it
+    (``frames.source_doc()["per_token_tp1"]``)."""
     from .. import facts
 
-    return kinds(arch) | ({"known"} if isinstance(model, str) and model in facts.deployments() else set())
+    from .frames import source_doc
+
+    out = kinds(arch) | ({"known"} if isinstance(model, str) and model in facts.deployments() else set())
+    return out | ({"doc"} if isinstance(model, str) and model in source_doc()["per_token_tp1"] else set())
 
 
 def keep_cell(tags, present: set[str]) -> bool:
@@ -94,24 +98,87 @@ def _vision(arch) -> dict | None:
 
 
 def layer_summary(ch) -> str:
-    """One paragraph: the layer pattern in words, what grows, and the experts (if any)."""
+    """One paragraph: the layer pattern in words, what grows (when some layers are bounded) and where the config
+    states the pattern. The experts are in :func:`particular`."""
     from . import frames as report
 
     arch, counts, name = ch.arch, ch.counts, ch.name
     n_state = sum(g.n_layers for g in ch.ref.groups if g.is_state)
     state_words = " / ".join(ch_kind_words(ch)) + " (recurrent)"
+    n_full = counts.get("full_attention", 0)
     parts = [f"{n} {w}" for n, w in (
-        (counts.get("full_attention", 0) - ch.n_mla, "full-attention"),
+        (n_full - ch.n_mla, "full-attention"),
         (ch.n_mla, "multi-head latent attention (MLA)"),
         (counts.get("sliding_attention", 0), "sliding-window"), (n_state, state_words),
         (counts.get("mlp", 0) + counts.get("moe", 0), "MLP or MoE-only")) if n]
     text = f"{name}'s layer pattern is {report.layer_pattern(arch)}: " + ", ".join(parts) + " layers. "
-    text += (f"Only {name}'s full-attention layers grow with context; the others are bounded."
-             if counts.get("full_attention") else
-             f"No layer of {name} is full attention, so nothing grows past the bounded terms.")
-    if arch.is_moe:
-        text += f" {name} routes each token to experts ({arch.num_experts} in all): they change the weights, not the cache."
-    return text
+    bounded = [f"{n} {w}" for n, w in ((counts.get("sliding_attention", 0), "sliding-window"),
+                                       (n_state, " / ".join(ch_kind_words(ch)))) if n]
+    if n_full and bounded:
+        text += (f"Only the {n_full} full-attention layers grow with context; the " + " and ".join(bounded)
+                 + " layers stop at a fixed size. ")
+    elif not n_full:
+        text += f"No layer of {name} is full attention, so nothing grows past the bounded terms. "
+    return text + pattern_source(arch)
+
+
+def pattern_source(arch) -> str:
+    """Where the config states the layer pattern: its own ``layer_types``, or the key transformers builds
+    that list from (``full_attention_interval``, ``hybrid_override_pattern``, ``linear_attn_config``,
+    ``sliding_window``), or none (every layer full attention)."""
+    cfg = _config(arch)
+    if isinstance(cfg.get("layer_types"), list):
+        return f"The config lists the pattern itself in `layer_types` ({len(cfg['layer_types'])} entries)."
+    if cfg.get("full_attention_interval"):
+        k = cfg["full_attention_interval"]
+        return (f"The config has no `layer_types`: `full_attention_interval` = {k} makes every {k}th layer full "
+                "attention and the others linear, the rule transformers builds the list by.")
+    if cfg.get("hybrid_override_pattern"):
+        return ("The config has no `layer_types`: `hybrid_override_pattern` gives one character per layer "
+                "(M Mamba-2, * attention, - MLP, E MoE), the string transformers builds the list from.")
+    if isinstance(cfg.get("linear_attn_config"), dict):
+        return ("The config has no `layer_types`: `linear_attn_config` lists the full-attention and KDA layers "
+                "(1-based numbers).")
+    if arch.layer_type_counts().get("sliding_attention"):
+        return (f"The config has no `layer_types`: its `sliding_window` of {cfg.get('sliding_window'):,} tokens "
+                "applies to every layer.")
+    return "The config has no `layer_types` and no window, so transformers makes every layer full attention."
+
+
+def growing_paragraph(ch) -> str:
+    """The growing term worked out for this model at the reference format and TP 1: a sentence per
+    full-attention group (layers, KV heads or latent width, bytes per row), their sum, and how TP divides
+    the heads (``get_num_kv_heads``: floor(h / TP), at least 1)."""
+    name, fmt = ch.name, ch.reference_format
+    groups = [g for g in ch.ref.groups if g.growing]
+    if not groups:
+        return (f"None of {name}'s layers keeps every token: at {ch.ctx:,} tokens the windows bound them all, so "
+                "the sum is empty and the growing term is 0 bytes.")
+    out = []
+    for g in groups:
+        layer = ch.arch.layers[g.layers[0]]
+        if hasattr(layer, "kv_lora_rank"):
+            out.append(f"At {fmt}, each of {name}'s {g.n_layers} MLA layers stores one latent row of "
+                       f"{layer.latent_dim} elements ({g.bytes_per_token:,} bytes) per token, whatever the TP: "
+                       f"{g.n_layers} × {g.bytes_per_token:,} = {g.n_layers * g.bytes_per_token:,} bytes.")
+            continue
+        h = g.kv_heads_per_rank or layer.num_kv_heads
+        row = g.bytes_per_token // (2 * h) if h else 0
+        out.append(f"At {fmt}, each of {name}'s {g.n_layers} full-attention layers (head width {layer.head_dim}) "
+                   f"stores a K and a V row of {row:,} bytes for each of its {h} KV heads: {g.n_layers} × {h} × 2 "
+                   f"× {row:,} = {g.n_layers * g.bytes_per_token:,} bytes per token.")
+    if len(groups) > 1:
+        out.append(f"Summed, {ch.ref.bytes_per_token:,} bytes per token at TP 1.")
+    heads = sorted({ch.arch.layers[g.layers[0]].num_kv_heads for g in groups
+                    if not hasattr(ch.arch.layers[g.layers[0]], "kv_lora_rank")})
+    if heads:
+        h = heads[0]
+        copied = [tp for tp in ch.valid if tp > h]
+        out.append(f"With {h} KV heads, TP up to {h} gives each card its share; "
+                   + (f"at TP {', '.join(map(str, copied))} vLLM copies a head onto every card instead of "
+                      "splitting it." if copied else
+                      f"every TP vLLM accepts here ({', '.join(map(str, ch.valid))}) divides them evenly."))
+    return " ".join(out)
 
 
 def ch_kind_words(ch) -> list[str]:
@@ -206,3 +273,34 @@ def particular(ch) -> str:
     if cfg.get("tie_word_embeddings"):
         items.append(f"{name} ties its input and output embeddings, so its vocabulary's matrix is stored once.")
     return "\n".join(f"- {i}" for i in items)
+
+
+def glance_sentences(ch, f) -> list[str]:
+    """The first screen's answer in words, one sentence per engine of ``f`` (``glance.frame([model])``): the
+    smallest card of the table that starts the model at TP 1 and the smallest that reaches the chapter's
+    context (the model's maximum length), or that none does."""
+    out = []
+    for engine, g in f.groupby("engine", sort=False):
+        g = g[g["largest_context"].notna()]
+        if not len(g):
+            continue
+        lc = g["largest_context"].astype(int)
+        starts, full = g[lc > 0], g[lc >= ch.ctx]
+        if not len(starts):
+            out.append(f"{engine} starts {ch.name} on none of these cards at TP 1: it needs tensor parallelism or "
+                       "a larger card.")
+        elif len(full) and full.index[0] == g.index[0]:
+            out.append(f"{engine} runs {ch.name} at its full {ch.ctx:,} tokens on every card here, the "
+                       f"{g['card_label'].iloc[0]} included.")
+        elif len(full) and full.index[0] == starts.index[0]:
+            out.append(f"{engine} needs at least the {starts['card_label'].iloc[0]} card for {ch.name}, and runs its "
+                       f"full {ch.ctx:,} tokens there.")
+        elif len(full):
+            out.append(f"{engine} starts {ch.name} from the {starts['card_label'].iloc[0]} card "
+                       f"({int(starts['largest_context'].iloc[0]):,} tokens) and reaches its full {ch.ctx:,} tokens "
+                       f"from the {full['card_label'].iloc[0]} card.")
+        else:
+            best = g.loc[lc.idxmax()]
+            out.append(f"{engine} starts {ch.name} from the {starts['card_label'].iloc[0]} card but reaches at most "
+                       f"{int(best['largest_context']):,} of its {ch.ctx:,} tokens (on the {best['card_label']}).")
+    return out

@@ -21,6 +21,8 @@ table.kvm-reflow caption { caption-side: bottom; text-align: left; font-size: 0.
   table.kvm-reflow thead { display: none; }
   table.kvm-reflow, table.kvm-reflow tbody, table.kvm-reflow tr, table.kvm-reflow td { display: block; width: 100%; }
   table.kvm-reflow tr { border-bottom: 2px solid #bbb; padding: 0.3rem 0; }
+  /* a block table's caption would shrink to a narrow column beside the rows: a full-width line above them */
+  table.kvm-reflow caption { display: block; width: 100%; padding: 0 0 0.3rem; }
   table.kvm-reflow td { border: none; text-align: right; white-space: normal; padding: 0.1rem 0.2rem; }
   table.kvm-reflow td::before { content: attr(data-label); float: left; font-weight: 600; padding-right: 0.5rem;
     text-align: left; }
