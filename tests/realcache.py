@@ -187,6 +187,7 @@ def build_small_text_config(
         and isinstance(text.get("num_attention_heads"), int)
         and text["num_attention_heads"] > 0
         and "kv_lora_rank" not in text  # MLA has its own head dims
+        and model_type != "falcon"  # FalconConfig.head_dim is a read-only property (hidden_size / heads)
     ):
         text["head_dim"] = text["hidden_size"] // text["num_attention_heads"]
         changes["head_dim"] = f"made explicit: {text['head_dim']}"

@@ -36,6 +36,8 @@ REFUSED = {  # config -> a phrase the one-line refusal must contain (the model_t
     "moonshotai__Kimi-K3": "93 layers x 896 experts = 83,328 expert MLPs; kvmath reads at most 65,536",
     "nvidia__Llama-3_3-Nemotron-Super-49B-v1": "model_type 'nemotron-nas' is not supported",
     "stepfun-ai__Step-3.7-Flash": "model_type 'step3p7' is not supported",
+    # transformers broadcasts Falcon 40B's K and V to every head; vLLM and llama.cpp cache its 8 KV heads
+    "tiiuae__falcon-40b-instruct": "sets new_decoder_architecture",
     DEFAULTS + "falcon_h1": "both a KV cache",  # attention and Mamba-2 in one layer: no spec yet
     DEFAULTS + "minimax": "lightning-attention state",
     DEFAULTS + "ministral": "model_type 'ministral' is not supported",
@@ -48,6 +50,7 @@ OVERRIDES = {  # fields transformers needs to build the shrunk model that do not
     DEFAULTS + "olmoe": {"hidden_size": 2048},
     # GPT-NeoX and OPT cache hidden_size / num_attention_heads per head (no head_dim): keep _cut's 2-head width
     DEFAULTS + "gpt_neox": {"hidden_size": 192}, DEFAULTS + "opt": {"hidden_size": 128},
+    "tiiuae__falcon-7b-instruct": {"hidden_size": 128},
     "stabilityai__stablelm-2-zephyr-1_6b": {"hidden_size": 2048},  # its partial rotary takes the real head width
     DEFAULTS + "deepseek_v2": {"num_experts_per_tok": 2},  # the class default None fails in the router
 }
@@ -92,10 +95,11 @@ def _cut(text: dict) -> None:
         width = text["n_embd"] // text["n_head"]
         text.update(n_embd=2 * width, n_head=2, n_inner=None, n_layer=min(text["n_layer"], 4))
         return
-    if mt in ("gpt_neox", "opt") and text["hidden_size"] // text["num_attention_heads"] * 2 < text["hidden_size"]:
-        width = text["hidden_size"] // text["num_attention_heads"]  # every head cached: 2 of the real width
+    width = text.get("hidden_size", 0) // max(1, text.get("num_attention_heads") or 1)
+    if mt in ("gpt_neox", "opt", "falcon") and 2 * width < text["hidden_size"]:  # 2 heads of the real width
         text.update(hidden_size=2 * width, num_attention_heads=2)
         text.pop("intermediate_size", None), text.pop("ffn_dim", None), text.pop("word_embed_proj_dim", None)
+        text.pop("num_kv_heads", None) if mt == "falcon" else None
     if "num_hidden_layers" not in text and text.get("model_type") == "llama":  # llava-1.5's sparse text_config
         text["num_hidden_layers"] = 2  # LlamaConfig's other defaults (4096 wide, 32 heads) still shape the cache
     n = text.get("num_hidden_layers")
@@ -147,7 +151,7 @@ def test_tally_of_real_configs():
     """Of the published configs (not the class-default files): how many read exactly, how many refused."""
     real = [c for c in CASES if not c.startswith(DEFAULTS)]
     read = [c for c in real if c not in REFUSED]
-    assert (len(real), len(read), len(real) - len(read)) == (40, 32, 8)
+    assert (len(real), len(read), len(real) - len(read)) == (42, 33, 9)
 
 
 def test_unknown_wrapper_is_refused_not_read_from_its_text_part():

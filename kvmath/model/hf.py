@@ -9,17 +9,18 @@ Families (one rule each; this module and ``hf_families``): dense / GQA / MQA att
 sliding window (``llama``, ``mistral``, ``qwen2``, ``qwen3``, ``gemma2``, ``gpt_oss``, ``phi3``, ``exaone4``,
 ``olmo3``, ``cohere2``, Qwen2.5-VL's text part), full attention only (``qwen3_moe``, ``mixtral``, ``glm4``,
 ``glm4_moe``, ``minimax_m2``, ``olmo2``, ``olmoe``, ``cohere``, ``granite``, ``granitemoe``, ``internlm3``,
-``ernie4_5``, ``hunyuan_v1_*``, ``seed_oss``, ``ministral3``, ``qwen3_vl*_text``, ``qwen2_moe``, ``smollm3``,
-``gpt2``, ``gptj``, ``gpt_bigcode`` under GPT-2's key names;
+``ernie4_5``, ``hunyuan_v1_*``, ``seed_oss``, ``ministral3``, ``qwen3_vl*_text``, ``qwen2_moe``, ``smollm3``;
 a window there is refused unless its engine rules were checked), Gemma 3 / 3n / 4 (per-type heads and widths,
 KV sharing), Llama 4 (chunked attention), Gated DeltaNet hybrids (``qwen3_next``, ``qwen3_5_text``,
 ``qwen3_5_moe_text``), MLA (``deepseek_v2``, ``deepseek_v3``, ``glm4_moe_lite``), MLA with the DSA indexer
 (``deepseek_v32``, ``glm_moe_dsa``), Kimi Linear (MLA + Kimi Delta Attention, 1-based layer lists),
 Nemotron-H and Granite 4.0-H (Mamba-2 and attention), Mamba-1 (``mamba``, ``falcon_mamba``, ``jamba``) and
 LFM2's short convolutions. Multimodal wrappers (``_WRAPPERS``: Qwen-VL, Gemma 3 / 3n / 4, Llama 4, Mistral 3,
-LFM2-VL, LLaVA, Voxtral) are read from their text part, with the vision tower's size; any other outer ``model_type`` holding a ``text_config`` is refused. ``falcon_h1`` (attention
-and Mamba-2 in one layer) and ``minimax`` (lightning attention) are refused naming the fields a spec would need.
-Malformed, truncated or contradictory
+LFM2-VL, LLaVA, Voxtral) are read from their text part, with the vision tower's size; any other outer
+``model_type`` holding a ``text_config`` is refused. Older layouts: ``gpt2``, ``gptj``, ``gpt_bigcode`` (GPT-2's
+key names), ``opt`` (``ffn_dim``), ``bloom`` (``n_layer`` / ``n_head``), ``falcon`` (the multi-query 7B; 40B's
+broadcast cache is refused), and plain attention in ``gpt_neox``, ``olmo``, ``stablelm``, ``nemotron``. ``falcon_h1`` (attention and Mamba-2 in one layer) and ``minimax``
+(lightning attention) are refused naming the fields a spec would need. Malformed, truncated or contradictory
 configs raise KvMathError (tests/test_fuzz_config.py fuzzes this); counts are bounded by
 ``MAX_LAYERS`` / ``MAX_INT``.
 """

@@ -71,6 +71,33 @@ def _stablelm(c: _Config, name: str, source: str):
     return _full_only(c, name, source)
 
 
+@_family("falcon")
+def _falcon(c: _Config, name: str, source: str):
+    """Falcon 7B / RW (``falcon``, the original decoder): full attention, head width ``hidden_size /
+    num_attention_heads``, one KV head with ``multi_query`` (transformers 5.23 modeling_falcon.py: ``num_kv_heads =
+    config.num_kv_heads if (new_decoder_architecture or not multi_query) else 1``; vLLM's
+    ``get_total_num_kv_heads`` returns 1 for a multi-query Falcon; llama.cpp's converter writes ``head_count_kv``
+    1), every head without it. ``new_decoder_architecture`` (Falcon 40B / 180B) is refused: transformers
+    broadcasts K and V to all ``num_attention_heads`` before caching them (``_split_heads``), while vLLM and
+    llama.cpp cache ``num_kv_heads``, and kvmath's layers carry one KV-head count. ``multi_query`` must be
+    written (FalconConfig defaults it to true)."""
+    if c.bool("new_decoder_architecture"):
+        raise KvMathError("falcon config sets new_decoder_architecture (Falcon 40B / 180B): transformers caches K and "
+                          "V broadcast to every query head while vLLM and llama.cpp cache num_kv_heads; kvmath does "
+                          "not price that layout")
+    _needs_written(c, "multi_query", True)
+    heads = c.int("num_attention_heads")
+    kv = 1 if c.bool("multi_query") else c.int("num_kv_heads", heads)
+    if kv != 1 and kv != heads:
+        raise KvMathError(f"falcon config without multi_query caches every head; num_kv_heads {kv} must be "
+                          f"num_attention_heads {heads}")
+    cfg = {k: v for k, v in c.cfg.items() if k not in ("num_kv_heads", "num_key_value_heads")}
+    cfg["num_key_value_heads"] = kv
+    hidden = c.int("hidden_size")
+    cfg["intermediate_size"] = c.int("ffn_hidden_size", 4 * hidden)
+    return _full_only(_Config(cfg, c.model_type), name, source)
+
+
 @_family("opt", "bloom")
 def _opt_bloom(c: _Config, name: str, source: str):
     """OPT and BLOOM: full attention on every head, head width ``hidden_size / num_attention_heads``, under their
