@@ -21,8 +21,8 @@ LFM2-VL, LLaVA, Voxtral) are read from their text part, with the vision tower's 
 key names), ``opt`` (``ffn_dim``), ``bloom`` (``n_layer`` / ``n_head``), ``falcon`` (the multi-query 7B; 40B's
 broadcast cache is refused), and plain attention in ``gpt_neox``, ``olmo``, ``stablelm``, ``nemotron``.
 ``falcon_h1`` (attention and Mamba-2 in one layer) and ``minimax`` (lightning attention) are refused naming the
-fields a spec would need. Malformed, truncated or contradictory configs raise KvMathError (tests/test_fuzz_config.py fuzzes this); counts are bounded by
-``MAX_LAYERS`` / ``MAX_INT``.
+fields a spec would need. Malformed, truncated or contradictory configs raise KvMathError
+(tests/test_fuzz_config.py fuzzes this); counts are bounded by ``MAX_LAYERS`` / ``MAX_INT``.
 """
 
 from __future__ import annotations
