@@ -185,7 +185,7 @@ def test_the_public_calculators_defaults_are_named_when_taken(capsys):
     assert "checkpoint default (autoround_int4, the public calculator's)" in note
     code, out, err = fit(["--model", "llama-3.1-8b", "--card", "rtx3090", "--json"], capsys)
     note = next(n for n in json.loads(out)["notes"] if n.startswith("not given"))
-    assert note.startswith("not given, so vLLM's defaults: kv-cache-dtype auto (the model's bfloat16), max-model-len "
+    assert note.startswith("not given, so vLLM's defaults: kv-cache-dtype auto (the model dtype, bfloat16), max-model-len "
                            "131,072")
     code, out, err = fit([*SERVE, "--json"], capsys)
     assert not any(n.startswith("not given, so the public") for n in json.loads(out)["notes"])

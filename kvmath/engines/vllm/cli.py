@@ -757,7 +757,9 @@ def _vllm_defaults_note(args, vals: dict, arch, kw: dict) -> str | None:
     source in their notes: gpu_memory_utilization, max_num_seqs, the checkpoint, the card), or None."""
     taken = []
     if not (args.kv_format or vals.get("kv_format")):
-        taken.append(f"kv-cache-dtype auto (the model's {arch.dtype})")
+        dtype = getattr(args, "dtype", None)
+        dtype = arch.dtype if dtype in (None, "auto") else dtype  # vLLM's auto cache takes the model dtype it runs
+        taken.append(f"kv-cache-dtype auto (the model dtype, {dtype})")
     if not (args.max_ctx or vals.get("max_ctx")):
         taken.append(f"max-model-len {kw['max_model_len']:,} (the model's derived maximum, vllm/config/model.py)")
     return f"not given, so vLLM's defaults: {', '.join(taken)}" if taken else None
