@@ -515,8 +515,12 @@ PRICED = {r["id"]: held_out_price(r) for r in HELD_OUT}
 #   819.26 logged, kvmath 550.50 (b6057's rules: the 64-head kq matrix 64 x 4096 x 512 x 4 = 512 MiB and its
 #   rest); 268.76 MiB not derived (the runtime's llama.cpp commit is not in the log, and the tree could not be
 #   fetched here). L06 (gpt-oss-20b, CUDA, flash attention on) is within 5 %: the miss is with -fa off on Metal.
+# L20 (CUDA, b4550, Pythia 2.8B, -ub 512, -fa off): 162.00 logged, kvmath 152.00 (-6.2 %); the 10.00 MiB are
+#   2 x n_embd x n_ubatch x 4 bytes (2560 x 512), as if two more residual-stream tensors were live at the peak
+#   (a candidate, unverified: gptneox's parallel residual keeping the attention output and the layer input): an
+#   observation, not derived from the b4550 graph. L19 (Pythia 1.4B, Metal, same build) is exact.
 COMPUTE_RESIDUALS = {"L08": (8348.01, 4240.00), "L09": (168.03, 128.00), "L16": (568.18, 480.00),
-                     "L18": (819.26, 550.50)}
+                     "L18": (819.26, 550.50), "L20": (162.00, 152.00)}
 # L16's output buffer: the log's Vulkan_Host 0.95 MiB is one row of 248320 f32 logits; kvmath's b9776 rule
 # (n_parallel x (1 + draft tokens) = 3 rows) gives 2.84 MiB: not derived for b9849 (the buffer may be sized at
 # one row and grown by output_reserve when a draft batch asks for more).
@@ -589,13 +593,13 @@ def _share(rows, ok) -> float:
 
 def test_issue_22_share_of_held_out_rows():
     """Issue 22's done-when: compute within 5 % and the device total within 100 MiB on >= 80 % of held-out
-    logs. Measured now: compute 7 of 11 (64 %), totals 4 of 4; the compute share is below the criterion."""
+    logs. Measured now: compute 8 of 13 (62 %), totals 6 of 6; the compute share is below the criterion."""
     compute = _share(COMPUTE_ROWS, lambda r: abs(PRICED[r["id"]]["compute_mib"] - float(r["compute_mib"]))
                      <= 0.05 * float(r["compute_mib"]))
-    assert (sum(1 for r in COMPUTE_ROWS if r["id"] not in COMPUTE_RESIDUALS), len(COMPUTE_ROWS)) == (7, 11)
-    assert compute == pytest.approx(7 / 11)
-    assert len(TOTAL_ROWS) == 4
-    # the criterion is not met (L08, L09, L16, L18: COMPUTE_RESIDUALS): the share is held at the measured figure,
+    assert (sum(1 for r in COMPUTE_ROWS if r["id"] not in COMPUTE_RESIDUALS), len(COMPUTE_ROWS)) == (8, 13)
+    assert compute == pytest.approx(8 / 13)
+    assert len(TOTAL_ROWS) == 6
+    # the criterion is not met (L08, L09, L16, L18, L20: COMPUTE_RESIDUALS): the share is held at the measured figure,
     # so a change that loses a row fails, and one that wins a residual row must raise it here
     assert compute < ISSUE_22_SHARE
 
