@@ -491,12 +491,13 @@ def held_out_price(row) -> dict:
     return out
 
 
-def _logged_kv(row) -> tuple[list[float], dict[str, float]]:
-    """A row's kv_mib: 'a;b' = one figure per cache object (non-SWA first), 'DEV=a;DEV=b' = per device."""
+def _logged_kv(row) -> tuple[list[float | None], dict[str, float]]:
+    """A row's kv_mib: 'a;b' = one figure per cache object (non-SWA first), 'DEV=a;DEV=b' = per device;
+    '-' stands for a cache object whose line is not in the excerpt (L17: '-;18.00', the SWA line only)."""
     parts = [p for p in row["kv_mib"].split(";") if p]
     if parts and "=" in parts[0]:
         return [], {k: float(v) for k, v in (p.split("=") for p in parts)}
-    return [float(p) for p in parts], {}
+    return [None if p == "-" else float(p) for p in parts], {}
 
 
 PRICED = {r["id"]: held_out_price(r) for r in HELD_OUT}
@@ -507,7 +508,23 @@ PRICED = {r["id"]: held_out_price(r) for r in HELD_OUT}
 # L09 (CPU, d222767c7, Ministral 3 3B, -ub 1024, flash attention): 168.03 logged, kvmath 128.00 (the
 #   feed-forward phase: gate, up and their product 3 x 4 x 9216 x 1024 + one 3072 x 1024 vector + the f16
 #   mask): 40.03 MiB not derived (the CPU_REPACK weights or ggml-alloc's placement; no graph trace of it).
-COMPUTE_RESIDUALS = {"L08": (8348.01, 4240.00), "L09": (168.03, 128.00)}
+# L16 (Vulkan, b9849, Qwen 3.6 27B shape, -ub 2048, MTP draft 2, flash attention resolved on): 568.18 logged,
+#   kvmath 480.00 (b9776's rules: 3 output rows, the f16 FA mask); 88.18 MiB not derived (no graph trace; the
+#   llama.cpp tree could not be fetched here: its snapshot is over the 500 MiB limit).
+# L18 (Metal, LM Studio's mid-2025 llama.cpp, gpt-oss-120b, -fa off, full-size SWA cache of 4096 cells):
+#   819.26 logged, kvmath 550.50 (b6057's rules: the 64-head kq matrix 64 x 4096 x 512 x 4 = 512 MiB and its
+#   rest); 268.76 MiB not derived (the runtime's llama.cpp commit is not in the log, and the tree could not be
+#   fetched here). L06 (gpt-oss-20b, CUDA, flash attention on) is within 5 %: the miss is with -fa off on Metal.
+# L20 (CUDA, b4550, Pythia 2.8B, -ub 512, -fa off): 162.00 logged, kvmath 152.00 (-6.2 %); the 10.00 MiB are
+#   2 x n_embd x n_ubatch x 4 bytes (2560 x 512), as if two more residual-stream tensors were live at the peak
+#   (a candidate, unverified: gptneox's parallel residual keeping the attention output and the layer input): an
+#   observation, not derived from the b4550 graph. L19 (Pythia 1.4B, Metal, same build) is exact.
+COMPUTE_RESIDUALS = {"L08": (8348.01, 4240.00), "L09": (168.03, 128.00), "L16": (568.18, 480.00),
+                     "L18": (819.26, 550.50), "L20": (162.00, 152.00)}
+# L16's output buffer: the log's Vulkan_Host 0.95 MiB is one row of 248320 f32 logits; kvmath's b9776 rule
+# (n_parallel x (1 + draft tokens) = 3 rows) gives 2.84 MiB: not derived for b9849 (the buffer may be sized at
+# one row and grown by output_reserve when a draft batch asks for more).
+OUTPUT_RESIDUALS = {"L16": (0.95, 2.84)}
 ISSUE_22_SHARE = 0.80
 
 
@@ -522,7 +539,7 @@ def test_held_out_rows_quote_their_figures(row):
             in_bytes = {round(int(n) / MiB, 2) for n in re.findall(r"\b\d{7,}\b", row["quoted_lines"])}
             assert f"{float(row[col]):.2f}" in row["quoted_lines"] or float(row[col]) in in_bytes, col  # L07/L08
     flat, per_dev = _logged_kv(row)
-    for v in flat + list(per_dev.values()):
+    for v in [x for x in flat if x is not None] + list(per_dev.values()):
         assert f"{v:.2f}" in row["quoted_lines"]
     assert row["compute_check"] == "yes" or row["compute_check"].startswith("no: ")
     assert row["total_check"] == "yes" or row["total_check"].startswith("no: ")
@@ -534,14 +551,18 @@ def test_held_out_kv_and_rs_are_exact(row):
     p = PRICED[row["id"]]
     flat, per_dev = _logged_kv(row)
     if flat:
-        assert [round(x, 2) for x in p["kv_mib"]] == flat
+        assert len(p["kv_mib"]) == len(flat)
+        logged = [(round(x, 2), y) for x, y in zip(p["kv_mib"], flat) if y is not None]
+        assert [x for x, _ in logged] == [y for _, y in logged]
     if per_dev:
         assert {k: round(v, 2) for k, v in p["kv_dev_mib"].items()} == per_dev
     if not flat and not per_dev:  # L08: no KV line in the excerpt; its size follows from -c 65536 (no padding)
         assert row["id"] == "L08" and p["kv_mib"] == [6144.0]
     if row["rs_mib"]:
         assert round(p["rs_mib"], 2) == float(row["rs_mib"])
-    if row["output_mib"]:
+    if row["output_mib"] and row["id"] in OUTPUT_RESIDUALS:
+        assert OUTPUT_RESIDUALS[row["id"]] == (float(row["output_mib"]), round(p["output_mib"], 2))
+    elif row["output_mib"]:
         assert round(p["output_mib"], 2) == float(row["output_mib"])
 
 
@@ -562,6 +583,7 @@ def test_held_out_compute_buffer(row):
 @pytest.mark.parametrize("row", TOTAL_ROWS, ids=[r["id"] for r in TOTAL_ROWS])
 def test_held_out_device_total_within_100_mib(row):
     flat, per_dev = _logged_kv(row)
+    assert None not in flat  # a total needs every cache object's line
     logged = sum(float(row[c]) for c in ("model_mib", "rs_mib", "compute_mib", "output_mib") if row[c]) + sum(flat)
     assert abs(PRICED[row["id"]]["total"] - logged) <= 100
 
@@ -572,14 +594,14 @@ def _share(rows, ok) -> float:
 
 def test_issue_22_share_of_held_out_rows():
     """Issue 22's done-when: compute within 5 % and the device total within 100 MiB on >= 80 % of held-out
-    logs. Measured now: compute 5 of 7 (71 %), totals 3 of 3; the compute share is below the criterion."""
+    logs. Measured now: compute 8 of 13 (62 %), totals 6 of 6; the compute share is below the criterion."""
     compute = _share(COMPUTE_ROWS, lambda r: abs(PRICED[r["id"]]["compute_mib"] - float(r["compute_mib"]))
                      <= 0.05 * float(r["compute_mib"]))
-    assert (sum(1 for r in COMPUTE_ROWS if r["id"] not in COMPUTE_RESIDUALS), len(COMPUTE_ROWS)) == (5, 7)
-    assert compute == pytest.approx(5 / 7)
-    assert len(TOTAL_ROWS) == 3
-    # the criterion is not met (L08 and L09, COMPUTE_RESIDUALS): the share is held at the measured figure, so a
-    # change that loses a row fails, and one that wins L08 or L09 must raise it here
+    assert (sum(1 for r in COMPUTE_ROWS if r["id"] not in COMPUTE_RESIDUALS), len(COMPUTE_ROWS)) == (8, 13)
+    assert compute == pytest.approx(8 / 13)
+    assert len(TOTAL_ROWS) == 6
+    # the criterion is not met (L08, L09, L16, L18, L20: COMPUTE_RESIDUALS): the share is held at the measured
+    # figure, so a change that loses a row fails, and one that wins a residual row must raise it here
     assert compute < ISSUE_22_SHARE
 
 
