@@ -16,7 +16,7 @@ KV sharing), Llama 4 (chunked attention), Gated DeltaNet hybrids (``qwen3_next``
 (``deepseek_v32``, ``glm_moe_dsa``), Kimi Linear (MLA + Kimi Delta Attention, 1-based layer lists),
 Nemotron-H and Granite 4.0-H (Mamba-2 and attention), Mamba-1 (``mamba``, ``falcon_mamba``, ``jamba``) and
 LFM2's short convolutions. Multimodal wrappers (``_WRAPPERS``: Qwen-VL, Gemma 3 / 3n / 4, Llama 4, Mistral 3,
-LFM2-VL, LLaVA, Voxtral) are read from their text part, with the vision tower's size; any other outer
+LFM2-VL, LLaVA, Voxtral, Kimi K2.5) are read from their text part, with the vision tower's size; any other outer
 ``model_type`` holding a ``text_config`` is refused. Older layouts: ``gpt2``, ``gptj``, ``gpt_bigcode`` (GPT-2's
 key names), ``opt`` (``ffn_dim``), ``bloom`` (``n_layer`` / ``n_head``), ``falcon`` (the multi-query 7B; 40B's
 broadcast cache is refused), and plain attention in ``gpt_neox``, ``olmo``, ``stablelm``, ``nemotron``.
@@ -93,10 +93,14 @@ def architecture_from_config(cfg: Any, *, name: str, source: str = "") -> Archit
 _WRAPPERS = {"qwen3_5": "qwen3_5_text", "qwen3_5_moe": "qwen3_5_moe_text", "gemma4": "gemma4_text",
              "gemma3": "gemma3_text", "gemma3n": "gemma3n_text", "qwen3_vl": "qwen3_vl_text",
              "qwen3_vl_moe": "qwen3_vl_moe_text", "qwen2_5_vl": "qwen2_5_vl_text", "qwen2_vl": "qwen2_vl_text",
-             "llama4": "llama4_text", "mistral3": "mistral", "lfm2_vl": "lfm2", "llava": "llama", "voxtral": "llama"}
+             "llama4": "llama4_text", "mistral3": "mistral", "lfm2_vl": "lfm2", "llava": "llama", "voxtral": "llama",
+             "kimi_k25": "deepseek_v3"}
 """Multimodal wrapper model_type -> the model_type of its text_config when the text_config names none
 (transformers 5.23 ``sub_configs`` defaults: ``Mistral3Config`` builds a ``mistral`` text config by default,
-``Lfm2VlConfig`` an ``lfm2`` one, ``LlavaConfig`` and ``VoxtralConfig`` a ``llama`` one)."""
+``Lfm2VlConfig`` an ``lfm2`` one, ``LlavaConfig`` and ``VoxtralConfig`` a ``llama`` one, ``KimiK25Config`` a
+``deepseek_v3`` one, and it reads a ``kimi_k2`` text_config as ``deepseek_v3``: :data:`_TEXT_REMAP`)."""
+_TEXT_REMAP = {"kimi_k25": {"kimi_k2": "deepseek_v3"}}
+"""Text model_types a wrapper's config class rewrites (transformers 5.23 ``KimiK25Config.__post_init__``)."""
 _CLASS_DEFAULTS = {"llava": {"llama": {"hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32,
                                        "num_attention_heads": 32, "max_position_embeddings": 2048,
                                        "vocab_size": 32000}}}
@@ -148,6 +152,7 @@ def _unwrap(cfg: dict) -> tuple[dict, "VisionTower | None"]:
     if inner.get("model_type") is None:
         # transformers builds the wrapper's own text-config class whatever text_config says
         inner["model_type"] = _WRAPPERS[outer_type]
+    inner["model_type"] = _TEXT_REMAP.get(outer_type, {}).get(inner["model_type"], inner["model_type"])
     for key, value in _CLASS_DEFAULTS.get(outer_type, {}).get(inner["model_type"], {}).items():
         inner.setdefault(key, value)
     if inner.get("tie_word_embeddings") is None and cfg.get("tie_word_embeddings") is not None:
