@@ -28,6 +28,11 @@ from .validate import one_line
 
 
 class _Parser(argparse.ArgumentParser):
+    def _print_message(self, message, file=None):  # a failed write of --help is an error (clitools)
+        from kvmath.clitools import print_message
+
+        print_message(message, file)
+
     def error(self, message):  # one line, exit 2, like every other bad input (a 5,000-digit value is cut)
         self.exit(2, f"kvmath: error: {one_line(message)} (see kvmath --help)\n")
 

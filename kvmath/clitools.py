@@ -64,7 +64,20 @@ def guarded(prog: str, run, argv=None) -> int:
     except KvMathError as e:
         _say(f"{prog}: error: {one_line(e)}")
         return BAD_INPUT
-    except (SystemExit, KeyboardInterrupt):
+    except SystemExit as e:
+        if e.code in (0, None):  # --help: argparse printed it and exits 0; a full disk must not pass as read
+            try:
+                sys.stdout.flush()
+            except BrokenPipeError:
+                _mute_stdout()
+            except OSError as oe:
+                if not _is_stdout_error(oe):
+                    raise
+                _say(f"{prog}: error: cannot write the output ({oe.strerror or oe})")
+                _mute_stdout()
+                return BAD_INPUT
+        raise
+    except KeyboardInterrupt:
         raise
     except OSError as e:
         if _is_stdout_error(e):
@@ -189,3 +202,12 @@ def _cut(value) -> str:
 def drop_private(namespace) -> None:
     """Remove the bookkeeping :func:`refuse_repeats` leaves on a parsed namespace."""
     namespace.__dict__.pop("_kvmath_seen", None)
+
+
+def print_message(message, file=None) -> None:
+    """``argparse.ArgumentParser._print_message`` without its ``except OSError: pass``: argparse drops a failed
+    write of ``--help`` and exits 0, so ``kvmath --help > /dev/full`` passed as read. Here the OSError reaches
+    :func:`guarded`, which answers it in one line with exit 2."""
+    if message:
+        (file or sys.stderr).write(message)
+        (file or sys.stderr).flush()

@@ -79,6 +79,34 @@ def check_count(value, what: str, minimum: int = 0, maximum: int = MAX_INT) -> i
     return value
 
 
+def stoi_int(text: str) -> int:
+    """An argparse ``type`` for a llama.cpp integer flag: ASCII digits with an optional sign, nothing else.
+
+    llama.cpp reads its integer flags with ``std::stoi`` (common/arg.cpp), which takes only ASCII digits and
+    stops at the first other character: ``1_000`` is 1 there and ``\u0661\u0662`` (Arabic-Indic 12) an error,
+    where Python's ``int`` reads 1000 and 12. Anything but ``-?[0-9]+`` is refused rather than read
+    differently from the engine. Raises argparse.ArgumentTypeError (argparse's one-line error names the flag)."""
+    if not isinstance(text, str) or not re.fullmatch(r"[+-]?[0-9]{1,15}", text.strip()):
+        from argparse import ArgumentTypeError
+
+        raise ArgumentTypeError(f"llama.cpp takes an integer of ASCII digits (as std::stoi reads it), got {_short(text)}")
+    return int(text.strip())
+
+
+STOF = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
+def stof_float(text, what: str) -> float:
+    """A llama.cpp number flag (``-ts`` proportions), as ``std::stof`` reads it (common/arg.cpp): ASCII digits,
+    a point and an exponent. ``1_0`` is 1 for stof and 10 for Python's ``float``; Arabic-Indic digits are an
+    error for stof: anything outside that grammar is refused, not read differently. The range is the caller's.
+    Raises KvMathError naming ``what``."""
+    t = str(text).strip()
+    if len(t) > 40 or not STOF.fullmatch(t):
+        raise KvMathError(f"{what} takes a number of ASCII digits (as llama.cpp's std::stof reads it), got {_short(text)}")
+    return float(t)
+
+
 def check_bool(value, what: str) -> bool:
     if not isinstance(value, bool):
         raise KvMathError(f"{what} must be True or False, got {_short(value)}")
@@ -565,7 +593,8 @@ def parse_json(text, where: str, max_bytes: int = 64 * 2**20, max_depth: int = M
     """``json.loads(text)`` (str or UTF-8 bytes) with one-line refusals: more than ``max_bytes``, not UTF-8,
     not JSON (with the line and column), nested deeper than ``max_depth`` (checked before parsing, so a
     100,000-level document is neither parsed nor a RecursionError), an integer beyond Python's digit
-    limit, a key given twice in one object. ``NaN`` / ``Infinity`` tokens parse as Python does; the field rules
+    limit, a key given twice in one object, a lone UTF-16 surrogate escape (``"\\ud800"``: Python's json
+    reads it into a str that cannot be written out as UTF-8). ``NaN`` / ``Infinity`` tokens parse as Python does; the field rules
     refuse them where a number is read."""
     if len(text) > max_bytes:
         raise KvMathError(f"{where}: {len(text):,} bytes of JSON is too large (at most {max_bytes:,})")
@@ -582,7 +611,13 @@ def parse_json(text, where: str, max_bytes: int = 64 * 2**20, max_depth: int = M
     if depth > max_depth:
         raise KvMathError(f"{where}: JSON nested {depth:,} levels deep (at most {max_depth})")
     try:
-        return _loads(text)
+        value = _loads(text)
+        if _SURROGATE.search(text):  # a \ud800-\udfff escape: a lone one is no character in any encoding
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+        return value
+    except UnicodeEncodeError:
+        raise KvMathError(f"{where}: a \\u escape names a lone UTF-16 surrogate (\\ud800-\\udfff), which is no "
+                          "character; the file is damaged") from None
     except json.JSONDecodeError as e:
         raise KvMathError(f"{where}: not valid JSON ({e.msg} at line {e.lineno}, column {e.colno})") from None
     except _DuplicateKey as e:
@@ -595,6 +630,7 @@ def parse_json(text, where: str, max_bytes: int = 64 * 2**20, max_depth: int = M
 
 
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
 _BRACKETS = re.compile(r"[\[\]{}]")
 
 

@@ -1061,3 +1061,92 @@ def test_add_model_without_id_is_one_line(capsys):
     assert main(["--add-model", str(ROOT / "data" / "configs" / "Qwen__Qwen3-32B.json")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--add-model needs --id" in err[0], err
+
+
+# --- second held-out probe (/work/heldout-probe2/probe.py) -------------------------------------------------
+
+
+@pytest.mark.parametrize("flag,value", [("-c", "1_000"), ("--n-cpu-moe", "\u0661\u0662"), ("-np", "0x2"), ("-b", " 1_0")])
+def test_llamacpp_int_flags_read_as_stoi(flag, value, capsys):
+    # llama.cpp reads these with std::stoi (common/arg.cpp): "1_000" is 1 there, Arabic-Indic "12" an error;
+    # Python's int() reads 1000 and 12, a different deployment priced without a word
+    from kvmath.cli import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["--config", "qwen3-32b", "--engine", "llama.cpp", flag, value])
+    assert e.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "ASCII digits" in err[0] and flag in err[0], err
+
+
+@pytest.mark.parametrize("argv", [["-ts", "1_0,1"], ["-ts", "\u0661,1"], ["--fit-target", "1_0"]])
+def test_llamacpp_number_flags_read_as_stof(argv, capsys):
+    # std::stof("1_0") is 1 in llama.cpp and Python's float("1_0") is 10: a 10:1 split priced for llama.cpp's 1:1;
+    # Arabic-Indic digits are an error for stof
+    from kvmath.engines.llamacpp.fit import main
+    from kvmath.validate import stof_float
+
+    assert main(["-m", "qwen3-32b", "--card", "rtx4090"] + argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and ("ASCII digits" in err[0] or "integer" in err[0]), err
+    assert stof_float(" .5e1 ", "-ts") == 5.0 and stof_float("3", "-ts") == 3.0  # stof's own grammar still reads
+
+
+@pytest.mark.parametrize("spec,ok", [("exps=NOPE", False), ("exps=", False), ("exps=CPU", True), ("exps=CUDA_Host", True),
+                                     ("exps=CUDA1", True), ("blk\\.0=RPC[10.0.0.2:50052]", True)])
+def test_ot_buffer_must_be_a_buffer_type(spec, ok):
+    # common/arg.cpp looks the buffer up among the devices' buffer types and throws "unknown buffer type":
+    # an unknown name was priced as a device of its own
+    from kvmath.engines.llamacpp.launch import check_override
+
+    if ok:
+        assert check_override(spec)[1] == spec.rsplit("=", 1)[1]
+    else:
+        with pytest.raises(KvMathError, match="-ot"):
+            check_override(spec)
+
+
+def test_lone_surrogate_escape_refused(tmp_path):
+    # "\udfff" is valid JSON syntax but no character: Python's json reads it into a str that cannot be encoded
+    # as UTF-8 (a config with it in "architectures" was priced as if the field were a name)
+    cfg = json.loads((ROOT / "data" / "configs" / "Qwen__Qwen3-32B.json").read_text())
+    cfg["architectures"] = ["\udfff"]
+    with pytest.raises(KvMathError, match="lone UTF-16 surrogate"):
+        kvmath.load_architecture(config_file(tmp_path, text=json.dumps(cfg)))
+    cfg["architectures"] = ["Qwen3ForCausalLM\U0001F600"]  # a surrogate pair is a character: read on
+    from kvmath.validate import parse_json
+
+    assert parse_json(json.dumps(cfg), "x")["architectures"] == cfg["architectures"]
+
+
+def test_help_to_a_full_disk_is_exit_2():
+    # argparse swallows the OSError of writing --help and exits 0: "kvmath --help > /dev/full" passed as read
+    import io
+    import errno
+
+    from kvmath.clitools import guarded
+    from kvmath.cli import run
+
+    class Full(io.StringIO):
+        def write(self, s):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    old = sys.stdout
+    sys.stdout = Full()
+    try:
+        assert guarded("kvmath", run, ["--help"]) == 2
+    finally:
+        sys.stdout = old
+
+
+def test_add_model_user_folder_not_a_folder(tmp_path, monkeypatch, capsys):
+    # $KVMATH_USER_DATA_DIR naming a file was NotADirectoryError, exit 3
+    from kvmath.book.model_chapter import main
+
+    f = tmp_path / "a-file"
+    f.write_text("x")
+    monkeypatch.setenv("KVMATH_USER_DATA_DIR", str(f))
+    assert main(["--add-model", str(ROOT / "data" / "configs" / "Qwen__Qwen3-32B.json"), "--id", "probe-z",
+                 "--revision", "unrecorded"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "it must be a folder" in err[0], err

@@ -344,14 +344,26 @@ def test_gguf_weights_projector_and_draft(tiny_gguf):
     assert _term(v, "Host", "model") == written["token_embd.weight"]  # the input layer stays on the CPU
     # K and V: 4 layers x 1024 cells x 2 KV heads x 64 x f16
     assert _term(v, "CUDA0", "kv") == 4 * 1024 * 2 * (2 * 64 * 2)
-    both, _ = _verdict(["-m", str(path), "-c", "1024", "-np", "1", "--mmproj", str(path), "-md", str(path),
+    import numpy as np
+    import gguf
+
+    # a projector GGUF is written with general.architecture "clip" (convert_hf_to_gguf.py MmprojModel)
+    proj = path.with_name("mmproj-tiny.gguf")
+    pw = gguf.GGUFWriter(str(proj), "clip")
+    pw.add_tensor("v.patch_embd.weight", np.zeros((16, 3, 4, 4), dtype=np.float16))  # 16*3*4*4*2 = 1,536 B
+    pw.add_tensor("mm.0.weight", np.zeros((128, 16), dtype=np.float16))  # 128*16*2 = 4,096 B
+    pw.write_header_to_file(); pw.write_kv_data_to_file(); pw.write_tensors_to_file(); pw.close()
+    both, _ = _verdict(["-m", str(path), "-c", "1024", "-np", "1", "--mmproj", str(proj), "-md", str(path),
                         "--device-memory", "8GiB", "--fit", "off"])
     total = sum(written.values())
-    assert _term(both, "CUDA0", "mmproj") == total == _term(both, "CUDA0", "draft_model")
+    assert _term(both, "CUDA0", "mmproj") == 1536 + 4096 and _term(both, "CUDA0", "draft_model") == total
     assert _term(both, "CUDA0", "draft_kv") == _term(both, "CUDA0", "kv")
-    host, _ = _verdict(["-m", str(path), "-c", "1024", "--mmproj", str(path), "--no-mmproj-offload",
+    host, _ = _verdict(["-m", str(path), "-c", "1024", "--mmproj", str(proj), "--no-mmproj-offload",
                         "--device-memory", "8GiB"])
-    assert _term(host, "Host", "mmproj") == total and _term(host, "CUDA0", "mmproj") == 0
+    assert _term(host, "Host", "mmproj") == 1536 + 4096 and _term(host, "CUDA0", "mmproj") == 0
+    # a GGUF that is not a projector (here the language model itself) is refused, as clip.cpp refuses it
+    with pytest.raises(KvMathError, match="not a multimodal projector"):
+        _verdict(["-m", str(path), "-c", "1024", "--mmproj", str(path), "--device-memory", "8GiB"])
     # -ngl 2: i_gpu_start = n_layer + 1 - ngl = 3 (the output counts as a layer), so block 3 and the output go to
     # the GPU; each block's KV follows its block (blocks 0-2 keep theirs in RAM)
     two, _ = _verdict(["-m", str(path), "-c", "1024", "-np", "1", "-ngl", "2", "--device-memory", "8GiB"])

@@ -173,14 +173,19 @@ def write_model_facts(config_path: str | Path, model_id: str, *, title: str = ""
     if differ:
         raise KvMathError(f"{config_path.name}: the kept config keys give a different {', '.join(differ)}; "
                           "add the config field kvmath reads for it to KEYS in kvmath/book/model_chapter.py")
-    if user:
-        configs = facts.user_data_dir() / "configs"
-        configs.mkdir(parents=True, exist_ok=True)
-        (configs / f"{model_id}.json").write_bytes(raw)
-        out_dir = facts.user_data_dir() / "models"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    out = Path(out_dir) / f"{model_id}.json"
-    out.write_text(json.dumps(entry, indent=1) + "\n")
+    try:
+        if user:
+            configs = facts.user_data_dir() / "configs"
+            configs.mkdir(parents=True, exist_ok=True)
+            (configs / f"{model_id}.json").write_bytes(raw)
+            out_dir = facts.user_data_dir() / "models"
+        out_dir.mkdir(parents=True, exist_ok=True)
+        out = Path(out_dir) / f"{model_id}.json"
+        out.write_text(json.dumps(entry, indent=1) + "\n")
+    except (NotADirectoryError, FileExistsError, PermissionError, IsADirectoryError) as e:
+        # $KVMATH_USER_DATA_DIR naming a file (or a device such as /dev/full) was an internal error
+        raise KvMathError(f"cannot write the model to {e.filename}: {e.strerror} (the user data folder is "
+                          "$KVMATH_USER_DATA_DIR, else platformdirs.user_data_dir('kvmath'); it must be a folder)") from None
     facts.forget_models()
     return out
 
@@ -332,6 +337,9 @@ def book_chapters(toc: Path | None = None) -> list[dict]:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m kvmath.book.model_chapter", description=__doc__.split("\n")[0])
+    from ..clitools import print_message
+
+    p._print_message = print_message  # a failed write of --help is an error, not exit 0 (clitools)
     p.add_argument("--model", help="known model id or config.json path: write its chapter")
     p.add_argument("--title", default="")
     p.add_argument("--out", help="output .ipynb (default notebooks/generated/<id>.ipynb)")

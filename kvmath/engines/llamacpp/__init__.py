@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from ...errors import KvMathError
 from ...model.specs import FULL, LINEAR, SLIDING, Architecture
 from ...units import ceil_div
-from ...validate import MAX_TOKENS, _short, check_bool, check_count, check_name, check_positive
+from ...validate import MAX_TOKENS, _short, check_bool, check_count, check_name, check_positive, stof_float, stoi_int
 from ..base import Engine, LayerGroup, StateTensor, merge_empty
 from .formats import LLAMACPP_CACHE_TYPES, TURBO_TYPES, llamacpp_format
 from .builds import SPEC_ROLLBACK, TABLE
@@ -252,20 +252,20 @@ class LlamaCppEngine(Engine):
 
     def add_cli_flags(self, g) -> list[str]:
         S = argparse.SUPPRESS
-        g.add_argument("-c", "--ctx-size", dest="n_ctx", type=int, default=S,
+        g.add_argument("-c", "--ctx-size", dest="n_ctx", type=stoi_int, default=S,
                        help="total context over all sequences (-c); per sequence = ctx_size / parallel")
-        g.add_argument("-np", "--parallel", dest="n_parallel", type=int, default=S, help="sequences (slots)")
+        g.add_argument("-np", "--parallel", dest="n_parallel", type=stoi_int, default=S, help="sequences (slots)")
         g.add_argument("-ctk", "--cache-type-k", dest="cache_type_k", default=S, help="K cache type")
         g.add_argument("-ctv", "--cache-type-v", dest="cache_type_v", default=S, help="V cache type")
-        g.add_argument("-b", "--batch-size", dest="n_batch", type=int, default=S, help="logical batch (2048)")
-        g.add_argument("-ub", "--ubatch-size", dest="n_ubatch", type=int, default=S, help="physical batch (512)")
+        g.add_argument("-b", "--batch-size", dest="n_batch", type=stoi_int, default=S, help="logical batch (2048)")
+        g.add_argument("-ub", "--ubatch-size", dest="n_ubatch", type=stoi_int, default=S, help="physical batch (512)")
         g.add_argument("--swa-full", action="store_true", default=S, help="full-size SWA cache")
         g.add_argument("-fa", "--flash-attn", dest="flash_attn", choices=FLASH_ATTN, default=S)
         g.add_argument("--kv-unified", action="store_true", default=S, help="one cache stream for all sequences")
         g.add_argument("--spec-type", dest="spec_type", default=S,
                        help="speculative decoding type (draft-mtp, draft-eagle3, draft-dflash, draft-dspark keep "
                             "recurrent rollback snapshots; draft-simple and ngram-* keep none)")
-        g.add_argument("--spec-draft-n-max", dest="spec_draft_n_max", type=int, default=S,
+        g.add_argument("--spec-draft-n-max", dest="spec_draft_n_max", type=stoi_int, default=S,
                        help="most draft tokens per step: with a draft-model --spec-type, the recurrent state keeps "
                             "that many rollback snapshots per sequence (Qwen 3.5 / 3.6 hybrids)")
         g.add_argument("--llamacpp-build", dest="build", default=S,
@@ -274,7 +274,7 @@ class LlamaCppEngine(Engine):
         where = "the cache is sized for all layers; kvmath-fit llama-server ... prints the per-device budget"
         g.add_argument("-ngl", "--n-gpu-layers", dest="n_gpu_layers", default=S,
                        help=f"layers on the GPU (a number, all or auto); {where}")
-        g.add_argument("--n-cpu-moe", "-ncmoe", dest="n_cpu_moe", type=int, default=S,
+        g.add_argument("--n-cpu-moe", "-ncmoe", dest="n_cpu_moe", type=stoi_int, default=S,
                        help=f"experts of the first N layers in system RAM; {where}")
         g.add_argument("-ot", "--override-tensor", dest="override_tensor", action="append", default=S,
                        help=f"PATTERN=BUFFER tensor placement; {where}")
@@ -307,9 +307,9 @@ class LlamaCppEngine(Engine):
         ts = out.pop("tensor_split", None)
         if ts is not None:
             try:
-                parts = [float(x) for x in str(ts).replace("/", ",").split(",")]
-            except ValueError:
-                raise KvMathError(f"--tensor-split takes proportions like 3,1, got {_short(ts)}") from None
+                parts = [stof_float(x, "--tensor-split") for x in str(ts).replace("/", ",").split(",")]
+            except KvMathError:
+                raise KvMathError(f"--tensor-split takes proportions of ASCII digits like 3,1, got {_short(ts)}") from None
             import math
 
             if len(parts) > 4096 or not all(math.isfinite(x) and 0 <= x <= 1e12 for x in parts):

@@ -17,7 +17,7 @@ import re
 from typing import Mapping, Sequence
 
 from ...errors import KvMathError, choices
-from ...validate import _short
+from ...validate import _short, stof_float
 from .builds import TABLE
 
 MAX_INT = 1 << 40
@@ -144,7 +144,17 @@ def check_override(spec: str) -> tuple[str, str]:
         re.compile(pat)
     except (re.error, OverflowError, RecursionError) as e:
         raise KvMathError(f"-ot pattern {_short(pat)} is not a regular expression: {e}") from None
+    if not _BUFT.fullmatch(buft.strip()):
+        raise KvMathError(f"-ot buffer {_short(buft.strip())} is not a llama.cpp buffer type (CPU, CUDA0, CUDA_Host, "
+                          "ROCm0, Vulkan0, Metal, SYCL0, ...: llama-server --list-devices names them)")
     return pat, buft.strip()
+
+
+_BUFT = re.compile(r"(?i:cpu(?:_[a-z0-9]{1,16}){0,2}|(?:cuda|rocm|hip|vulkan|sycl|musa|cann|opencl|metal|mtl|blas)"
+                   r"[0-9]{0,2}(?:_host|_split)?)|RPC\[[A-Za-z0-9_.:\-]{1,80}\]")
+"""An ``-ot`` buffer: a buffer type's name as ``ggml_backend_buft_name`` gives it (common/arg.cpp looks the value
+up among every device's buffer types and throws "unknown buffer type" otherwise): the CPU's (``CPU``,
+``CPU_REPACK``), a GPU backend's with its index, its ``_Host`` (pinned) or ``_Split`` type, or an RPC server's."""
 
 
 OT_MAX_PATTERNS = 256
@@ -180,10 +190,7 @@ def _int(value: str, flag: str, lo: int = 0, hi: int = MAX_INT) -> int:
 
 
 def _float(value: str, flag: str, lo: float = 0.0, hi: float = 1e6) -> float:
-    try:
-        x = float(str(value)[:40])
-    except ValueError:
-        raise KvMathError(f"{flag} takes a number, got {_short(value)}") from None
+    x = stof_float(value, flag)  # std::stof's grammar: "1_0" is not 10
     if not lo <= x <= hi:  # NaN fails both comparisons
         raise KvMathError(f"{flag} must be a finite number between {lo:g} and {hi:g}, got {_short(value)}")
     return x

@@ -22,6 +22,7 @@ from functools import lru_cache
 
 from ...errors import KvMathError
 from ...units import GiB, MiB
+from ...validate import _short
 from ..base import Device, Term, Verdict
 from . import budget as B
 from .builds import TABLE
@@ -286,6 +287,12 @@ def _extras(s: dict, mem, gpus: list[dict], host: dict, notes: list[str]) -> Non
         from ...model.gguf import read_header
 
         h = read_header(regular_file(s["mmproj"], "--mmproj"))
+        # a projector is written with general.architecture "clip" (convert_hf_to_gguf.py MmprojModel,
+        # gguf-py MODEL_ARCH.MMPROJ); llama.cpp's clip loader (tools/mtmd/clip.cpp) refuses anything else
+        arch = h.metadata.get("general.architecture")
+        if arch != "clip" or not h.tensors:
+            raise KvMathError(f"--mmproj {_short(s['mmproj'])} is not a multimodal projector: general.architecture "
+                              f"{_short(arch)}, {len(h.tensors)} tensors (a projector GGUF is 'clip' with its tensors)")
         n = sum(int(t.n_bytes) for t in h.tensors)
         (main if s["mmproj_offload"] else host)["mmproj"] = n
         notes.append("--mmproj: the projector's weights counted from its header; its compute buffer (the image "

@@ -96,6 +96,11 @@ _FOREIGN_FLAGS = {
 
 
 class _Parser(argparse.ArgumentParser):
+    def _print_message(self, message, file=None):  # a failed write of --help is an error (clitools)
+        from kvmath.clitools import print_message
+
+        print_message(message, file)
+
     def error(self, message):  # one line, exit 2 (a 5,000-digit value is cut)
         if message.startswith("unrecognized arguments"):
             words = [w.partition("=")[0] for w in message.partition(":")[2].split()]
