@@ -1063,7 +1063,7 @@ def test_add_model_without_id_is_one_line(capsys):
     assert len(err) == 1 and "--add-model needs --id" in err[0], err
 
 
-# --- second held-out probe (/work/heldout-probe2/probe.py) -------------------------------------------------
+# --- second held-out probe (kept outside the repository so it stays unseen; its findings as regressions) ---
 
 
 @pytest.mark.parametrize("flag,value", [("-c", "1_000"), ("--n-cpu-moe", "\u0661\u0662"), ("-np", "0x2"), ("-b", " 1_0")])
