@@ -268,6 +268,10 @@ LLAMA_MIN = {"model_type": "llama", "num_hidden_layers": 4, "num_attention_heads
     ({"model_type": "qwen3_5", "num_hidden_layers": 4}, "multimodal wrapper"),
     ({"model_type": [], "text_config": {"model_type": None}}, "wraps a text_config but is not a wrapper"),
     ({"model_type": "qwen3_5", "text_config": {"model_type": None}}, "no model_type|missing"),
+    # a text_config naming its model_type by a non-string (found by the config fuzz test in CI): one line, no
+    # TypeError from the wrapper's remap table
+    ({"model_type": "gemma4", "text_config": {"model_type": []}}, "text_config.model_type must be"),
+    ({"model_type": "kimi_k25", "text_config": {"model_type": {"a": 1}}}, "text_config.model_type must be"),
 ])
 def test_window_and_wrapper_contradictions(bad, match):
     with pytest.raises(kvmath.KvMathError, match=match):

@@ -152,6 +152,10 @@ def _unwrap(cfg: dict) -> tuple[dict, "VisionTower | None"]:
     if inner.get("model_type") is None:
         # transformers builds the wrapper's own text-config class whatever text_config says
         inner["model_type"] = _WRAPPERS[outer_type]
+    if not isinstance(inner["model_type"], str) or not inner["model_type"]:
+        raise KvMathError(
+            f"{inner_key}.model_type must be a model_type name (a string); it names the decoder's layer layout"
+        )
     inner["model_type"] = _TEXT_REMAP.get(outer_type, {}).get(inner["model_type"], inner["model_type"])
     for key, value in _CLASS_DEFAULTS.get(outer_type, {}).get(inner["model_type"], {}).items():
         inner.setdefault(key, value)
