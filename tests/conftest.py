@@ -137,3 +137,27 @@ def book_html(request: pytest.FixtureRequest) -> BuiltBook:
             pytest.fail(f"KVMATH_PREBUILT_BOOK={pre}: no index.html there", pytrace=False)
         return BuiltBook(html=html, log="", returncode=0, seconds=0.0)
     return request.getfixturevalue("built_book")
+
+
+sys.path.insert(0, str(ROOT / "tools"))
+import bench_page  # noqa: E402  (tools/bench_page.py: Chromium's path and the offline flags)
+
+CHROMIUM = os.environ.get("KVMATH_CHROMIUM", bench_page.CHROMIUM)
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """One headless Chromium for every page test (tests/test_pages.py, test_pagecalc.py, test_pagecalc_book.py),
+    launched with bench_page.CHROMIUM_ARGS: without the background-networking flags Chromium keeps trying
+    Google's hosts, which a closed network refuses. ``KVMATH_CHROMIUM`` names another binary."""
+    if not (os.path.isfile(CHROMIUM) and os.access(CHROMIUM, os.X_OK)):
+        pytest.fail(f"{CHROMIUM} not found: apt-get update && apt-get install -y chromium "
+                    "(make test and .ci/run do this)", pytrace=False)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=bench_page.CHROMIUM_ARGS)
+        try:
+            yield b
+        finally:
+            b.close()

@@ -44,7 +44,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 import bench_page  # noqa: E402  (tools/bench_page.py: build_site, serve, offline_page)
 
-CHROMIUM = os.environ.get("KVMATH_CHROMIUM", bench_page.CHROMIUM)
 WIDTHS = (1280, 390)
 ANSWER_TIMEOUT_MS = 180_000  # Pyodide's first boot on a loaded 2-core machine
 
@@ -120,20 +119,6 @@ def site(tmp_path_factory):
 def base(site):
     with bench_page.serve(site) as url:
         yield url
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not (os.path.isfile(CHROMIUM) and os.access(CHROMIUM, os.X_OK)):
-        pytest.fail(f"{CHROMIUM} not found: apt-get install -y chromium (make test does this)", pytrace=False)
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=bench_page.CHROMIUM_ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
 
 
 @pytest.fixture

@@ -25,7 +25,6 @@ served on 127.0.0.1 and opened in headless Chromium with every request to anothe
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -38,7 +37,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 import bench_page  # noqa: E402
 
-CHROMIUM = os.environ.get("KVMATH_CHROMIUM", bench_page.CHROMIUM)
 TIMEOUT_MS = 600_000  # every chapter's defaults in one Pyodide, on a loaded 2-core machine
 ENGINES = ("vllm", "llama.cpp", "transformers")
 CHAPTERS = [d.rsplit("/", 1)[1] for d in toc_docnames() if d.startswith("notebooks/generated/")]
@@ -65,20 +63,6 @@ def _calculator_requests(log):
 def base(book_html):
     with bench_page.serve(book_html.html) as url:
         yield url
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not (os.path.isfile(CHROMIUM) and os.access(CHROMIUM, os.X_OK)):
-        pytest.fail(f"{CHROMIUM} not found: apt-get install -y chromium (make test does this)", pytrace=False)
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=bench_page.CHROMIUM_ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
 
 
 @pytest.fixture

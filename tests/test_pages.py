@@ -56,19 +56,6 @@ import pytest
 
 from conftest import toc_docnames
 
-CHROMIUM = os.environ.get("KVMATH_CHROMIUM", "/usr/bin/chromium")
-# Flags from the machine notes: without the background-networking ones Chromium keeps
-# trying Google's hosts, which this machine's closed network refuses.
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 RENDER_TIMEOUT_MS = 30_000
 REDRAW_TIMEOUT_MS = 5_000
 WIDTHS = (1280, 390)
@@ -113,24 +100,6 @@ def server(book_html):
     finally:
         httpd.shutdown()
         httpd.server_close()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not (os.path.isfile(CHROMIUM) and os.access(CHROMIUM, os.X_OK)):
-        pytest.fail(
-            f"{CHROMIUM} not found: apt-get update && apt-get install -y chromium "
-            "(make test and .ci/run do this)",
-            pytrace=False,
-        )
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
 
 
 # JS helpers -----------------------------------------------------------------------------
