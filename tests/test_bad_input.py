@@ -1004,6 +1004,25 @@ def test_duplicate_json_keys_refused(tmp_path):
     assert code == 2 and "given twice" in err and len(err.strip().splitlines()) == 1, err
 
 
+def test_duplicate_json_keys_refused_in_large_texts():
+    """Over 1 MiB the parse skips the per-object hook when the pairs kept equal the text's ':' count
+    (kvmath.validate._loads); a key given twice at any depth, or an object in a list, must still be caught."""
+    from kvmath.validate import parse_json
+
+    entries = ",".join(f'"t{i}":{{"dtype":"BF16","shape":[1],"data_offsets":[{2 * i},{2 * i + 2}]}}'
+                       for i in range(30_000))
+    assert len(entries) > 2**20
+    assert len(parse_json("{" + entries + "}", "h")) == 30_000
+    for dup in ('"t7":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}',  # a tensor named twice
+                '"t8":5',  # the repeat is not even an object: the object kept hides it from a pair count
+                '"x":{"dtype":"F32","dtype":"BF16"}',  # inside one entry
+                '"y":[{"a":1,"a":2}]'):  # inside a list
+        with pytest.raises(KvMathError, match="is given twice"):
+            parse_json("{" + entries + "," + dup + "}", "h")
+    # a ':' inside a string is no pair: parsed again with the hook, and read
+    assert parse_json("{" + entries + ',"a:b":{"c":"d:e"}}', "h")["a:b"] == {"c": "d:e"}
+
+
 @pytest.mark.parametrize("field,value,contains", [
     ("num_experts", 0, "routes more experts than the 0"),  # top-k 8 of no experts
     ("num_experts_per_tok", 0, "is 0 but the model has 256 experts"),
