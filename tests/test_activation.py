@@ -38,6 +38,30 @@ def test_dense_gdn_forward_qwen27b():
     assert forward_peak_bytes(a, T, tp) == t["residual stream"] + t["all-reduce output"] + layer
 
 
+FAMILY_CONFIGS = pathlib.Path(__file__).parent / "fixtures" / "configs"
+
+
+@pytest.mark.parametrize("config,width,gated", [
+    # vLLM 0.24.0 model files: GPT2MLP c_fc -> get_act_fn (n_inner null: 4 x n_embd); FalconMLP dense_h_to_4h
+    # (ffn_hidden_size absent: 4 x 4544); PhiMLP fc1; StablelmMLP gate_up_proj + SiluAndMul
+    ("openai-community__gpt2", 4 * 768, False),
+    ("tiiuae__falcon-7b-instruct", 4 * 4544, False),
+    ("microsoft__phi-1", 8192, False),
+    ("stabilityai__stablelm-2-zephyr-1_6b", 5632, True),
+])
+def test_mlp_live_set_follows_the_model_files_mlp(config, width, gated):
+    """An ungated MLP holds its up projection [T, I] and the activation's output [T, I]; a gated one
+    ``gate_up_proj`` [T, 2 I] and the SiluAndMul output [T, I]. The width is the one the family rule derives
+    (GPT-2 and Falcon 7B state no ``intermediate_size``: the MLP was dropped from the peak before)."""
+    import json
+
+    a = load_architecture(json.loads((FAMILY_CONFIGS / f"{config}.json").read_text()))
+    T = 8192
+    t = terms(a, T, 1)
+    name = "MLP (gate_up, act)" if gated else "MLP (up, act)"
+    assert t[name] == T * (3 if gated else 2) * width * 2  # bf16 activations
+
+
 def test_fused_moe_caches_qwen35b():
     # fused_experts_impl: cache13 = M * top_k * max(N, K), cache2 = (M * top_k, N // 2); N = w1 rows = 2 I_e / TP
     a = load_architecture("qwen3.6-35b-a3b")  # E 256, top-k 8, I_e 512, shared 512, H 2048

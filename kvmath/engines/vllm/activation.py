@@ -150,6 +150,19 @@ def _memo(fn):
     return wrapper
 
 
+UNGATED_MLP = {
+    "gpt2": "gpt2.py GPT2MLP c_fc", "gptj": "gpt_j.py GPTJMLP fc_in", "gpt_bigcode": "gpt_bigcode.py GPTBigMLP c_fc",
+    "opt": "opt.py OPTDecoderLayer fc1", "bloom": "bloom.py BloomMLP dense_h_to_4h",
+    "falcon": "falcon.py FalconMLP dense_h_to_4h", "gpt_neox": "gpt_neox.py GPTNeoXMLP dense_h_to_4h",
+    "phi": "phi.py PhiMLP fc1", "nemotron": "nemotron.py NemotronMLP up_proj",
+    "starcoder2": "starcoder2.py Starcoder2MLP c_fc",
+}
+"""Dense model_types whose vLLM MLP is not gated (model_executor/models/<file> at 0.24.0): one up projection
+[T, I] and the activation's own output [T, I] (the activation ops write a new tensor), where a gated MLP holds
+``gate_up_proj`` [T, 2 I] and the ``SiluAndMul`` / ``GeluAndMul`` output [T, I]. Every other dense model_type
+kvmath reads has a gated MLP (``gate_up_proj``)."""
+
+
 @_memo
 def forward_terms(arch, tokens: int, tp: int = 1, *, enable_expert_parallel: bool = False) -> list[Term]:
     """The largest live set of each layer kind in the dummy forward of ``tokens`` tokens, per card.
@@ -205,7 +218,7 @@ def forward_terms(arch, tokens: int, tp: int = 1, *, enable_expert_parallel: boo
         out.append(Term("GDN projections (qkvz, ba, core out, norm out)", b,
                         f"[{T}, (2x{g.num_k_heads}x{g.k_head_dim} + 2x{g.num_v_heads}x{g.v_head_dim}) / {tp}] + ...",
                         "forward", "mamba/gdn/qwen_gdn_linear_attn.py forward_cuda (chunked kernels skipped)"))
-    I = _int(c, "intermediate_size")
+    I = arch.intermediate_size or _int(c, "intermediate_size")
     m = moe_dims(arch)
     if arch.is_moe and m["top_k"]:
         k, E = m["top_k"], m["E"]
@@ -221,6 +234,9 @@ def forward_terms(arch, tokens: int, tp: int = 1, *, enable_expert_parallel: boo
         if m["dense_beside"]:
             out.append(Term("dense MLP (gate_up, act)", T * 3 * I // tp * e, f"[{T}, 3 x {I} / {tp}]", "forward",
                             "gemma4.py dense MLP beside the experts"))
+    elif I and arch.model_type in UNGATED_MLP:
+        out.append(Term("MLP (up, act)", T * 2 * I // tp * e, f"[{T}, {I} / {tp}] + [{T}, {I} / {tp}]",
+                        "forward", f"{UNGATED_MLP[arch.model_type]} (ColumnParallelLinear) + its activation"))
     elif I:
         out.append(Term("MLP (gate_up, act)", T * 3 * I // tp * e, f"[{T}, 2 x {I} / {tp}] + [{T}, {I} / {tp}]",
                         "forward", "gate_up_proj (MergedColumnParallelLinear) + SiluAndMul / GeluAndMul"))
