@@ -1169,3 +1169,18 @@ def test_add_model_user_folder_not_a_folder(tmp_path, monkeypatch, capsys):
                  "--revision", "unrecorded"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "it must be a folder" in err[0], err
+
+
+@pytest.mark.parametrize("value,spelled", [("FP8", "'fp8'"), ("bf16", "'bfloat16'"), ("Auto", "'auto'"),
+                                           ("tq3", "'turboquant_3bit_nc'"), ("fp9", "")])
+def test_vllm_kv_cache_dtype_is_spelled_as_vllm_takes_it(value, spelled):
+    """vLLM gives argparse CacheDType's names as ``choices`` (vllm/engine/arg_utils.py, vllm/config/cache.py), which
+    compare case-sensitively: ``vllm serve --kv-cache-dtype FP8`` exits with "invalid choice", so a pasted line with
+    it must not price a boot. kvmath's own ``--kv-format`` keeps its aliases."""
+    line = ["vllm", "serve", "Qwen/Qwen3-32B", "--card", "h100", "--kv-cache-dtype", value]
+    code, _, err = run_cli_in_process("kvmath-fit", line)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "is not a vLLM kv_cache_dtype" in err, err
+    assert (f"vllm serve spells it {spelled}" in err) if spelled else "spells it" not in err, err
+    code, out, err = run_cli_in_process("kvmath-fit", ["--model", "qwen3-32b", "--card", "h100", "--kv-format",
+                                                       value.replace("fp9", "fp8"), "--json"])
+    assert code in (0, 1) and json.loads(out)["kv_format"], err

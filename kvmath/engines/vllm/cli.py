@@ -219,6 +219,24 @@ def _vllm_int(name, maximum: int = MAX_TOKENS):
     return conv
 
 
+def _cache_dtype(text):
+    """``--kv-cache-dtype`` as ``vllm serve`` parses it: one of ``CacheDType``'s names exactly (vllm/config/cache.py;
+    arg_utils gives argparse the Literal's values as ``choices``, which compares case-sensitively), so ``FP8`` or
+    kvmath's own aliases (``bf16``, ``tq3``) are refused naming the spelling vLLM takes; kvmath's ``--kv-format``
+    takes those. Whether the release knows the name is checked with the release."""
+    from .formats import VLLM_FORMATS
+
+    names = {"auto", "fp8"} | {f.flag or f.name for f in VLLM_FORMATS.values()}
+    if text in names:
+        return text
+    low = text.lower()
+    spelled = low if low in names else next(
+        (f.flag or f.name for f in VLLM_FORMATS.values() if low in (f.name, f.flag, *f.aliases)), None)
+    hint = f"vllm serve spells it {spelled!r}; " if spelled else ""
+    raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a vLLM kv_cache_dtype ({hint}valid: "
+                                     f"{', '.join(sorted(names))})")
+
+
 def _max_model_len(text):
     """``--max-model-len`` as vLLM 0.27 reads it: ``-1`` or ``auto`` (auto-fit, returned as AUTO_FIT), else a
     human-readable integer. The bound past the model's maximum is budget()'s."""
@@ -464,9 +482,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="take the public calculator's (club-3090 kv-calc) defaults for what the line leaves out "
                         "(fp8_e5m2, gpu_memory_utilization 0.95, one sequence, 180,000 tokens, rtx3090, its "
                         "checkpoint) instead of vLLM's")
-    p.add_argument("--kv-format", "--kv-cache-dtype", dest="kv_format",
-                   help="vLLM kv_cache_dtype (default: auto, as vllm serve; --compose the preset's; "
-                        "--anchor-defaults fp8_e5m2)")
+    p.add_argument("--kv-format", dest="kv_format", type=lambda t: "auto" if t.strip().lower() == "auto" else t,
+                   help="vLLM kv_cache_dtype, kvmath's names and aliases too (bf16, tq3; default: auto, as vllm "
+                        "serve; --compose the preset's; --anchor-defaults fp8_e5m2)")
+    p.add_argument("--kv-cache-dtype", dest="kv_format", type=_cache_dtype,
+                   help="vLLM's own flag, spelled as vllm serve takes it (auto, bfloat16, float16, fp8, fp8_e4m3, "
+                        "fp8_e5m2, turboquant_*, ...)")
     p.add_argument("--max-ctx", "--max-model-len", dest="max_ctx", type=_max_model_len,
                    help="max_model_len, as vLLM reads it (8192, 32k, 128K; -1 or auto: vLLM's auto-fit, the "
                         "model's maximum reduced to what the KV memory holds); default: the model's derived "
