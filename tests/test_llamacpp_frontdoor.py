@@ -107,11 +107,15 @@ def test_largest_context_is_not_capped_below_a_context_that_boots(capsys):
     # -ts 3,1: the 33 offloadable layers split at the cumulative fraction 0.75: il / 33 < 0.75 for il <= 24,
     # so blocks 0..24 (25) on CUDA0, 25..31 (7) on CUDA1
     (["-ts", "3,1"], [("CUDA0", 25 * 32), ("CUDA1", 7 * 32)]),
+    # -ts 0,0: all zero is llama.cpp's default split by free memory (llama-model.cpp load_tensors all_zero), two
+    # equal cards -> split point 0.5: il / 33 < 0.5 for il <= 16, so blocks 0..16 (17) on CUDA0, 17..31 (15) on CUDA1
+    (["-ts", "0,0"], [("CUDA0", 17 * 32), ("CUDA1", 15 * 32)]),
 ])
 def test_kv_buffer_lines_one_per_device(flags, want):
     v, _ = _verdict(["-m", "llama-3.1-8b", "-c", "8192", *flags, "--card", "rtx4090"])
     got = [line for line in v.log_lines if "KV buffer size" in line]
     assert got == [f"llama_kv_cache: {d:>10s} KV buffer size = {m:8.2f} MiB" for d, m in want]
+    assert any(n.startswith("-ts all zero: llama.cpp's default split") for n in v.notes) == (flags[1] == "0,0")
     for d, m in want:  # the device table says the same
         assert _term(v, "Host" if d == "CPU" else d, "kv") == m * MiB
 

@@ -419,8 +419,8 @@ def _devices(s: dict) -> int:
     if s["tensor_split"] is not None:
         parts = str(s["tensor_split"]).replace("/", ",").split(",")
         ts = tuple(_float(x, "-ts", 0.0, 1e6) for x in parts)
-        if not 1 <= len(ts) <= 16 or sum(ts) <= 0:
-            raise KvMathError(f"-ts takes 1-16 non-negative proportions with a positive sum, got {_short(s['tensor_split'])}")
+        if not 1 <= len(ts) <= 16:  # all zero is llama.cpp's default split (llama-model.cpp load_tensors: all_zero)
+            raise KvMathError(f"-ts takes 1-16 non-negative proportions, got {_short(s['tensor_split'])}")
         s["tensor_split"] = ts
         n = max(n, len(ts)) if s["devices"] is None else n
     if s["split_mode"] == "none":

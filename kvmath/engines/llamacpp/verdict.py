@@ -445,6 +445,10 @@ def verdict(launch) -> Verdict:
         card = launch.card or (f"{launch.device_bytes / GiB:g} GiB" if launch.device_bytes is not None else "card")
         notes.append(f"{s.get('devices_from', '-ts')} names {s['n_devices']} GPUs: each priced as {card} (the "
                      f"--card / --device-memory given, {s['n_devices'] - 1} more of the same assumed)")
+        ts = s.get("tensor_split")
+        if ts and not any(ts):
+            notes.append("-ts all zero: llama.cpp's default split, by each device's free memory (llama-model.cpp "
+                         "load_tensors), priced as equal free memory on the equal cards: layers split evenly")
     if n_train and pr.memory.n_ctx_seq > n_train:
         notes.append(_train_cap_note(pr.memory.n_ctx_seq, n_train, s["tool"]))
     detail = Detail(launch.release, s["tool"], pr.memory.n_ctx, pr.memory.n_ctx_seq, model.source,
