@@ -1184,3 +1184,27 @@ def test_vllm_kv_cache_dtype_is_spelled_as_vllm_takes_it(value, spelled):
     code, out, err = run_cli_in_process("kvmath-fit", ["--model", "qwen3-32b", "--card", "h100", "--kv-format",
                                                        value.replace("fp9", "fp8"), "--json"])
     assert code in (0, 1) and json.loads(out)["kv_format"], err
+
+
+@pytest.mark.parametrize("extra,message", [
+    ({"foo": 1}, "key 'foo' is not a field of vLLM's SpeculativeConfig"),  # vLLM: ConfigDict(extra="forbid")
+    ({"target_model_config": {}}, "is not a field"),  # filled in by vLLM, not a JSON key
+    ({"kv_cache_dtype": "fp8"}, "speculative-config kv_cache_dtype: it gives the drafter's KV cache its own dtype"),
+    ({"model": "Qwen/Qwen3.6-27B"}, "speculative-config model: it names a separate draft checkpoint"),
+    ({"draft_tensor_parallel_size": 1}, "speculative-config draft_tensor_parallel_size"),
+])
+def test_speculative_config_keys_vllm_rejects_or_kvmath_does_not_price(extra, message):
+    line = ["vllm", "serve", "Qwen/Qwen3.6-27B", "--card", "h100", "--speculative-config",
+            json.dumps({"method": "mtp", "num_speculative_tokens": 2, **extra})]
+    code, _, err = run_cli_in_process("kvmath-fit", line)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and message in err, err
+
+
+def test_speculative_config_sampling_keys_do_not_change_the_price():
+    base = ["vllm", "serve", "Qwen/Qwen3.6-27B", "--card", "h100", "--max-model-len", "32768", "--json"]
+    spec = {"method": "mtp", "num_speculative_tokens": 2}
+    _, plain, _ = run_cli_in_process("kvmath-fit", [*base, "--speculative-config", json.dumps(spec)])
+    _, tuned, _ = run_cli_in_process("kvmath-fit", [*base, "--speculative-config", json.dumps(
+        {**spec, "draft_sample_method": "probabilistic", "rejection_sample_method": "standard"})])
+    a, b = json.loads(plain), json.loads(tuned)
+    assert a["available_kv_bytes"] == b["available_kv_bytes"] and a["num_speculative_tokens"] == 2

@@ -270,6 +270,35 @@ _limit_mm_per_prompt = _json_object("--limit-mm-per-prompt", '{"image": 0, "vide
 _mm_processor_kwargs = _json_object("--mm-processor-kwargs", '{"max_pixels": 1003520}', "of processor settings")
 
 
+SPEC_KEYS_PRICED = ("method", "num_speculative_tokens")
+SPEC_KEYS_UNPRICED = (
+    "enforce_eager", "attention_backend", "moe_backend", "revision", "code_revision", "disable_padded_drafter_batch",
+    "use_local_argmax_reduction", "prompt_lookup_max", "prompt_lookup_min", "suffix_decoding_max_tree_depth",
+    "suffix_decoding_max_cached_requests", "suffix_decoding_max_spec_factor", "suffix_decoding_min_token_prob",
+    "rejection_sample_method", "synthetic_acceptance_rates", "synthetic_acceptance_length", "draft_sample_method",
+    "disable_eagle_block_drop", "disable_lookahead_block_hashes", "enable_adaptive_verification",
+    "fly_entropy_threshold", "fly_entropy_top_k", "fly_window_size", "xpress_topc", "dspark_draft_topk",
+    "use_heterogeneous_vocab", "index_share_for_mtp_iteration")
+"""``SpeculativeConfig`` fields (vllm/config/speculative.py, 0.24.0 and 0.33.0) that choose how drafts are sampled,
+matched or verified, not what is allocated: accepted and left out of the price."""
+SPEC_KEYS_REFUSED = {
+    "model": "it names a separate draft checkpoint (loaded beside the target, its own weights and KV)",
+    "quantization": "it quantises the drafter's weights apart from the target's",
+    "draft_lm_head_quantization": "it quantises the drafter's lm_head apart from the target's",
+    "kv_cache_dtype": "it gives the drafter's KV cache its own dtype (vLLM 0.33)",
+    "tensor_parallel_size": "it shards the drafter apart from the target", "draft_tensor_parallel_size":
+        "it shards the drafter apart from the target",
+    "max_model_len": "it caps the drafter's context apart from the target's",
+    "parallel_drafting": "it drafts every speculative token at once, with more query slots",
+    "num_speculative_tokens_per_batch_size": "it changes the speculative token count with the batch size",
+    "draft_load_config": "it loads the drafter apart from the target",
+}
+"""``SpeculativeConfig`` fields that change what a drafter allocates (weights, KV, shards, slots) in ways kvmath
+does not model: refused naming the field. vLLM's config classes forbid extra fields (``@config``:
+``ConfigDict(extra="forbid")``), so a key in none of the three lists is refused too; the ``*_config`` objects
+vLLM fills in itself (target_model_config, draft_model_config, ...) are no JSON keys."""
+
+
 def _speculative_config(text):
     """vLLM's ``--speculative-config`` JSON: the method and ``num_speculative_tokens``. Only the model's own MTP
     layers are modelled from it; a separate draft model needs its weights (--drafter-gb)."""
@@ -285,6 +314,16 @@ def _speculative_config(text):
         raise argparse.ArgumentTypeError(f"{e} ({_cut(text)})") from None
     if not isinstance(cfg, dict):
         raise argparse.ArgumentTypeError("--speculative-config must be a JSON object")
+    unknown = sorted(k for k in cfg if k not in (*SPEC_KEYS_PRICED, *SPEC_KEYS_UNPRICED, *SPEC_KEYS_REFUSED))
+    if unknown:
+        raise argparse.ArgumentTypeError(
+            f"--speculative-config key {_cut(unknown[0])} is not a field of vLLM's SpeculativeConfig (it forbids "
+            f"extra fields, vllm/config/utils.py); keys: {', '.join(sorted(SPEC_KEYS_PRICED + SPEC_KEYS_UNPRICED))}")
+    refused = next((k for k in SPEC_KEYS_REFUSED if k in cfg), None)
+    if refused:
+        raise argparse.ArgumentTypeError(
+            f"--speculative-config {refused}: {SPEC_KEYS_REFUSED[refused]}, which kvmath does not price; drop it, "
+            "or price a separate drafter with --drafter-gb and --num-speculative-tokens")
     method = str(cfg.get("method") or "")
     n = cfg.get("num_speculative_tokens")
     if isinstance(n, str) and n.strip().isdigit():  # vLLM's pydantic config takes "3" as 3
