@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import struct
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -598,3 +599,49 @@ def test_layer_check_by_prefix_matches_the_per_name_search(names):
     else:
         C._check_layers_present("f", tensors, {"num_hidden_layers": L})
     C._check_layers_present("f", tensors, {"num_hidden_layers": 1} if 0 in by_name else {"num_hidden_layers": -1})
+
+
+FAMILY_CONFIGS = Path(__file__).parent / "fixtures" / "configs"
+
+
+def _cut_layers(cfg: dict, n: int) -> dict:
+    """``cfg`` with its decoder cut to ``n`` layers (the per-layer lists and pattern strings with it): the parts
+    these cases check are the towers, projectors and expert layouts, not the depth."""
+    tc = cfg.get("text_config", cfg)
+    # llava-1.5's text_config leaves the depth to LlamaConfig (32); Nemotron-3-Ultra gives only layers_block_type
+    L = tc.get("num_hidden_layers") or len(tc.get("layers_block_type") or []) or 32
+    for k, v in list(tc.items()):
+        if isinstance(v, (list, str)) and len(v) == L and k not in ("architectures",):
+            tc[k] = v[:n]
+    tc["num_hidden_layers"] = n
+    return cfg
+
+
+@pytest.mark.parametrize("config,layers", [
+    ("nvidia__NVIDIA-Nemotron-3-Super-120B-A12B-FP8", 8),  # LatentMoE: experts in moe_latent_size (was +280 %)
+    ("nvidia__NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16", 8),  # layers_block_type, no hybrid_override_pattern
+    ("nvidia__Kimi-K2.6-NVFP4", 2),  # MoonViT tower + patch-merger projector (the tower was left out)
+    ("llava-hf__llava-1.5-7b-hf", 2),  # sparse text_config + CLIP tower + two-layer projector (was refused)
+    ("mistralai__Voxtral-Mini-3B-2507", 2),  # Whisper-style audio encoder + projector (was -0.61 %)
+])
+def test_config_estimate_counts_transformers_parameters_of_family_configs(config, layers):
+    """Published family configs (tests/fixtures/configs/SOURCES.md) against transformers 5.23's meta-device model:
+    the config-only estimate's element count equals its parameters and kept buffers."""
+    import torch
+    from transformers import CONFIG_MAPPING, AutoModelForCausalLM, AutoModelForImageTextToText
+
+    cfg = _cut_layers(json.loads((FAMILY_CONFIGS / f"{config}.json").read_text()), layers)
+    for c in (cfg, cfg.get("text_config", {})):
+        c.pop("quantization_config", None)
+    conf = CONFIG_MAPPING[cfg["model_type"]](**{k: v for k, v in cfg.items() if k != "model_type"})
+    if cfg["model_type"] == "voxtral":
+        from transformers import VoxtralForConditionalGeneration
+
+        build = VoxtralForConditionalGeneration._from_config
+    else:
+        build = (AutoModelForImageTextToText if "vision_config" in cfg else AutoModelForCausalLM).from_config
+    with torch.device("meta"):
+        m = build(conf)
+    kept = set(m.state_dict())
+    real = sum(p.numel() for p in m.parameters()) + sum(b.numel() for n, b in m.named_buffers() if n in kept)
+    assert sum(t.numel for t in estimate_checkpoint(cfg).tensors) == real

@@ -840,11 +840,19 @@ def _nemotron_h(lin: "_Linear", tc: dict, dt: str) -> list[tuple[str, str, tuple
     d_in = ``mamba_num_heads`` x ``mamba_head_dim``, ``conv1d`` [d_in + 2 g N, 1, K] with its bias, ``dt_bias``,
     ``A_log``, ``D`` [h], the gated norm [d_in], ``out_proj`` [H, d_in]); ``*`` attention (q/k/v/o); ``-`` a
     squared-ReLU MLP (``up_proj``, ``down_proj``); ``E`` routed experts with the same two-matrix MLP, a router
-    with its fp32 ``e_score_correction_bias`` and shared experts."""
+    with its fp32 ``e_score_correction_bias`` and shared experts. With ``moe_latent_size`` L (Nemotron 3 Super /
+    Ultra's LatentMoE) the routed experts take and give L wide vectors ([I, L] and [L, I]) between
+    ``fc1_latent_proj`` [L, H] and ``fc2_latent_proj`` [H, L]; the shared experts stay H wide."""
     H, V = _int(tc, "hidden_size"), _int(tc, "vocab_size")
     pat = tc.get("hybrid_override_pattern")
+    listed = tc.get("layers_block_type")
+    if pat is None and isinstance(listed, list):  # Nemotron-3-Ultra: the layer list, older names too
+        letters = {"mamba": "M", "linear_attention": "M", "attention": "*", "full_attention": "*", "mlp": "-",
+                   "moe": "E"}
+        pat = "".join(letters.get(v, "?") if isinstance(v, str) else "?" for v in listed)
     if not isinstance(pat, str) or not pat or set(pat) - set("M*-E"):
-        raise KvMathError("nemotron_h config needs hybrid_override_pattern of M, *, - and E to estimate the checkpoint")
+        raise KvMathError("nemotron_h config needs hybrid_override_pattern of M, *, - and E (or layers_block_type of "
+                          "mamba, attention, mlp, moe) to estimate the checkpoint")
     nh, nkv = _int(tc, "num_attention_heads"), _int(tc, "num_key_value_heads")
     hd = tc.get("head_dim") if isinstance(tc.get("head_dim"), int) else H // nh
     h, hdim = _int(tc, "mamba_num_heads"), _int(tc, "mamba_head_dim")
@@ -855,6 +863,7 @@ def _nemotron_h(lin: "_Linear", tc: dict, dt: str) -> list[tuple[str, str, tuple
     E = _int(tc, "n_routed_experts", default=0)
     moe_i = _int(tc, "moe_intermediate_size", default=inter)
     sh_i = _int(tc, "moe_shared_expert_intermediate_size", default=0)
+    latent = _int(tc, "moe_latent_size", default=0) if tc.get("moe_latent_size") is not None else 0
     bias = bool(tc.get("use_bias", False))
     rows = [("backbone.embeddings.weight", dt, (V, H)), ("backbone.norm_f.weight", dt, (H,))]
     if not tied_embeddings({"text_config": tc, **tc}):
@@ -882,9 +891,13 @@ def _nemotron_h(lin: "_Linear", tc: dict, dt: str) -> list[tuple[str, str, tuple
             if not E:
                 raise KvMathError("nemotron_h pattern has E blocks but the config states no n_routed_experts")
             rows += [(f"{x}.gate.weight", dt, (E, H)), (f"{x}.gate.e_score_correction_bias", "f32", (E,))]
+            if latent:  # NemotronHMoE: the experts run in moe_latent_size, projected in and out of it
+                mb = bool(tc.get("mlp_bias", False))
+                rows += lin.tensors(f"{x}.fc1_latent_proj", latent, H, mb)
+                rows += lin.tensors(f"{x}.fc2_latent_proj", H, latent, mb)
             for e in range(E):
-                rows += lin.tensors(f"{x}.experts.{e}.up_proj", moe_i, H) + lin.tensors(f"{x}.experts.{e}.down_proj",
-                                                                                         H, moe_i)
+                rows += (lin.tensors(f"{x}.experts.{e}.up_proj", moe_i, latent or H)
+                         + lin.tensors(f"{x}.experts.{e}.down_proj", latent or H, moe_i))
             if sh_i:
                 rows += lin.tensors(f"{x}.shared_experts.up_proj", sh_i, H)
                 rows += lin.tensors(f"{x}.shared_experts.down_proj", H, sh_i)
@@ -1025,6 +1038,13 @@ def _estimate_checkpoint(config: dict) -> Checkpoint:
 def _estimate_table(config: dict) -> Checkpoint:
     """The table :func:`estimate_checkpoint` returns, built."""
     tc = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+    outer = config.get("model_type")
+    if tc is not config and isinstance(outer, str):  # llava-1.5's sparse text_config, as transformers fills it
+        from .hf import _CLASS_DEFAULTS, _WRAPPERS
+
+        inner = tc.get("model_type") or _WRAPPERS.get(outer)
+        if isinstance(inner, str) and inner in _CLASS_DEFAULTS.get(outer, {}):
+            tc = {**_CLASS_DEFAULTS[outer][inner], **tc, "model_type": inner}
     q = config.get("quantization_config") or tc.get("quantization_config")
     if q is not None and not isinstance(q, dict):
         raise KvMathError(f"quantization_config must be an object with quant_method, got {str(q)[:40]!r}")
@@ -1103,10 +1123,16 @@ def _estimate_table(config: dict) -> Checkpoint:
     vc = config.get("vision_config")
     if isinstance(vc, dict) and tc is not config and gdn:
         rows += _qwen_vision(vc, dt)
+    elif isinstance(vc, dict) and tc is not config and config.get("model_type") == "kimi_k25":
+        rows += _moonvit(vc, dt, H)
+    elif isinstance(vc, dict) and tc is not config and config.get("model_type") == "llava":
+        rows += _clip_llava(vc, dt, H)
     elif isinstance(vc, dict) and tc is not config:
         rows += _vision_tower(vc, dt, H)
     ac = config.get("audio_config")
-    if isinstance(ac, dict) and tc is not config:
+    if isinstance(ac, dict) and tc is not config and config.get("model_type") == "voxtral":
+        rows += _voxtral_audio(ac, dt, H)
+    elif isinstance(ac, dict) and tc is not config:
         rows += _vision_tower(ac, dt, H, prefix="model.audio_tower", patch=False)
     tensors = tuple(Tensor(n, d, tuple(s), tensor_bytes(d, s)) for n, d, s in rows)
     return Checkpoint(tensors, "estimated from config.json", True, _quant_method(config))
@@ -1149,6 +1175,120 @@ def _moe_mlp(lin, m: str, tc: dict, mt: str, H: int, E: int, moe_inter: int, sha
     return out
 
 
+def _voxtral_audio(ac: dict, dt: str, text_hidden: int) -> list[tuple[str, str, tuple]]:
+    """Voxtral's Whisper-style audio encoder and projector (transformers 5.23 models/voxtral ``VoxtralEncoder``,
+    ``VoxtralMultiModalProjector``): ``conv1`` [w, num_mel_bins, 3] and ``conv2`` [w, w, 3] with biases,
+    ``embed_positions`` [max_source_positions, w]; per layer q / v / out_proj [w, w] with biases and k_proj
+    without, fc1 / fc2 [ff, w] / [w, ff] with biases, two LayerNorms; a final LayerNorm; then ``linear_1``
+    [text hidden, ff] and ``linear_2`` [text hidden, text hidden] without biases (the projector takes four
+    frames stacked: ff = ``intermediate_size``)."""
+    w, n, ff = _int(ac, "hidden_size"), _int(ac, "num_hidden_layers"), _int(ac, "intermediate_size")
+    mel, pos = _int(ac, "num_mel_bins"), _int(ac, "max_source_positions")
+    if min(w, n, ff, mel, pos) < 1:
+        raise KvMathError("voxtral audio_config needs positive hidden_size, num_hidden_layers, intermediate_size, "
+                          "num_mel_bins and max_source_positions to estimate the audio tower")
+    t = "model.audio_tower"
+    rows = [(f"{t}.conv1.weight", dt, (w, mel, 3)), (f"{t}.conv1.bias", dt, (w,)),
+            (f"{t}.conv2.weight", dt, (w, w, 3)), (f"{t}.conv2.bias", dt, (w,)),
+            (f"{t}.embed_positions.weight", dt, (pos, w))]
+    for i in range(n):
+        p = f"{t}.layers.{i}"
+        for proj in ("q_proj", "k_proj", "v_proj", "out_proj"):
+            rows.append((f"{p}.self_attn.{proj}.weight", dt, (w, w)))
+            if proj != "k_proj":
+                rows.append((f"{p}.self_attn.{proj}.bias", dt, (w,)))
+        rows += [(f"{p}.fc1.weight", dt, (ff, w)), (f"{p}.fc1.bias", dt, (ff,)),
+                 (f"{p}.fc2.weight", dt, (w, ff)), (f"{p}.fc2.bias", dt, (w,))]
+        for norm in ("self_attn_layer_norm", "final_layer_norm"):
+            rows += [(f"{p}.{norm}.weight", dt, (w,)), (f"{p}.{norm}.bias", dt, (w,))]
+    j = "model.multi_modal_projector"
+    return rows + [(f"{t}.layer_norm.weight", dt, (w,)), (f"{t}.layer_norm.bias", dt, (w,)),
+                   (f"{j}.linear_1.weight", dt, (text_hidden, ff)),
+                   (f"{j}.linear_2.weight", dt, (text_hidden, text_hidden))]
+
+
+def _clip_llava(vc: dict, dt: str, text_hidden: int) -> list[tuple[str, str, tuple]]:
+    """LLaVA's CLIP vision tower and two-layer projector (transformers 5.23 models/clip ``CLIPVisionTransformer``,
+    models/llava ``LlavaMultiModalProjector``): a class embedding [w], a patch embedding [w, 3, p, p] without bias,
+    position embeddings [(image_size / p)^2 + 1, w], ``pre_layrnorm``; per layer q / k / v / out_proj [w, w] with
+    biases, fc1 / fc2 [ff, w] / [w, ff] with biases, two LayerNorms; ``post_layernorm``; then ``linear_1``
+    [text hidden, w] and ``linear_2`` [text hidden, text hidden] with biases. transformers builds every layer
+    whatever ``vision_feature_layer`` picks."""
+    w, n = _int(vc, "hidden_size"), _int(vc, "num_hidden_layers")
+    ff, ps, img = _int(vc, "intermediate_size"), _int(vc, "patch_size"), _int(vc, "image_size")
+    if min(w, n, ff, ps, img) < 1 or img % ps:
+        raise KvMathError("llava vision_config needs positive hidden_size, num_hidden_layers, intermediate_size, "
+                          "patch_size and an image_size divisible by it to estimate the vision tower")
+    t = "model.vision_tower"
+    rows = [(f"{t}.embeddings.class_embedding", dt, (w,)), (f"{t}.embeddings.patch_embedding.weight", dt, (w, 3, ps, ps)),
+            (f"{t}.embeddings.position_embedding.weight", dt, ((img // ps) ** 2 + 1, w)),
+            (f"{t}.pre_layrnorm.weight", dt, (w,)), (f"{t}.pre_layrnorm.bias", dt, (w,))]
+    for i in range(n):
+        p = f"{t}.encoder.layers.{i}"
+        for proj in ("q_proj", "k_proj", "v_proj", "out_proj"):
+            rows += [(f"{p}.self_attn.{proj}.weight", dt, (w, w)), (f"{p}.self_attn.{proj}.bias", dt, (w,))]
+        rows += [(f"{p}.mlp.fc1.weight", dt, (ff, w)), (f"{p}.mlp.fc1.bias", dt, (ff,)),
+                 (f"{p}.mlp.fc2.weight", dt, (w, ff)), (f"{p}.mlp.fc2.bias", dt, (w,))]
+        for norm in ("layer_norm1", "layer_norm2"):
+            rows += [(f"{p}.{norm}.weight", dt, (w,)), (f"{p}.{norm}.bias", dt, (w,))]
+    j = "model.multi_modal_projector"
+    rows += [(f"{t}.post_layernorm.weight", dt, (w,)), (f"{t}.post_layernorm.bias", dt, (w,)),
+             (f"{j}.linear_1.weight", dt, (text_hidden, w)), (f"{j}.linear_1.bias", dt, (text_hidden,)),
+             (f"{j}.linear_2.weight", dt, (text_hidden, text_hidden)), (f"{j}.linear_2.bias", dt, (text_hidden,))]
+    return rows
+
+
+def _moonvit(vc: dict, dt: str, text_hidden: int) -> list[tuple[str, str, tuple]]:
+    """Kimi K2.5 / K2.6's MoonViT tower and patch-merger projector (transformers 5.23 models/kimi_k25
+    ``Kimi_K25VisionConfig``, modeling_kimi_k25.py): a patch embedding [w, 3, p, p] with its bias, a learned
+    position table [pos_emb_height, pos_emb_width, w]; per layer two LayerNorms, q / k / v / proj [w, w] with
+    biases and an fc1 / fc2 MLP [ff, w] / [w, ff] with biases; a final LayerNorm; then ``mm_projector``: a
+    LayerNorm [w], ``in_proj`` [m w, m w] and ``out_proj`` [text hidden, m w] with biases, m the
+    ``merge_kernel_size`` product. The published configs write the tower's sizes as ``vt_hidden_size``,
+    ``vt_num_hidden_layers``, ``vt_intermediate_size`` and the table as ``init_pos_emb_*`` (the names vLLM's
+    kimi_k25 config reads); transformers reads ``hidden_size`` ... and else takes its class defaults (1152, 27,
+    4304, 64 x 64), so both names are read and must agree."""
+    def one(names: tuple, default: int) -> int:
+        got = {vc[k] for k in names if isinstance(vc.get(k), int) and not isinstance(vc.get(k), bool)}
+        if len(got) > 1:
+            raise KvMathError(f"kimi_k25 vision_config sets {' and '.join(names)} differently: cannot estimate the "
+                              "vision tower")
+        v = got.pop() if got else default
+        if v < 1:
+            raise KvMathError(f"kimi_k25 vision_config {names[0]} must be a positive integer, got {v}")
+        return v
+
+    w = one(("vt_hidden_size", "hidden_size"), 1152)
+    n = one(("vt_num_hidden_layers", "num_hidden_layers"), 27)
+    ff = one(("vt_intermediate_size", "intermediate_size"), 4304)
+    ph = one(("init_pos_emb_height", "pos_emb_height"), 64)
+    pw = one(("init_pos_emb_width", "pos_emb_width"), 64)
+    ps = one(("patch_size",), 14)
+    mk = vc.get("merge_kernel_size", [2, 2])
+    if not (isinstance(mk, list) and mk and all(isinstance(k, int) and not isinstance(k, bool) and 0 < k <= 64
+                                                 for k in mk)):
+        raise KvMathError(f"kimi_k25 vision_config merge_kernel_size must be a list of positive integers, got "
+                          f"{str(mk)[:40]}")
+    m = math.prod(mk)
+    t = "model.vision_tower"
+    rows = [(f"{t}.patch_embed.proj.weight", dt, (w, 3, ps, ps)), (f"{t}.patch_embed.proj.bias", dt, (w,)),
+            (f"{t}.patch_embed.pos_emb.position_embeddings", dt, (ph, pw, w))]
+    for i in range(n):
+        p = f"{t}.layers.{i}"
+        for norm in ("norm1", "norm2"):
+            rows += [(f"{p}.{norm}.weight", dt, (w,)), (f"{p}.{norm}.bias", dt, (w,))]
+        for proj in ("q_proj", "k_proj", "v_proj", "proj"):
+            rows += [(f"{p}.attn.{proj}.weight", dt, (w, w)), (f"{p}.attn.{proj}.bias", dt, (w,))]
+        rows += [(f"{p}.mlp.fc1.weight", dt, (ff, w)), (f"{p}.mlp.fc1.bias", dt, (ff,)),
+                 (f"{p}.mlp.fc2.weight", dt, (w, ff)), (f"{p}.mlp.fc2.bias", dt, (w,))]
+    rows += [(f"{t}.final_layernorm.weight", dt, (w,)), (f"{t}.final_layernorm.bias", dt, (w,))]
+    j = "model.mm_projector"
+    rows += [(f"{j}.pre_norm.weight", dt, (w,)), (f"{j}.pre_norm.bias", dt, (w,)),
+             (f"{j}.in_proj.weight", dt, (m * w, m * w)), (f"{j}.in_proj.bias", dt, (m * w,)),
+             (f"{j}.out_proj.weight", dt, (text_hidden, m * w)), (f"{j}.out_proj.bias", dt, (text_hidden,))]
+    return rows
+
+
 def _vision_tower(vc: dict, dt: str, text_hidden: int, prefix: str = "model.vision_tower",
                   patch: bool = True) -> list[tuple[str, str, tuple]]:
     """A ViT encoder from ``vision_config`` (or ``audio_config``): per layer fused-free q/k/v/o with
@@ -1157,8 +1297,10 @@ def _vision_tower(vc: dict, dt: str, text_hidden: int, prefix: str = "model.visi
     SigLIP / CLIP / Qwen-VL layout; towers with gated MLPs or extra blocks differ by their small
     parts."""
     w = _int(vc, "hidden_size", "embed_dim", "d_model", "width", default=0)
-    if not w:
-        return []
+    if w <= 0:  # a tower left out would be a silent shortfall of the weights
+        raise KvMathError(f"{prefix.rpartition('.')[2]} config has none of hidden_size, embed_dim, d_model, width: "
+                          "its weights cannot be estimated; pass the model folder (its safetensors headers) or the "
+                          "checkpoint size (--weights-gb)")
     n = _int(vc, "num_hidden_layers", "depth", "encoder_layers", "num_layers", default=0)
     ff = _int(vc, "intermediate_size", "encoder_ffn_dim", default=4 * w)
     rows: list[tuple[str, str, tuple]] = []

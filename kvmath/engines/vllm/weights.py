@@ -139,11 +139,13 @@ def _axis_len(shape: tuple, axis: int | None) -> int:
     return shape[axis] if axis is not None and axis < len(shape) and shape[axis] > 1 else 0
 
 
-VISION_TOWER_MODULES = ("vision_tower", "visual", "vision_model", "multi_modal_projector", "embed_vision")
+VISION_TOWER_MODULES = ("vision_tower", "visual", "vision_model", "multi_modal_projector", "mm_projector",
+                        "embed_vision")
 AUDIO_TOWER_MODULES = ("audio_tower", "audio_model", "embed_audio")
 """Module names of a multimodal model's towers in its tensor names: the ones vLLM builds inside
 ``_mark_tower_model(vllm_config, {"image", "video"})`` / ``"audio"`` (qwen3_5.py ``visual``; gemma4_mm.py
-``vision_tower`` and ``embed_vision``, ``audio_tower``; vllm/model_executor/models/interfaces.py, 0.24.0) and so
+``vision_tower`` and ``embed_vision``, ``audio_tower``; kimi_k25.py and hyperclovax_vision.py ``mm_projector``;
+vllm/model_executor/models/interfaces.py, 0.24.0) and so
 does not load when every modality of the tower has a ``--limit-mm-per-prompt`` of 0 (or ``--language-model-only``)."""
 
 
