@@ -683,13 +683,10 @@ def _unique_keys(pairs: list) -> dict:
 def _pairs_through_objects(value) -> int:
     """The key-value pairs of ``value``'s objects reachable through objects only (an object inside a list is not
     counted): a lower bound of the pairs the text holds."""
-    if type(value) is not dict:
-        return 0
-    n, stack = 0, [value]
-    while stack:
-        d = stack.pop()
-        n += len(d)
-        stack.extend(v for v in d.values() if type(v) is dict)
+    n, level = 0, [value] if type(value) is dict else []
+    while level:  # level by level: one comprehension per depth, not a generator per object
+        n += sum(map(len, level))
+        level = [v for d in level for v in d.values() if type(v) is dict]
     return n
 
 
