@@ -485,12 +485,17 @@ def _lfm2(c: _Config, name: str, source: str):
     """LFM2 / LFM2-MoE: gated short-convolution layers and GQA attention layers.
 
     transformers 5.23 ``Lfm2Config.__post_init__``: ``layer_types`` (``conv`` / ``full_attention``), else full
-    attention at ``full_attn_idxs`` (default: every layer) and conv elsewhere; conv state ``[B, hidden_size,
+    attention at ``full_attn_idxs`` (default: every layer) and conv elsewhere; ``Lfm2MoeConfig`` has no
+    ``full_attn_idxs`` and leaves ``layer_types`` None (its model then fails), so LFM2-MoE needs ``layer_types``; conv state ``[B, hidden_size,
     conv_L_cache]`` (``Lfm2ShortConv``); attention ``num_key_value_heads`` x ``hidden_size /
     num_attention_heads``. ``conv_L_cache`` must be written (class default 3).
     """
     n = c.layer_count()
     types = c.layer_types(n, (FULL, CONV))
+    if types is None and c.model_type == "lfm2_moe":
+        raise KvMathError("lfm2_moe config needs layer_types (conv / full_attention per layer): transformers 5.23 "
+                          "Lfm2MoeConfig has no full_attn_idxs and derives no layout (Lfm2MoeDecoderLayer reads "
+                          "config.layer_types[i]), nor does vLLM's lfm2_moe.py")
     if types is None:
         idx = c.raw("full_attn_idxs")
         if idx is None:
