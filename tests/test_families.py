@@ -228,6 +228,23 @@ def test_bamba_with_attention_layers_equals_transformers_layer_by_layer():
     assert per_layer[2] == 8 * 128 * 2 * 2 * 43 * 2
 
 
+def test_falcon_h1_llamacpp_keeps_kv_and_a_recurrent_state_on_every_layer_and_vllm_refuses_it():
+    """llama.cpp's create_memory gives Falcon-H1 a hybrid memory whose attention and recurrent filters both take
+    every layer (src/llama-model.cpp, LLM_ARCH_FALCON_H1); vLLM registers each layer's attention and mixer as two
+    cache layers, which kvmath's vLLM plan does not model: refused in one line."""
+    arch = kvmath.load_architecture(_config(DEFAULTS + "falcon_h1"))
+    d = kvmath.derive(arch, engine="llama.cpp", max_ctx=4096, max_num_seqs=2)
+    kv = [g for g in d.groups if g.kind == "attention"]
+    state = [g for g in d.groups if g.kind == "mamba2"]
+    assert [g.layers for g in kv] == [g.layers for g in state] == [tuple(range(32))]
+    # by hand: K and V f16, 8 KV heads x 128, 4,096 cells x 2 streams, 32 layers; R (d_conv - 1) x (d_ssm 1024 +
+    # 2 x 1 group x d_state 256) f32 and S d_state 256 x d_ssm 1024 f32, per layer and sequence
+    assert kv[0].bytes == 32 * 4096 * 2 * 8 * 128 * 2 * 2
+    assert state[0].bytes == 32 * 2 * (3 * (1024 + 2 * 256) + 256 * 1024) * 4
+    with pytest.raises(KvMathError, match="vllm has no rule for AttentionMamba2Layer"):
+        kvmath.derive(arch, engine="vllm", max_ctx=4096)
+
+
 def test_vllm_refuses_bamba_which_it_no_longer_serves():
     arch = kvmath.load_architecture(dict(_config(DEFAULTS + "bamba"), attn_layer_indices=[9, 18, 27]))
     with pytest.raises(KvMathError, match="vLLM 0.23.0 removed BambaForCausalLM"):
@@ -237,7 +254,7 @@ def test_vllm_refuses_bamba_which_it_no_longer_serves():
 @pytest.mark.parametrize("engine", ["vllm", "llama.cpp"])
 @pytest.mark.parametrize("case", ["meta-llama__Llama-4-Scout-17B-16E-Instruct", DEFAULTS + "mamba",
                                   DEFAULTS + "jamba", "LiquidAI__LFM2.5-VL-1.6B", "deepseek-ai__DeepSeek-V3.2",
-                                  DEFAULTS + "falcon_h1", DEFAULTS + "minimax"])
+                                  DEFAULTS + "minimax"])
 def test_engines_without_a_rule_for_a_kind_refuse_it(case, engine):
     arch = kvmath.load_architecture(_config(case))
     with pytest.raises(KvMathError, match=f"{engine} has no rule for"):

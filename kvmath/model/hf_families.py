@@ -546,7 +546,9 @@ def _mamba2(c: _Config, name: str, source: str):
     ``Mamba2Mixer``: ``intermediate_size = int(expand * hidden_size)`` = ``num_heads x head_dim``, conv over
     ``intermediate + 2 * n_groups * state_size`` channels, SSM ``[num_heads, head_dim, state_size]``).
     ``num_heads``, ``head_dim``, ``state_size``, ``n_groups``, ``expand`` and ``conv_kernel`` must be written
-    (class defaults 128, 64, 128, 8, 2, 4); ``chunk_size`` (default 256) is the SSD chunk."""
+    (class defaults 128, 64, 128, 8, 2, 4); ``chunk_size`` (default 256) is the SSD chunk. llama.cpp keeps the
+    states in its recurrent memory (``llama_memory_recurrent``, R and S f32); kvmath's vLLM plan needs an attention
+    layer and refuses it, SGLang serves no Mamba2ForCausalLM."""
     n = c.layer_count()
     for key, default in (("num_heads", 128), ("head_dim", 64), ("state_size", 128), ("n_groups", 8), ("expand", 2),
                          ("conv_kernel", 4)):
@@ -574,7 +576,10 @@ def _bamba(c: _Config, name: str, source: str):
     Mamba-2 width ``mamba_expand x hidden_size``, ``mamba_n_heads`` heads of ``mamba_d_head`` (``"auto"``: width /
     heads), ``mamba_n_groups``, ``mamba_d_state``, ``mamba_d_conv``; attention ``num_key_value_heads`` x
     (``head_dim`` or ``hidden_size / num_attention_heads``, modeling_bamba.py). ``mamba_n_heads`` and
-    ``mamba_d_state`` must be written (class defaults 128 and 256); ``mamba_chunk_size`` defaults to 256.
+    ``mamba_d_state`` must be written (class defaults 128 and 256); ``mamba_chunk_size`` defaults to 256. A config
+    with no attention layer is refused (transformers cannot decode it). llama.cpp converts Bamba as
+    GRANITE_HYBRID, Granite 4.0-H's architecture (convert_hf_to_gguf.py ``GraniteHybridModel``), so its rules price
+    it as they do ``granitemoehybrid``; vLLM 0.23.0 removed Bamba and kvmath's vLLM plan refuses it.
     """
     n = c.layer_count()
     for key, default in (("mamba_n_heads", 128), ("mamba_d_state", 256)):
@@ -606,8 +611,10 @@ def _falcon_h1(c: _Config, name: str, source: str):
     num_attention_heads``, modeling_falcon_h1.py); the mixer width ``mamba_d_ssm`` (None: ``mamba_expand x
     hidden_size``), ``mamba_n_heads`` heads of ``mamba_d_head`` (``"auto"``: width / heads), ``mamba_n_groups``,
     ``mamba_d_state``, ``mamba_d_conv``. ``mamba_n_heads`` and ``mamba_d_state`` must be written (class defaults
-    128 and 256). vLLM (falcon_h1.py) registers the two halves as two cache layers; kvmath's vLLM, SGLang and
-    llama.cpp rules have no rule for the kind and refuse it.
+    128 and 256). llama.cpp keeps a K/V row and an R / S state for every layer (``create_memory``: FALCON_H1's
+    attention and recurrent filters both return true), which ``kvmath.engines.llamacpp`` prices; vLLM 0.24.0
+    (falcon_h1.py) registers the two halves as two cache layers and SGLang pools them apart, which kvmath does not
+    model: both refuse the kind.
     """
     n = c.layer_count()
     listed = c.raw("layers_block_type", c.raw("layer_types"))

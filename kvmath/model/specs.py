@@ -347,8 +347,9 @@ class AttentionMamba2Layer:
     ``attention`` and ``mamba`` are the two parts as their own specs (same ``index``). transformers 5.23 caches
     them in one ``LinearAttentionAndFullAttentionLayer`` (keys, values, conv_states, recurrent_states); vLLM
     registers the two modules as two KV-cache layers (``model.layers.i.self_attn.attn`` and
-    ``model.layers.i.mamba``, vllm/model_executor/models/falcon_h1.py). An engine without a rule for this kind
-    refuses it (``base.require_kinds``).
+    ``model.layers.i.mamba``, vllm/model_executor/models/falcon_h1.py); llama.cpp's hybrid memory takes every
+    layer into both its K/V cache and its recurrent memory (src/llama-model.cpp ``create_memory``, FALCON_H1). An
+    engine without a rule for this kind refuses it (``base.require_kinds``: vLLM and SGLang here).
     """
 
     kind: ClassVar[str] = "attention_mamba2"
