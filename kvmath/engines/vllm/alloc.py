@@ -93,8 +93,8 @@ from .specs import KVGroup, KVSpec
 # Model types whose vLLM model class implements SupportsMambaPrefixCaching, so prefix caching runs their
 # state in mamba_cache_mode "all" (MambaModelConfig.verify_and_update_config, models/config.py l.417-421,
 # 0.24.0). The classes that declare it in model_executor/models/*.py, 0.24.0: bamba, falcon_h1,
-# granitemoehybrid, jamba, mamba, mamba2, nemotron_h, zamba2 (of these, kvmath reads granitemoehybrid and
-# nemotron_h). Qwen 3.5 / 3.6, Qwen3-Next and Kimi Linear do not: "all" falls back to "align".
+# granitemoehybrid, jamba, mamba, mamba2, nemotron_h, zamba2 (of these, kvmath's vLLM plan prices granitemoehybrid
+# and nemotron_h; it refuses bamba, falcon_h1 and mamba2). Qwen 3.5 / 3.6, Qwen3-Next and Kimi Linear do not: "all" falls back to "align".
 _SUPPORTS_MAMBA_PREFIX_CACHING: frozenset[str] = frozenset(
     {"bamba", "falcon_h1", "granitemoehybrid", "jamba", "mamba", "mamba2", "nemotron_h", "zamba2"})
 
