@@ -405,9 +405,10 @@ def describe_cache(cache) -> dict:
         if ignored:
             entry["ignored"] = ignored
         layers_out.append(entry)
+    total += _linear_cache_entries(cache, layers_out)
     extra = {}
     for attr, val in vars(cache).items():
-        if attr == "layers":
+        if attr in ("layers", "linear_cache"):
             continue
         for name, t in _iter_tensors(val, attr):
             if t.dim() > 0:
@@ -416,6 +417,24 @@ def describe_cache(cache) -> dict:
     if extra:
         out["cache_level_tensors_not_counted"] = extra
     return out
+
+
+def _linear_cache_entries(cache, layers_out: list[dict]) -> int:
+    """MiniMax's lightning-attention states: ``MiniMaxCache.linear_cache[layer_idx]`` (models/minimax, transformers
+    5.23) lives on the cache object, not in ``cache.layers``; each tensor is counted in its layer's entry (entries
+    are added for indices past ``cache.layers``). Returns the bytes added."""
+    added = 0
+    for i, t in enumerate(getattr(cache, "linear_cache", None) or []):
+        if not hasattr(t, "numel") or t.dim() == 0:
+            continue  # a skipped (full-attention) layer holds []
+        while len(layers_out) <= i:
+            layers_out.append({"index": len(layers_out), "class": "none", "tensors": {}, "bytes": 0})
+        nbytes = t.numel() * t.element_size()
+        layers_out[i]["tensors"]["linear_cache"] = {"shape": list(t.shape), "dtype": str(t.dtype), "bytes": nbytes,
+                                                    "storage_bytes": nbytes, "counted": True}
+        layers_out[i]["bytes"] += nbytes
+        added += nbytes
+    return added
 
 
 def transformers_cache_bytes(

@@ -163,10 +163,7 @@ def test_mla_and_state_layer_fields():
 
 
 @pytest.mark.parametrize("model_type,needs", [
-    ("falcon_h1", "both a KV cache"),
-    ("minimax", "lightning-attention state"),
     ("rwkv", "no KV cache"),
-    ("mamba2", "n_groups"),
     ("some_new_model", "layer_types, num_key_value_heads, head_dim"),
 ])
 def test_unknown_architectures_fail_naming_type_and_fields(model_type, needs):
@@ -177,7 +174,8 @@ def test_unknown_architectures_fail_naming_type_and_fields(model_type, needs):
 
 
 @pytest.mark.parametrize("model_type,needs", [("falcon_mamba", "no expand"), ("mamba", "no expand"),
-                                              ("jamba", "no attn_layer_period")])
+                                              ("jamba", "no attn_layer_period"), ("mamba2", "no num_heads"),
+                                              ("falcon_h1", "no mamba_n_heads"), ("bamba", "no mamba_n_heads")])
 def test_state_space_families_refuse_a_field_left_to_the_class_default(model_type, needs):
     cfg = {"model_type": model_type, "num_hidden_layers": 4, "num_attention_heads": 8, "hidden_size": 512}
     with pytest.raises(kvmath.KvMathError, match=needs):
@@ -190,6 +188,10 @@ KIMI_MIN = {"model_type": "kimi_linear", "num_hidden_layers": 4, "num_attention_
 NEMO_MIN = {"model_type": "nemotron_h", "hybrid_override_pattern": "M-*E", "num_attention_heads": 8,
             "num_key_value_heads": 2, "head_dim": 64, "mamba_num_heads": 8, "mamba_head_dim": 32,
             "ssm_state_size": 16, "n_groups": 2, "conv_kernel": 4}
+
+
+FALCON_H1_MIN = {"model_type": "falcon_h1", "num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 32,
+                 "mamba_d_ssm": 32, "mamba_n_heads": 4, "mamba_d_state": 8}
 
 
 def with_(base, **changes):
@@ -499,8 +501,15 @@ def test_granite_hybrid_mamba2_and_attention():
     (dict(GRANITE_H_MIN, mamba_d_head=32), "mamba_d_head 32 x mamba_n_heads 8"),
     (dict(GRANITE_H_MIN, sliding_window=64), "has no sliding window"),
     ({"model_type": "gemma3_text", "num_hidden_layers": 6, "use_bidirectional_attention": True}, "encoder"),
-    ({"model_type": "falcon_h1", "num_hidden_layers": 4}, "both a KV cache .* and a Mamba-2 state"),
-    ({"model_type": "minimax", "num_hidden_layers": 4}, "lightning-attention state"),
+    (dict(FALCON_H1_MIN, layers_block_type=["hybrid", "attention"]), "must be 'hybrid' on every layer"),
+    (dict(FALCON_H1_MIN, mamba_d_head=16), "mamba_n_heads 4 x mamba_d_head 16 must equal the Mamba width 32"),
+    (dict(FALCON_H1_MIN, mamba_n_groups=3), "not a multiple of mamba_n_groups 3"),
+    (dict(FALCON_H1_MIN, model_type="bamba"), "bamba config has no attn_layer_indices"),
+    (dict(FALCON_H1_MIN, model_type="bamba", attn_layer_indices=[2]), r"attn_layer_indices must be .* \[0, 2\)"),
+    ({"model_type": "minimax", "num_hidden_layers": 4, "num_attention_heads": 8, "hidden_size": 512,
+      "attn_type_list": [0, 1, 0, 1]}, "does not read attn_type_list"),
+    ({"model_type": "lfm2_moe", "num_hidden_layers": 4, "num_attention_heads": 8, "hidden_size": 512,
+      "conv_L_cache": 3, "full_attn_idxs": [1, 3]}, "Lfm2MoeConfig has no full_attn_idxs"),
 ])
 def test_new_families_refuse_what_they_cannot_read(cfg, match):
     with pytest.raises(kvmath.KvMathError, match=match):

@@ -38,10 +38,11 @@ REFUSED = {  # config -> a phrase the one-line refusal must contain (the model_t
     "stepfun-ai__Step-3.7-Flash": "model_type 'step3p7' is not supported",
     # transformers broadcasts Falcon 40B's K and V to every head; vLLM and llama.cpp cache its 8 KV heads
     "tiiuae__falcon-40b-instruct": "sets new_decoder_architecture",
-    DEFAULTS + "falcon_h1": "both a KV cache",  # attention and Mamba-2 in one layer: no spec yet
-    DEFAULTS + "minimax": "lightning-attention state",
     DEFAULTS + "ministral": "model_type 'ministral' is not supported",
-    DEFAULTS + "lfm2_moe": "needs layer_types",
+    # BambaConfig's attn_layer_indices default None makes every layer Mamba-2; transformers cannot decode that
+    DEFAULTS + "bamba": "bamba config has no attn_layer_indices",
+    # Lfm2MoeConfig derives no layout (no full_attn_idxs): layer_types None, and Lfm2MoeModel fails on it
+    DEFAULTS + "lfm2_moe": "lfm2_moe config needs layer_types",
 }
 OVERRIDES = {  # fields transformers needs to build the shrunk model that do not shape the cache
     "meta-llama__Meta-Llama-3.1-405B": {"hidden_size": 128},  # 128 heads: hidden must be a multiple
@@ -106,6 +107,8 @@ def _cut(text: dict) -> None:
     if mt in ("mamba", "falcon_mamba", "jamba", "lfm2", "lfm2_moe") and text.get("hidden_size", 0) > STATE_HIDDEN:
         text["hidden_size"] = STATE_HIDDEN
         text.pop("intermediate_size", None) if mt in ("mamba", "falcon_mamba") else None
+    if mt in ("mamba2", "falcon_h1", "bamba"):
+        _cut_mamba2(text)
     cut = 10 if mt == "gemma3n_text" else MAX_LAYERS
     if isinstance(n, int) and n > cut:
         for k, v in list(text.items()):
@@ -114,6 +117,31 @@ def _cut(text: dict) -> None:
         text["num_hidden_layers"] = cut
         if text.get("num_kv_shared_layers"):
             text["num_kv_shared_layers"] = 4
+
+
+def _cut_mamba2(text: dict) -> None:
+    """Mamba-2 mixers an eighth as many heads wide (at least n_groups; the head width, state size, groups and
+    kernel kept), the hidden size 256 with the attention head width written out: transformers' torch SSD scan
+    of the class defaults' 128 heads took minutes. kvmath reads the same cut dict."""
+    heads_key, dim_key, groups_key = {"mamba2": ("num_heads", "head_dim", "n_groups")}.get(
+        text["model_type"], ("mamba_n_heads", "mamba_d_head", "mamba_n_groups"))
+    groups = text.get(groups_key) or 1
+    heads = max(groups, text[heads_key] // 8)
+    width = heads * (text[dim_key] if isinstance(text.get(dim_key), int) else
+                     (text.get("mamba_d_ssm") or text.get("mamba_expand", 2) * text["hidden_size"]) // text[heads_key])
+    if text["model_type"] != "mamba2" and text.get("num_attention_heads"):
+        text.setdefault("head_dim", text["hidden_size"] // text["num_attention_heads"])
+    text[heads_key], text["hidden_size"] = heads, 256
+    text["chunk_size" if text["model_type"] == "mamba2" else "mamba_chunk_size"] = 16  # the SSD scan pads to a chunk
+    if "intermediate_size" in text:  # the MLP beside the mixer: not cached
+        text["intermediate_size"] = 256
+    if text["model_type"] == "falcon_h1":
+        text["mamba_d_ssm"] = width
+    else:  # width = expand x hidden_size
+        key = "expand" if text["model_type"] == "mamba2" else "mamba_expand"
+        if width % 256:
+            raise AssertionError(f"{text['model_type']}: cut width {width} is not a multiple of 256")
+        text[key] = width // 256
 
 
 _RUNS: dict = {}
@@ -134,7 +162,10 @@ def _run(case: str):
 @pytest.mark.parametrize("case", READ)
 def test_cache_equals_transformers_layer_by_layer(case):
     arch, real, d = _run(case)
-    per_layer = {i: g.bytes // g.n_layers for g in d.groups for i in g.layers}
+    per_layer = dict.fromkeys(range(arch.num_hidden_layers), 0)
+    for g in d.groups:  # a Falcon-H1 layer is in two groups (its attention, its Mamba-2 mixer): summed
+        for i in g.layers:
+            per_layer[i] += g.bytes // g.n_layers
     assert {layer["index"]: layer["bytes"] for layer in real["layers"]} == per_layer
     assert d.total_bytes == real["total_bytes"]
 
@@ -179,9 +210,51 @@ def test_phi3_window_is_read_as_transformers_and_vllm_apply_it_and_llamacpp_drop
     assert all(g.layer_type == "full_attention" for g in lc.groups)
 
 
+def test_bamba_with_attention_layers_equals_transformers_layer_by_layer():
+    """BambaConfig's defaults with attention at layers 2 and 5 (the class default has none, refused above): the
+    attention layers cache K/V, the other six a Mamba-2 state, byte for byte as transformers holds them."""
+    cfg = dict(_config(DEFAULTS + "bamba"), attn_layer_indices=[2, 5], num_hidden_layers=8)
+    _cut(cfg)
+    arch = kvmath.load_architecture(cfg)
+    assert [layer.layer_type for layer in arch.layers] == ["linear_attention"] * 2 + ["full_attention"] + \
+        ["linear_attention"] * 2 + ["full_attention"] + ["linear_attention"] * 2
+    real = transformers_cache_bytes(cfg, batch=BATCH, seq_len=PREFILL, decode_steps=DECODE, dtype=arch.dtype,
+                                    threads=1)
+    assert real["config_check"] == []
+    d = kvmath.derive(arch, engine="transformers", max_ctx=PREFILL + DECODE, max_num_seqs=BATCH)
+    per_layer = {i: g.bytes // g.n_layers for g in d.groups for i in g.layers}
+    assert {layer["index"]: layer["bytes"] for layer in real["layers"]} == per_layer
+    # by hand: attention 8 KV heads x 128 (hidden 4096 / 32 heads) x 2 (K, V) x 2 B x 43 tokens x 2 sequences
+    assert per_layer[2] == 8 * 128 * 2 * 2 * 43 * 2
+
+
+def test_falcon_h1_llamacpp_keeps_kv_and_a_recurrent_state_on_every_layer_and_vllm_refuses_it():
+    """llama.cpp's create_memory gives Falcon-H1 a hybrid memory whose attention and recurrent filters both take
+    every layer (src/llama-model.cpp, LLM_ARCH_FALCON_H1); vLLM registers each layer's attention and mixer as two
+    cache layers, which kvmath's vLLM plan does not model: refused in one line."""
+    arch = kvmath.load_architecture(_config(DEFAULTS + "falcon_h1"))
+    d = kvmath.derive(arch, engine="llama.cpp", max_ctx=4096, max_num_seqs=2)
+    kv = [g for g in d.groups if g.kind == "attention"]
+    state = [g for g in d.groups if g.kind == "mamba2"]
+    assert [g.layers for g in kv] == [g.layers for g in state] == [tuple(range(32))]
+    # by hand: K and V f16, 8 KV heads x 128, 4,096 cells x 2 streams, 32 layers; R (d_conv - 1) x (d_ssm 1024 +
+    # 2 x 1 group x d_state 256) f32 and S d_state 256 x d_ssm 1024 f32, per layer and sequence
+    assert kv[0].bytes == 32 * 4096 * 2 * 8 * 128 * 2 * 2
+    assert state[0].bytes == 32 * 2 * (3 * (1024 + 2 * 256) + 256 * 1024) * 4
+    with pytest.raises(KvMathError, match="vllm has no rule for AttentionMamba2Layer"):
+        kvmath.derive(arch, engine="vllm", max_ctx=4096)
+
+
+def test_vllm_refuses_bamba_which_it_no_longer_serves():
+    arch = kvmath.load_architecture(dict(_config(DEFAULTS + "bamba"), attn_layer_indices=[9, 18, 27]))
+    with pytest.raises(KvMathError, match="vLLM 0.23.0 removed BambaForCausalLM"):
+        kvmath.derive(arch, engine="vllm", max_ctx=4096)
+
+
 @pytest.mark.parametrize("engine", ["vllm", "llama.cpp"])
 @pytest.mark.parametrize("case", ["meta-llama__Llama-4-Scout-17B-16E-Instruct", DEFAULTS + "mamba",
-                                  DEFAULTS + "jamba", "LiquidAI__LFM2.5-VL-1.6B", "deepseek-ai__DeepSeek-V3.2"])
+                                  DEFAULTS + "jamba", "LiquidAI__LFM2.5-VL-1.6B", "deepseek-ai__DeepSeek-V3.2",
+                                  DEFAULTS + "minimax"])
 def test_engines_without_a_rule_for_a_kind_refuse_it(case, engine):
     arch = kvmath.load_architecture(_config(case))
     with pytest.raises(KvMathError, match=f"{engine} has no rule for"):

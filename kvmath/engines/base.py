@@ -31,9 +31,10 @@ from ..errors import KvMathError, choices
 from ..formats import DTYPE_BYTES, KVFormat
 from ..model.specs import FULL, LINEAR, SLIDING, Architecture
 
-GROUP_KINDS = ("attention", "mla", "gdn", "mamba2", "kda", "mamba1", "conv", "none", "padding")
+GROUP_KINDS = ("attention", "mla", "gdn", "mamba2", "kda", "mamba1", "conv", "lightning", "none", "padding")
 """``LayerGroup.kind`` values: softmax attention, MLA latent, Gated DeltaNet, Mamba-2, Kimi Delta
-Attention state, Mamba-1 state, short-conv state (LFM2), blocks without a cache, and vLLM's padding layers (empty group slots that still take
+Attention state, Mamba-1 state, short-conv state (LFM2), lightning-attention state (MiniMax-Text-01), blocks
+without a cache (a Falcon-H1 hybrid layer gives an attention group and a Mamba-2 group over the same index), and vLLM's padding layers (empty group slots that still take
 their share of every block)."""
 
 

@@ -14,14 +14,14 @@ a window there is refused unless its engine rules were checked), Gemma 3 / 3n / 
 KV sharing), Llama 4 (chunked attention), Gated DeltaNet hybrids (``qwen3_next``, ``qwen3_5_text``,
 ``qwen3_5_moe_text``), MLA (``deepseek_v2``, ``deepseek_v3``, ``glm4_moe_lite``), MLA with the DSA indexer
 (``deepseek_v32``, ``glm_moe_dsa``), Kimi Linear (MLA + Kimi Delta Attention, 1-based layer lists),
-Nemotron-H and Granite 4.0-H (Mamba-2 and attention), Mamba-1 (``mamba``, ``falcon_mamba``, ``jamba``) and
-LFM2's short convolutions. Multimodal wrappers (``_WRAPPERS``: Qwen-VL, Gemma 3 / 3n / 4, Llama 4, Mistral 3,
+Nemotron-H, Granite 4.0-H and Bamba (Mamba-2 and attention), pure Mamba-2 (``mamba2``), Falcon-H1 (attention and
+Mamba-2 side by side in every layer), MiniMax-Text-01 / M1 (``minimax``: lightning attention and full attention),
+Mamba-1 (``mamba``, ``falcon_mamba``, ``jamba``) and LFM2's short convolutions. Multimodal wrappers (``_WRAPPERS``: Qwen-VL, Gemma 3 / 3n / 4, Llama 4, Mistral 3,
 LFM2-VL, LLaVA, Voxtral, Kimi K2.5) are read from their text part, with the vision tower's size; any other outer
 ``model_type`` holding a ``text_config`` is refused. Older layouts: ``gpt2``, ``gptj``, ``gpt_bigcode`` (GPT-2's
 key names), ``opt`` (``ffn_dim``), ``bloom`` (``n_layer`` / ``n_head``), ``falcon`` (the multi-query 7B; 40B's
 broadcast cache is refused), and plain attention in ``gpt_neox``, ``olmo``, ``stablelm``, ``nemotron``.
-``falcon_h1`` (attention and Mamba-2 in one layer) and ``minimax`` (lightning attention) are refused naming the
-fields a spec would need. Malformed, truncated or contradictory configs raise KvMathError
+Malformed, truncated or contradictory configs raise KvMathError
 (tests/test_fuzz_config.py fuzzes this); counts are bounded by ``MAX_LAYERS`` / ``MAX_INT``.
 """
 
@@ -192,20 +192,7 @@ def _vision_tower(cfg: dict) -> "VisionTower | None":
 _NEEDED_DEFAULT = "layer_types, num_key_value_heads, head_dim, sliding_window, and any state fields"
 _NEEDED_FIELDS = {
     # known architectures kvmath has no rules for, with the fields their cache depends on
-    "mamba2": "a Mamba-2 state per layer: num_heads, head_dim, state_size, n_groups, conv_kernel, expand",
     "rwkv": "an RWKV state per layer (hidden_size, attention_hidden_size, num_hidden_layers); it has no KV cache",
-    # transformers 5.23 models/falcon_h1: every decoder layer runs attention and a Mamba-2 mixer side by side
-    "falcon_h1": (
-        "a layer kind holding both a KV cache (num_key_value_heads, head_dim) and a Mamba-2 state (mamba_d_ssm, "
-        "mamba_n_heads, mamba_d_head, mamba_n_groups, mamba_d_state, mamba_d_conv) in the same layer; kvmath's "
-        "specs give a layer one or the other"
-    ),
-    # transformers 5.23 models/minimax (MiniMax-Text-01 / M1): lightning attention on linear_attention layers
-    "minimax": (
-        "a lightning-attention state per linear_attention layer (num_attention_heads x head_dim x head_dim, no conv "
-        "state; layer_types or attn_type_list) beside the full-attention KV heads; kvmath has no spec for it "
-        "(MiniMax-M2 is model_type minimax_m2, which is supported)"
-    ),
 }
 
 

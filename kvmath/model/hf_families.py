@@ -16,8 +16,8 @@ from .hf import (
     _no_window, _window,
 )
 from .specs import (
-    CHUNKED, CONV, FULL, LINEAR, SLIDING, AttentionLayer, ChunkedAttentionLayer, DSALayer, Mamba1Layer, MLALayer,
-    ShortConvLayer,
+    CHUNKED, CONV, FULL, HYBRID, LINEAR, SLIDING, AttentionLayer, AttentionMamba2Layer, ChunkedAttentionLayer,
+    DSALayer, LightningLayer, Mamba1Layer, Mamba2Layer, MLALayer, ShortConvLayer,
 )
 
 
@@ -485,12 +485,17 @@ def _lfm2(c: _Config, name: str, source: str):
     """LFM2 / LFM2-MoE: gated short-convolution layers and GQA attention layers.
 
     transformers 5.23 ``Lfm2Config.__post_init__``: ``layer_types`` (``conv`` / ``full_attention``), else full
-    attention at ``full_attn_idxs`` (default: every layer) and conv elsewhere; conv state ``[B, hidden_size,
+    attention at ``full_attn_idxs`` (default: every layer) and conv elsewhere; ``Lfm2MoeConfig`` has no
+    ``full_attn_idxs`` and leaves ``layer_types`` None (its model then fails), so LFM2-MoE needs ``layer_types``; conv state ``[B, hidden_size,
     conv_L_cache]`` (``Lfm2ShortConv``); attention ``num_key_value_heads`` x ``hidden_size /
     num_attention_heads``. ``conv_L_cache`` must be written (class default 3).
     """
     n = c.layer_count()
     types = c.layer_types(n, (FULL, CONV))
+    if types is None and c.model_type == "lfm2_moe":
+        raise KvMathError("lfm2_moe config needs layer_types (conv / full_attention per layer): transformers 5.23 "
+                          "Lfm2MoeConfig has no full_attn_idxs and derives no layout (Lfm2MoeDecoderLayer reads "
+                          "config.layer_types[i]), nor does vLLM's lfm2_moe.py")
     if types is None:
         idx = c.raw("full_attn_idxs")
         if idx is None:
@@ -506,3 +511,153 @@ def _lfm2(c: _Config, name: str, source: str):
     layers = [attn[i] if t == FULL else ShortConvLayer(i, width, kernel) for i, t in enumerate(types)]
     return _arch(c, name, source, layers, c.int("num_attention_heads"))
 
+
+
+# --- Mamba-2 families, Falcon-H1's parallel hybrid, MiniMax-Text-01's lightning attention ---------------------
+
+def _mamba2_mixer(c: _Config, i: int, *, heads_key: str, head_dim_key: str, state_key: str, groups_key: str,
+                  conv_key: str, intermediate: int) -> Mamba2Layer:
+    """Layer ``i``'s Mamba-2 mixer from the family's key names; ``intermediate`` is the mixer width the config
+    class derives. A head width of ``"auto"`` (or none) is ``intermediate / heads``, as ``FalconH1Config`` /
+    ``BambaConfig.__post_init__`` set it; heads x head width must be the width (their ``validate_architecture``),
+    the heads whole groups of ``n_groups``."""
+    heads = c.int(heads_key)
+    raw_dim = c.raw(head_dim_key, "auto")
+    if raw_dim == "auto":
+        if intermediate % heads:
+            raise KvMathError(f"{c.model_type} {heads_key} {heads} does not divide the Mamba width {intermediate}")
+        head_dim = intermediate // heads
+    else:
+        head_dim = c.int(head_dim_key)
+    if heads * head_dim != intermediate:
+        raise KvMathError(f"{c.model_type} {heads_key} {heads} x {head_dim_key} {head_dim} must equal the Mamba "
+                          f"width {intermediate} (transformers' validate_architecture)")
+    groups = c.int(groups_key)
+    if heads % groups:
+        raise KvMathError(f"{c.model_type} {heads_key} {heads} is not a multiple of {groups_key} {groups}; Mamba-2 "
+                          "shares B and C over whole groups of heads")
+    return Mamba2Layer(i, heads, head_dim, c.int(state_key), groups, c.int(conv_key))
+
+
+@_family("mamba2")
+def _mamba2(c: _Config, name: str, source: str):
+    """Mamba-2 (``mamba2``, e.g. the ``-hf`` conversions of state-spaces/mamba2-*, Mamba-Codestral): a Mamba-2 mixer
+    on every layer, no attention (transformers 5.23 ``Mamba2Config.layer_types``: all ``linear_attention``;
+    ``Mamba2Mixer``: ``intermediate_size = int(expand * hidden_size)`` = ``num_heads x head_dim``, conv over
+    ``intermediate + 2 * n_groups * state_size`` channels, SSM ``[num_heads, head_dim, state_size]``).
+    ``num_heads``, ``head_dim``, ``state_size``, ``n_groups``, ``expand`` and ``conv_kernel`` must be written
+    (class defaults 128, 64, 128, 8, 2, 4); ``chunk_size`` (default 256) is the SSD chunk. llama.cpp keeps the
+    states in its recurrent memory (``llama_memory_recurrent``, R and S f32); kvmath's vLLM plan needs an attention
+    layer and refuses it, SGLang serves no Mamba2ForCausalLM."""
+    n = c.layer_count()
+    for key, default in (("num_heads", 128), ("head_dim", 64), ("state_size", 128), ("n_groups", 8), ("expand", 2),
+                         ("conv_kernel", 4)):
+        _needs_written(c, key, default)
+    inner = c.int("expand") * c.int("hidden_size")
+    layers = [_mamba2_mixer(c, i, heads_key="num_heads", head_dim_key="head_dim", state_key="state_size",
+                            groups_key="n_groups", conv_key="conv_kernel", intermediate=inner) for i in range(n)]
+    return _arch(c, name, source, layers, 0, mamba_chunk_size=c.int("chunk_size", 256))
+
+
+def _bamba_types(c: _Config, n: int) -> list[str]:
+    """Bamba's layer kinds: ``full_attention`` at ``attn_layer_indices``, ``linear_attention`` elsewhere
+    (``BambaConfig.layers_block_type``; no indices: every layer Mamba-2, which ``_bamba`` refuses)."""
+    idx = c.raw("attn_layer_indices", [])
+    if not isinstance(idx, list) or not all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i < n
+                                            for i in idx):
+        raise KvMathError(f"bamba attn_layer_indices must be a list of layer indices in [0, {n})")
+    return [FULL if i in set(idx) else LINEAR for i in range(n)]
+
+
+@_family("bamba")
+def _bamba(c: _Config, name: str, source: str):
+    """Bamba (IBM): Mamba-2 layers with attention at ``attn_layer_indices`` (transformers 5.23 ``BambaConfig``).
+
+    Mamba-2 width ``mamba_expand x hidden_size``, ``mamba_n_heads`` heads of ``mamba_d_head`` (``"auto"``: width /
+    heads), ``mamba_n_groups``, ``mamba_d_state``, ``mamba_d_conv``; attention ``num_key_value_heads`` x
+    (``head_dim`` or ``hidden_size / num_attention_heads``, modeling_bamba.py). ``mamba_n_heads`` and
+    ``mamba_d_state`` must be written (class defaults 128 and 256); ``mamba_chunk_size`` defaults to 256. A config
+    with no attention layer is refused (transformers cannot decode it). llama.cpp converts Bamba as
+    GRANITE_HYBRID, Granite 4.0-H's architecture (convert_hf_to_gguf.py ``GraniteHybridModel``), so its rules price
+    it as they do ``granitemoehybrid``; vLLM 0.23.0 removed Bamba and kvmath's vLLM plan refuses it.
+    """
+    n = c.layer_count()
+    for key, default in (("mamba_n_heads", 128), ("mamba_d_state", 256)):
+        _needs_written(c, key, default)
+    _no_window(c)
+    types = _bamba_types(c, n)
+    if FULL not in types:
+        raise KvMathError("bamba config has no attn_layer_indices (no attention layer): transformers 5.23 BambaModel "
+                          "cannot decode without one (DynamicCache.get_seq_length needs an attention layer)")
+    heads = c.int("num_attention_heads")
+    attn = {a.index: a for a in _attention_layers(c, [FULL] * n)} if FULL in types else {}
+    inner = c.int("mamba_expand", 2) * c.int("hidden_size")
+    keys = {"heads_key": "mamba_n_heads", "head_dim_key": "mamba_d_head", "state_key": "mamba_d_state",
+            "groups_key": "mamba_n_groups", "conv_key": "mamba_d_conv"}
+    cfg = {k: v for k, v in c.cfg.items() if v is not None}
+    cfg.setdefault("mamba_n_groups", 1), cfg.setdefault("mamba_d_conv", 4)  # BambaConfig's defaults
+    m = _Config(cfg, c.model_type)
+    layers = [attn[i] if t == FULL else _mamba2_mixer(m, i, **keys, intermediate=inner) for i, t in enumerate(types)]
+    return _arch(c, name, source, layers, heads, mamba_chunk_size=c.int("mamba_chunk_size", 256))
+
+
+@_family("falcon_h1")
+def _falcon_h1(c: _Config, name: str, source: str):
+    """Falcon-H1 (tiiuae): every decoder layer runs GQA attention and a Mamba-2 mixer side by side, so every layer
+    keeps both a K/V cache and a Mamba-2 state (:class:`AttentionMamba2Layer`).
+
+    transformers 5.23 ``FalconH1Config``: ``layers_block_type`` all ``hybrid`` (``LinearAttentionAndFullAttention
+    Layer``); attention ``num_key_value_heads`` (None: the heads) x (``head_dim`` or ``hidden_size /
+    num_attention_heads``, modeling_falcon_h1.py); the mixer width ``mamba_d_ssm`` (None: ``mamba_expand x
+    hidden_size``), ``mamba_n_heads`` heads of ``mamba_d_head`` (``"auto"``: width / heads), ``mamba_n_groups``,
+    ``mamba_d_state``, ``mamba_d_conv``. ``mamba_n_heads`` and ``mamba_d_state`` must be written (class defaults
+    128 and 256). llama.cpp keeps a K/V row and an R / S state for every layer (``create_memory``: FALCON_H1's
+    attention and recurrent filters both return true), which ``kvmath.engines.llamacpp`` prices; vLLM 0.24.0
+    (falcon_h1.py) registers the two halves as two cache layers and SGLang pools them apart, which kvmath does not
+    model: both refuse the kind.
+    """
+    n = c.layer_count()
+    listed = c.raw("layers_block_type", c.raw("layer_types"))
+    if listed is not None and (not isinstance(listed, list) or any(t != HYBRID for t in listed)):
+        raise KvMathError("falcon_h1 layers_block_type must be 'hybrid' on every layer (FalconH1Config fixes it)")
+    for key, default in (("mamba_n_heads", 128), ("mamba_d_state", 256)):
+        _needs_written(c, key, default)
+    _no_window(c)
+    heads = c.int("num_attention_heads")
+    attn = _attention_layers(c, [FULL] * n)
+    inner = c.int("mamba_d_ssm") if c.has("mamba_d_ssm") else c.int("mamba_expand", 2) * c.int("hidden_size")
+    cfg = {k: v for k, v in c.cfg.items() if v is not None}
+    cfg.setdefault("mamba_n_groups", 1), cfg.setdefault("mamba_d_conv", 4)  # FalconH1Config's defaults
+    m = _Config(cfg, c.model_type)
+    layers = [AttentionMamba2Layer(i, attn[i], _mamba2_mixer(
+        m, i, heads_key="mamba_n_heads", head_dim_key="mamba_d_head", state_key="mamba_d_state",
+        groups_key="mamba_n_groups", conv_key="mamba_d_conv", intermediate=inner)) for i in range(n)]
+    return _arch(c, name, source, layers, heads, mamba_chunk_size=c.int("mamba_chunk_size", 256))
+
+
+@_family("minimax")
+def _minimax(c: _Config, name: str, source: str):
+    """MiniMax-Text-01 / MiniMax-M1 as transformers 5.23 reads them (``models/minimax``, the ``-hf`` checkpoints):
+    lightning attention on ``linear_attention`` layers (:class:`LightningLayer`: ``num_attention_heads`` states of
+    ``head_dim x head_dim``), GQA on ``full_attention`` layers (``num_key_value_heads`` x ``head_dim``; head width
+    ``head_dim`` or ``hidden_size / num_attention_heads``).
+
+    ``layer_types``, else ``MiniMaxConfig.__post_init__``'s ``full_attention if (i + 1) % 2 else
+    linear_attention``. The remote-code configs' ``attn_type_list`` (0 = lightning, 1 = softmax) is not read by
+    ``MiniMaxConfig``: a config that has it without ``layer_types`` is refused rather than read as the
+    alternating default. A ``sliding_window`` is refused. vLLM 0.23.0 removed MiniMaxText01ForCausalLM
+    (registry.py ``_PREVIOUSLY_SUPPORTED_MODELS``); kvmath's engines other than transformers refuse the kind.
+    """
+    n = c.layer_count()
+    types = c.layer_types(n, (FULL, LINEAR))
+    if types is None:
+        if c.has("attn_type_list"):
+            raise KvMathError("minimax config has attn_type_list but no layer_types; transformers 5.23 MiniMaxConfig "
+                              "does not read attn_type_list (it alternates full / linear): write layer_types")
+        types = [FULL if (i + 1) % 2 else LINEAR for i in range(n)]
+    _no_window(c)
+    heads = c.int("num_attention_heads")
+    attn = _attention_layers(c, [FULL] * n)
+    head_dim = attn[0].head_dim
+    layers = [attn[i] if t == FULL else LightningLayer(i, heads, head_dim) for i, t in enumerate(types)]
+    return _arch(c, name, source, layers, heads)

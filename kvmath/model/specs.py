@@ -18,9 +18,11 @@ MLP = "mlp"
 MOE = "moe"
 CHUNKED = "chunked_attention"
 CONV = "conv"
+HYBRID = "hybrid"
 """Layer type names as transformers 5.23 writes them in ``layer_types`` (``NemotronHConfig`` maps its
 ``hybrid_override_pattern`` letters M / * / - / E to linear_attention / full_attention / mlp / moe;
-``KimiLinearConfig`` calls MLA layers full_attention and KDA layers linear_attention)."""
+``KimiLinearConfig`` calls MLA layers full_attention and KDA layers linear_attention; ``FalconH1Config`` calls
+every layer ``hybrid``: attention and a Mamba-2 mixer side by side)."""
 
 
 # Each spec class carries ``kind``, the one name the engines know it by: the key of an engine's
@@ -338,6 +340,63 @@ class DSALayer:
 
 
 @dataclass(frozen=True)
+class AttentionMamba2Layer:
+    """A decoder layer that runs softmax attention and a Mamba-2 mixer side by side (Falcon-H1's ``hybrid``
+    layers), so it keeps both a K/V row per token and a Mamba-2 state per sequence.
+
+    ``attention`` and ``mamba`` are the two parts as their own specs (same ``index``). transformers 5.23 caches
+    them in one ``LinearAttentionAndFullAttentionLayer`` (keys, values, conv_states, recurrent_states); vLLM
+    registers the two modules as two KV-cache layers (``model.layers.i.self_attn.attn`` and
+    ``model.layers.i.mamba``, vllm/model_executor/models/falcon_h1.py); llama.cpp's hybrid memory takes every
+    layer into both its K/V cache and its recurrent memory (src/llama-model.cpp ``create_memory``, FALCON_H1). An
+    engine without a rule for this kind refuses it (``base.require_kinds``: vLLM and SGLang here).
+    """
+
+    kind: ClassVar[str] = "attention_mamba2"
+
+    index: int
+    attention: AttentionLayer
+    mamba: Mamba2Layer
+    layer_type: str = HYBRID
+
+    def __post_init__(self):
+        if self.attention.index != self.index or self.mamba.index != self.index:
+            raise ValueError("the attention and Mamba-2 parts of a hybrid layer must carry its index")
+
+    @property
+    def owns_cache(self) -> bool:
+        return True
+
+    def describe(self) -> str:
+        return f"attention {self.attention.describe()} + {self.mamba.describe()}"
+
+
+@dataclass(frozen=True)
+class LightningLayer:
+    """A lightning-attention (linear attention) layer: MiniMax-Text-01 / MiniMax-M1's ``linear_attention`` layers.
+
+    Per sequence it keeps one ``head_dim x head_dim`` matrix (the running K^T V sum) per attention head,
+    ``num_heads`` heads (``num_attention_heads``, not the KV heads), and no conv state (Qin et al., "Lightning
+    Attention-2", 2024; transformers 5.23 models/minimax ``MiniMaxLightningAttention``: ``attn_weights_inter``
+    ``[B, num_attention_heads, head_dim, head_dim]`` in the activation dtype, kept by ``MiniMaxCache.linear_cache``).
+    """
+
+    kind: ClassVar[str] = "lightning"
+
+    index: int
+    num_heads: int
+    head_dim: int
+    layer_type: str = LINEAR
+
+    @property
+    def owns_cache(self) -> bool:
+        return True
+
+    def describe(self) -> str:
+        return f"lightning attention: {self.num_heads} heads x {self.head_dim} x {self.head_dim} state"
+
+
+@dataclass(frozen=True)
 class VisionTower:
     """The vision encoder's size, as its ``vision_config`` states it (0 where the config does not say).
 
@@ -360,9 +419,9 @@ class VisionTower:
 
 
 LayerSpec = (AttentionLayer | GatedDeltaNetLayer | MLALayer | Mamba2Layer | KDALayer | NoCacheLayer
-             | ChunkedAttentionLayer | Mamba1Layer | ShortConvLayer | DSALayer)
+             | ChunkedAttentionLayer | Mamba1Layer | ShortConvLayer | DSALayer | AttentionMamba2Layer | LightningLayer)
 LAYER_KINDS = (AttentionLayer, GatedDeltaNetLayer, MLALayer, Mamba2Layer, KDALayer, NoCacheLayer,
-               ChunkedAttentionLayer, Mamba1Layer, ShortConvLayer, DSALayer)
+               ChunkedAttentionLayer, Mamba1Layer, ShortConvLayer, DSALayer, AttentionMamba2Layer, LightningLayer)
 """Every layer spec class. Engines never name them: they key their rules by the class's ``kind``
 (``Engine.rules``) and refuse a kind they have no rule for (``engines.base.require_kinds``)."""
 StateLayer = GatedDeltaNetLayer | Mamba2Layer | KDALayer
@@ -469,6 +528,6 @@ class Architecture:
 
 
 __all__ = [
-    "FULL", "SLIDING", "LINEAR", "MLP", "MOE", "CHUNKED", "CONV", "Architecture", "VisionTower",
+    "FULL", "SLIDING", "LINEAR", "MLP", "MOE", "CHUNKED", "CONV", "HYBRID", "Architecture", "VisionTower",
     *(c.__name__ for c in LAYER_KINDS),
 ]

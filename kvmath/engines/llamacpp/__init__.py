@@ -196,7 +196,10 @@ class LlamaCppEngine(Engine):
         return llamacpp_format(mem.type_k, mem.type_v)
 
     def layer_groups(self, arch: Architecture, mem: LlamaCppMemory) -> tuple[LayerGroup, ...]:
-        by_index = {layer.index: layer for layer in arch.layers}
+        # a Falcon-H1 hybrid layer is in the K/V cache as its attention part and in the recurrent memory as its
+        # Mamba-2 part: one group each over the same index
+        by_index = {layer.index: getattr(layer, "attention", layer) for layer in arch.layers}
+        state_of = {layer.index: getattr(layer, "mamba", layer) for layer in arch.layers}
         out: list[LayerGroup] = []
         placed: set[int] = set()
         for c in mem.kv:
@@ -221,7 +224,7 @@ class LlamaCppEngine(Engine):
                 placed.update(t.index for t in ts)
         r = mem.recurrent
         if r is not None:
-            first = by_index[r.layers[0]]
+            first = state_of[r.layers[0]]
             kind = first.kind
             rows = 1 + r.n_rs_seq
             out.append(LayerGroup(

@@ -75,7 +75,7 @@ from ...errors import KvMathError, choices
 from ...validate import _short
 from ...formats import ElementFormat
 from ...model.load import load_architecture
-from ...model.specs import SLIDING, Architecture
+from ...model.specs import SLIDING, STATE_LAYER_TYPES, Architecture
 from ..base import require_kinds
 from ...units import MiB, round_up
 from ...validate import MAX_TOKENS, check_count
@@ -424,7 +424,7 @@ def _extra(c, alignment: int) -> int:
 # ---------------------------------------------------------------------------------------------------
 # the model as llama.cpp's hparams see it
 
-LLAMACPP_KINDS = ("attention", "mla", "gdn", "mamba2", "kda", "none")
+LLAMACPP_KINDS = ("attention", "mla", "gdn", "mamba2", "kda", "none", "attention_mamba2")
 """The layer kinds (spec ``kind``) this module has rules for; others are refused (``base.require_kinds``)."""
 
 NO_WINDOW_MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3", "phi3")
@@ -456,6 +456,7 @@ def _attention_view(arch: Architecture) -> list[_AttnView]:
     windowed = arch.model_type not in NO_WINDOW_MODEL_TYPES
     out = []
     for layer in arch.layers:
+        layer = layer.attention if layer.kind == "attention_mamba2" else layer  # Falcon-H1: filter_attn all layers
         if layer.kind == "attention":
             swa = layer.layer_type == SLIDING and windowed
             out.append(_AttnView(layer.index, layer.num_kv_heads, layer.head_dim, layer.v_head_dim, swa,
@@ -463,6 +464,14 @@ def _attention_view(arch: Architecture) -> list[_AttnView]:
         elif layer.kind == "mla":
             out.append(_AttnView(layer.index, 1, layer.latent_dim, layer.kv_lora_rank, False, None, True, True))
     return out
+
+
+def recurrent_layers(arch: Architecture) -> list:
+    """The layers llama.cpp keeps a recurrent state for: the state layers, and the Mamba-2 part of every Falcon-H1
+    hybrid layer (src/llama-model.cpp ``create_memory``: for LLM_ARCH_FALCON_H1 ``filter_attn`` and ``filter_recr``
+    both return true, so every layer has a K/V row and an R / S state)."""
+    return [layer.mamba if layer.kind == "attention_mamba2" else layer for layer in arch.layers
+            if layer.kind == "attention_mamba2" or isinstance(layer, STATE_LAYER_TYPES)]
 
 
 def _state_widths(layer, arch: Architecture) -> tuple[int, int]:
@@ -674,7 +683,7 @@ def llamacpp_memory(
     notes: list[str] = []
 
     attn = _attention_view(arch)  # llama.cpp's per-layer K/V widths
-    recr = arch.state_layers()
+    recr = recurrent_layers(arch)
     is_mla = any(a.is_mla for a in attn)
 
     # --- llama_init_from_model: type / flash-attention checks ---------------------------------------

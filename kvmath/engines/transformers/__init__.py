@@ -12,7 +12,11 @@ layers (models/nemotron_h): conv ``[B, heads * head_dim + 2 * n_groups * d_state
 dtype and SSM state ``[B, heads, head_dim, d_state]`` in float32 (the config's
 ``mamba_ssm_cache_dtype`` is not applied by the torch path). KDA layers (models/kimi_linear): one conv
 state ``[B, 3 * heads * head_dim, K]`` in the model dtype and recurrent ``[B, heads, head_dim,
-head_dim]`` in float32. MLP/MoE-only blocks get a ``DummyLayer`` holding nothing. The allocation is
+head_dim]`` in float32. MLP/MoE-only blocks get a ``DummyLayer`` holding nothing. Falcon-H1's hybrid layers
+(models/falcon_h1, ``LinearAttentionAndFullAttentionLayer``) hold both the attention keys / values and the
+Mamba-2 conv and SSM states; they are reported as two groups (attention, Mamba-2) over the same layer index.
+MiniMax-Text-01's lightning layers (models/minimax ``MiniMaxCache.linear_cache``) keep one ``[B, heads,
+head_dim, head_dim]`` state in the model dtype, its full-attention layers a ``DynamicLayer``. The allocation is
 these tensors layer by layer; tests/test_realcache.py builds the real caches on the CPU and compares.
 """
 
@@ -22,7 +26,7 @@ from dataclasses import dataclass
 
 from ...errors import KvMathError
 from ...formats import KVFormat
-from ...model.specs import SLIDING, Architecture
+from ...model.specs import FULL, LINEAR, SLIDING, Architecture
 from ...validate import MAX_TOKENS, check_positive
 from ..base import Engine, LayerGroup, StateTensor, merge_empty
 from .formats import TRANSFORMERS_FORMATS, transformers_format
@@ -84,7 +88,8 @@ class TransformersEngine(Engine):
     formats = tuple(TRANSFORMERS_FORMATS)
     setting_names = ()
     rules = {"attention": "_attention", "mla": "_mla", "gdn": "_gdn", "mamba2": "_mamba2", "kda": "_kda",
-             "none": "_none", "chunked": "_chunked", "dsa": "_dsa", "mamba1": "_mamba1", "conv": "_short_conv"}
+             "none": "_none", "chunked": "_chunked", "dsa": "_dsa", "mamba1": "_mamba1", "conv": "_short_conv",
+             "attention_mamba2": "_attention_mamba2", "lightning": "_lightning"}
 
     def settings(self, arch, *, max_ctx, max_num_seqs, tp, kv_format, cache_type_k=None, cache_type_v=None, **kw):
         if cache_type_k is not None or cache_type_v is not None:
@@ -162,6 +167,18 @@ class TransformersEngine(Engine):
         return LayerCache(layer.index, "conv", state=(
             StateTensor("conv_states", (layer.width, layer.conv_kernel), arch.dtype),))
 
+    def _attention_mamba2(self, layer, arch, s, fmt):
+        # LinearAttentionAndFullAttentionLayer (cache_utils.py): DynamicLayer keys / values of every token plus
+        # the Mamba-2 conv [B, conv_dim, K] (model dtype) and SSM [B, heads, head_dim, d_state] (float32) states
+        att, mamba = self._attention(layer.attention, arch, s, fmt), self._mamba2(layer.mamba, arch, s, fmt)
+        return LayerCache(layer.index, "attention_mamba2", att.heads, att.token_bytes, att.positions, mamba.state)
+
+    def _lightning(self, layer, arch, s, fmt):
+        # MiniMaxLightningAttention: attn_weights_inter = zeros(B, num_attention_heads, head_dim, head_dim,
+        # dtype=value_states.dtype), stored by MiniMaxCache.set_linear_cache; no conv state
+        return LayerCache(layer.index, "lightning", state=(
+            StateTensor("linear_cache", (layer.num_heads, layer.head_dim, layer.head_dim), arch.dtype),))
+
     def _none(self, layer, arch, s, fmt):
         return LayerCache(layer.index, "none")
 
@@ -179,6 +196,8 @@ class TransformersEngine(Engine):
             if kind in ("shared", "none"):
                 out.append(LayerGroup(layer_type, idx, desc, 0, kind="attention" if kind == "shared" else "none",
                                       owns_cache=False))
+            elif kind == "attention_mamba2":
+                out += _hybrid_groups(by_index[idx[0]], idx, cs[0], b, cache.fmt.name)
             elif state:
                 per_seq = sum(t.nbytes for t in state)
                 out.append(LayerGroup(layer_type, idx, desc, len(cs) * per_seq * b, kind=kind, state=state,
@@ -190,6 +209,17 @@ class TransformersEngine(Engine):
                                       kv_heads_per_rank=heads, bytes_per_token=tb, cells=positions, streams=b,
                                       kv_format=cache.fmt.name))
         return merge_empty(out)
+
+
+def _hybrid_groups(layer, idx: tuple[int, ...], c: LayerCache, b: int, fmt_name: str) -> list[LayerGroup]:
+    """The two groups of Falcon-H1 hybrid layers ``idx`` (alike; ``c`` one of their caches): their attention
+    keys / values (``full_attention``, growing with context) and their Mamba-2 states (``linear_attention``)."""
+    per_seq = sum(t.nbytes for t in c.state)
+    return [LayerGroup(FULL, idx, f"{layer.attention.describe()} (hybrid layer's attention)",
+                       len(idx) * c.token_bytes * c.positions * b, kind="attention", kv_heads_per_rank=c.heads,
+                       bytes_per_token=c.token_bytes, cells=c.positions, streams=b, kv_format=fmt_name),
+            LayerGroup(LINEAR, idx, f"{layer.mamba.describe()} (hybrid layer's Mamba-2 mixer)",
+                       len(idx) * per_seq * b, kind="mamba2", state=c.state, state_bytes_per_seq=per_seq, streams=b)]
 
 
 ENGINE = TransformersEngine()

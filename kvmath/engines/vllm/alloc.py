@@ -93,10 +93,17 @@ from .specs import KVGroup, KVSpec
 # Model types whose vLLM model class implements SupportsMambaPrefixCaching, so prefix caching runs their
 # state in mamba_cache_mode "all" (MambaModelConfig.verify_and_update_config, models/config.py l.417-421,
 # 0.24.0). The classes that declare it in model_executor/models/*.py, 0.24.0: bamba, falcon_h1,
-# granitemoehybrid, jamba, mamba, mamba2, nemotron_h, zamba2 (of these, kvmath reads granitemoehybrid and
-# nemotron_h). Qwen 3.5 / 3.6, Qwen3-Next and Kimi Linear do not: "all" falls back to "align".
+# granitemoehybrid, jamba, mamba, mamba2, nemotron_h, zamba2 (of these, kvmath's vLLM plan prices granitemoehybrid
+# and nemotron_h; it refuses bamba, falcon_h1 and mamba2). Qwen 3.5 / 3.6, Qwen3-Next and Kimi Linear do not: "all" falls back to "align".
 _SUPPORTS_MAMBA_PREFIX_CACHING: frozenset[str] = frozenset(
     {"bamba", "falcon_h1", "granitemoehybrid", "jamba", "mamba", "mamba2", "nemotron_h", "zamba2"})
+
+# Model types kvmath reads whose vLLM rules it has not checked, with the one-line reason the vLLM plan refuses them.
+_UNCHECKED_MODEL_TYPES: dict[str, str] = {
+    "bamba": ("vLLM 0.23.0 removed BambaForCausalLM (vllm/model_executor/models/registry.py "
+              "_PREVIOUSLY_SUPPORTED_MODELS, 0.24.0) and kvmath has not checked the Bamba state rules of the earlier "
+              "releases; kvmath has no vLLM plan for bamba"),
+}
 
 # Per-token-head quantisation modes (kv_cache_interface.py KVQuantMode.is_per_token_head).
 _PTH = ("int8_per_token_head", "fp8_per_token_head")
@@ -591,6 +598,8 @@ def _layout_at(arch: Architecture, s: VllmSettings) -> VllmLayout:
     """The layout of ``arch`` at ``s``: the length checks, the cache mode, the hybrid alignment, the per-layer
     specs and the drafter's layers. Raises KvMathError for bad input; vLLM's refusals are in the record."""
     version = release(s.vllm_version)
+    if arch.model_type in _UNCHECKED_MODEL_TYPES:
+        raise KvMathError(f"{arch.name}: {_UNCHECKED_MODEL_TYPES[arch.model_type]}")
     L, notes, long_refusal = _context(arch, s, version)
     require_kinds("vllm", arch, rules.KINDS)
     tp = s.tensor_parallel_size
