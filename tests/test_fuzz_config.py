@@ -32,7 +32,8 @@ from hypothesis import strategies as st
 
 import kvmath
 from kvmath.model.specs import (
-    FULL, SLIDING, AttentionLayer, GatedDeltaNetLayer, KDALayer, MLALayer, Mamba2Layer, NoCacheLayer,
+    FULL, SLIDING, AttentionLayer, CompressedAttentionLayer, GatedDeltaNetLayer, KDALayer, MLALayer, Mamba2Layer,
+    NoCacheLayer,
 )
 from kvmath.formats import DTYPE_BYTES
 
@@ -70,6 +71,9 @@ MINIMAL = {
     "nemotron_h": {"model_type": "nemotron_h", "hybrid_override_pattern": "M-M*E", "num_attention_heads": 8,
                    "num_key_value_heads": 2, "head_dim": 64, "mamba_num_heads": 8, "mamba_head_dim": 32,
                    "ssm_state_size": 16, "n_groups": 2, "conv_kernel": 4, "mamba_ssm_cache_dtype": "float32"},
+    "deepseek_v4": {"model_type": "deepseek_v4", "num_hidden_layers": 4, "num_attention_heads": 8,
+                    "num_key_value_heads": 1, "head_dim": 64, "sliding_window": 16, "compress_ratios": [0, 4, 128, 4],
+                    "index_head_dim": 32, "index_n_heads": 4, "index_topk": 8, "torch_dtype": "bfloat16"},
 }
 
 
@@ -98,7 +102,7 @@ READ_KEYS = (
     "num_nextn_predict_layers", "linear_attn_config", "full_attn_layers", "kda_layers", "num_heads",
     "short_conv_kernel_size", "hybrid_override_pattern", "mamba_num_heads", "mamba_head_dim", "ssm_state_size",
     "n_groups", "conv_kernel", "mamba_ssm_cache_dtype", "dtype", "torch_dtype", "max_position_embeddings",
-    "text_config", "use_bidirectional_attention",
+    "text_config", "use_bidirectional_attention", "compress_ratios",
 )
 LAYER_WORDS = ["full_attention", "sliding_attention", "linear_attention", "mlp", "moe", "chunked_attention",
                "attention", "mamba", "", "FULL_ATTENTION"]
@@ -235,6 +239,10 @@ def check_layers_match_fields(arch, cfg: dict) -> None:
         elif isinstance(layer, KDALayer):
             assert (layer.num_heads, layer.head_dim, layer.conv_kernel) == tuple(
                 _num(lac.get(k)) for k in ("num_heads", "head_dim", "short_conv_kernel_size"))
+        elif isinstance(layer, CompressedAttentionLayer):  # DeepSeek-V4
+            assert layer.head_dim == _num(t.get("head_dim")) and layer.sliding_window == _num(t.get("sliding_window"))
+            assert layer.compress_rate == {SLIDING: 0, "compressed_sparse_attention": 4,
+                                           "heavily_compressed_attention": 128}[layer.layer_type]
         else:
             assert isinstance(layer, NoCacheLayer) and not layer.owns_cache
 
@@ -267,6 +275,15 @@ def transformers_oracle(arch) -> int:
         elif isinstance(layer, KDALayer):
             conv = 3 * layer.num_heads * layer.head_dim
             total += SEQS * (conv * layer.conv_kernel * dt + layer.num_heads * layer.head_dim ** 2 * 4)
+        elif isinstance(layer, CompressedAttentionLayer):
+            # models/deepseek_v4: a sliding layer keeps K and V (W - 1 rows each); a CSA / HCA layer keeps the window
+            # once (values is keys) and, per compressor (CSA: main + indexer), CTX // m entries, CTX % m pending rows of
+            # kv and of gate (2 x width for CSA), and CSA's m-row kv and gate overlap once a window closed; +8 B
+            win, m, csa = min(CTX, layer.sliding_window - 1), layer.compress_rate, layer.overlap
+            elements = 2 * win * layer.head_dim if not m else win * layer.head_dim
+            for w in ([layer.head_dim, layer.index_head_dim] if csa else [layer.head_dim] if m else []):
+                elements += CTX // m * w + 2 * (CTX % m) * (2 if csa else 1) * w + (2 * m * w if CTX >= m and csa else 0)
+            total += SEQS * elements * dt + 8
     return total
 
 
@@ -409,6 +426,8 @@ def kvmath_cache_layout(arch) -> list:
             out.append(("dummy", None))
         elif isinstance(layer, AttentionLayer):
             out.append((layer.layer_type, layer.sliding_window))
+        elif isinstance(layer, CompressedAttentionLayer):  # transformers passes the config, not a window, to CSA / HCA
+            out.append((layer.layer_type, layer.sliding_window if layer.layer_type == SLIDING else None))
         elif isinstance(layer, MLALayer):
             out.append((FULL, None))
         else:

@@ -31,10 +31,10 @@ from ..errors import KvMathError, choices
 from ..formats import DTYPE_BYTES, KVFormat
 from ..model.specs import FULL, LINEAR, SLIDING, Architecture
 
-GROUP_KINDS = ("attention", "mla", "gdn", "mamba2", "kda", "mamba1", "conv", "none", "padding")
+GROUP_KINDS = ("attention", "mla", "gdn", "mamba2", "kda", "mamba1", "conv", "none", "padding", "compressed")
 """``LayerGroup.kind`` values: softmax attention, MLA latent, Gated DeltaNet, Mamba-2, Kimi Delta
 Attention state, Mamba-1 state, short-conv state (LFM2), blocks without a cache, and vLLM's padding layers (empty group slots that still take
-their share of every block)."""
+their share of every block); ``compressed``: DeepSeek-V4's window plus compressor tensors (transformers only)."""
 
 
 @dataclass(frozen=True)
@@ -431,9 +431,19 @@ def require_kinds(engine: str, arch: Architecture, kinds: tuple[str, ...]) -> No
     plan reads layers directly call it where the plan starts, so a new kind is refused, never skipped."""
     for layer in arch.layers:
         if layer.kind not in kinds:
+            note = KIND_NOTES.get((engine, layer.kind))
+            why = f" ({note})" if note else ""
             raise KvMathError(
                 f"{engine} has no rule for {type(layer).__name__} layers ({arch.name}, model_type {arch.model_type}, "
-                f"layer {layer.index}); kinds it handles: {choices(kinds)}")
+                f"layer {layer.index}){why}; kinds it handles: {choices(kinds)}")
+
+
+KIND_NOTES = {
+    ("vllm", "compressed"): "DeepSeek-V4's compressed attention: vLLM 0.24 allocates a compressed MLA-style cache per "
+                  "compress ratio, a separate sliding-window cache and compressor state caches "
+                  "(vllm/models/deepseek_v4/attention.py, compressor.py), a layout kvmath does not model",
+}
+"""(engine, layer kind) -> why the engine's rules leave the kind out, appended to :func:`require_kinds`' refusal."""
 
 
 def render_verdict(v: Verdict, answers: Mapping[str, Any]) -> str:

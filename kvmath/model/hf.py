@@ -13,7 +13,8 @@ sliding window (``llama``, ``mistral``, ``qwen2``, ``qwen3``, ``gemma2``, ``gpt_
 a window there is refused unless its engine rules were checked), Gemma 3 / 3n / 4 (per-type heads and widths,
 KV sharing), Llama 4 (chunked attention), Gated DeltaNet hybrids (``qwen3_next``, ``qwen3_5_text``,
 ``qwen3_5_moe_text``), MLA (``deepseek_v2``, ``deepseek_v3``, ``glm4_moe_lite``), MLA with the DSA indexer
-(``deepseek_v32``, ``glm_moe_dsa``), Kimi Linear (MLA + Kimi Delta Attention, 1-based layer lists),
+(``deepseek_v32``, ``glm_moe_dsa``), DeepSeek-V4's sliding window with compressed entries (``deepseek_v4``; transformers
+only: vLLM, SGLang and llama.cpp refuse it), Kimi Linear (MLA + Kimi Delta Attention, 1-based layer lists),
 Nemotron-H and Granite 4.0-H (Mamba-2 and attention), Mamba-1 (``mamba``, ``falcon_mamba``, ``jamba``) and
 LFM2's short convolutions. Multimodal wrappers (``_WRAPPERS``: Qwen-VL, Gemma 3 / 3n / 4, Llama 4, Mistral 3,
 LFM2-VL, LLaVA, Voxtral, Kimi K2.5) are read from their text part, with the vision tower's size; any other outer

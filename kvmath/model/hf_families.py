@@ -16,8 +16,8 @@ from .hf import (
     _no_window, _window,
 )
 from .specs import (
-    CHUNKED, CONV, FULL, LINEAR, SLIDING, AttentionLayer, ChunkedAttentionLayer, DSALayer, Mamba1Layer, MLALayer,
-    ShortConvLayer,
+    CHUNKED, CONV, FULL, LINEAR, SLIDING, AttentionLayer, ChunkedAttentionLayer, CompressedAttentionLayer, DSALayer,
+    Mamba1Layer, MLALayer, ShortConvLayer,
 )
 
 
@@ -506,3 +506,79 @@ def _lfm2(c: _Config, name: str, source: str):
     layers = [attn[i] if t == FULL else ShortConvLayer(i, width, kernel) for i, t in enumerate(types)]
     return _arch(c, name, source, layers, c.int("num_attention_heads"))
 
+
+
+# --- DeepSeek-V4: sliding window plus compressed long-range entries ------------------------------------------
+
+_CSA, _HCA = "compressed_sparse_attention", "heavily_compressed_attention"
+_V4_RATIO_TYPES = {0: SLIDING, 4: _CSA, 128: _HCA}
+"""configuration_deepseek_v4.py ``_COMPRESS_RATIO_TO_LAYER_TYPE`` (transformers 5.23): a legacy
+``compress_ratios`` entry names a layer type; the rate itself comes from ``compress_rates``."""
+
+
+def _v4_layer_types(c: _Config, n: int) -> list[str]:
+    """DeepSeek-V4's per-layer attention types as ``DeepseekV4Config.__post_init__`` derives them:
+    ``layer_types``, else the legacy ``compress_ratios`` (0 / 4 / 128 per layer; the published V4-Flash lists 44,
+    one for its MTP layer, and transformers keeps the first ``num_hidden_layers``), else 2 HCA layers then CSA on
+    odd and HCA on even positions of the rest."""
+    types = c.layer_types(n, (SLIDING, _CSA, _HCA))
+    if types is not None:
+        return types
+    ratios = c.raw("compress_ratios")
+    if ratios is None:
+        return [_HCA] * min(n, 2) + [_CSA if i % 2 else _HCA for i in range(max(n - 2, 0))]
+    if not isinstance(ratios, list) or len(ratios) < n or not all(
+            type(r) is int and r in _V4_RATIO_TYPES for r in ratios):
+        raise KvMathError(f"deepseek_v4 compress_ratios must list 0, 4 or 128 for each of the {n} layers")
+    return [_V4_RATIO_TYPES[r] for r in ratios[:n]]
+
+
+def _v4_compress_rates(c: _Config) -> dict[str, int]:
+    """``compress_rates`` (default CSA 4, HCA 128), with the legacy ``compress_rate_csa`` /
+    ``compress_rate_hca`` folded in, as ``DeepseekV4Config.__post_init__`` does."""
+    rates = c.raw("compress_rates")
+    if rates is None:
+        rates = {_CSA: 4, _HCA: 128}
+    if not isinstance(rates, dict):
+        raise KvMathError("deepseek_v4 compress_rates must be an object {layer type: tokens per entry}")
+    rates = dict(rates)
+    for key, kind in (("compress_rate_csa", _CSA), ("compress_rate_hca", _HCA)):
+        if c.has(key):
+            rates[kind] = c.int(key)
+    for kind in (_CSA, _HCA):
+        if kind not in rates:
+            raise KvMathError(f"deepseek_v4 compress_rates has no rate for {kind}")
+        rates[kind] = _Config(rates, c.model_type).int(kind)
+    return rates
+
+
+@_family("deepseek_v4")
+def _deepseek_v4(c: _Config, name: str, source: str):
+    """DeepSeek-V4 (``deepseek_v4``, V4-Flash / V4-Pro): every layer keeps one shared K=V head of ``head_dim``
+    over a ``sliding_window``; CSA and HCA layers add compressed entries (:class:`CompressedAttentionLayer`).
+
+    transformers 5.23 configuration_deepseek_v4.py: layer types :func:`_v4_layer_types`, rates
+    :func:`_v4_compress_rates`; modeling_deepseek_v4.py ``DeepseekV4Attention`` projects ``kv_proj`` to one
+    ``head_dim`` row whatever ``num_key_value_heads`` says, so a config stating another count is refused.
+    ``head_dim``, ``sliding_window`` and, with CSA layers, ``index_head_dim`` / ``index_n_heads`` /
+    ``index_topk`` must be written (class defaults 512, 128, 128, 64, 512).
+    """
+    n = c.layer_count()
+    heads = c.int("num_attention_heads")
+    for key, default in (("head_dim", 512), ("sliding_window", 128)):
+        _needs_written(c, key, default)
+    if c.int("num_key_value_heads", 1) != 1:
+        raise KvMathError(f"deepseek_v4 config sets num_key_value_heads {c.int('num_key_value_heads')}; DeepSeek-V4's "
+                          "attention has one shared K=V head (transformers' kv_proj ignores the field)")
+    types = _v4_layer_types(c, n)
+    rates = _v4_compress_rates(c)
+    idx = {}
+    if _CSA in types:
+        for key, default in (("index_head_dim", 128), ("index_n_heads", 64), ("index_topk", 512)):
+            _needs_written(c, key, default)
+            idx[key] = c.int(key)
+    head_dim, window = c.int("head_dim"), _window(c)
+    layers = [CompressedAttentionLayer(i, t, head_dim, window, rates.get(t, 0), t == _CSA,
+                                       **(idx if t == _CSA else {})) for i, t in enumerate(types)]
+    return _arch(c, name, source, layers, heads,
+                 mtp_num_hidden_layers=c.int("num_nextn_predict_layers", 0, minimum=0, maximum=MAX_LAYERS))
