@@ -29,7 +29,6 @@ DEFAULTS = "transformers-5.23-defaults__"
 REFUSED = {  # config -> a phrase the one-line refusal must contain (the model_type or the field it names)
     "MiniMaxAI__MiniMax-M3": "model_type 'minimax_m3' is not supported",
     "XiaomiMiMo__MiMo-7B-Base": "model_type 'mimo' is not supported",  # remote code, not in transformers 5.23
-    "XiaomiMiMo__MiMo-V2-Flash": "model_type 'mimo_v2_flash' is not supported",
     "moonshotai__Kimi-K2-Instruct": "model_type 'kimi_k2' is not supported",
     # 93 x 896 expert MLPs: the size guard of kvmath.validate speaks before the model_type check
     "moonshotai__Kimi-K3": "93 layers x 896 experts = 83,328 expert MLPs; kvmath reads at most 65,536",
@@ -75,6 +74,8 @@ def _test_config(case: str) -> dict:
     _cut(text)
     if text.get("sliding_window") and arch.layers_of("sliding_attention"):
         text["sliding_window"] = WINDOW
+        if text.get("model_type") == "mimo_v2_flash" and text.get("sliding_window_size"):
+            text["sliding_window_size"] = WINDOW - 1  # MiMoV2FlashConfig: sliding_window = sliding_window_size + 1
     if text.get("attention_chunk_size") and arch.layers_of("chunked_attention"):
         text["attention_chunk_size"] = WINDOW
     return cfg
@@ -150,7 +151,7 @@ def test_tally_of_real_configs():
     """Of the published configs (not the class-default files): how many read exactly, how many refused."""
     real = [c for c in CASES if not c.startswith(DEFAULTS)]
     read = [c for c in real if c not in REFUSED]
-    assert (len(real), len(read), len(real) - len(read)) == (43, 35, 8)
+    assert (len(real), len(read), len(real) - len(read)) == (43, 36, 7)
 
 
 def test_unknown_wrapper_is_refused_not_read_from_its_text_part():
@@ -256,3 +257,20 @@ def test_config_only_estimate_refuses_the_layouts_it_does_not_write():
     for case in (DEFAULTS + "olmo2", DEFAULTS + "cohere", "LGAI-EXAONE__EXAONE-4.0-32B", DEFAULTS + "starcoder2"):
         with pytest.raises(KvMathError, match="estimates checkpoint tensors from config.json only for"):
             estimate_checkpoint(_config(case))
+
+
+def test_mimo_v2_flash_fields_vllm_reads_must_agree_with_transformers_rule():
+    # MiMo-V2-Flash config.json: hybrid_layer_pattern 0 at layers 0, 5, 11, ..., 47 (transformers' own rule), 4 KV
+    # heads on full layers and swa_num_key_value_heads 8 = 2 x 4 on sliding ones, sliding_window_size 128 -> window
+    # 129 (MiMoV2FlashConfig.__post_init__); vLLM's mimo_v2.py reads the swa_* fields and the pattern itself
+    arch = kvmath.load_architecture(_config("XiaomiMiMo__MiMo-V2-Flash"))
+    full, sliding = arch.layers_of("full_attention"), arch.layers_of("sliding_attention")
+    assert [a.index for a in full] == [0, 5, 11, 17, 23, 29, 35, 41, 47] and len(sliding) == 39
+    assert {(a.num_kv_heads, a.head_dim, a.v_head_dim, a.sliding_window) for a in full} == {(4, 192, 128, None)}
+    assert {(a.num_kv_heads, a.head_dim, a.v_head_dim, a.sliding_window) for a in sliding} == {(8, 192, 128, 129)}
+    for key, value in (("swa_num_key_value_heads", 4), ("swa_head_dim", 128), ("hybrid_layer_pattern", [1] * 48)):
+        with pytest.raises(KvMathError, match=key):
+            kvmath.load_architecture(dict(_config("XiaomiMiMo__MiMo-V2-Flash"), **{key: value}))
+    for engine in ("vllm", "llama.cpp"):
+        with pytest.raises(KvMathError, match=f"^{engine}: kvmath does not price mimo_v2_flash"):
+            kvmath.derive(arch, engine=engine, max_ctx=4096)

@@ -74,6 +74,9 @@ MINIMAL = {
     "deepseek_v4": {"model_type": "deepseek_v4", "num_hidden_layers": 4, "num_attention_heads": 8,
                     "num_key_value_heads": 1, "head_dim": 64, "sliding_window": 16, "compress_ratios": [0, 4, 128, 4],
                     "index_head_dim": 32, "index_n_heads": 4, "index_topk": 8, "torch_dtype": "bfloat16"},
+    "mimo_v2_flash": {"model_type": "mimo_v2_flash", "num_hidden_layers": 7, "num_attention_heads": 8,
+                      "num_key_value_heads": 2, "head_dim": 48, "v_head_dim": 32, "sliding_window": 16,
+                      "sliding_window_size": 16, "swa_num_key_value_heads": 4, "hybrid_layer_pattern": [0, 1, 1, 1, 1, 0, 1]},
 }
 
 
@@ -212,15 +215,20 @@ def check_layers_match_fields(arch, cfg: dict) -> None:
     heads = _num(t.get("num_attention_heads"))
     hidden = _num(t.get("hidden_size"))
     lac = t.get("linear_attn_config") if isinstance(t.get("linear_attn_config"), dict) else {}
+    mimo = t.get("model_type") == "mimo_v2_flash"  # 2 x the KV heads on sliding layers, V rows of v_head_dim
     for layer in arch.layers:
         if isinstance(layer, AttentionLayer):
-            assert layer.num_kv_heads in val("num_key_value_heads", "num_global_key_value_heads") | {heads}
+            kv_heads = val("num_key_value_heads", "num_global_key_value_heads") | {heads}
+            assert layer.num_kv_heads in kv_heads | ({2 * k for k in kv_heads} if mimo else set())
             widths = val("head_dim", "global_head_dim", "attention_head_dim") | {512}
             if hidden and heads:
                 widths.add(hidden // heads)
-            assert layer.head_dim in widths and layer.v_head_dim == layer.head_dim
+            assert layer.head_dim in widths
+            assert layer.v_head_dim == (_num(t.get("v_head_dim")) if mimo else layer.head_dim)
             if layer.layer_type == SLIDING:
-                assert layer.sliding_window == _num(t.get("sliding_window")) >= 2
+                window = _num(t.get("sliding_window_size")) + 1 if mimo and t.get("sliding_window_size") is not None \
+                    else _num(t.get("sliding_window"))
+                assert layer.sliding_window == window >= 2
             if layer.kv_source is not None:
                 assert layer.kv_source < layer.index and arch.layers[layer.kv_source].owns_cache
         elif isinstance(layer, MLALayer):

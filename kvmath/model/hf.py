@@ -7,7 +7,8 @@ type and the fields it would need: kvmath never guesses dense attention.
 
 Families (one rule each; this module and ``hf_families``): dense / GQA / MQA attention with every form of
 sliding window (``llama``, ``mistral``, ``qwen2``, ``qwen3``, ``gemma2``, ``gpt_oss``, ``phi3``, ``exaone4``,
-``olmo3``, ``cohere2``, Qwen2.5-VL's text part), full attention only (``qwen3_moe``, ``mixtral``, ``glm4``,
+``olmo3``, ``cohere2``, Qwen2.5-VL's text part, ``mimo_v2_flash`` with twice the KV heads on its sliding layers;
+vLLM and llama.cpp refuse it), full attention only (``qwen3_moe``, ``mixtral``, ``glm4``,
 ``glm4_moe``, ``minimax_m2``, ``olmo2``, ``olmoe``, ``cohere``, ``granite``, ``granitemoe``, ``internlm3``,
 ``ernie4_5``, ``hunyuan_v1_*``, ``seed_oss``, ``ministral3``, ``qwen3_vl*_text``, ``qwen2_moe``, ``smollm3``;
 a window there is refused unless its engine rules were checked), Gemma 3 / 3n / 4 (per-type heads and widths,

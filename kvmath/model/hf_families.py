@@ -582,3 +582,60 @@ def _deepseek_v4(c: _Config, name: str, source: str):
                                        **(idx if t == _CSA else {})) for i, t in enumerate(types)]
     return _arch(c, name, source, layers, heads,
                  mtp_num_hidden_layers=c.int("num_nextn_predict_layers", 0, minimum=0, maximum=MAX_LAYERS))
+
+
+# --- MiMo-V2-Flash: hybrid sliding / full attention with per-type KV heads ------------------------------------
+
+def _same_or_refuse(c: _Config, key: str, want: int, rule: str) -> None:
+    """Refuse a config whose ``key`` (a field transformers 5.23 does not read) disagrees with ``want``, the value
+    transformers uses by ``rule``; vLLM reads ``key`` itself, so a disagreement means the engines differ."""
+    if c.has(key) and c.int(key) != want:
+        raise KvMathError(f"{c.model_type} config sets {key} {c.int(key)} but transformers 5.23 uses {rule} = {want} "
+                          "(vLLM reads the field): the engines would build different layers")
+
+
+@_family("mimo_v2_flash")
+def _mimo_v2_flash(c: _Config, name: str, source: str):
+    """MiMo-V2-Flash (``mimo_v2_flash``): full attention on layer 0 and every 6th layer, sliding elsewhere; K rows of
+    ``head_dim``, V rows of ``v_head_dim``; the sliding layers have twice the KV heads.
+
+    transformers 5.23 configuration_mimo_v2_flash.py ``__post_init__``: ``layer_types``, else ``full_attention if
+    i == 0 or (i + 1) % 6 == 0``; ``sliding_window = sliding_window_size + 1`` when ``sliding_window_size`` is given
+    ("attends to sliding_window_size previous tokens plus the query"). modeling_mimo_v2_flash.py
+    ``MiMoV2FlashAttention``: ``num_key_value_heads * 2`` KV heads on sliding layers, ``head_dim`` / ``v_head_dim``
+    on every layer. vLLM 0.24 (model_executor/models/mimo_v2.py) instead reads ``hybrid_layer_pattern`` (1 =
+    sliding), ``swa_num_key_value_heads``, ``swa_head_dim``, ``swa_v_head_dim`` and ``swa_num_attention_heads``:
+    a config where those disagree with transformers' rule is refused. ``num_key_value_heads``, ``head_dim``,
+    ``v_head_dim`` and the window must be written (class defaults 4, 192, 128, 129). The attention sinks are
+    parameters, not cache.
+    """
+    n = c.layer_count()
+    heads = c.int("num_attention_heads")
+    for key, default in (("num_key_value_heads", 4), ("head_dim", 192), ("v_head_dim", 128)):
+        _needs_written(c, key, default)
+    types = c.layer_types(n, (FULL, SLIDING)) or [FULL if i == 0 or (i + 1) % 6 == 0 else SLIDING for i in range(n)]
+    pattern = c.raw("hybrid_layer_pattern")
+    if pattern is not None and (not isinstance(pattern, list) or len(pattern) < n or
+                                [SLIDING if p == 1 else FULL for p in pattern[:n]] != types or
+                                any(type(p) is not int or p not in (0, 1) for p in pattern)):
+        raise KvMathError(f"mimo_v2_flash hybrid_layer_pattern (read by vLLM) must give 1 for each sliding and 0 for "
+                          f"each full layer of the {n} that transformers 5.23 builds (layer_types or its rule)")
+    kv = _kv_heads(c, heads)
+    head_dim, v_head_dim = c.int("head_dim"), c.int("v_head_dim")
+    window = None
+    if SLIDING in types:
+        if heads % (2 * kv):
+            raise KvMathError(f"mimo_v2_flash sliding layers have 2 x {kv} KV heads, which must divide "
+                              f"num_attention_heads {heads}")
+        for key, want, rule in (("swa_num_key_value_heads", 2 * kv, "2 x num_key_value_heads"),
+                                ("swa_head_dim", head_dim, "head_dim"), ("swa_v_head_dim", v_head_dim, "v_head_dim"),
+                                ("swa_num_attention_heads", heads, "num_attention_heads")):
+            _same_or_refuse(c, key, want, rule)
+        if c.has("sliding_window_size"):
+            window = c.int("sliding_window_size") + 1
+        else:
+            _needs_written(c, "sliding_window", 129)
+            window = _window(c)
+    layers = [AttentionLayer(i, t, 2 * kv if t == SLIDING else kv, head_dim, v_head_dim,
+                             window if t == SLIDING else None) for i, t in enumerate(types)]
+    return _arch(c, name, source, layers, heads)
