@@ -33,11 +33,13 @@ REFUSED = {  # config -> a phrase the one-line refusal must contain (the model_t
     # 93 x 896 expert MLPs: the size guard of kvmath.validate speaks before the model_type check
     "moonshotai__Kimi-K3": "93 layers x 896 experts = 83,328 expert MLPs; kvmath reads at most 65,536",
     "nvidia__Llama-3_3-Nemotron-Super-49B-v1": "model_type 'nemotron-nas' is not supported",
-    "stepfun-ai__Step-3.7-Flash": "model_type 'step3p7' is not supported",
+    # flat: transformers 5.23's Step3p7Config reads only text_config and would build the class-default decoder
+    "stepfun-ai__Step-3.7-Flash": "model_type 'step3p7' is a multimodal wrapper and this config has no text_config",
     # transformers broadcasts Falcon 40B's K and V to every head; vLLM and llama.cpp cache its 8 KV heads
     "tiiuae__falcon-40b-instruct": "sets new_decoder_architecture",
     DEFAULTS + "falcon_h1": "both a KV cache",  # attention and Mamba-2 in one layer: no spec yet
     DEFAULTS + "minimax": "lightning-attention state",
+    DEFAULTS + "step3p7": "step3p5 config has no sliding_window",  # Step3p7TextModel cannot run without one
     DEFAULTS + "ministral": "model_type 'ministral' is not supported",
     DEFAULTS + "lfm2_moe": "needs layer_types",
 }
@@ -274,3 +276,35 @@ def test_mimo_v2_flash_fields_vllm_reads_must_agree_with_transformers_rule():
     for engine in ("vllm", "llama.cpp"):
         with pytest.raises(KvMathError, match=f"^{engine}: kvmath does not price mimo_v2_flash"):
             kvmath.derive(arch, engine=engine, max_ctx=4096)
+
+
+def test_step3p7_wrapper_reads_its_text_config_as_transformers_builds_it():
+    """The published Step-3.7-Flash fields (the flat copy, which transformers 5.23 does not read) put under a
+    ``step3p7`` wrapper's text_config, as the Hub's wrapper config nests them: its 1 full + 3 sliding pattern, 8 KV
+    heads x 128 on every layer, window 512 (cut to 16) and 3 trailing MTP entries; kvmath equals transformers' real
+    cache layer by layer (Step3p7TextModel, built from the text config)."""
+    flat = _config("stepfun-ai__Step-3.7-Flash")
+    text = {k: v for k, v in flat.items() if k not in ("architectures", "torch_dtype")}
+    text["layer_types"] = text["layer_types"] + ["full_attention"] * 3  # the Hub's 45 + num_nextn_predict_layers
+    cfg = {"model_type": "step3p7", "architectures": ["Step3p7ForConditionalGeneration"], "torch_dtype": "bfloat16",
+           "text_config": dict(text, model_type="step3p7")}  # Step3p7Config drops the text model_type
+    arch = kvmath.load_architecture(cfg)
+    assert arch.layer_type_counts() == {"full_attention": 12, "sliding_attention": 33} and arch.mtp_num_hidden_layers == 3
+    assert {(a.num_kv_heads, a.head_dim) for a in arch.layers} == {(8, 128)}
+    small = copy.deepcopy(cfg)
+    _cut(small["text_config"])
+    small["text_config"]["sliding_window"] = WINDOW
+    small["text_config"]["layer_types"] = small["text_config"]["layer_types"][:MAX_LAYERS]
+    small["text_config"].update(num_nextn_predict_layers=0, model_type="step3p5")  # the class transformers builds
+    arch = kvmath.load_architecture(small)
+    real = transformers_cache_bytes(small, batch=BATCH, seq_len=PREFILL, decode_steps=DECODE, threads=1)
+    assert real["config_check"] == [] and real["model_class"] == "Step3p7TextModel"
+    d = kvmath.derive(arch, engine="transformers", max_ctx=PREFILL + DECODE, max_num_seqs=BATCH)
+    assert {layer["index"]: layer["bytes"] for layer in real["layers"]} == \
+        {i: g.bytes // g.n_layers for g in d.groups for i in g.layers}
+    # vLLM 0.24 step3p5.py needs att_impl_type "GQA"; attention_other_setting's KV heads / head_dim must agree
+    with pytest.raises(KvMathError, match="att_impl_type"):
+        kvmath.derive(arch, engine="vllm", max_ctx=4096)
+    other = dict(text, model_type="step3p5", attention_other_setting={"num_attention_groups": 4})
+    with pytest.raises(KvMathError, match="attention_other_setting.num_attention_groups 4"):
+        kvmath.load_architecture({"model_type": "step3p7", "text_config": other})

@@ -429,7 +429,7 @@ def require_kinds(engine: str, arch: Architecture, kinds: tuple[str, ...]) -> No
     """Refuse ``arch`` when a layer's ``kind`` is not one of ``kinds`` (the kinds ``engine`` has rules for):
     KvMathError naming the engine, the layer's spec class, the model and the kinds it handles. Engines whose
     plan reads layers directly call it where the plan starts, so a new kind is refused, never skipped."""
-    reason = UNPRICED_MODEL_TYPES.get((engine, arch.model_type))
+    reason = dict(arch.engine_refusals).get(engine)
     if reason:
         raise KvMathError(f"{engine}: kvmath does not price {arch.model_type} ({arch.name}): {reason}")
     for layer in arch.layers:
@@ -448,16 +448,6 @@ KIND_NOTES = {
 }
 """(engine, layer kind) -> why the engine's rules leave the kind out, appended to :func:`require_kinds`' refusal."""
 
-UNPRICED_MODEL_TYPES = {
-    ("vllm", "mimo_v2_flash"): "vLLM 0.24 (model_executor/models/mimo_v2.py) windows its sliding layers at "
-                               "sliding_window_size tokens, transformers 5.23 at sliding_window_size + 1, and kvmath's "
-                               "layers carry one window",
-    ("llama.cpp", "mimo_v2_flash"): "kvmath has not read llama.cpp's MiMo-V2 rules (its sliding-layer KV heads and "
-                                    "window)",
-}
-"""(engine, model_type) -> why kvmath refuses to price the family on that engine (:func:`require_kinds`, called
-where the vLLM and llama.cpp plans start): the family's layers, read as transformers builds them, are not what the
-engine allocates."""
 
 
 def render_verdict(v: Verdict, answers: Mapping[str, Any]) -> str:

@@ -638,4 +638,73 @@ def _mimo_v2_flash(c: _Config, name: str, source: str):
             window = _window(c)
     layers = [AttentionLayer(i, t, 2 * kv if t == SLIDING else kv, head_dim, v_head_dim,
                              window if t == SLIDING else None) for i, t in enumerate(types)]
-    return _arch(c, name, source, layers, heads)
+    return _arch(c, name, source, layers, heads, engine_refusals=_MIMO_REFUSALS)
+
+
+_MIMO_REFUSALS = (
+    ("vllm", "vLLM 0.24 (model_executor/models/mimo_v2.py) windows its sliding layers at sliding_window_size tokens, "
+             "transformers 5.23 at sliding_window_size + 1, and kvmath's layers carry one window"),
+    ("llama.cpp", "kvmath has not read llama.cpp's MiMo-V2 rules (its sliding-layer KV heads and window)"),
+)
+
+
+# --- Step 3.5 / 3.7 text decoder (Step3p7TextConfig, model_type step3p5) --------------------------------------
+
+@_family("step3p5")
+def _step3p5(c: _Config, name: str, source: str):
+    """Step-3.7-Flash's text decoder (transformers 5.23 ``Step3p7TextConfig``, model_type ``step3p5``; the
+    ``step3p7`` wrapper always builds it): GQA on every layer, full or sliding by ``layer_types``.
+
+    configuration_step3p7.py: ``num_attention_groups`` is ``num_key_value_heads`` (attribute_map); ``layer_types``
+    may carry ``num_nextn_predict_layers`` trailing MTP entries, which are split off; without ``layer_types`` every
+    layer is full attention. The sliding layers' query heads (``attention_other_setting`` /
+    ``num_sliding_attention_heads``) do not shape the cache: modeling_step3p7.py ``Step3p7Attention`` keeps
+    ``num_key_value_heads`` x ``head_dim`` on every layer. vLLM 0.24 (model_executor/models/step3p5.py) reads
+    ``attention_other_setting``'s ``num_attention_groups`` and ``head_dim`` for the sliding layers, so a config
+    where they differ is refused; ``minimax_m3_sparse`` layers (sparse attention) are refused too. The KV heads,
+    ``head_dim`` and ``sliding_window`` must be written (class defaults 8, 128, None; transformers cannot run
+    without a window).
+    """
+    cfg = dict(c.cfg)
+    for alias, key in (("num_attention_groups", "num_key_value_heads"), ("num_mtp_layers", "num_nextn_predict_layers")):
+        if c.has(alias):
+            if c.has(key) and c.cfg[key] != c.cfg[alias]:
+                raise KvMathError(f"step3p5 config sets both {alias} and {key}, differently; they name one field")
+            cfg[key] = c.cfg[alias]
+    c = _Config(cfg, c.model_type)
+    n = c.layer_count()
+    mtp = c.int("num_nextn_predict_layers", 0, minimum=0, maximum=MAX_LAYERS)
+    _needs_written(c, "num_key_value_heads", 8)
+    _needs_written(c, "head_dim", 128)
+    raw = c.raw("layer_types")
+    if isinstance(raw, list) and len(raw) not in (n, n + mtp):
+        raise KvMathError(f"step3p5 layer_types has {len(raw)} entries; transformers takes num_hidden_layers {n} "
+                          f"(+ {mtp} MTP entries)")
+    if isinstance(raw, list) and "minimax_m3_sparse" in raw[:n]:
+        raise KvMathError("step3p5 layer_types has minimax_m3_sparse layers (sparse attention with a block indexer); "
+                          "kvmath has no spec for their cache")
+    types = c.layer_types(n, (FULL, SLIDING)) or [FULL] * n
+    if not c.has("sliding_window"):  # Step3p7TextModel.forward builds the sliding mask whatever the layer types
+        raise KvMathError("step3p5 config has no sliding_window; transformers 5.23's Step3p7TextModel needs one even "
+                          "when every layer is full attention (create_sliding_window_causal_mask raises)")
+    kv, head_dim = _kv_heads(c, c.int("num_attention_heads")), c.int("head_dim")
+    other = c.raw("attention_other_setting")
+    if other is not None:
+        if not isinstance(other, dict):
+            raise KvMathError("step3p5 attention_other_setting must be an object")
+        o = _Config(other, "attention_other_setting")
+        for key, want in (("num_attention_groups", kv), ("head_dim", head_dim)):
+            if o.has(key) and o.int(key) != want:
+                raise KvMathError(f"step3p5 attention_other_setting.{key} {o.int(key)} differs from {want}: vLLM 0.24 "
+                                  "applies it to the sliding layers, transformers 5.23 does not")
+    from dataclasses import replace
+
+    arch = _typed(c, name, source, lambda n: [FULL] * n, mtp_key="num_nextn_predict_layers")
+    share = c.int("share_expert_dim", 0, minimum=0) if arch.num_experts else 0
+    if share and not arch.shared_expert_intermediate_size:  # Step's name for the shared expert's width
+        arch = replace(arch, shared_expert_intermediate_size=share)
+    refusals = [("llama.cpp", "kvmath has not read llama.cpp's Step 3.5 / 3.7 rules (its window and MTP layers)")]
+    if c.raw("att_impl_type") != "GQA":
+        refusals.append(("vllm", f"vLLM 0.24's step3p5.py builds attention only for att_impl_type 'GQA' (this "
+                                 f"config: {c.raw('att_impl_type')!r}; it raises on anything else)"))
+    return replace(arch, engine_refusals=tuple(refusals))

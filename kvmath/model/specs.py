@@ -438,6 +438,8 @@ class Architecture:
     ``shared_expert_intermediate_size``, else ``n_shared_experts x moe_intermediate_size``),
     ``dense_mlp_beside_experts`` (Gemma 4 ``enable_moe_block``: a dense MLP runs beside the experts),
     ``tie_word_embeddings``; ``vision``: the vision tower of a multimodal wrapper (:class:`VisionTower`), else None.
+    ``engine_refusals``: (engine name, reason) pairs for engines whose allocation of this family kvmath has not
+    modelled (the family rule sets them; ``engines.base.require_kinds`` refuses with the reason).
     """
 
     name: str
@@ -461,6 +463,7 @@ class Architecture:
     dense_mlp_beside_experts: bool = False
     tie_word_embeddings: bool = False
     vision: VisionTower | None = None
+    engine_refusals: tuple[tuple[str, str], ...] = ()
     extras: dict = field(default_factory=dict, compare=False, hash=False)
 
     def __hash__(self) -> int:
