@@ -428,7 +428,9 @@ def merge_empty(groups: list[LayerGroup]) -> tuple[LayerGroup, ...]:
 def require_kinds(engine: str, arch: Architecture, kinds: tuple[str, ...]) -> None:
     """Refuse ``arch`` when a layer's ``kind`` is not one of ``kinds`` (the kinds ``engine`` has rules for):
     KvMathError naming the engine, the layer's spec class, the model and the kinds it handles. Engines whose
-    plan reads layers directly call it where the plan starts, so a new kind is refused, never skipped."""
+    plan reads layers directly call it where the plan starts, so a new kind is refused, never skipped. A family
+    whose allocation on ``engine`` kvmath has not modelled is refused first, with the family rule's reason
+    (``Architecture.engine_refusals``: MiMo-V2-Flash on vLLM and llama.cpp, Step 3.5 / 3.7 on llama.cpp)."""
     reason = dict(arch.engine_refusals).get(engine)
     if reason:
         raise KvMathError(f"{engine}: kvmath does not price {arch.model_type} ({arch.name}): {reason}")
