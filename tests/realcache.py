@@ -502,7 +502,16 @@ def transformers_cache_bytes(
         # text model (AutoModel) builds the same decoder layers and the same cache
         from transformers import AutoModel
 
-        model = AutoModel.from_config(cfg, dtype=torch_dtype, **kw)
+        try:
+            model = AutoModel.from_config(cfg, dtype=torch_dtype, **kw)
+        except ValueError:
+            # a text config registered only as a wrapper's sub-config (Step3p7TextConfig, model_type step3p5): the
+            # text model class beside it in the same models/<family> package (Step3p7TextModel)
+            import importlib
+
+            module = importlib.import_module(type(cfg).__module__.replace(".configuration_", ".modeling_"))
+            model_cls = getattr(module, type(cfg).__name__.replace("Config", "Model"))
+            model = model_cls._from_config(cfg, dtype=torch_dtype, **kw)
     model.eval()
     t1 = time.perf_counter()
 

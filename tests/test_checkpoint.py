@@ -318,7 +318,8 @@ def test_config_estimate_refuses_layouts_it_does_not_write():
     # a Llama-style tensor table for a layout kvmath does not write would be silently wrong
     from kvmath.model.checkpoint import ESTIMATED_MODEL_TYPES
 
-    for mt in ("falcon_h1", "minimax", "jamba", "mamba2", "bamba"):
+    for mt in ("falcon_h1", "minimax", "jamba", "mamba2", "bamba", "deepseek_v4", "mimo_v2_flash", "step3p5",
+               "step3p7"):
         assert mt not in ESTIMATED_MODEL_TYPES
         with pytest.raises(KvMathError, match="safetensors headers"):
             estimate_checkpoint({"model_type": mt, "hidden_size": 64, "num_hidden_layers": 2,

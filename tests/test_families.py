@@ -29,15 +29,15 @@ DEFAULTS = "transformers-5.23-defaults__"
 REFUSED = {  # config -> a phrase the one-line refusal must contain (the model_type or the field it names)
     "MiniMaxAI__MiniMax-M3": "model_type 'minimax_m3' is not supported",
     "XiaomiMiMo__MiMo-7B-Base": "model_type 'mimo' is not supported",  # remote code, not in transformers 5.23
-    "XiaomiMiMo__MiMo-V2-Flash": "model_type 'mimo_v2_flash' is not supported",
-    "deepseek-ai__DeepSeek-V4-Flash": "model_type 'deepseek_v4' is not supported",
     "moonshotai__Kimi-K2-Instruct": "model_type 'kimi_k2' is not supported",
     # 93 x 896 expert MLPs: the size guard of kvmath.validate speaks before the model_type check
     "moonshotai__Kimi-K3": "93 layers x 896 experts = 83,328 expert MLPs; kvmath reads at most 65,536",
     "nvidia__Llama-3_3-Nemotron-Super-49B-v1": "model_type 'nemotron-nas' is not supported",
-    "stepfun-ai__Step-3.7-Flash": "model_type 'step3p7' is not supported",
+    # flat: transformers 5.23's Step3p7Config reads only text_config and would build the class-default decoder
+    "stepfun-ai__Step-3.7-Flash": "model_type 'step3p7' is a multimodal wrapper and this config has no text_config",
     # transformers broadcasts Falcon 40B's K and V to every head; vLLM and llama.cpp cache its 8 KV heads
     "tiiuae__falcon-40b-instruct": "sets new_decoder_architecture",
+    DEFAULTS + "step3p7": "step3p5 config has no sliding_window",  # Step3p7TextModel cannot run without one
     DEFAULTS + "ministral": "model_type 'ministral' is not supported",
     # BambaConfig's attn_layer_indices default None makes every layer Mamba-2; transformers cannot decode that
     DEFAULTS + "bamba": "bamba config has no attn_layer_indices",
@@ -77,6 +77,8 @@ def _test_config(case: str) -> dict:
     _cut(text)
     if text.get("sliding_window") and arch.layers_of("sliding_attention"):
         text["sliding_window"] = WINDOW
+        if text.get("model_type") == "mimo_v2_flash" and text.get("sliding_window_size"):
+            text["sliding_window_size"] = WINDOW - 1  # MiMoV2FlashConfig: sliding_window = sliding_window_size + 1
     if text.get("attention_chunk_size") and arch.layers_of("chunked_attention"):
         text["attention_chunk_size"] = WINDOW
     return cfg
@@ -182,7 +184,7 @@ def test_tally_of_real_configs():
     """Of the published configs (not the class-default files): how many read exactly, how many refused."""
     real = [c for c in CASES if not c.startswith(DEFAULTS)]
     read = [c for c in real if c not in REFUSED]
-    assert (len(real), len(read), len(real) - len(read)) == (43, 34, 9)
+    assert (len(real), len(read), len(real) - len(read)) == (43, 36, 7)
 
 
 def test_unknown_wrapper_is_refused_not_read_from_its_text_part():
@@ -254,7 +256,7 @@ def test_vllm_refuses_bamba_which_it_no_longer_serves():
 @pytest.mark.parametrize("engine", ["vllm", "llama.cpp"])
 @pytest.mark.parametrize("case", ["meta-llama__Llama-4-Scout-17B-16E-Instruct", DEFAULTS + "mamba",
                                   DEFAULTS + "jamba", "LiquidAI__LFM2.5-VL-1.6B", "deepseek-ai__DeepSeek-V3.2",
-                                  DEFAULTS + "minimax"])
+                                  DEFAULTS + "minimax", "deepseek-ai__DeepSeek-V4-Flash"])
 def test_engines_without_a_rule_for_a_kind_refuse_it(case, engine):
     arch = kvmath.load_architecture(_config(case))
     with pytest.raises(KvMathError, match=f"{engine} has no rule for"):
@@ -329,3 +331,52 @@ def test_config_only_estimate_refuses_the_layouts_it_does_not_write():
     for case in (DEFAULTS + "olmo2", DEFAULTS + "cohere", "LGAI-EXAONE__EXAONE-4.0-32B", DEFAULTS + "starcoder2"):
         with pytest.raises(KvMathError, match="estimates checkpoint tensors from config.json only for"):
             estimate_checkpoint(_config(case))
+
+
+def test_mimo_v2_flash_fields_vllm_reads_must_agree_with_transformers_rule():
+    # MiMo-V2-Flash config.json: hybrid_layer_pattern 0 at layers 0, 5, 11, ..., 47 (transformers' own rule), 4 KV
+    # heads on full layers and swa_num_key_value_heads 8 = 2 x 4 on sliding ones, sliding_window_size 128 -> window
+    # 129 (MiMoV2FlashConfig.__post_init__); vLLM's mimo_v2.py reads the swa_* fields and the pattern itself
+    arch = kvmath.load_architecture(_config("XiaomiMiMo__MiMo-V2-Flash"))
+    full, sliding = arch.layers_of("full_attention"), arch.layers_of("sliding_attention")
+    assert [a.index for a in full] == [0, 5, 11, 17, 23, 29, 35, 41, 47] and len(sliding) == 39
+    assert {(a.num_kv_heads, a.head_dim, a.v_head_dim, a.sliding_window) for a in full} == {(4, 192, 128, None)}
+    assert {(a.num_kv_heads, a.head_dim, a.v_head_dim, a.sliding_window) for a in sliding} == {(8, 192, 128, 129)}
+    for key, value in (("swa_num_key_value_heads", 4), ("swa_head_dim", 128), ("hybrid_layer_pattern", [1] * 48)):
+        with pytest.raises(KvMathError, match=key):
+            kvmath.load_architecture(dict(_config("XiaomiMiMo__MiMo-V2-Flash"), **{key: value}))
+    for engine in ("vllm", "llama.cpp"):
+        with pytest.raises(KvMathError, match=f"^{engine}: kvmath does not price mimo_v2_flash"):
+            kvmath.derive(arch, engine=engine, max_ctx=4096)
+
+
+def test_step3p7_wrapper_reads_its_text_config_as_transformers_builds_it():
+    """The published Step-3.7-Flash fields (the flat copy, which transformers 5.23 does not read) put under a
+    ``step3p7`` wrapper's text_config, as the Hub's wrapper config nests them: its 1 full + 3 sliding pattern, 8 KV
+    heads x 128 on every layer, window 512 (cut to 16) and 3 trailing MTP entries; kvmath equals transformers' real
+    cache layer by layer (Step3p7TextModel, built from the text config)."""
+    flat = _config("stepfun-ai__Step-3.7-Flash")
+    text = {k: v for k, v in flat.items() if k not in ("architectures", "torch_dtype")}
+    text["layer_types"] = text["layer_types"] + ["full_attention"] * 3  # the Hub's 45 + num_nextn_predict_layers
+    cfg = {"model_type": "step3p7", "architectures": ["Step3p7ForConditionalGeneration"], "torch_dtype": "bfloat16",
+           "text_config": dict(text, model_type="step3p7")}  # Step3p7Config drops the text model_type
+    arch = kvmath.load_architecture(cfg)
+    assert arch.layer_type_counts() == {"full_attention": 12, "sliding_attention": 33} and arch.mtp_num_hidden_layers == 3
+    assert {(a.num_kv_heads, a.head_dim) for a in arch.layers} == {(8, 128)}
+    small = copy.deepcopy(cfg)
+    _cut(small["text_config"])
+    small["text_config"]["sliding_window"] = WINDOW
+    small["text_config"]["layer_types"] = small["text_config"]["layer_types"][:MAX_LAYERS]
+    small["text_config"].update(num_nextn_predict_layers=0, model_type="step3p5")  # the class transformers builds
+    arch = kvmath.load_architecture(small)
+    real = transformers_cache_bytes(small, batch=BATCH, seq_len=PREFILL, decode_steps=DECODE, threads=1)
+    assert real["config_check"] == [] and real["model_class"] == "Step3p7TextModel"
+    d = kvmath.derive(arch, engine="transformers", max_ctx=PREFILL + DECODE, max_num_seqs=BATCH)
+    assert {layer["index"]: layer["bytes"] for layer in real["layers"]} == \
+        {i: g.bytes // g.n_layers for g in d.groups for i in g.layers}
+    # vLLM 0.24 step3p5.py needs att_impl_type "GQA"; attention_other_setting's KV heads / head_dim must agree
+    with pytest.raises(KvMathError, match="att_impl_type"):
+        kvmath.derive(arch, engine="vllm", max_ctx=4096)
+    other = dict(text, model_type="step3p5", attention_other_setting={"num_attention_groups": 4})
+    with pytest.raises(KvMathError, match="attention_other_setting.num_attention_groups 4"):
+        kvmath.load_architecture({"model_type": "step3p7", "text_config": other})

@@ -32,7 +32,8 @@ from hypothesis import strategies as st
 
 import kvmath
 from kvmath.model.specs import (
-    FULL, SLIDING, AttentionLayer, GatedDeltaNetLayer, KDALayer, MLALayer, Mamba2Layer, NoCacheLayer,
+    FULL, SLIDING, AttentionLayer, CompressedAttentionLayer, GatedDeltaNetLayer, KDALayer, MLALayer, Mamba2Layer,
+    NoCacheLayer,
 )
 from kvmath.formats import DTYPE_BYTES
 
@@ -70,6 +71,12 @@ MINIMAL = {
     "nemotron_h": {"model_type": "nemotron_h", "hybrid_override_pattern": "M-M*E", "num_attention_heads": 8,
                    "num_key_value_heads": 2, "head_dim": 64, "mamba_num_heads": 8, "mamba_head_dim": 32,
                    "ssm_state_size": 16, "n_groups": 2, "conv_kernel": 4, "mamba_ssm_cache_dtype": "float32"},
+    "deepseek_v4": {"model_type": "deepseek_v4", "num_hidden_layers": 4, "num_attention_heads": 8,
+                    "num_key_value_heads": 1, "head_dim": 64, "sliding_window": 16, "compress_ratios": [0, 4, 128, 4],
+                    "index_head_dim": 32, "index_n_heads": 4, "index_topk": 8, "torch_dtype": "bfloat16"},
+    "mimo_v2_flash": {"model_type": "mimo_v2_flash", "num_hidden_layers": 7, "num_attention_heads": 8,
+                      "num_key_value_heads": 2, "head_dim": 48, "v_head_dim": 32, "sliding_window": 16,
+                      "sliding_window_size": 16, "swa_num_key_value_heads": 4, "hybrid_layer_pattern": [0, 1, 1, 1, 1, 0, 1]},
 }
 
 
@@ -98,7 +105,7 @@ READ_KEYS = (
     "num_nextn_predict_layers", "linear_attn_config", "full_attn_layers", "kda_layers", "num_heads",
     "short_conv_kernel_size", "hybrid_override_pattern", "mamba_num_heads", "mamba_head_dim", "ssm_state_size",
     "n_groups", "conv_kernel", "mamba_ssm_cache_dtype", "dtype", "torch_dtype", "max_position_embeddings",
-    "text_config", "use_bidirectional_attention",
+    "text_config", "use_bidirectional_attention", "compress_ratios",
 )
 LAYER_WORDS = ["full_attention", "sliding_attention", "linear_attention", "mlp", "moe", "chunked_attention",
                "attention", "mamba", "", "FULL_ATTENTION"]
@@ -208,15 +215,20 @@ def check_layers_match_fields(arch, cfg: dict) -> None:
     heads = _num(t.get("num_attention_heads"))
     hidden = _num(t.get("hidden_size"))
     lac = t.get("linear_attn_config") if isinstance(t.get("linear_attn_config"), dict) else {}
+    mimo = t.get("model_type") == "mimo_v2_flash"  # 2 x the KV heads on sliding layers, V rows of v_head_dim
     for layer in arch.layers:
         if isinstance(layer, AttentionLayer):
-            assert layer.num_kv_heads in val("num_key_value_heads", "num_global_key_value_heads") | {heads}
+            kv_heads = val("num_key_value_heads", "num_global_key_value_heads") | {heads}
+            assert layer.num_kv_heads in kv_heads | ({2 * k for k in kv_heads} if mimo else set())
             widths = val("head_dim", "global_head_dim", "attention_head_dim") | {512}
             if hidden and heads:
                 widths.add(hidden // heads)
-            assert layer.head_dim in widths and layer.v_head_dim == layer.head_dim
+            assert layer.head_dim in widths
+            assert layer.v_head_dim == (_num(t.get("v_head_dim")) if mimo else layer.head_dim)
             if layer.layer_type == SLIDING:
-                assert layer.sliding_window == _num(t.get("sliding_window")) >= 2
+                window = _num(t.get("sliding_window_size")) + 1 if mimo and t.get("sliding_window_size") is not None \
+                    else _num(t.get("sliding_window"))
+                assert layer.sliding_window == window >= 2
             if layer.kv_source is not None:
                 assert layer.kv_source < layer.index and arch.layers[layer.kv_source].owns_cache
         elif isinstance(layer, MLALayer):
@@ -235,6 +247,10 @@ def check_layers_match_fields(arch, cfg: dict) -> None:
         elif isinstance(layer, KDALayer):
             assert (layer.num_heads, layer.head_dim, layer.conv_kernel) == tuple(
                 _num(lac.get(k)) for k in ("num_heads", "head_dim", "short_conv_kernel_size"))
+        elif isinstance(layer, CompressedAttentionLayer):  # DeepSeek-V4
+            assert layer.head_dim == _num(t.get("head_dim")) and layer.sliding_window == _num(t.get("sliding_window"))
+            assert layer.compress_rate == {SLIDING: 0, "compressed_sparse_attention": 4,
+                                           "heavily_compressed_attention": 128}[layer.layer_type]
         else:
             assert isinstance(layer, NoCacheLayer) and not layer.owns_cache
 
@@ -267,6 +283,15 @@ def transformers_oracle(arch) -> int:
         elif isinstance(layer, KDALayer):
             conv = 3 * layer.num_heads * layer.head_dim
             total += SEQS * (conv * layer.conv_kernel * dt + layer.num_heads * layer.head_dim ** 2 * 4)
+        elif isinstance(layer, CompressedAttentionLayer):
+            # models/deepseek_v4: a sliding layer keeps K and V (W - 1 rows each); a CSA / HCA layer keeps the window
+            # once (values is keys) and, per compressor (CSA: main + indexer), CTX // m entries, CTX % m pending rows of
+            # kv and of gate (2 x width for CSA), and CSA's m-row kv and gate overlap once a window closed; +8 B
+            win, m, csa = min(CTX, layer.sliding_window - 1), layer.compress_rate, layer.overlap
+            elements = 2 * win * layer.head_dim if not m else win * layer.head_dim
+            for w in ([layer.head_dim, layer.index_head_dim] if csa else [layer.head_dim] if m else []):
+                elements += CTX // m * w + 2 * (CTX % m) * (2 if csa else 1) * w + (2 * m * w if CTX >= m and csa else 0)
+            total += SEQS * elements * dt + 8
     return total
 
 
@@ -409,6 +434,8 @@ def kvmath_cache_layout(arch) -> list:
             out.append(("dummy", None))
         elif isinstance(layer, AttentionLayer):
             out.append((layer.layer_type, layer.sliding_window))
+        elif isinstance(layer, CompressedAttentionLayer):  # transformers passes the config, not a window, to CSA / HCA
+            out.append((layer.layer_type, layer.sliding_window if layer.layer_type == SLIDING else None))
         elif isinstance(layer, MLALayer):
             out.append((FULL, None))
         else:

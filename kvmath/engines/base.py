@@ -31,11 +31,13 @@ from ..errors import KvMathError, choices
 from ..formats import DTYPE_BYTES, KVFormat
 from ..model.specs import FULL, LINEAR, SLIDING, Architecture
 
-GROUP_KINDS = ("attention", "mla", "gdn", "mamba2", "kda", "mamba1", "conv", "lightning", "none", "padding")
+GROUP_KINDS = ("attention", "mla", "gdn", "mamba2", "kda", "mamba1", "conv", "lightning", "none", "padding",
+               "compressed")
 """``LayerGroup.kind`` values: softmax attention, MLA latent, Gated DeltaNet, Mamba-2, Kimi Delta
 Attention state, Mamba-1 state, short-conv state (LFM2), lightning-attention state (MiniMax-Text-01), blocks
-without a cache (a Falcon-H1 hybrid layer gives an attention group and a Mamba-2 group over the same index), and vLLM's padding layers (empty group slots that still take
-their share of every block)."""
+without a cache (a Falcon-H1 hybrid layer gives an attention group and a Mamba-2 group over the same index), vLLM's
+padding layers (empty group slots that still take their share of every block), and ``compressed``: DeepSeek-V4's
+window plus compressor tensors (transformers only)."""
 
 
 @dataclass(frozen=True)
@@ -429,12 +431,28 @@ def merge_empty(groups: list[LayerGroup]) -> tuple[LayerGroup, ...]:
 def require_kinds(engine: str, arch: Architecture, kinds: tuple[str, ...]) -> None:
     """Refuse ``arch`` when a layer's ``kind`` is not one of ``kinds`` (the kinds ``engine`` has rules for):
     KvMathError naming the engine, the layer's spec class, the model and the kinds it handles. Engines whose
-    plan reads layers directly call it where the plan starts, so a new kind is refused, never skipped."""
+    plan reads layers directly call it where the plan starts, so a new kind is refused, never skipped. A family
+    whose allocation on ``engine`` kvmath has not modelled is refused first, with the family rule's reason
+    (``Architecture.engine_refusals``: MiMo-V2-Flash on vLLM and llama.cpp, Step 3.5 / 3.7 on llama.cpp)."""
+    reason = dict(arch.engine_refusals).get(engine)
+    if reason:
+        raise KvMathError(f"{engine}: kvmath does not price {arch.model_type} ({arch.name}): {reason}")
     for layer in arch.layers:
         if layer.kind not in kinds:
+            note = KIND_NOTES.get((engine, layer.kind))
+            why = f" ({note})" if note else ""
             raise KvMathError(
                 f"{engine} has no rule for {type(layer).__name__} layers ({arch.name}, model_type {arch.model_type}, "
-                f"layer {layer.index}); kinds it handles: {choices(kinds)}")
+                f"layer {layer.index}){why}; kinds it handles: {choices(kinds)}")
+
+
+KIND_NOTES = {
+    ("vllm", "compressed"): "DeepSeek-V4's compressed attention: vLLM 0.24 allocates a compressed MLA-style cache per "
+                  "compress ratio, a separate sliding-window cache and compressor state caches "
+                  "(vllm/models/deepseek_v4/attention.py, compressor.py), a layout kvmath does not model",
+}
+"""(engine, layer kind) -> why the engine's rules leave the kind out, appended to :func:`require_kinds`' refusal."""
+
 
 
 def render_verdict(v: Verdict, answers: Mapping[str, Any]) -> str:

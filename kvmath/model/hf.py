@@ -7,20 +7,24 @@ type and the fields it would need: kvmath never guesses dense attention.
 
 Families (one rule each; this module and ``hf_families``): dense / GQA / MQA attention with every form of
 sliding window (``llama``, ``mistral``, ``qwen2``, ``qwen3``, ``gemma2``, ``gpt_oss``, ``phi3``, ``exaone4``,
-``olmo3``, ``cohere2``, Qwen2.5-VL's text part), full attention only (``qwen3_moe``, ``mixtral``, ``glm4``,
+``olmo3``, ``cohere2``, Qwen2.5-VL's text part, ``mimo_v2_flash`` with twice the KV heads on its sliding layers;
+vLLM and llama.cpp refuse it), full attention only (``qwen3_moe``, ``mixtral``, ``glm4``,
 ``glm4_moe``, ``minimax_m2``, ``olmo2``, ``olmoe``, ``cohere``, ``granite``, ``granitemoe``, ``internlm3``,
 ``ernie4_5``, ``hunyuan_v1_*``, ``seed_oss``, ``ministral3``, ``qwen3_vl*_text``, ``qwen2_moe``, ``smollm3``;
 a window there is refused unless its engine rules were checked), Gemma 3 / 3n / 4 (per-type heads and widths,
 KV sharing), Llama 4 (chunked attention), Gated DeltaNet hybrids (``qwen3_next``, ``qwen3_5_text``,
 ``qwen3_5_moe_text``), MLA (``deepseek_v2``, ``deepseek_v3``, ``glm4_moe_lite``), MLA with the DSA indexer
-(``deepseek_v32``, ``glm_moe_dsa``), Kimi Linear (MLA + Kimi Delta Attention, 1-based layer lists),
-Nemotron-H, Granite 4.0-H and Bamba (Mamba-2 and attention), pure Mamba-2 (``mamba2``), Falcon-H1 (attention and
-Mamba-2 side by side in every layer), MiniMax-Text-01 / M1 (``minimax``: lightning attention and full attention),
-Mamba-1 (``mamba``, ``falcon_mamba``, ``jamba``) and LFM2's short convolutions. Multimodal wrappers (``_WRAPPERS``: Qwen-VL, Gemma 3 / 3n / 4, Llama 4, Mistral 3,
-LFM2-VL, LLaVA, Voxtral, Kimi K2.5) are read from their text part, with the vision tower's size; any other outer
-``model_type`` holding a ``text_config`` is refused. Older layouts: ``gpt2``, ``gptj``, ``gpt_bigcode`` (GPT-2's
-key names), ``opt`` (``ffn_dim``), ``bloom`` (``n_layer`` / ``n_head``), ``falcon`` (the multi-query 7B; 40B's
-broadcast cache is refused), and plain attention in ``gpt_neox``, ``olmo``, ``stablelm``, ``nemotron``.
+(``deepseek_v32``, ``glm_moe_dsa``), DeepSeek-V4's sliding window with compressed entries (``deepseek_v4``;
+transformers only: vLLM, SGLang and llama.cpp refuse it), Kimi Linear (MLA + Kimi Delta Attention, 1-based layer
+lists), Nemotron-H, Granite 4.0-H and Bamba (Mamba-2 and attention), pure Mamba-2 (``mamba2``), Falcon-H1
+(attention and Mamba-2 side by side in every layer), MiniMax-Text-01 / M1 (``minimax``: lightning attention and full
+attention), Mamba-1 (``mamba``, ``falcon_mamba``, ``jamba``) and LFM2's short convolutions. Multimodal wrappers
+(``_WRAPPERS``: Qwen-VL, Gemma 3 / 3n / 4, Llama 4, Mistral 3, LFM2-VL, LLaVA, Voxtral, Kimi K2.5, Step 3.7 whose
+``step3p5`` text decoder is full / sliding GQA) are read from their text part, with the vision tower's size; any
+other outer ``model_type`` holding a ``text_config`` is refused. Older layouts: ``gpt2``, ``gptj``, ``gpt_bigcode``
+(GPT-2's key names), ``opt`` (``ffn_dim``), ``bloom`` (``n_layer`` / ``n_head``), ``falcon`` (the multi-query 7B;
+40B's broadcast cache is refused), and plain attention in ``gpt_neox``, ``olmo``, ``stablelm``, ``nemotron``.
+``minimax_m3`` (a model_type transformers 5.23 does not build) is refused naming the fields a spec would need.
 Malformed, truncated or contradictory configs raise KvMathError
 (tests/test_fuzz_config.py fuzzes this); counts are bounded by ``MAX_LAYERS`` / ``MAX_INT``.
 """
@@ -94,13 +98,16 @@ _WRAPPERS = {"qwen3_5": "qwen3_5_text", "qwen3_5_moe": "qwen3_5_moe_text", "gemm
              "gemma3": "gemma3_text", "gemma3n": "gemma3n_text", "qwen3_vl": "qwen3_vl_text",
              "qwen3_vl_moe": "qwen3_vl_moe_text", "qwen2_5_vl": "qwen2_5_vl_text", "qwen2_vl": "qwen2_vl_text",
              "llama4": "llama4_text", "mistral3": "mistral", "lfm2_vl": "lfm2", "llava": "llama", "voxtral": "llama",
-             "kimi_k25": "deepseek_v3"}
+             "kimi_k25": "deepseek_v3", "step3p7": "step3p5"}
 """Multimodal wrapper model_type -> the model_type of its text_config when the text_config names none
 (transformers 5.23 ``sub_configs`` defaults: ``Mistral3Config`` builds a ``mistral`` text config by default,
 ``Lfm2VlConfig`` an ``lfm2`` one, ``LlavaConfig`` and ``VoxtralConfig`` a ``llama`` one, ``KimiK25Config`` a
 ``deepseek_v3`` one, and it reads a ``kimi_k2`` text_config as ``deepseek_v3``: :data:`_TEXT_REMAP`)."""
 _TEXT_REMAP = {"kimi_k25": {"kimi_k2": "deepseek_v3"}}
 """Text model_types a wrapper's config class rewrites (transformers 5.23 ``KimiK25Config.__post_init__``)."""
+_FORCED_TEXT = ("step3p7",)
+"""Wrappers whose config class drops the text_config's model_type and always builds its own text class (transformers
+5.23 ``Step3p7Config.__post_init__``: "Force default model-type - hub has a remote-code format config")."""
 _CLASS_DEFAULTS = {"llava": {"llama": {"hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32,
                                        "num_attention_heads": 32, "max_position_embeddings": 2048,
                                        "vocab_size": 32000}}}
@@ -149,7 +156,7 @@ def _unwrap(cfg: dict) -> tuple[dict, "VisionTower | None"]:
         )
     inner = dict(text)
     inner.setdefault("dtype", cfg.get("dtype") or cfg.get("torch_dtype"))
-    if inner.get("model_type") is None:
+    if inner.get("model_type") is None or outer_type in _FORCED_TEXT:
         # transformers builds the wrapper's own text-config class whatever text_config says
         inner["model_type"] = _WRAPPERS[outer_type]
     if not isinstance(inner["model_type"], str) or not inner["model_type"]:
@@ -193,6 +200,14 @@ _NEEDED_DEFAULT = "layer_types, num_key_value_heads, head_dim, sliding_window, a
 _NEEDED_FIELDS = {
     # known architectures kvmath has no rules for, with the fields their cache depends on
     "rwkv": "an RWKV state per layer (hidden_size, attention_hidden_size, num_hidden_layers); it has no KV cache",
+    # MiniMax-M3's published config.json (MiniMaxM3ForCausalLM, remote code): transformers 5.23 has no minimax_m3,
+    # only minimax_m3_vl / minimax_m3_vl_text, and does not map one onto the other; vLLM 0.24 registers
+    # MiniMaxM3SparseForCausalLM and caches an indexer key beside K/V on the sparse layers
+    "minimax_m3": (
+        "a model_type transformers 5.23 builds: it has minimax_m3_vl / minimax_m3_vl_text only, not minimax_m3, and "
+        "no mapping between them; their minimax_m3_sparse layers (sparse_attention_config) also keep a block-indexer "
+        "key cache beside K/V, for which kvmath has no spec"
+    ),
 }
 
 

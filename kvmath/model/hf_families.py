@@ -17,7 +17,7 @@ from .hf import (
 )
 from .specs import (
     CHUNKED, CONV, FULL, HYBRID, LINEAR, SLIDING, AttentionLayer, AttentionMamba2Layer, ChunkedAttentionLayer,
-    DSALayer, LightningLayer, Mamba1Layer, Mamba2Layer, MLALayer, ShortConvLayer,
+    CompressedAttentionLayer, DSALayer, LightningLayer, Mamba1Layer, Mamba2Layer, MLALayer, ShortConvLayer,
 )
 
 
@@ -661,3 +661,205 @@ def _minimax(c: _Config, name: str, source: str):
     head_dim = attn[0].head_dim
     layers = [attn[i] if t == FULL else LightningLayer(i, heads, head_dim) for i, t in enumerate(types)]
     return _arch(c, name, source, layers, heads)
+
+
+# --- DeepSeek-V4: sliding window plus compressed long-range entries ------------------------------------------
+
+_CSA, _HCA = "compressed_sparse_attention", "heavily_compressed_attention"
+_V4_RATIO_TYPES = {0: SLIDING, 4: _CSA, 128: _HCA}
+"""configuration_deepseek_v4.py ``_COMPRESS_RATIO_TO_LAYER_TYPE`` (transformers 5.23): a legacy
+``compress_ratios`` entry names a layer type; the rate itself comes from ``compress_rates``."""
+
+
+def _v4_layer_types(c: _Config, n: int) -> list[str]:
+    """DeepSeek-V4's per-layer attention types as ``DeepseekV4Config.__post_init__`` derives them:
+    ``layer_types``, else the legacy ``compress_ratios`` (0 / 4 / 128 per layer; the published V4-Flash lists 44,
+    one for its MTP layer, and transformers keeps the first ``num_hidden_layers``), else 2 HCA layers then CSA on
+    odd and HCA on even positions of the rest."""
+    types = c.layer_types(n, (SLIDING, _CSA, _HCA))
+    if types is not None:
+        return types
+    ratios = c.raw("compress_ratios")
+    if ratios is None:
+        return [_HCA] * min(n, 2) + [_CSA if i % 2 else _HCA for i in range(max(n - 2, 0))]
+    if not isinstance(ratios, list) or len(ratios) < n or not all(
+            type(r) is int and r in _V4_RATIO_TYPES for r in ratios):
+        raise KvMathError(f"deepseek_v4 compress_ratios must list 0, 4 or 128 for each of the {n} layers")
+    return [_V4_RATIO_TYPES[r] for r in ratios[:n]]
+
+
+def _v4_compress_rates(c: _Config) -> dict[str, int]:
+    """``compress_rates`` (default CSA 4, HCA 128), with the legacy ``compress_rate_csa`` /
+    ``compress_rate_hca`` folded in, as ``DeepseekV4Config.__post_init__`` does."""
+    rates = c.raw("compress_rates")
+    if rates is None:
+        rates = {_CSA: 4, _HCA: 128}
+    if not isinstance(rates, dict):
+        raise KvMathError("deepseek_v4 compress_rates must be an object {layer type: tokens per entry}")
+    rates = dict(rates)
+    for key, kind in (("compress_rate_csa", _CSA), ("compress_rate_hca", _HCA)):
+        if c.has(key):
+            rates[kind] = c.int(key)
+    for kind in (_CSA, _HCA):
+        if kind not in rates:
+            raise KvMathError(f"deepseek_v4 compress_rates has no rate for {kind}")
+        rates[kind] = _Config(rates, c.model_type).int(kind)
+    return rates
+
+
+@_family("deepseek_v4")
+def _deepseek_v4(c: _Config, name: str, source: str):
+    """DeepSeek-V4 (``deepseek_v4``, V4-Flash / V4-Pro): every layer keeps one shared K=V head of ``head_dim``
+    over a ``sliding_window``; CSA and HCA layers add compressed entries (:class:`CompressedAttentionLayer`).
+
+    transformers 5.23 configuration_deepseek_v4.py: layer types :func:`_v4_layer_types`, rates
+    :func:`_v4_compress_rates`; modeling_deepseek_v4.py ``DeepseekV4Attention`` projects ``kv_proj`` to one
+    ``head_dim`` row whatever ``num_key_value_heads`` says, so a config stating another count is refused.
+    ``head_dim``, ``sliding_window`` and, with CSA layers, ``index_head_dim`` / ``index_n_heads`` /
+    ``index_topk`` must be written (class defaults 512, 128, 128, 64, 512).
+    """
+    n = c.layer_count()
+    heads = c.int("num_attention_heads")
+    for key, default in (("head_dim", 512), ("sliding_window", 128)):
+        _needs_written(c, key, default)
+    if c.int("num_key_value_heads", 1) != 1:
+        raise KvMathError(f"deepseek_v4 config sets num_key_value_heads {c.int('num_key_value_heads')}; DeepSeek-V4's "
+                          "attention has one shared K=V head (transformers' kv_proj ignores the field)")
+    types = _v4_layer_types(c, n)
+    rates = _v4_compress_rates(c)
+    idx = {}
+    if _CSA in types:
+        for key, default in (("index_head_dim", 128), ("index_n_heads", 64), ("index_topk", 512)):
+            _needs_written(c, key, default)
+            idx[key] = c.int(key)
+    head_dim, window = c.int("head_dim"), _window(c)
+    layers = [CompressedAttentionLayer(i, t, head_dim, window, rates.get(t, 0), t == _CSA,
+                                       **(idx if t == _CSA else {})) for i, t in enumerate(types)]
+    return _arch(c, name, source, layers, heads,
+                 mtp_num_hidden_layers=c.int("num_nextn_predict_layers", 0, minimum=0, maximum=MAX_LAYERS))
+
+
+# --- MiMo-V2-Flash: hybrid sliding / full attention with per-type KV heads ------------------------------------
+
+def _same_or_refuse(c: _Config, key: str, want: int, rule: str) -> None:
+    """Refuse a config whose ``key`` (a field transformers 5.23 does not read) disagrees with ``want``, the value
+    transformers uses by ``rule``; vLLM reads ``key`` itself, so a disagreement means the engines differ."""
+    if c.has(key) and c.int(key) != want:
+        raise KvMathError(f"{c.model_type} config sets {key} {c.int(key)} but transformers 5.23 uses {rule} = {want} "
+                          "(vLLM reads the field): the engines would build different layers")
+
+
+@_family("mimo_v2_flash")
+def _mimo_v2_flash(c: _Config, name: str, source: str):
+    """MiMo-V2-Flash (``mimo_v2_flash``): full attention on layer 0 and every 6th layer, sliding elsewhere; K rows of
+    ``head_dim``, V rows of ``v_head_dim``; the sliding layers have twice the KV heads.
+
+    transformers 5.23 configuration_mimo_v2_flash.py ``__post_init__``: ``layer_types``, else ``full_attention if
+    i == 0 or (i + 1) % 6 == 0``; ``sliding_window = sliding_window_size + 1`` when ``sliding_window_size`` is given
+    ("attends to sliding_window_size previous tokens plus the query"). modeling_mimo_v2_flash.py
+    ``MiMoV2FlashAttention``: ``num_key_value_heads * 2`` KV heads on sliding layers, ``head_dim`` / ``v_head_dim``
+    on every layer. vLLM 0.24 (model_executor/models/mimo_v2.py) instead reads ``hybrid_layer_pattern`` (1 =
+    sliding), ``swa_num_key_value_heads``, ``swa_head_dim``, ``swa_v_head_dim`` and ``swa_num_attention_heads``:
+    a config where those disagree with transformers' rule is refused. ``num_key_value_heads``, ``head_dim``,
+    ``v_head_dim`` and the window must be written (class defaults 4, 192, 128, 129). The attention sinks are
+    parameters, not cache.
+    """
+    n = c.layer_count()
+    heads = c.int("num_attention_heads")
+    for key, default in (("num_key_value_heads", 4), ("head_dim", 192), ("v_head_dim", 128)):
+        _needs_written(c, key, default)
+    types = c.layer_types(n, (FULL, SLIDING)) or [FULL if i == 0 or (i + 1) % 6 == 0 else SLIDING for i in range(n)]
+    pattern = c.raw("hybrid_layer_pattern")
+    if pattern is not None and (not isinstance(pattern, list) or len(pattern) < n or
+                                [SLIDING if p == 1 else FULL for p in pattern[:n]] != types or
+                                any(type(p) is not int or p not in (0, 1) for p in pattern)):
+        raise KvMathError(f"mimo_v2_flash hybrid_layer_pattern (read by vLLM) must give 1 for each sliding and 0 for "
+                          f"each full layer of the {n} that transformers 5.23 builds (layer_types or its rule)")
+    kv = _kv_heads(c, heads)
+    head_dim, v_head_dim = c.int("head_dim"), c.int("v_head_dim")
+    window = None
+    if SLIDING in types:
+        if heads % (2 * kv):
+            raise KvMathError(f"mimo_v2_flash sliding layers have 2 x {kv} KV heads, which must divide "
+                              f"num_attention_heads {heads}")
+        for key, want, rule in (("swa_num_key_value_heads", 2 * kv, "2 x num_key_value_heads"),
+                                ("swa_head_dim", head_dim, "head_dim"), ("swa_v_head_dim", v_head_dim, "v_head_dim"),
+                                ("swa_num_attention_heads", heads, "num_attention_heads")):
+            _same_or_refuse(c, key, want, rule)
+        if c.has("sliding_window_size"):
+            window = c.int("sliding_window_size") + 1
+        else:
+            _needs_written(c, "sliding_window", 129)
+            window = _window(c)
+    layers = [AttentionLayer(i, t, 2 * kv if t == SLIDING else kv, head_dim, v_head_dim,
+                             window if t == SLIDING else None) for i, t in enumerate(types)]
+    return _arch(c, name, source, layers, heads, engine_refusals=_MIMO_REFUSALS)
+
+
+_MIMO_REFUSALS = (
+    ("vllm", "vLLM 0.24 (model_executor/models/mimo_v2.py) windows its sliding layers at sliding_window_size tokens, "
+             "transformers 5.23 at sliding_window_size + 1, and kvmath's layers carry one window"),
+    ("llama.cpp", "kvmath has not read llama.cpp's MiMo-V2 rules (its sliding-layer KV heads and window)"),
+)
+
+
+# --- Step 3.5 / 3.7 text decoder (Step3p7TextConfig, model_type step3p5) --------------------------------------
+
+@_family("step3p5")
+def _step3p5(c: _Config, name: str, source: str):
+    """Step-3.7-Flash's text decoder (transformers 5.23 ``Step3p7TextConfig``, model_type ``step3p5``; the
+    ``step3p7`` wrapper always builds it): GQA on every layer, full or sliding by ``layer_types``.
+
+    configuration_step3p7.py: ``num_attention_groups`` is ``num_key_value_heads`` (attribute_map); ``layer_types``
+    may carry ``num_nextn_predict_layers`` trailing MTP entries, which are split off; without ``layer_types`` every
+    layer is full attention. The sliding layers' query heads (``attention_other_setting`` /
+    ``num_sliding_attention_heads``) do not shape the cache: modeling_step3p7.py ``Step3p7Attention`` keeps
+    ``num_key_value_heads`` x ``head_dim`` on every layer. vLLM 0.24 (model_executor/models/step3p5.py) reads
+    ``attention_other_setting``'s ``num_attention_groups`` and ``head_dim`` for the sliding layers, so a config
+    where they differ is refused; ``minimax_m3_sparse`` layers (sparse attention) are refused too. The KV heads,
+    ``head_dim`` and ``sliding_window`` must be written (class defaults 8, 128, None; transformers cannot run
+    without a window).
+    """
+    cfg = dict(c.cfg)
+    for alias, key in (("num_attention_groups", "num_key_value_heads"), ("num_mtp_layers", "num_nextn_predict_layers")):
+        if c.has(alias):
+            if c.has(key) and c.cfg[key] != c.cfg[alias]:
+                raise KvMathError(f"step3p5 config sets both {alias} and {key}, differently; they name one field")
+            cfg[key] = c.cfg[alias]
+    c = _Config(cfg, c.model_type)
+    n = c.layer_count()
+    mtp = c.int("num_nextn_predict_layers", 0, minimum=0, maximum=MAX_LAYERS)
+    _needs_written(c, "num_key_value_heads", 8)
+    _needs_written(c, "head_dim", 128)
+    raw = c.raw("layer_types")
+    if isinstance(raw, list) and len(raw) not in (n, n + mtp):
+        raise KvMathError(f"step3p5 layer_types has {len(raw)} entries; transformers takes num_hidden_layers {n} "
+                          f"(+ {mtp} MTP entries)")
+    if isinstance(raw, list) and "minimax_m3_sparse" in raw[:n]:
+        raise KvMathError("step3p5 layer_types has minimax_m3_sparse layers (sparse attention with a block indexer); "
+                          "kvmath has no spec for their cache")
+    types = c.layer_types(n, (FULL, SLIDING)) or [FULL] * n
+    if not c.has("sliding_window"):  # Step3p7TextModel.forward builds the sliding mask whatever the layer types
+        raise KvMathError("step3p5 config has no sliding_window; transformers 5.23's Step3p7TextModel needs one even "
+                          "when every layer is full attention (create_sliding_window_causal_mask raises)")
+    kv, head_dim = _kv_heads(c, c.int("num_attention_heads")), c.int("head_dim")
+    other = c.raw("attention_other_setting")
+    if other is not None:
+        if not isinstance(other, dict):
+            raise KvMathError("step3p5 attention_other_setting must be an object")
+        o = _Config(other, "attention_other_setting")
+        for key, want in (("num_attention_groups", kv), ("head_dim", head_dim)):
+            if o.has(key) and o.int(key) != want:
+                raise KvMathError(f"step3p5 attention_other_setting.{key} {o.int(key)} differs from {want}: vLLM 0.24 "
+                                  "applies it to the sliding layers, transformers 5.23 does not")
+    from dataclasses import replace
+
+    arch = _typed(c, name, source, lambda n: [FULL] * n, mtp_key="num_nextn_predict_layers")
+    share = c.int("share_expert_dim", 0, minimum=0) if arch.num_experts else 0
+    if share and not arch.shared_expert_intermediate_size:  # Step's name for the shared expert's width
+        arch = replace(arch, shared_expert_intermediate_size=share)
+    refusals = [("llama.cpp", "kvmath has not read llama.cpp's Step 3.5 / 3.7 rules (its window and MTP layers)")]
+    if c.raw("att_impl_type") != "GQA":
+        refusals.append(("vllm", f"vLLM 0.24's step3p5.py builds attention only for att_impl_type 'GQA' (this "
+                                 f"config: {c.raw('att_impl_type')!r}; it raises on anything else)"))
+    return replace(arch, engine_refusals=tuple(refusals))

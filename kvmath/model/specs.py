@@ -397,6 +397,49 @@ class LightningLayer:
 
 
 @dataclass(frozen=True)
+class CompressedAttentionLayer:
+    """A DeepSeek-V4 attention layer: one shared K=V head over a sliding window, plus (``compress_rate`` > 0) a
+    compressor that folds every ``compress_rate`` tokens into one long-range entry.
+
+    ``layer_type`` is transformers 5.23's (configuration_deepseek_v4.py ``DEEPSEEK_V4_LAYER_TYPES``):
+    ``sliding_attention`` (window only, ``compress_rate`` 0), ``compressed_sparse_attention`` (CSA: overlapping
+    windows, so the compressor projects ``2 x head_dim`` per token and carries the last window's first half to the
+    next call, ``overlap``; a lightning indexer of ``index_head_dim`` runs its own compressor over the same
+    windows and picks ``index_topk`` entries with ``index_n_heads`` heads) and ``heavily_compressed_attention``
+    (HCA: disjoint windows, no indexer). ``head_dim`` is the K=V row width, ``sliding_window`` the window in
+    tokens. What is kept between tokens is an engine question: transformers keeps the window, the compressed
+    entries and the tokens of the window not yet closed (``DeepseekV4CSACache`` / ``DeepseekV4HCACache``); vLLM
+    0.24 allocates an MLA-style compressed cache, a separate SWA cache and compressor state caches
+    (vllm/models/deepseek_v4/attention.py, compressor.py), which kvmath does not model, so it refuses the kind.
+    """
+
+    kind: ClassVar[str] = "compressed"
+
+    index: int
+    layer_type: str
+    head_dim: int
+    sliding_window: int
+    compress_rate: int = 0
+    overlap: bool = False
+    index_head_dim: int = 0
+    index_n_heads: int = 0
+    index_topk: int = 0
+
+    @property
+    def owns_cache(self) -> bool:
+        return True
+
+    def describe(self) -> str:
+        s = f"1 shared K=V head x {self.head_dim}, window {self.sliding_window}"
+        if self.compress_rate:
+            s += f"; 1 compressed entry per {self.compress_rate} tokens" + (" (overlapping windows)" if self.overlap
+                                                                            else "")
+        if self.index_head_dim:
+            s += f"; indexer key {self.index_head_dim} (top {self.index_topk})"
+        return s
+
+
+@dataclass(frozen=True)
 class VisionTower:
     """The vision encoder's size, as its ``vision_config`` states it (0 where the config does not say).
 
@@ -419,9 +462,11 @@ class VisionTower:
 
 
 LayerSpec = (AttentionLayer | GatedDeltaNetLayer | MLALayer | Mamba2Layer | KDALayer | NoCacheLayer
-             | ChunkedAttentionLayer | Mamba1Layer | ShortConvLayer | DSALayer | AttentionMamba2Layer | LightningLayer)
+             | ChunkedAttentionLayer | Mamba1Layer | ShortConvLayer | DSALayer | AttentionMamba2Layer | LightningLayer
+             | CompressedAttentionLayer)
 LAYER_KINDS = (AttentionLayer, GatedDeltaNetLayer, MLALayer, Mamba2Layer, KDALayer, NoCacheLayer,
-               ChunkedAttentionLayer, Mamba1Layer, ShortConvLayer, DSALayer, AttentionMamba2Layer, LightningLayer)
+               ChunkedAttentionLayer, Mamba1Layer, ShortConvLayer, DSALayer, AttentionMamba2Layer, LightningLayer,
+               CompressedAttentionLayer)
 """Every layer spec class. Engines never name them: they key their rules by the class's ``kind``
 (``Engine.rules``) and refuse a kind they have no rule for (``engines.base.require_kinds``)."""
 StateLayer = GatedDeltaNetLayer | Mamba2Layer | KDALayer
@@ -454,6 +499,8 @@ class Architecture:
     ``shared_expert_intermediate_size``, else ``n_shared_experts x moe_intermediate_size``),
     ``dense_mlp_beside_experts`` (Gemma 4 ``enable_moe_block``: a dense MLP runs beside the experts),
     ``tie_word_embeddings``; ``vision``: the vision tower of a multimodal wrapper (:class:`VisionTower`), else None.
+    ``engine_refusals``: (engine name, reason) pairs for engines whose allocation of this family kvmath has not
+    modelled (the family rule sets them; ``engines.base.require_kinds`` refuses with the reason).
     """
 
     name: str
@@ -477,6 +524,7 @@ class Architecture:
     dense_mlp_beside_experts: bool = False
     tie_word_embeddings: bool = False
     vision: VisionTower | None = None
+    engine_refusals: tuple[tuple[str, str], ...] = ()
     extras: dict = field(default_factory=dict, compare=False, hash=False)
 
     def __hash__(self) -> int:

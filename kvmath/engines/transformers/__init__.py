@@ -89,7 +89,7 @@ class TransformersEngine(Engine):
     setting_names = ()
     rules = {"attention": "_attention", "mla": "_mla", "gdn": "_gdn", "mamba2": "_mamba2", "kda": "_kda",
              "none": "_none", "chunked": "_chunked", "dsa": "_dsa", "mamba1": "_mamba1", "conv": "_short_conv",
-             "attention_mamba2": "_attention_mamba2", "lightning": "_lightning"}
+             "attention_mamba2": "_attention_mamba2", "lightning": "_lightning", "compressed": "_compressed"}
 
     def settings(self, arch, *, max_ctx, max_num_seqs, tp, kv_format, cache_type_k=None, cache_type_v=None, **kw):
         if cache_type_k is not None or cache_type_v is not None:
@@ -182,6 +182,38 @@ class TransformersEngine(Engine):
     def _none(self, layer, arch, s, fmt):
         return LayerCache(layer.index, "none")
 
+    def _compressed(self, layer, arch, s, fmt):
+        """DeepSeek-V4 (models/deepseek_v4/modeling_deepseek_v4.py, transformers 5.23), per sequence after T =
+        ``max_ctx`` tokens, window W, rate m, width w (``head_dim``; the indexer's ``index_head_dim``):
+
+        - a sliding layer is a plain ``DynamicSlidingWindowLayer``: K and V, each ``min(T, W - 1)`` rows of w
+          (``update(kv, kv)`` concatenates the two separately);
+        - ``DeepseekV4HCACache`` / ``DeepseekV4CSACache`` keep the window once (``values = keys``), and per
+          compressor (HCA: ``compressor``; CSA: ``compressor`` and ``indexer``) ``compressed_kv`` ``T // m`` rows
+          of w, ``buffer_kv`` and ``buffer_gate`` ``T % m`` rows of ``c x w`` (the tokens of the window not yet
+          closed; c = 2 for CSA's two overlapping series), and for CSA, once a window has closed (T >= m),
+          ``overlap_kv`` and ``overlap_gate`` of ``m x w`` (the last window's first series);
+        - every layer has the 8-byte int64 window tensor.
+        All in the model dtype (the compressor's projections)."""
+        positions = min(s.max_ctx, layer.sliding_window - 1)
+        if not layer.compress_rate:
+            return LayerCache(layer.index, "attention", 1, fmt.token_bytes(1, layer.head_dim, layer.head_dim),
+                              positions, fixed_bytes=8)
+        T, m, dt = s.max_ctx, layer.compress_rate, arch.dtype
+        state = []
+        for name, w in (("compressor", layer.head_dim), ("indexer", layer.index_head_dim)):
+            if not w:
+                continue
+            c = 2 if layer.overlap else 1
+            state += [StateTensor(f"compressed_kv[{name}]", (T // m, w), dt),
+                      StateTensor(f"buffer_kv[{name}]", (T % m, c * w), dt),
+                      StateTensor(f"buffer_gate[{name}]", (T % m, c * w), dt)]
+            if layer.overlap and T >= m:
+                state += [StateTensor(f"overlap_kv[{name}]", (m, w), dt),
+                          StateTensor(f"overlap_gate[{name}]", (m, w), dt)]
+        return LayerCache(layer.index, "compressed", 1, fmt.token_bytes(1, layer.head_dim, 0), positions,
+                          tuple(state), fixed_bytes=8)
+
     def layer_groups(self, arch: Architecture, cache: TransformersCache) -> tuple[LayerGroup, ...]:
         b = cache.settings.batch_size
         by_index = {layer.index: layer for layer in arch.layers}
@@ -198,6 +230,12 @@ class TransformersEngine(Engine):
                                       owns_cache=False))
             elif kind == "attention_mamba2":
                 out += _hybrid_groups(by_index[idx[0]], idx, cs[0], b, cache.fmt.name)
+            elif kind == "compressed":  # DeepSeek-V4: a window of K=V rows plus per-sequence compressor tensors
+                per_seq = sum(t.nbytes for t in state)
+                out.append(LayerGroup(layer_type, idx, desc + f"; plus a {fixed}-byte int64 window tensor per layer",
+                                      len(cs) * ((tb * positions + per_seq) * b + fixed), kind=kind,
+                                      kv_heads_per_rank=heads, bytes_per_token=tb, cells=positions, streams=b,
+                                      state=state, state_bytes_per_seq=per_seq, kv_format=cache.fmt.name))
             elif state:
                 per_seq = sum(t.nbytes for t in state)
                 out.append(LayerGroup(layer_type, idx, desc, len(cs) * per_seq * b, kind=kind, state=state,
