@@ -44,6 +44,19 @@ MiB alive below the logits (kvmath's three vectors) but its residual at 69.0 MiB
 above the peak of all earlier phases (``device_upper``); every dry run does. Also not modelled: the
 gated-delta-net / Mamba-2 chunk tensors of the recurrent layers; gpt-oss's attention sinks.
 
+**Chunks (Vulkan).** Since PR #15815 (2025-09, in b7444, not in b6057) ``ggml-alloc`` splits a compute buffer
+into chunks no larger than the buffer type's ``get_max_size`` (ggml-vulkan: 1 GiB, :mod:`.backends`); a tensor
+larger than that gets a chunk of its own size (``ggml_dyn_tallocr_new_chunk``: ``MAX(min_size,
+max_chunk_size)``), and the buffer is the sum of the chunks (``ggml_vbuffer_size``). When a layer's tensor is
+larger than the cap (the ``kq`` matrix without flash attention, 4 GiB for Qwen3-30B-A3B at 65,536 cells), its
+chunk is freed after the layer's attention, and PR #16788's rule ("prefer chunks that allow memory reuse":
+the last block of the chunk whose already-reserved space fits the tensor, ``reuse_factor >= 0``) places the
+feed-forward tensors that do not fit the first chunk's footprint at offset 0 of that freed chunk. The layer's
+output stays alive there into the next layer, so the next ``kq`` no longer fits it and takes a new chunk of
+its size: two chunks of the tensor plus the first chunk. kvmath prices that as the tensor's phase plus one
+more copy of the tensor (phase ``... two chunks``): L08 (b7444, Vulkan0, failed allocation 8753520640 bytes
+= 8348.01 MiB) against 2 x 4096 + 144 = 8336.00 MiB.
+
 The host compute buffer (``CUDA_Host``) with every layer offloaded holds the graph inputs llama.cpp fills
 on the CPU: the embeddings ``get_rows`` output ``E x T`` f32, the masks (one per cache, SWA too), the
 positions and the output ids: ``4 E T + mask + 8 T``. With layers left on the CPU it also holds their
@@ -60,8 +73,14 @@ LIVE = {
     # backend: (c_out, c_e, attention activations split into Q / K / V / output)
     "cpu": (3, 3, True),
     "cuda": (1, 4, False),
+    "hip": (1, 4, False),     # ggml-cuda built for HIP: L04 (b9106, ROCm1 204.00 MiB) is exact with CUDA's counts
+    "metal": (1, 4, False),   # L05 (b4406) and L19 (b4550): MTL0 299.75 / 102.25 MiB, exact with CUDA's counts
+    "vulkan": (1, 4, False),  # L07 (b6057, Vulkan0 4536.75 MiB): -0.2 % with CUDA's counts
 }
-"""Live ``E x T`` vectors at the output (``c_out``) and in attention (``c_e``), per backend (see above)."""
+"""Live ``E x T`` vectors at the output (``c_out``) and in attention (``c_e``), per backend (see above): a GPU
+backend with every layer offloaded leaves the embeddings' ``get_rows`` and the graph inputs in its host buffer,
+the CPU backend holds them in its one buffer. The counts of the GPU backends are CUDA's; the public logs of
+HIP, Metal and Vulkan named beside them (``data/measurements/llamacpp-public-boots.csv``) match them."""
 LIVE_FFN = 3
 """``n_ff x T`` f32 tensors alive at a gated feed-forward: gate, up and ``ggml_swiglu_split``'s product (GLU ops,
 PR #14158; ``ggml_op_can_inplace`` in ggml-alloc.c has no GLU, so the product is a new tensor). Builds before the
@@ -143,12 +162,15 @@ def shape_from_gguf(metadata: dict) -> GraphShape:
 def compute_buffers(shape: GraphShape, *, n_ubatch: int, n_kv: int, flash_attn: bool, n_kv_swa: int = 0,
                     n_outputs: int | None = None, output_on_device: bool = True,
                     all_layers_on_device: bool = True, backend: str = "cuda", fa_mask: str = "f16",
-                    ffn_live: int = LIVE_FFN) -> ComputeBuffers:
+                    ffn_live: int = LIVE_FFN, max_chunk: int | None = None) -> ComputeBuffers:
     """The device and host compute buffers for one reserve (see the module docstring), bytes.
 
     ``n_kv`` is the cell count of the full-attention cache (``n_ctx_seq`` padded; all cells at reserve
-    time), ``n_kv_swa`` that of the sliding-window cache (0 if none). ``backend``: ``"cuda"`` (CUDA0 with
-    every layer offloaded) or ``"cpu"`` (a CPU build, where the one device holds the whole graph).
+    time), ``n_kv_swa`` that of the sliding-window cache (0 if none). ``backend``: a GPU backend of
+    :data:`LIVE` (``cuda``, ``hip``, ``metal``, ``vulkan``: the device with every layer offloaded) or ``"cpu"``
+    (a CPU build, where the one device holds the whole graph). ``max_chunk``: bytes, the largest chunk
+    ggml-alloc gives one allocation (:func:`.backends.max_chunk`; None: one buffer of any size); a layer's
+    tensor above it is counted twice (the module docstring's "Chunks").
     ``fa_mask`` and ``ffn_live`` are the build's (:mod:`.builds`): ``"f32_cast"`` (before PR #23764) adds the
     phase where the f32 mask copy and its f16 cast are both on the device; ``ffn_live`` is the number of
     ``n_ff x T`` tensors alive at a gated feed-forward. Raises KvMathError for an unknown backend or mask rule.
@@ -180,6 +202,12 @@ def compute_buffers(shape: GraphShape, *, n_ubatch: int, n_kv: int, flash_attn: 
             + 4 * E * T + mask
     if shape.n_ff:
         phases["feed-forward"] = ffn_live * 4 * shape.n_ff * T + 4 * E * T + mask
+    if max_chunk is not None:  # a layer's tensor above the chunk cap: a second chunk of its size (module doc)
+        per_layer = {"attention (kq matrix)": 4 * H * max(n_kv, n_kv_swa) * T,
+                     "experts": 4 * shape.n_expert_used * shape.n_ff_exp * T, "feed-forward": 4 * shape.n_ff * T}
+        for name, big in per_layer.items():
+            if name in phases and big > max_chunk:
+                phases[f"{name}, two chunks"] = phases[name] + big
     dominant = max(phases, key=phases.get)
     host = 4 * E * T + mask + 8 * T
     earlier = max((v for k, v in phases.items() if k != "output (logits)"), default=0)
