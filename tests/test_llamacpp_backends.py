@@ -89,3 +89,57 @@ def test_chunks_are_vulkans_alone():
     args = dict(n_ubatch=512, n_kv=4096, flash_attn=False)
     assert compute_buffers(small, backend="vulkan", max_chunk=1 << 30, **args).device == \
         compute_buffers(small, backend="cuda", **args).device
+
+
+# --- real runs of llama.cpp 0c1e570's CPU build (tests/fixtures/llamacpp/ffn_phase_runs.json, README.md there) ---
+import json  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+FFN_RUNS = json.loads((Path(__file__).parent / "fixtures" / "llamacpp" / "ffn_phase_runs.json").read_text())["runs"]
+
+
+def _flags(cmd: str) -> dict:
+    w = cmd.split()[2:]
+    return {a: b for a, b in zip(w[::2], w[1::2])}
+
+
+def _shape(run) -> GraphShape:
+    from kvmath import facts
+    from kvmath.engines.llamacpp.compute import shape_from_config
+
+    sh = next(r["shape"] for r in FFN_RUNS if r["gguf"] == run["gguf"] and r["shape"])
+    if isinstance(sh, str):  # qwen3.6-27b: the compute fixtures' model, made from this config
+        return shape_from_config(facts.reference_config("qwen3.6-27b"))
+    ne, nu, nfe = sh.get("experts", (0, 0, 0))
+    return GraphShape(n_embd=sh["E"], n_vocab=sh["V"], n_head=sh["H"], head_dim=sh["dh"], n_ff=0 if ne else sh["nff"],
+                      n_head_kv=sh["Hkv"], n_expert=ne, n_expert_used=nu, n_ff_exp=nfe)
+
+
+@pytest.mark.parametrize("run", [r for r in FFN_RUNS if not r["env"] and "-nom" in r["command"]],
+                         ids=lambda r: f"{r['model']}[{r['command'].split(' ', 2)[2]}]")
+def test_cpu_feed_forward_phase_against_the_real_build(run):
+    """The dense feed-forward phase on the CPU backend, where llama-server's few output rows leave it the largest:
+    gate, up, product, three E x T vectors (the two embedding inputs and block 0's freed norm, ggml-alloc's high-water
+    trace in the fixture) and, when block 0 is attention, its query hole; 0c1e570's printed figure to 0.1 MiB."""
+    f = _flags(run["command"])
+    n_ctx, n_seq, T = int(f["-c"]), int(f["-np"]), int(f["-ub"])
+    cb = compute_buffers(_shape(run), n_ubatch=T, n_kv=n_ctx // n_seq, flash_attn=f["-fa"] != "off",
+                         n_outputs=int(f["-nom"]), backend="cpu")
+    assert cb.dominant == "feed-forward"
+    assert abs(cb.device / MiB - run["compute_mib"]) <= 0.1
+    assert "ffn_swiglu-0" in run["high_water"][-1]  # the real peak is block 0's feed-forward product
+
+
+def test_vulkan_chunk_rule_against_the_real_allocator():
+    """ggml-alloc itself (0c1e570) with its chunk cap set to ggml-vulkan's 1 GiB, on the Qwen3-30B-A3B graph of L08's
+    line: the buffer grows by exactly one kq matrix, the second chunk (kq-1 in chunk 2 of the trace); kvmath's chunk
+    rule adds the same."""
+    one, chunked = (next(r for r in FFN_RUNS if r["model"] == "qwen3-30b-a3b-shape" and bool(r["env"]) == c)
+                    for c in (False, True))
+    assert chunked["env"] == {"KVM_MAX_CHUNK": str(BK.VULKAN_MAX_CHUNK)}
+    assert any(l.startswith("HW kq-1 chunk=2 off=0.0000 size=4096.0000") for l in chunked["high_water"])
+    args = dict(n_ubatch=512, n_kv=65536, flash_attn=False, backend="cpu")
+    plain = compute_buffers(_shape(one), **args).device
+    split = compute_buffers(_shape(one), max_chunk=BK.VULKAN_MAX_CHUNK, **args).device
+    assert (split - plain) / MiB == pytest.approx(chunked["compute_mib"] - one["compute_mib"], abs=0.01)
+    assert abs(plain / MiB - one["compute_mib"]) <= 0.005 * one["compute_mib"]

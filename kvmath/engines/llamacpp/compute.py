@@ -81,6 +81,15 @@ LIVE = {
 backend with every layer offloaded leaves the embeddings' ``get_rows`` and the graph inputs in its host buffer,
 the CPU backend holds them in its one buffer. The counts of the GPU backends are CUDA's; the public logs of
 HIP, Metal and Vulkan named beside them (``data/measurements/llamacpp-public-boots.csv``) match them."""
+FFN_VECTORS = 3
+"""``E x T`` f32 vectors below the first layer's gate / up / product (the peak of a dense feed-forward phase), read
+off 0c1e570's ggml-alloc (its high-water trace, ``tests/fixtures/llamacpp/ffn_phase_runs.json``): the two
+embedding tensors PR #18550 puts in every graph (``build_inp_embd``: the token ``get_rows`` and the ``inp_embd``
+embeddings input, both alive for the whole graph; ``ggml_build_forward_select`` picks one) and block 0's freed
+``attn_norm``, a hole the gate does not fit. Builds before #18550 hold one embedding tensor: 2
+(``builds.LlamaCppBuild.embd_select``). On a GPU backend the ``get_rows`` runs on the host and its copy is the
+device's split input, so the count is the same. When block 0 is an attention block its query (``Qcur``,
+``n_head x head_dim``) is a further hole below the gate (:func:`compute_buffers`)."""
 LIVE_FFN = 3
 """``n_ff x T`` f32 tensors alive at a gated feed-forward: gate, up and ``ggml_swiglu_split``'s product (GLU ops,
 PR #14158; ``ggml_op_can_inplace`` in ggml-alloc.c has no GLU, so the product is a new tensor). Builds before the
@@ -102,6 +111,7 @@ class GraphShape:
     n_ff_exp: int = 0
     n_head_kv: int = 0          # 0: as many as query heads
     head_dim_v: int = 0         # 0: head_dim
+    first_block_recurrent: bool = False  # block 0 is a recurrent (linear attention / Mamba) block
 
     @property
     def attn_floats(self) -> int:
@@ -131,13 +141,18 @@ def shape_from_config(config: dict, *, n_vocab: int | None = None) -> GraphShape
     heads = cfg.get("num_attention_heads") or 0
     hd = cfg.get("global_head_dim") or cfg.get("head_dim") or (e // heads if heads else 0)
     kvh = cfg.get("num_key_value_heads") or heads
+    types = cfg.get("layer_types") if isinstance(cfg.get("layer_types"), list) else []
+    types = types or (cfg.get("layers_block_type") if isinstance(cfg.get("layers_block_type"), list) else [])
+    first_recurrent = bool(types) and str(types[0]) in ("linear_attention", "mamba", "mamba2", "recurrent")
+    pattern = cfg.get("hybrid_override_pattern")  # Nemotron-H: "M" a Mamba block, "*" attention, "-" / "E" MLP
+    first_recurrent = first_recurrent or (isinstance(pattern, str) and pattern[:1] == "M")
     return GraphShape(
         n_embd=int(e), n_vocab=int(n_vocab or cfg.get("vocab_size") or 0), n_head=int(heads), head_dim=int(hd),
         n_ff=int(cfg.get("intermediate_size") or 0),
         n_expert=int(cfg.get("num_experts") or cfg.get("num_local_experts") or cfg.get("n_routed_experts") or 0),
         n_expert_used=int(cfg.get("num_experts_per_tok") or cfg.get("top_k_experts") or 0),
         n_ff_exp=int(cfg.get("moe_intermediate_size") or cfg.get("expert_intermediate_size") or 0),
-        n_head_kv=int(kvh if not isinstance(kvh, list) else max(kvh)))
+        n_head_kv=int(kvh if not isinstance(kvh, list) else max(kvh)), first_block_recurrent=first_recurrent)
 
 
 def shape_from_gguf(metadata: dict) -> GraphShape:
@@ -152,17 +167,22 @@ def shape_from_gguf(metadata: dict) -> GraphShape:
     e, h = int(k("embedding_length")), int(k("attention.head_count"))
     dk = int(k("attention.key_length") or (e // h if h else 0))
     n_exp = int(k("expert_count"))
+    kv0 = metadata.get(f"{arch}.attention.head_count_kv")
+    # block 0 recurrent: qwen35 / qwen3next (il + 1) % full_attention_interval != 0; Nemotron-H a 0 KV-head entry
+    first_recurrent = int(metadata.get(f"{arch}.full_attention_interval") or 1) > 1 or \
+        (isinstance(kv0, list) and bool(kv0) and kv0[0] == 0)
     return GraphShape(n_embd=e, n_vocab=int(n_vocab), n_head=h, head_dim=dk,
                       n_ff=0 if n_exp and not metadata.get(f"{arch}.feed_forward_length") else int(k("feed_forward_length")),
                       n_expert=n_exp, n_expert_used=int(k("expert_used_count")),
                       n_ff_exp=int(k("expert_feed_forward_length")), n_head_kv=int(k("attention.head_count_kv") or h),
-                      head_dim_v=int(k("attention.value_length") or dk))
+                      head_dim_v=int(k("attention.value_length") or dk), first_block_recurrent=first_recurrent)
 
 
 def compute_buffers(shape: GraphShape, *, n_ubatch: int, n_kv: int, flash_attn: bool, n_kv_swa: int = 0,
                     n_outputs: int | None = None, output_on_device: bool = True,
                     all_layers_on_device: bool = True, backend: str = "cuda", fa_mask: str = "f16",
-                    ffn_live: int = LIVE_FFN, max_chunk: int | None = None) -> ComputeBuffers:
+                    ffn_live: int = LIVE_FFN, max_chunk: int | None = None,
+                    ffn_vectors: int = FFN_VECTORS) -> ComputeBuffers:
     """The device and host compute buffers for one reserve (see the module docstring), bytes.
 
     ``n_kv`` is the cell count of the full-attention cache (``n_ctx_seq`` padded; all cells at reserve
@@ -170,7 +190,8 @@ def compute_buffers(shape: GraphShape, *, n_ubatch: int, n_kv: int, flash_attn: 
     :data:`LIVE` (``cuda``, ``hip``, ``metal``, ``vulkan``: the device with every layer offloaded) or ``"cpu"``
     (a CPU build, where the one device holds the whole graph). ``max_chunk``: bytes, the largest chunk
     ggml-alloc gives one allocation (:func:`.backends.max_chunk`; None: one buffer of any size); a layer's
-    tensor above it is counted twice (the module docstring's "Chunks").
+    tensor above it is counted twice (the module docstring's "Chunks"). ``ffn_vectors``: the ``E x T`` vectors
+    below a dense feed-forward (:data:`FFN_VECTORS`; 2 before PR #18550).
     ``fa_mask`` and ``ffn_live`` are the build's (:mod:`.builds`): ``"f32_cast"`` (before PR #23764) adds the
     phase where the f32 mask copy and its f16 cast are both on the device; ``ffn_live`` is the number of
     ``n_ff x T`` tensors alive at a gated feed-forward. Raises KvMathError for an unknown backend or mask rule.
@@ -200,8 +221,9 @@ def compute_buffers(shape: GraphShape, *, n_ubatch: int, n_kv: int, flash_attn: 
     if shape.n_expert and shape.n_ff_exp:
         phases["experts"] = ffn_live * 4 * shape.n_expert_used * shape.n_ff_exp * T + 4 * shape.n_expert * T \
             + 4 * E * T + mask
-    if shape.n_ff:
-        phases["feed-forward"] = ffn_live * 4 * shape.n_ff * T + 4 * E * T + mask
+    if shape.n_ff:  # gate, up, product above the E x T vectors of FFN_VECTORS and block 0's query hole
+        q_hole = 0 if shape.first_block_recurrent else 4 * T * H * shape.head_dim
+        phases["feed-forward"] = ffn_live * 4 * shape.n_ff * T + ffn_vectors * 4 * E * T + q_hole + mask
     if max_chunk is not None:  # a layer's tensor above the chunk cap: a second chunk of its size (module doc)
         per_layer = {"attention (kq matrix)": 4 * H * max(n_kv, n_kv_swa) * T,
                      "experts": 4 * shape.n_expert_used * shape.n_ff_exp * T, "feed-forward": 4 * shape.n_ff * T}

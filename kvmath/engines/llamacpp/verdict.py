@@ -227,7 +227,7 @@ def price(launch, model: Model, *, n_ctx: int | None = None, n_cpu_moe: int | No
     cb = compute_buffers(shape, n_ubatch=mem.n_ubatch, n_kv=max((c.cells for c in full), default=0),
                          n_kv_swa=max((c.cells for c in swa), default=0), flash_attn=mem.flash_attn,
                          output_on_device=on_dev, n_outputs=n_out, fa_mask=build.fa_mask, ffn_live=build.ffn_live,
-                         backend=backend, max_chunk=max_chunk(backend, build))
+                         backend=backend, max_chunk=max_chunk(backend, build), ffn_vectors=2 + build.embd_select)
     out_i = int(out_dev[4:]) if on_dev else s["main_gpu"]
     rest = max((v for k, v in cb.phases.items() if k != "output (logits)"), default=0)
     for i, g in enumerate(gpus):
