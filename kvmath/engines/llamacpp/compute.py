@@ -89,7 +89,8 @@ embeddings input, both alive for the whole graph; ``ggml_build_forward_select`` 
 ``attn_norm``, a hole the gate does not fit. Builds before #18550 hold one embedding tensor: 2
 (``builds.LlamaCppBuild.embd_select``). On a GPU backend the ``get_rows`` runs on the host and its copy is the
 device's split input, so the count is the same. When block 0 is an attention block its query (``Qcur``,
-``n_head x head_dim``) is a further hole below the gate (:func:`compute_buffers`)."""
+``n_head x head_dim``) is a further hole below the gate (:func:`compute_buffers`). Measured on dense models; a
+dense MLP beside routed experts (Gemma 4 26B-A4B) keeps the count of one vector it had before."""
 LIVE_FFN = 3
 """``n_ff x T`` f32 tensors alive at a gated feed-forward: gate, up and ``ggml_swiglu_split``'s product (GLU ops,
 PR #14158; ``ggml_op_can_inplace`` in ggml-alloc.c has no GLU, so the product is a new tensor). Builds before the
@@ -221,9 +222,12 @@ def compute_buffers(shape: GraphShape, *, n_ubatch: int, n_kv: int, flash_attn: 
     if shape.n_expert and shape.n_ff_exp:
         phases["experts"] = ffn_live * 4 * shape.n_expert_used * shape.n_ff_exp * T + 4 * shape.n_expert * T \
             + 4 * E * T + mask
-    if shape.n_ff:  # gate, up, product above the E x T vectors of FFN_VECTORS and block 0's query hole
-        q_hole = 0 if shape.first_block_recurrent else 4 * T * H * shape.head_dim
-        phases["feed-forward"] = ffn_live * 4 * shape.n_ff * T + ffn_vectors * 4 * E * T + q_hole + mask
+    if shape.n_ff:  # dense: gate, up, product above FFN_VECTORS E x T vectors and block 0's query hole (measured
+        # on dense models only; a dense MLP beside experts, as Gemma 4's, keeps one vector)
+        dense = not shape.n_expert
+        q_hole = 4 * T * H * shape.head_dim if dense and not shape.first_block_recurrent else 0
+        phases["feed-forward"] = ffn_live * 4 * shape.n_ff * T + (ffn_vectors if dense else 1) * 4 * E * T \
+            + q_hole + mask
     if max_chunk is not None:  # a layer's tensor above the chunk cap: a second chunk of its size (module doc)
         per_layer = {"attention (kq matrix)": 4 * H * max(n_kv, n_kv_swa) * T,
                      "experts": 4 * shape.n_expert_used * shape.n_ff_exp * T, "feed-forward": 4 * shape.n_ff * T}
