@@ -130,9 +130,12 @@ class ComputeBuffers:
     dominant: str
     device_upper: int = 0       # bytes: the logits placed above the peak of the earlier phases (see module doc)
 
-    def log_lines(self, device_name: str = "CUDA0", prefix: str = "sched_reserve") -> list[str]:
+    def log_lines(self, device_name: str = "CUDA0", prefix: str = "sched_reserve",
+                  host_name: str = "CUDA_Host") -> list[str]:
+        """The two ``sched_reserve`` lines; ``host_name`` is the backend's host buffer type (``Vulkan_Host``,
+        ``ROCm_Host``; Metal's host compute buffer is printed as ``CPU``, as in L05's b4406 log)."""
         return [f"{prefix}: {device_name:>10} compute buffer size = {self.device / MiB:8.2f} MiB",
-                f"{prefix}: {'CUDA_Host':>10} compute buffer size = {self.host / MiB:8.2f} MiB"]
+                f"{prefix}: {host_name:>10} compute buffer size = {self.host / MiB:8.2f} MiB"]
 
 
 def shape_from_config(config: dict, *, n_vocab: int | None = None) -> GraphShape:

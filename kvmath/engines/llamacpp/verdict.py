@@ -459,7 +459,7 @@ def verdict(launch) -> Verdict:
         return gpu_names[int(dev[4:])] if dev.startswith("CUDA") else dev
 
     lines += pr.memory.log_lines(buffers=buffer_of) + \
-        pr.compute.log_lines(device_name=dev0)
+        pr.compute.log_lines(device_name=dev0, host_name=_host_buffer(dev0))
     short = [d for d in devs[:-1] if d.spare_bytes < 0]
     outcome, message = "boots", None
     if short:
@@ -488,6 +488,13 @@ def verdict(launch) -> Verdict:
                     bool(getattr(model.weights, "experts", 0)), n_train, s["backend"])
     return Verdict("llama.cpp", launch.release, str(launch.model), outcome, devs, message, tuple(lines),
                    pr.memory.n_ctx, pr.memory.n_ctx, s["n_parallel"], tuple(notes), detail)
+
+
+def _host_buffer(device: str) -> str:
+    """The host buffer type beside a device, as llama.cpp prints it: ``CUDA_Host``, ``ROCm_Host``,
+    ``Vulkan_Host`` (ggml-vulkan ``GGML_VK_NAME "_Host"``); Metal's is the plain ``CPU`` buffer."""
+    prefix = device.rstrip("0123456789")
+    return "CPU" if prefix == "MTL" else f"{prefix}_Host"
 
 
 def _mib(n: int) -> str:
