@@ -519,7 +519,11 @@ PRICED = {r["id"]: held_out_price(r) for r in HELD_OUT}
 # L20 (CUDA, b4550, Pythia 2.8B, -ub 512, -fa off): 162.00 logged, kvmath 152.00 (-6.2 %); the 10.00 MiB are
 #   2 x n_embd x n_ubatch x 4 bytes (2560 x 512), as if two more residual-stream tensors were live at the peak
 #   (a candidate, unverified: gptneox's parallel residual keeping the attention output and the layer input): an
-#   observation, not derived from the b4550 graph. L19 (Pythia 1.4B, Metal, same build) is exact.
+#   observation, not derived from the b4550 graph. L19 (Pythia 1.4B, Metal, same build) is exact. Read since:
+#   b4550-era build_gptneox (src/llama.cpp of 794fe23f, llama-cpp-python 0.3.7) copies Q, K and V out of the fused
+#   wqkv with ggml_cont and, with use_par_res, emits each layer's feed-forward before its kq chain (the DFS of
+#   add(add(ffn, inpL), attn_out)); 0c1e570's CPU build on the Pythia 2.8B shape at L20's flags prints 157.01 MiB
+#   with kq-0 at offset 29.01 (its build_qkv has no such copies), so the newer graph does not show the 10 MiB.
 COMPUTE_RESIDUALS = {"L18": (819.26, 550.50), "L20": (162.00, 152.00)}
 # L16's output buffer: the log's Vulkan_Host 0.95 MiB is one row of 248320 f32 logits; kvmath's b9776 rule
 # (n_parallel x (1 + draft tokens) = 3 rows) gives 2.84 MiB: not derived for b9849 (the buffer may be sized at
