@@ -43,6 +43,8 @@ JSON_FIELDS = {  # the keys of Verdict.engine_detail (verdict.Detail.to_dict)
     "compute_upper_bytes": "the compute buffer with the logits placed above every earlier phase (ggml-alloc), bytes",
     "n_ctx_train": "the model's training context per sequence (0 if unknown); a -c past it is allocated with a "
                    "warning and llama-server caps each slot at it",
+    "backend": "the ggml backend priced: cuda, hip, vulkan or metal, from -dev, else the card, else cuda (said in "
+               "the notes; kvmath.engines.llamacpp.backends)",
 }
 
 

@@ -30,6 +30,15 @@ memory between builds:
   place);
 - ``cli_server``: ``llama-cli`` runs llama-server's context (it prints ``n_outputs_max = 1`` for one slot:
   b10068 and b10950 logs), so it reserves the server's output rows;
+- ``alloc_chunks``: ``ggml-alloc`` splits a compute buffer into chunks of the backend's maximum buffer size
+  (PR #15815, "ggml : split graph allocations according to backend max buffer size", opened 2025-09-05, and
+  PR #16788, "make gallocr prefer chunks that allow memory reuse", 2025-10-26: both between b6057 and b7444;
+  ``ggml_vbuffer`` in ggml/src/ggml-alloc.c). Only Vulkan's cap (1 GiB) is small enough to matter
+  (:func:`.backends.max_chunk`); b6057's Vulkan log (L07) fails on one 4757131264-byte buffer, b7444's (L08) on
+  a sum of chunks;
+- ``embd_select``: every graph holds both embedding paths, the token ``get_rows`` and the ``inp_embd`` input
+  (PR #18550, ``ggml_build_forward_select``; in 0c1e570's src/llama-graph.cpp ``build_inp_embd``; after b7444,
+  before b9106): three ``E x T`` vectors under a dense feed-forward instead of two (:data:`.compute.FFN_VECTORS`);
 - ``spec_types``: the values ``--spec-type`` accepts (a comma-separated list of them), and
   ``spec_types_with_rollback`` the model-based draft types for which the target keeps ``--spec-draft-n-max``
   recurrent snapshots per sequence (common/common.h ``need_n_rs_seq()``).
@@ -61,6 +70,8 @@ class LlamaCppBuild(Release):
     fa_mask: str = "f16"
     ffn_live: int = 3
     cli_server: bool = False
+    alloc_chunks: bool = True
+    embd_select: bool = True
     spec_types: tuple[str, ...] = SPEC_TYPES
     spec_types_with_rollback: tuple[str, ...] = SPEC_ROLLBACK
 
@@ -70,16 +81,19 @@ BUILD_RECORDS = (
         "b4406", "ggml-org/llama.cpp b4406 (release of 2025-01-03, ggml-org/llama.cpp issue #11083's Metal log): "
         "every ubatch token an output, the f32 FA mask, silu and mul in place (before the GLU ops of PR #14158); "
         "cache padding flash_attn ? 256 : 32 (rules 1c872f71)",
-        memory="1c872f71", reserve_outputs="n_ubatch", fa_mask="f32_cast", ffn_live=2),
+        memory="1c872f71", reserve_outputs="n_ubatch", fa_mask="f32_cast", ffn_live=2, alloc_chunks=False,
+        embd_select=False),
     LlamaCppBuild(
         "b6057", "ggml-org/llama.cpp b6057 (1c872f71, 2025-08-01; issue #15009's Vulkan log: 70016 cells for -c "
         "70000 without FA): GLU ops present; cache padding flash_attn ? 256 : 32 until PR #16812 (2025-10-28) "
         "and #17046 (2025-11-07), which landed in builds between b6057 and b7444 that were not read",
-        commit="1c872f71", memory="1c872f71", reserve_outputs="n_ubatch", fa_mask="f32_cast"),
+        commit="1c872f71", memory="1c872f71", reserve_outputs="n_ubatch", fa_mask="f32_cast", alloc_chunks=False,
+        embd_select=False),
     LlamaCppBuild(
         "b7444", "ggml-org/llama.cpp b7444 (58062860a, 2025-12-18; issue #18160): 256-cell padding (PR #17046); "
         "cache rules of ec98e2002 (2025-12-16, as vendored in ollama: MLA stores V)",
-        commit="58062860a", memory="ec98e2002", reserve_outputs="n_ubatch", fa_mask="f32_cast"),
+        commit="58062860a", memory="ec98e2002", reserve_outputs="n_ubatch", fa_mask="f32_cast",
+        embd_select=False),
     LlamaCppBuild(
         "b9106", "ggml-org/llama.cpp b9106 (dd9280a66, 2026-05; ROCm/ROCm issue #6227's log): every ubatch token "
         "an output (ROCm1 compute 204.00 MiB = 4 x 100352 x 512 + one 4096 x 512 f32 row block); cache rules of "

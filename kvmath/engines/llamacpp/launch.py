@@ -408,7 +408,7 @@ def _devices(s: dict) -> int:
     if s["devices"] is not None:
         devs = [d for d in str(s["devices"]).split(",") if d.strip()]
         if [d.strip().lower() for d in devs] == ["none"]:
-            raise KvMathError("-dev none runs on the CPU only; kvmath prices GPU launches")
+            raise KvMathError("-dev none runs on the CPU backend only; the front door prices GPU devices")
         if not 1 <= len(devs) <= 16:
             raise KvMathError(f"-dev names 1-16 devices, got {len(devs)}")
         bad = next((d for d in devs if not _DEVICE.fullmatch(d.strip())), None)
@@ -416,6 +416,9 @@ def _devices(s: dict) -> int:
             raise KvMathError(f"-dev {_short(bad)} is not a device name: llama.cpp's are a backend and its index "
                               "(CUDA0, ROCm1, Vulkan0, SYCL0, MUSA0, CANN0, Metal; llama-server --list-devices)")
         n = len(devs)
+        from .backends import resolve
+
+        resolve(s["devices"], None)  # one backend per launch (a mixed list is refused here, in one line)
     if s["tensor_split"] is not None:
         parts = str(s["tensor_split"]).replace("/", ",").split(",")
         ts = tuple(_float(x, "-ts", 0.0, 1e6) for x in parts)

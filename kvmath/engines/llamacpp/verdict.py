@@ -185,8 +185,11 @@ def price(launch, model: Model, *, n_ctx: int | None = None, n_cpu_moe: int | No
     from .memory import llamacpp_memory
     from .placement import place
 
+    from .backends import max_chunk
+
     s = launch.settings
     build = TABLE.by_name[launch.release]
+    backend = s.get("backend") or launch_backend(launch)[0]
     n_ctx = s["n_ctx"] if n_ctx is None else n_ctx
     ncm = s["n_cpu_moe"] if n_cpu_moe is None else n_cpu_moe
     arch, n_dev = model.arch, _gpu_count(s)
@@ -223,7 +226,8 @@ def price(launch, model: Model, *, n_ctx: int | None = None, n_cpu_moe: int | No
     swa = [c for c in mem.kv if c.kind == "SWA"]
     cb = compute_buffers(shape, n_ubatch=mem.n_ubatch, n_kv=max((c.cells for c in full), default=0),
                          n_kv_swa=max((c.cells for c in swa), default=0), flash_attn=mem.flash_attn,
-                         output_on_device=on_dev, n_outputs=n_out, fa_mask=build.fa_mask, ffn_live=build.ffn_live)
+                         output_on_device=on_dev, n_outputs=n_out, fa_mask=build.fa_mask, ffn_live=build.ffn_live,
+                         backend=backend, max_chunk=max_chunk(backend, build), ffn_vectors=2 + build.embd_select)
     out_i = int(out_dev[4:]) if on_dev else s["main_gpu"]
     rest = max((v for k, v in cb.phases.items() if k != "output (logits)"), default=0)
     for i, g in enumerate(gpus):
@@ -233,6 +237,30 @@ def price(launch, model: Model, *, n_ctx: int | None = None, n_cpu_moe: int | No
     notes = list(model.notes) + (list(p.notes) if p else [])
     _extras(s, mem, gpus, host, notes)
     return Priced(gpus, host, mem.n_ctx, mem, cb, p, notes)
+
+
+def launch_backend(launch) -> tuple[str, str | None]:
+    """The backend a launch runs on and the note saying how it was chosen (:func:`.backends.resolve`): from
+    ``-dev``, else the card (``--card``, else this machine's GPU), else CUDA's rules, said. Raises KvMathError."""
+    from .backends import resolve
+
+    card = None
+    if launch.card is not None:
+        card = B.card(launch.card)
+    elif launch.device_bytes is None:
+        from ...cards import detect
+
+        found = detect()
+        card = found[0] if found else None
+    return resolve(launch.settings["devices"], card)
+
+
+def with_backend(launch):
+    """``launch`` with its backend resolved once into ``settings["backend"]`` / ``["backend_note"]``."""
+    if launch.settings.get("backend"):
+        return launch
+    backend, note = launch_backend(launch)
+    return launch.with_settings(backend=backend, backend_note=note)
 
 
 def _all_layers(ngl, n_layer: int) -> bool:
@@ -310,8 +338,8 @@ def _extras(s: dict, mem, gpus: list[dict], host: dict, notes: list[str]) -> Non
         notes.append("-md: the draft model's weights and cache on the main GPU; its compute buffer is not modelled")
 
 
-BACKEND = {"cuda": "CUDA", "rocm": "ROCm", "metal": "MTL", "vulkan": "Vulkan"}
-"""llama.cpp's device names per runtime (ggml-cuda CUDA<i>, built for HIP ROCm<i>, ggml-metal MTL<i>, Vulkan<i>)."""
+BACKEND = {"cuda": "CUDA", "hip": "ROCm", "rocm": "ROCm", "metal": "MTL", "vulkan": "Vulkan"}
+"""llama.cpp's device names per backend (ggml-cuda CUDA<i>, built for HIP ROCm<i>, ggml-metal MTL<i>, Vulkan<i>)."""
 
 
 def _capacity(launch) -> tuple[int, str, list[str]]:
@@ -354,12 +382,13 @@ def devices(launch, pr: Priced) -> tuple[tuple[Device, ...], list[str]]:
     """The priced terms as :class:`Device` records (one per GPU, then the host)."""
     s = launch.settings
     cap, runtime, notes = _capacity(launch)
+    runtime = s.get("backend") or runtime
     limit = cap - int(s["headroom_mib"] * MiB)
     prefix = BACKEND.get(runtime, "CUDA")
     out = []
     for i, g in enumerate(pr.gpus):
         terms = [Term(k, int(g[k]), k in _EXACT, _SOURCE[k]) for k in _TERMS if g.get(k)]
-        if runtime in ("cuda", "rocm"):  # the driver context and the ggml_cuda_pool (HIP builds share ggml-cuda)
+        if runtime in ("cuda", "hip", "rocm"):  # the driver context and the ggml_cuda_pool (HIP builds share ggml-cuda)
             terms.append(Term("cuda_context", int(s["cuda_context_mib"] * MiB), False, _SOURCE["cuda_context"]))
             terms.append(Term("first_batch_pool", POOL_BYTES, False, _SOURCE["first_batch_pool"]))
         out.append(Device(f"{prefix}{i}", cap, tuple(terms), limit))
@@ -391,18 +420,20 @@ class Detail:
     compute_upper_bytes: int
     moe: bool = False
     n_ctx_train: int = 0
+    backend: str = ""
 
     def to_dict(self) -> dict:
         return {"build": self.build, "tool": self.tool, "n_ctx": self.n_ctx, "n_ctx_seq": self.n_ctx_seq,
                 "weights": self.weights, "fit": self.fit, "compute_dominant": self.compute_dominant,
                 "compute_upper_bytes": self.compute_upper_bytes, "moe": self.moe,
-                "n_ctx_train": self.n_ctx_train}
+                "n_ctx_train": self.n_ctx_train, "backend": self.backend}
 
 
 
 
 def verdict(launch) -> Verdict:
     """The :class:`Verdict` of a parsed llama.cpp launch (see the module docstring). Raises KvMathError."""
+    launch = with_backend(launch)
     s = launch.settings
     model = load_model(s, launch.model)
     pr = price(launch, model)
@@ -410,6 +441,11 @@ def verdict(launch) -> Verdict:
     fit = _fit(launch, model, pr, devs) if s["fit"] else None
     lines = list(fit.lines) if fit else []
     notes = list(launch.notes) + cap_notes + pr.notes
+    if s["backend_note"]:
+        notes.append(s["backend_note"])
+    if "two chunks" in pr.compute.dominant:
+        notes.append("Vulkan: a layer tensor above ggml-vulkan's 1 GiB chunk takes two chunks of its size "
+                     "(ggml-alloc chunks, PR #15815); each must also fit the driver's maxMemoryAllocationSize")
     if fit and fit.action in ("context reduced", "experts moved"):
         pr = price(launch, model, n_ctx=fit.n_ctx, n_cpu_moe=fit.n_cpu_moe_equivalent or s["n_cpu_moe"])
         devs, _ = devices(launch, pr)
@@ -423,7 +459,7 @@ def verdict(launch) -> Verdict:
         return gpu_names[int(dev[4:])] if dev.startswith("CUDA") else dev
 
     lines += pr.memory.log_lines(buffers=buffer_of) + \
-        pr.compute.log_lines(device_name=dev0)
+        pr.compute.log_lines(device_name=dev0, host_name=_host_buffer(dev0))
     short = [d for d in devs[:-1] if d.spare_bytes < 0]
     outcome, message = "boots", None
     if short:
@@ -453,9 +489,16 @@ def verdict(launch) -> Verdict:
         notes.append(_train_cap_note(pr.memory.n_ctx_seq, n_train, s["tool"]))
     detail = Detail(launch.release, s["tool"], pr.memory.n_ctx, pr.memory.n_ctx_seq, model.source,
                     _fit_dict(fit), pr.compute.dominant, pr.compute.device_upper,
-                    bool(getattr(model.weights, "experts", 0)), n_train)
+                    bool(getattr(model.weights, "experts", 0)), n_train, s["backend"])
     return Verdict("llama.cpp", launch.release, str(launch.model), outcome, devs, message, tuple(lines),
                    pr.memory.n_ctx, pr.memory.n_ctx, s["n_parallel"], tuple(notes), detail)
+
+
+def _host_buffer(device: str) -> str:
+    """The host buffer type beside a device, as llama.cpp prints it: ``CUDA_Host``, ``ROCm_Host``,
+    ``Vulkan_Host`` (ggml-vulkan ``GGML_VK_NAME "_Host"``); Metal's is the plain ``CPU`` buffer."""
+    prefix = device.rstrip("0123456789")
+    return "CPU" if prefix == "MTL" else f"{prefix}_Host"
 
 
 def _mib(n: int) -> str:
