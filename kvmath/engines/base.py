@@ -425,10 +425,24 @@ def merge_empty(groups: list[LayerGroup]) -> tuple[LayerGroup, ...]:
     return tuple(out)
 
 
+UNCHECKED_MODEL_TYPES = {
+    "llama.cpp": {
+        "granite_swa": "its sliding-window pattern in llama.cpp (b10514, ggml-org/llama.cpp#25505) was not read",
+        "granitemoe_swa": "its sliding-window pattern in llama.cpp (b10514, ggml-org/llama.cpp#25505) was not read",
+    },
+}
+"""engine -> {model_type: why} for families whose layers kvmath reads exactly (transformers' rules) but whose
+cache this engine's source was not read for: :func:`require_kinds` refuses them for that engine in one line."""
+
+
 def require_kinds(engine: str, arch: Architecture, kinds: tuple[str, ...]) -> None:
     """Refuse ``arch`` when a layer's ``kind`` is not one of ``kinds`` (the kinds ``engine`` has rules for):
     KvMathError naming the engine, the layer's spec class, the model and the kinds it handles. Engines whose
-    plan reads layers directly call it where the plan starts, so a new kind is refused, never skipped."""
+    plan reads layers directly call it where the plan starts, so a new kind is refused, never skipped. A model
+    type in :data:`UNCHECKED_MODEL_TYPES` for ``engine`` is refused naming why."""
+    why = UNCHECKED_MODEL_TYPES.get(engine, {}).get(arch.model_type)
+    if why:
+        raise KvMathError(f"{engine}: kvmath does not price model_type {arch.model_type} ({arch.name}): {why}")
     for layer in arch.layers:
         if layer.kind not in kinds:
             raise KvMathError(
