@@ -40,7 +40,6 @@ REFUSED = {  # config -> a phrase the one-line refusal must contain (the model_t
     "tiiuae__falcon-40b-instruct": "sets new_decoder_architecture",
     DEFAULTS + "falcon_h1": "both a KV cache",  # attention and Mamba-2 in one layer: no spec yet
     DEFAULTS + "minimax": "lightning-attention state",
-    DEFAULTS + "ministral": "model_type 'ministral' is not supported",
     DEFAULTS + "lfm2_moe": "needs layer_types",
 }
 OVERRIDES = {  # fields transformers needs to build the shrunk model that do not shape the cache
@@ -286,7 +285,7 @@ def test_granite_swa_default_layer_types_are_the_published_pattern():
 
 
 @pytest.mark.parametrize("case,engine", [("ibm-granite__granite-swash-2b", "llama.cpp"),
-                                         (DEFAULTS + "granitemoe_swa", "llama.cpp")])
+                                         (DEFAULTS + "granitemoe_swa", "llama.cpp"), (DEFAULTS + "ministral", "llama.cpp")])
 def test_engines_refuse_a_family_whose_source_was_not_read(case, engine):
     arch = kvmath.load_architecture(_config(case))
     with pytest.raises(KvMathError, match=f"{engine}: kvmath does not price model_type") as e:
@@ -324,6 +323,8 @@ def _edit(case, **changes):
     (_edit("ibm-granite__granite-swash-2b", num_key_value_heads=None), "default it to 4"),
     (_edit("ibm-granite__granite-swash-2b", sliding_window=None), "default it to 128"),
     (_edit("swiss-ai__Apertus-8B-2509", sliding_window=4096), "sets sliding_window 4096"),
+    (_edit(DEFAULTS + "ministral", sliding_window=None, layer_types=None), "default it to 4096"),
+    (_edit(DEFAULTS + "ministral", num_key_value_heads=None), "default it to 8"),
 ])
 def test_new_family_configs_that_would_be_guessed_are_refused(cfg, phrase):
     with pytest.raises(KvMathError, match=phrase) as e:

@@ -429,6 +429,7 @@ UNCHECKED_MODEL_TYPES = {
     "llama.cpp": {
         "granite_swa": "its sliding-window pattern in llama.cpp (b10514, ggml-org/llama.cpp#25505) was not read",
         "granitemoe_swa": "its sliding-window pattern in llama.cpp (b10514, ggml-org/llama.cpp#25505) was not read",
+        "ministral": "which llama.cpp converter takes this type, and whether it keeps the window, was not read",
     },
 }
 """engine -> {model_type: why} for families whose layers kvmath reads exactly (transformers' rules) but whose

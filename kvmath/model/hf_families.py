@@ -704,3 +704,24 @@ def _granite_swa(c: _Config, name: str, source: str):
     if SLIDING in types:
         _needs_written(c, "sliding_window", 128)
     return _arch(c, name, source, _attention_layers(c, types), c.int("num_attention_heads"))
+
+
+@_family("ministral")
+def _ministral(c: _Config, name: str, source: str):
+    """Ministral (``ministral``, transformers' own type for Ministral-8B's interleaved layout): ``layer_types``,
+    else every layer sliding when ``sliding_window`` is set and full when it is null (``MinistralConfig.__post_init__``,
+    transformers 5.23); ``num_key_value_heads`` x (``head_dim`` or ``hidden_size / num_attention_heads``).
+
+    ``MinistralConfig`` defaults ``num_key_value_heads`` to 8 and ``sliding_window`` to 4096 when the keys are
+    absent, so a config must write both. vLLM 0.24 windows a layer iff ``config.layer_types[i]`` is sliding, both
+    in models/llama.py (``MistralForCausalLM``, ``Ministral3ForCausalLM``) and in its Transformers backend (no
+    ``MinistralForCausalLM`` file). llama.cpp's converter for this type was not read: refused there.
+    """
+    _needs_written(c, "num_key_value_heads", 8)
+    n = c.layer_count()
+    types = c.layer_types(n, (FULL, SLIDING))
+    if types is None or SLIDING in types:
+        _needs_written(c, "sliding_window", 4096)
+    if types is None:
+        types = [SLIDING if c.has("sliding_window") else FULL] * n
+    return _arch(c, name, source, _attention_layers(c, types), c.int("num_attention_heads"))
