@@ -269,7 +269,8 @@ def test_config_only_checkpoint_estimate_counts_transformers_parameters(case):
 def test_config_only_estimate_refuses_the_layouts_it_does_not_write():
     from kvmath.model.checkpoint import estimate_checkpoint
 
-    for case in (DEFAULTS + "olmo2", DEFAULTS + "cohere", "LGAI-EXAONE__EXAONE-4.0-32B", DEFAULTS + "starcoder2"):
+    for case in (DEFAULTS + "olmo2", DEFAULTS + "cohere", "LGAI-EXAONE__EXAONE-4.0-32B", DEFAULTS + "starcoder2",
+                 "databricks__dbrx-instruct", "ibm-granite__granite-swash-2b"):
         with pytest.raises(KvMathError, match="estimates checkpoint tensors from config.json only for"):
             estimate_checkpoint(_config(case))
 
