@@ -55,7 +55,8 @@ OVERRIDES = {  # fields transformers needs to build the shrunk model that do not
     # Helium's o_proj and BitNet's attention sub-norm are hidden_size wide: keep the real one (20 x 128)
     "kyutai__helium-1-preview-2b": {"hidden_size": 2560}, DEFAULTS + "bitnet": {"hidden_size": 2560},
     "THUDM__glm-4-9b-chat-hf": {"pad_token_id": None},  # GlmConfig's default 151329 lies outside the shrunk vocab
-    "adept__persimmon-8b-base": {"hidden_size": 128},  # its attention takes hidden_size / heads: keep _cut's width  # the class default None fails in the router
+    "adept__persimmon-8b-base": {"hidden_size": 128},
+    "EleutherAI__gpt-neo-125M": {"hidden_size": 128},  # head width hidden_size / num_heads: keep _cut's 2 x 64  # its attention takes hidden_size / heads: keep _cut's width  # the class default None fails in the router
 }
 CASES = sorted(p.stem for p in CONFIGS.glob("*.json"))
 READ = [c for c in CASES if c not in REFUSED]
@@ -97,6 +98,11 @@ def _cut(text: dict) -> None:
     if mt in ("gpt2", "gptj", "gpt_bigcode"):  # GPT-2's key names: 2 heads of the real width, 4 layers
         width = text["n_embd"] // text["n_head"]
         text.update(n_embd=2 * width, n_head=2, n_inner=None, n_layer=min(text["n_layer"], 4))
+        return
+    if mt == "gpt_neo":  # GPT-Neo's key names: 4 layers (2 global / local pairs), 2 heads of the real width
+        width = text["hidden_size"] // text["num_heads"]
+        text.update(hidden_size=2 * width, num_heads=2, num_layers=4, attention_types=[[["global", "local"], 2]])
+        text.pop("attention_layers", None)
         return
     if mt in ("dbrx", "mpt"):  # MosaicML's key names: 4 layers, 2 KV heads of the real width (DBRX: 4 query heads)
         width = text["d_model"] // text["n_heads"]
@@ -167,7 +173,7 @@ def test_tally_of_real_configs():
     """Of the published configs (not the class-default files): how many read exactly, how many refused."""
     real = [c for c in CASES if not c.startswith(DEFAULTS)]
     read = [c for c in real if c not in REFUSED]
-    assert (len(real), len(read), len(real) - len(read)) == (51, 42, 9)
+    assert (len(real), len(read), len(real) - len(read)) == (52, 43, 9)
 
 
 def test_unknown_wrapper_is_refused_not_read_from_its_text_part():
@@ -286,7 +292,8 @@ def test_granite_swa_default_layer_types_are_the_published_pattern():
 
 
 @pytest.mark.parametrize("case,engine", [("ibm-granite__granite-swash-2b", "llama.cpp"),
-                                         (DEFAULTS + "granitemoe_swa", "llama.cpp"), (DEFAULTS + "ministral", "llama.cpp")])
+                                         (DEFAULTS + "granitemoe_swa", "llama.cpp"), (DEFAULTS + "ministral", "llama.cpp"),
+                                         ("EleutherAI__gpt-neo-125M", "vllm"), ("EleutherAI__gpt-neo-125M", "llama.cpp")])
 def test_engines_refuse_a_family_whose_source_was_not_read(case, engine):
     arch = kvmath.load_architecture(_config(case))
     with pytest.raises(KvMathError, match=f"{engine}: kvmath does not price model_type") as e:
@@ -326,6 +333,9 @@ def _edit(case, **changes):
     (_edit("swiss-ai__Apertus-8B-2509", sliding_window=4096), "sets sliding_window 4096"),
     (_edit(DEFAULTS + "ministral", sliding_window=None, layer_types=None), "default it to 4096"),
     (_edit(DEFAULTS + "ministral", num_key_value_heads=None), "default it to 8"),
+    (_edit("EleutherAI__gpt-neo-125M", attention_types=[[["global", "local"], 5]]), "expands to 10 layers"),
+    (_edit("EleutherAI__gpt-neo-125M", attention_types=None), "no attention_types"),
+    (_edit("EleutherAI__gpt-neo-125M", num_key_value_heads=4), "does not read"),
 ])
 def test_new_family_configs_that_would_be_guessed_are_refused(cfg, phrase):
     with pytest.raises(KvMathError, match=phrase) as e:
@@ -341,3 +351,16 @@ def test_dbrx_and_mpt_hand_derivation():
         arch = kvmath.load_architecture(_config(case))
         d = kvmath.derive(arch, engine="transformers", max_ctx=1000, max_num_seqs=1)
         assert d.total_bytes == 1000 * per_token
+
+
+def test_gpt_neo_local_layers_keep_every_token_in_transformers_cache():
+    """GPT-Neo's local layers window the attention mask, not the cache (modeling_gpt_neo.py): with window_size 16
+    below the 43 tokens, transformers 5.23's real cache still holds all 43 per sequence on every layer. Hand
+    derivation: 4 layers x 2 sequences x 43 tokens x 2 heads x 64 x 2 (K, V) x 2 B
+    (bfloat16: the config states no dtype, and both sides are run at kvmath's default)."""
+    cfg = dict(_test_config("EleutherAI__gpt-neo-125M"), window_size=WINDOW)
+    arch = kvmath.load_architecture(cfg)
+    real = transformers_cache_bytes(cfg, batch=BATCH, seq_len=PREFILL, decode_steps=DECODE, dtype=arch.dtype,
+                                    overrides=OVERRIDES["EleutherAI__gpt-neo-125M"], threads=1)
+    d = kvmath.derive(arch, engine="transformers", max_ctx=PREFILL + DECODE, max_num_seqs=BATCH)
+    assert real["total_bytes"] == d.total_bytes == 4 * BATCH * (PREFILL + DECODE) * 2 * 64 * 2 * 2

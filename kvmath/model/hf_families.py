@@ -725,3 +725,60 @@ def _ministral(c: _Config, name: str, source: str):
     if types is None:
         types = [SLIDING if c.has("sliding_window") else FULL] * n
     return _arch(c, name, source, _attention_layers(c, types), c.int("num_attention_heads"))
+
+
+_NEO_KEYS = {"num_layers": "num_hidden_layers", "num_heads": "num_attention_heads"}
+"""GPT-Neo key names -> kvmath's (transformers 5.23 ``GPTNeoConfig.attribute_map``)."""
+
+
+def _neo_layers(c: _Config, n: int) -> None:
+    """Check ``attention_types`` (``[[["global", "local"], repeats], ...]``) expands to ``n`` global / local layers,
+    as ``GPTNeoConfig.expand_attention_types_params`` and its ``validate_architecture`` require."""
+    spec = c.raw("attention_types")
+    if spec is None:
+        raise KvMathError("gpt_neo config has no attention_types; GPTNeoConfig would default it to "
+                          "[[['global', 'local'], 12]] (24 layers): write it out")
+    try:
+        kinds = [k for pattern, repeats in spec for _ in range(_as_count(repeats)) for k in pattern]
+    except (TypeError, ValueError):
+        raise KvMathError("gpt_neo attention_types must be a list of [[layer kinds], repeats] pairs") from None
+    if len(kinds) != n or set(kinds) - {"global", "local"}:
+        raise KvMathError(f"gpt_neo attention_types expands to {len(kinds)} layers of {sorted(set(map(str, kinds)))}; "
+                          f"transformers needs num_layers {n} of 'global' / 'local'")
+
+
+def _as_count(value) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_LAYERS:
+        raise ValueError(value)
+    return value
+
+
+@_family("gpt_neo")
+def _gpt_neo(c: _Config, name: str, source: str):
+    """GPT-Neo (``gpt_neo``): multi-head attention on every layer, head width ``hidden_size / num_heads``, under
+    GPT-Neo's key names (``num_layers``, ``num_heads``).
+
+    Its "local" layers (``attention_types``, ``window_size`` 256) are windowed by the attention mask only
+    (transformers 5.23 modeling_gpt_neo.py ``GPTNeoSelfAttention``: ``bias ^ tril(bias, -window_size)``, each token
+    sees itself and the ``window_size - 1`` before it); the cache is ``DynamicCache(config=...)`` and
+    ``GPTNeoConfig`` has no ``sliding_window`` or ``layer_types``, so every layer keeps every token, and kvmath
+    prices full layers. vLLM 0.24 has no GPT-Neo model file and llama.cpp no GPT-Neo architecture that was read:
+    both refuse it (``kvmath.engines.base.UNCHECKED_MODEL_TYPES``). ``num_layers``, ``num_heads``, ``hidden_size``
+    and ``attention_types`` must be written (class defaults 24, 16, 2048, 12 x global/local).
+    """
+    cfg = dict(c.cfg)
+    for (old, new), default in zip(_NEO_KEYS.items(), (24, 16)):
+        _needs_written(c, old, default)
+        if c.has(new) and c.cfg[new] != c.cfg[old]:
+            raise KvMathError(f"gpt_neo config sets both {old} {c.cfg[old]!r} and {new} {c.cfg[new]!r}; they name the "
+                              "same field (transformers' attribute_map) and must agree")
+        cfg[new] = c.cfg[old]
+    _needs_written(c, "hidden_size", 2048)
+    for key in ("num_key_value_heads", "head_dim"):
+        if c.has(key):
+            raise KvMathError(f"gpt_neo config sets {key}, which its attention does not read: remove it")
+    r = _Config(cfg, c.model_type)
+    _neo_layers(r, r.layer_count())
+    cfg["head_dim"] = _every_head_width(r)
+    cfg["intermediate_size"] = r.int("intermediate_size", 0, minimum=1) or 4 * r.int("hidden_size")
+    return _full_only(_Config({k: v for k, v in cfg.items() if k != "window_size"}, c.model_type), name, source)
