@@ -23,9 +23,9 @@ broadcast cache is refused), ``dbrx`` and ``mpt`` (MosaicML's ``d_model`` / ``n_
 ``attn_config.kv_n_heads``), ``persimmon`` (every head, ``hidden_size / heads`` wide), and plain attention in
 ``gpt_neox``, ``olmo``, ``stablelm``, ``nemotron``, ``apertus``, ``arcee``, ``flex_olmo``, ``nanochat``,
 ``bitnet``, ``helium``, ``glm`` (GLM-4-9B's transformers layout); Arcee Trinity (``afmoe``: 3 sliding to 1 full,
-written ``layer_types``), Granite SWA (``granite_swa``, ``granitemoe_swa``: full every 4th layer from layer 0), ``ministral`` (one
-window for every layer, or ``layer_types``), ``gpt_neo`` (its local layers windowed by the mask only: every layer
-caches every token in transformers; vLLM and llama.cpp refuse it).
+written ``layer_types``), Granite SWA (``granite_swa``, ``granitemoe_swa``: full every 4th layer from layer 0),
+``ministral`` (one window for every layer, or ``layer_types``), ``gpt_neo`` (its local layers windowed by the mask
+only: every layer caches every token in transformers; vLLM and llama.cpp refuse it).
 ``falcon_h1`` (attention and Mamba-2 in one layer) and ``minimax`` (lightning attention) are refused naming the
 fields a spec would need. Malformed, truncated or contradictory configs raise KvMathError
 (tests/test_fuzz_config.py fuzzes this); counts are bounded by ``MAX_LAYERS`` / ``MAX_INT``.
