@@ -51,12 +51,12 @@ OVERRIDES = {  # fields transformers needs to build the shrunk model that do not
     DEFAULTS + "gpt_neox": {"hidden_size": 192}, DEFAULTS + "opt": {"hidden_size": 128},
     "tiiuae__falcon-7b-instruct": {"hidden_size": 128},
     "stabilityai__stablelm-2-zephyr-1_6b": {"hidden_size": 2048},  # its partial rotary takes the real head width
-    DEFAULTS + "deepseek_v2": {"num_experts_per_tok": 2},
+    DEFAULTS + "deepseek_v2": {"num_experts_per_tok": 2},  # the class default None fails in the router
     # Helium's o_proj and BitNet's attention sub-norm are hidden_size wide: keep the real one (20 x 128)
     "kyutai__helium-1-preview-2b": {"hidden_size": 2560}, DEFAULTS + "bitnet": {"hidden_size": 2560},
     "THUDM__glm-4-9b-chat-hf": {"pad_token_id": None},  # GlmConfig's default 151329 lies outside the shrunk vocab
-    "adept__persimmon-8b-base": {"hidden_size": 128},
-    "EleutherAI__gpt-neo-125M": {"hidden_size": 128},  # head width hidden_size / num_heads: keep _cut's 2 x 64  # its attention takes hidden_size / heads: keep _cut's width  # the class default None fails in the router
+    # Persimmon and GPT-Neo take their head width from hidden_size / heads: keep _cut's 2 heads x 64
+    "adept__persimmon-8b-base": {"hidden_size": 128}, "EleutherAI__gpt-neo-125M": {"hidden_size": 128},
 }
 CASES = sorted(p.stem for p in CONFIGS.glob("*.json"))
 READ = [c for c in CASES if c not in REFUSED]
@@ -291,9 +291,10 @@ def test_granite_swa_default_layer_types_are_the_published_pattern():
     assert [layer.index for layer in arch.layers if layer.layer_type == "full_attention"] == [0, 4, 8, 12, 16, 20]
 
 
-@pytest.mark.parametrize("case,engine", [("ibm-granite__granite-swash-2b", "llama.cpp"),
-                                         (DEFAULTS + "granitemoe_swa", "llama.cpp"), (DEFAULTS + "ministral", "llama.cpp"),
-                                         ("EleutherAI__gpt-neo-125M", "vllm"), ("EleutherAI__gpt-neo-125M", "llama.cpp")])
+@pytest.mark.parametrize("case,engine", [
+    ("ibm-granite__granite-swash-2b", "llama.cpp"), (DEFAULTS + "granitemoe_swa", "llama.cpp"),
+    (DEFAULTS + "ministral", "llama.cpp"), ("EleutherAI__gpt-neo-125M", "vllm"),
+    ("EleutherAI__gpt-neo-125M", "llama.cpp")])
 def test_engines_refuse_a_family_whose_source_was_not_read(case, engine):
     arch = kvmath.load_architecture(_config(case))
     with pytest.raises(KvMathError, match=f"{engine}: kvmath does not price model_type") as e:

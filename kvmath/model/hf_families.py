@@ -573,8 +573,8 @@ def _persimmon(c: _Config, name: str, source: str):
     heads (adept/persimmon-8b-base writes 64 = its heads) or another ``head_dim`` is refused."""
     heads = c.int("num_attention_heads")
     if c.has("num_key_value_heads") and c.int("num_key_value_heads") != heads:
-        raise KvMathError(f"persimmon config sets num_key_value_heads {c.int('num_key_value_heads')}, but its attention "
-                          f"caches every one of its {heads} heads; remove num_key_value_heads")
+        raise KvMathError(f"persimmon config sets num_key_value_heads {c.int('num_key_value_heads')}, but its "
+                          f"attention caches every one of its {heads} heads; remove num_key_value_heads")
     cfg = dict(c.cfg, num_key_value_heads=heads, head_dim=_every_head_width(c))
     return _full_only(_Config(cfg, c.model_type), name, source)
 
