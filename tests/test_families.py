@@ -95,9 +95,10 @@ def _cut(text: dict) -> None:
     256-wide hidden size (their state is ``expand x hidden_size`` / ``hidden_size`` wide: kvmath reads the same
     cut dict, so the rule is still checked). Gemma 3n keeps 4 of its layers KV-shared."""
     mt = text.get("model_type")
-    if mt in ("gpt2", "gptj", "gpt_bigcode"):  # GPT-2's key names: 2 heads of the real width, 4 layers
+    if mt in ("gpt2", "gptj", "gpt_bigcode", "codegen"):  # GPT-2's key names: 2 heads of the real width, 4 layers
         width = text["n_embd"] // text["n_head"]
-        text.update(n_embd=2 * width, n_head=2, n_inner=None, n_layer=min(text["n_layer"], 4))
+        heads = 4 if mt == "codegen" else 2  # CodeGenAttention splits its fused qkv into mp_num = 4 parts
+        text.update(n_embd=heads * width, n_head=heads, n_inner=None, n_layer=min(text["n_layer"], 4))
         return
     if mt == "gpt_neo":  # GPT-Neo's key names: 4 layers (2 global / local pairs), 2 heads of the real width
         width = text["hidden_size"] // text["num_heads"]
@@ -294,7 +295,8 @@ def test_granite_swa_default_layer_types_are_the_published_pattern():
 @pytest.mark.parametrize("case,engine", [
     ("ibm-granite__granite-swash-2b", "llama.cpp"), (DEFAULTS + "granitemoe_swa", "llama.cpp"),
     (DEFAULTS + "ministral", "llama.cpp"), ("EleutherAI__gpt-neo-125M", "vllm"),
-    ("EleutherAI__gpt-neo-125M", "llama.cpp")])
+    ("EleutherAI__gpt-neo-125M", "llama.cpp"), (DEFAULTS + "codegen", "vllm"),
+    (DEFAULTS + "codegen", "llama.cpp")])
 def test_engines_refuse_a_family_whose_source_was_not_read(case, engine):
     arch = kvmath.load_architecture(_config(case))
     with pytest.raises(KvMathError, match=f"{engine}: kvmath does not price model_type") as e:

@@ -429,9 +429,12 @@ UNCHECKED_MODEL_TYPES = {
     "vllm": {
         "gpt_neo": "vLLM 0.24 has no GPT-Neo model file, and whether its Transformers backend serves GPT-Neo's "
                    "mask-windowed local layers was not read",
+        "codegen": "vLLM 0.24 has no CodeGen model file, and whether its Transformers backend serves CodeGen was "
+                   "not read",
     },
     "llama.cpp": {
         "gpt_neo": "no llama.cpp architecture for GPT-Neo was read",
+        "codegen": "no llama.cpp architecture for CodeGen was read",
         "granite_swa": "its sliding-window pattern in llama.cpp (b10514, ggml-org/llama.cpp#25505) was not read",
         "granitemoe_swa": "its sliding-window pattern in llama.cpp (b10514, ggml-org/llama.cpp#25505) was not read",
         "ministral": "which llama.cpp converter takes this type, and whether it keeps the window, was not read",

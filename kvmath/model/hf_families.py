@@ -782,3 +782,17 @@ def _gpt_neo(c: _Config, name: str, source: str):
     cfg["head_dim"] = _every_head_width(r)
     cfg["intermediate_size"] = r.int("intermediate_size", 0, minimum=1) or 4 * r.int("hidden_size")
     return _full_only(_Config({k: v for k, v in cfg.items() if k != "window_size"}, c.model_type), name, source)
+
+
+_GPT_DEFAULTS["codegen"] = (4096, 28, 16, 2048)  # CodeGenConfig's n_embd, n_layer, n_head, n_positions (5.23)
+
+
+@_family("codegen")
+def _codegen(c: _Config, name: str, source: str):
+    """CodeGen (``codegen``): multi-head attention on every layer under GPT-2's key names, read as :func:`_gpt2`
+    reads them (transformers 5.23 ``CodeGenConfig.attribute_map``; modeling_codegen.py ``head_dim = embed_dim //
+    num_attention_heads``, K and V of every head cached in the model dtype, ``key.to(hidden_states.dtype)``).
+    ``rotary_dim`` rotates part of each head and does not change what is cached. vLLM 0.24 has no CodeGen model
+    file and no llama.cpp architecture for it was read: both refuse it
+    (``kvmath.engines.base.UNCHECKED_MODEL_TYPES``)."""
+    return _gpt2(c, name, source)
