@@ -20,8 +20,8 @@ LFM2-VL, LLaVA, Voxtral, Kimi K2.5) are read from their text part, with the visi
 ``model_type`` holding a ``text_config`` is refused. Older layouts: ``gpt2``, ``gptj``, ``gpt_bigcode`` (GPT-2's
 key names; ``codegen`` under the same names), ``opt`` (``ffn_dim``), ``bloom`` (``n_layer`` / ``n_head``),
 ``falcon`` (the multi-query 7B; 40B's broadcast cache is refused), ``dbrx`` and ``mpt`` (MosaicML's ``d_model`` /
-``n_heads`` / ``n_layers``, DBRX's ``attn_config.kv_n_heads``), ``persimmon`` (every head, ``hidden_size / heads`` wide), and plain attention in
-``gpt_neox``, ``olmo``, ``stablelm``, ``nemotron``, ``apertus``, ``arcee``, ``flex_olmo``, ``nanochat``,
+``n_heads`` / ``n_layers``, DBRX's ``attn_config.kv_n_heads``), ``persimmon`` (every head, ``hidden_size / heads``
+wide), and plain attention in ``gpt_neox``, ``olmo``, ``stablelm``, ``nemotron``, ``apertus``, ``arcee``, ``flex_olmo``, ``nanochat``,
 ``bitnet``, ``helium``, ``glm`` (GLM-4-9B's transformers layout); Arcee Trinity (``afmoe``: 3 sliding to 1 full,
 written ``layer_types``), Granite SWA (``granite_swa``, ``granitemoe_swa``: full every 4th layer from layer 0),
 ``ministral`` (one window for every layer, or ``layer_types``), ``gpt_neo`` (its local layers windowed by the mask
