@@ -52,8 +52,8 @@ OVERRIDES = {  # fields transformers needs to build the shrunk model that do not
     "tiiuae__falcon-7b-instruct": {"hidden_size": 128},
     "stabilityai__stablelm-2-zephyr-1_6b": {"hidden_size": 2048},  # its partial rotary takes the real head width
     DEFAULTS + "deepseek_v2": {"num_experts_per_tok": 2},  # the class default None fails in the router
-    # Helium's o_proj and BitNet's attention sub-norm are hidden_size wide: keep the real one (20 x 128)
-    "kyutai__helium-1-preview-2b": {"hidden_size": 2560}, DEFAULTS + "bitnet": {"hidden_size": 2560},
+    # Helium's o_proj and BitNet's attention sub-norm are hidden_size wide: keep _cut's 4 heads x 128
+    "kyutai__helium-1-preview-2b": {"hidden_size": 512}, DEFAULTS + "bitnet": {"hidden_size": 512},
     "THUDM__glm-4-9b-chat-hf": {"pad_token_id": None},  # GlmConfig's default 151329 lies outside the shrunk vocab
     # Persimmon and GPT-Neo take their head width from hidden_size / heads: keep _cut's 2 heads x 64
     "adept__persimmon-8b-base": {"hidden_size": 128}, "EleutherAI__gpt-neo-125M": {"hidden_size": 128},
@@ -115,6 +115,10 @@ def _cut(text: dict) -> None:
             if isinstance(text["ffn_config"].get("moe_normalize_expert_weights"), int):  # 5.23's strict DbrxFFNConfig
                 text["ffn_config"]["moe_normalize_expert_weights"] = 1.0  # takes a float only (dbrx-instruct writes 1)
         return
+    if mt in ("helium", "bitnet"):  # heads x head_dim must stay hidden_size: 4 heads of the real width, same grouping
+        width = text.get("head_dim") or text["hidden_size"] // text["num_attention_heads"]
+        group = text["num_attention_heads"] // text["num_key_value_heads"]
+        text.update(num_attention_heads=4, num_key_value_heads=max(1, 4 // group), hidden_size=4 * width)
     width = text.get("hidden_size", 0) // max(1, text.get("num_attention_heads") or 1)
     if mt == "persimmon" and 2 * width < text["hidden_size"]:  # every head cached at hidden / heads: 2 real-width heads
         text.update(hidden_size=2 * width, num_attention_heads=2, num_key_value_heads=2)
