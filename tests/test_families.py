@@ -38,7 +38,6 @@ REFUSED = {  # config -> a phrase the one-line refusal must contain (the model_t
     # transformers broadcasts Falcon 40B's K and V to every head; vLLM and llama.cpp cache its 8 KV heads
     "tiiuae__falcon-40b-instruct": "sets new_decoder_architecture",
     DEFAULTS + "step3p7": "step3p5 config has no sliding_window",  # Step3p7TextModel cannot run without one
-    DEFAULTS + "ministral": "model_type 'ministral' is not supported",
     # BambaConfig's attn_layer_indices default None makes every layer Mamba-2; transformers cannot decode that
     DEFAULTS + "bamba": "bamba config has no attn_layer_indices",
     # Lfm2MoeConfig derives no layout (no full_attn_idxs): layer_types None, and Lfm2MoeModel fails on it
@@ -54,6 +53,11 @@ OVERRIDES = {  # fields transformers needs to build the shrunk model that do not
     "tiiuae__falcon-7b-instruct": {"hidden_size": 128},
     "stabilityai__stablelm-2-zephyr-1_6b": {"hidden_size": 2048},  # its partial rotary takes the real head width
     DEFAULTS + "deepseek_v2": {"num_experts_per_tok": 2},  # the class default None fails in the router
+    # Helium's o_proj and BitNet's attention sub-norm are hidden_size wide: keep _cut's 4 heads x 128
+    "kyutai__helium-1-preview-2b": {"hidden_size": 512}, DEFAULTS + "bitnet": {"hidden_size": 512},
+    "THUDM__glm-4-9b-chat-hf": {"pad_token_id": None},  # GlmConfig's default 151329 lies outside the shrunk vocab
+    # Persimmon and GPT-Neo take their head width from hidden_size / heads: keep _cut's 2 heads x 64
+    "adept__persimmon-8b-base": {"hidden_size": 128}, "EleutherAI__gpt-neo-125M": {"hidden_size": 128},
 }
 CASES = sorted(p.stem for p in CONFIGS.glob("*.json"))
 READ = [c for c in CASES if c not in REFUSED]
@@ -94,11 +98,34 @@ def _cut(text: dict) -> None:
     256-wide hidden size (their state is ``expand x hidden_size`` / ``hidden_size`` wide: kvmath reads the same
     cut dict, so the rule is still checked). Gemma 3n keeps 4 of its layers KV-shared."""
     mt = text.get("model_type")
-    if mt in ("gpt2", "gptj", "gpt_bigcode"):  # GPT-2's key names: 2 heads of the real width, 4 layers
+    if mt in ("gpt2", "gptj", "gpt_bigcode", "codegen"):  # GPT-2's key names: 2 heads of the real width, 4 layers
         width = text["n_embd"] // text["n_head"]
-        text.update(n_embd=2 * width, n_head=2, n_inner=None, n_layer=min(text["n_layer"], 4))
+        heads = 4 if mt == "codegen" else 2  # CodeGenAttention splits its fused qkv into mp_num = 4 parts
+        text.update(n_embd=heads * width, n_head=heads, n_inner=None, n_layer=min(text["n_layer"], 4))
         return
+    if mt == "gpt_neo":  # GPT-Neo's key names: 4 layers (2 global / local pairs), 2 heads of the real width
+        width = text["hidden_size"] // text["num_heads"]
+        text.update(hidden_size=2 * width, num_heads=2, num_layers=4, attention_types=[[["global", "local"], 2]])
+        text.pop("attention_layers", None)
+        return
+    if mt in ("dbrx", "mpt"):  # MosaicML's key names: 4 layers, 2 KV heads of the real width (DBRX: 4 query heads)
+        width = text["d_model"] // text["n_heads"]
+        heads = 4 if mt == "dbrx" else 2
+        text.update(d_model=heads * width, n_heads=heads, n_layers=min(text["n_layers"], 4))
+        if mt == "dbrx":
+            text["attn_config"] = dict(text["attn_config"], kv_n_heads=2)
+            text["ffn_config"] = dict(text["ffn_config"], ffn_hidden_size=64, moe_num_experts=4, moe_top_k=2)
+            if isinstance(text["ffn_config"].get("moe_normalize_expert_weights"), int):  # 5.23's strict DbrxFFNConfig
+                text["ffn_config"]["moe_normalize_expert_weights"] = 1.0  # takes a float only (dbrx-instruct writes 1)
+        return
+    if mt in ("helium", "bitnet"):  # heads x head_dim must stay hidden_size: 4 heads of the real width, same grouping
+        width = text.get("head_dim") or text["hidden_size"] // text["num_attention_heads"]
+        group = text["num_attention_heads"] // text["num_key_value_heads"]
+        text.update(num_attention_heads=4, num_key_value_heads=max(1, 4 // group), hidden_size=4 * width)
     width = text.get("hidden_size", 0) // max(1, text.get("num_attention_heads") or 1)
+    if mt == "persimmon" and 2 * width < text["hidden_size"]:  # every head cached at hidden / heads: 2 real-width heads
+        text.update(hidden_size=2 * width, num_attention_heads=2, num_key_value_heads=2)
+        text.pop("intermediate_size", None)
     if mt in ("gpt_neox", "opt", "falcon") and 2 * width < text["hidden_size"]:  # 2 heads of the real width
         text.update(hidden_size=2 * width, num_attention_heads=2)
         text.pop("intermediate_size", None), text.pop("ffn_dim", None), text.pop("word_embed_proj_dim", None)
@@ -184,7 +211,7 @@ def test_tally_of_real_configs():
     """Of the published configs (not the class-default files): how many read exactly, how many refused."""
     real = [c for c in CASES if not c.startswith(DEFAULTS)]
     read = [c for c in real if c not in REFUSED]
-    assert (len(real), len(read), len(real) - len(read)) == (43, 36, 7)
+    assert (len(real), len(read), len(real) - len(read)) == (52, 45, 7)
 
 
 def test_unknown_wrapper_is_refused_not_read_from_its_text_part():
@@ -328,7 +355,8 @@ def test_config_only_checkpoint_estimate_counts_transformers_parameters(case):
 def test_config_only_estimate_refuses_the_layouts_it_does_not_write():
     from kvmath.model.checkpoint import estimate_checkpoint
 
-    for case in (DEFAULTS + "olmo2", DEFAULTS + "cohere", "LGAI-EXAONE__EXAONE-4.0-32B", DEFAULTS + "starcoder2"):
+    for case in (DEFAULTS + "olmo2", DEFAULTS + "cohere", "LGAI-EXAONE__EXAONE-4.0-32B", DEFAULTS + "starcoder2",
+                 "databricks__dbrx-instruct", "ibm-granite__granite-swash-2b"):
         with pytest.raises(KvMathError, match="estimates checkpoint tensors from config.json only for"):
             estimate_checkpoint(_config(case))
 
@@ -380,3 +408,90 @@ def test_step3p7_wrapper_reads_its_text_config_as_transformers_builds_it():
     other = dict(text, model_type="step3p5", attention_other_setting={"num_attention_groups": 4})
     with pytest.raises(KvMathError, match="attention_other_setting.num_attention_groups 4"):
         kvmath.load_architecture({"model_type": "step3p7", "text_config": other})
+
+
+def test_granite_swa_default_layer_types_are_the_published_pattern():
+    """GraniteSWAConfig's default (full iff i % 4 == 0, transformers 5.23) against the list ibm-granite/granite-swash-2b
+    publishes (layer 0 full, then 3 sliding to 1 full): the config without its layer_types reads the same layers."""
+    cfg = _config("ibm-granite__granite-swash-2b")
+    published = cfg.pop("layer_types")
+    arch = kvmath.load_architecture(cfg)
+    assert [layer.layer_type for layer in arch.layers] == published
+    assert [layer.index for layer in arch.layers if layer.layer_type == "full_attention"] == [0, 4, 8, 12, 16, 20]
+
+
+@pytest.mark.parametrize("case,engine", [
+    ("ibm-granite__granite-swash-2b", "llama.cpp"), (DEFAULTS + "granitemoe_swa", "llama.cpp"),
+    (DEFAULTS + "ministral", "llama.cpp"), ("EleutherAI__gpt-neo-125M", "vllm"),
+    ("EleutherAI__gpt-neo-125M", "llama.cpp"), (DEFAULTS + "codegen", "vllm"),
+    (DEFAULTS + "codegen", "llama.cpp")])
+def test_engines_refuse_a_family_whose_source_was_not_read(case, engine):
+    arch = kvmath.load_architecture(_config(case))
+    with pytest.raises(KvMathError, match=f"{engine}: kvmath does not price model_type") as e:
+        kvmath.derive(arch, engine=engine, max_ctx=4096)
+    assert "\n" not in str(e.value)
+
+
+def _edit(case, **changes):
+    cfg = _config(case)
+    for key, value in changes.items():
+        if value is None:
+            cfg.pop(key, None)
+        else:
+            cfg[key] = value
+    return cfg
+
+
+@pytest.mark.parametrize("cfg,phrase", [
+    # vLLM's AfmoeConfig keeps layer_types as given; llama.cpp hardcodes 3 sliding : 1 full
+    (_edit("arcee-ai__Trinity-Nano-Preview", layer_types=None), "no layer_types"),
+    (_edit("arcee-ai__Trinity-Nano-Preview", layer_types=["sliding_attention", "full_attention"] * 4),
+     "not 3 sliding layers to 1 full"),
+    (_edit("arcee-ai__Trinity-Nano-Preview", sliding_window=None), "no sliding_window"),
+    # MPT: transformers caches every head, vLLM attn_config.kv_n_heads
+    (_edit("mosaicml__mpt-7b-instruct", attn_config={"kv_n_heads": 8}), "kv_n_heads 8 is not n_heads 32"),
+    (_edit("mosaicml__mpt-7b-instruct", n_heads=None), "no n_heads"),
+    (_edit("databricks__dbrx-instruct", attn_config={"clip_qkv": 8}), "no kv_n_heads"),
+    (_edit("databricks__dbrx-instruct", hidden_size=4096), "both d_model 6144 and hidden_size 4096"),
+    (_edit("adept__persimmon-8b-base", num_key_value_heads=8), "caches every one of its 64 heads"),
+    (_edit("adept__persimmon-8b-base", head_dim=128), "hidden_size / num_attention_heads = 64"),
+    (_edit("kyutai__helium-1-preview-2b", head_dim=None), "no head_dim"),
+    (_edit("kyutai__helium-1-preview-2b", num_key_value_heads=None), "no num_key_value_heads"),
+    (_edit("THUDM__glm-4-9b-chat-hf", num_key_value_heads=None), "default it to 2"),
+    (_edit(DEFAULTS + "bitnet", num_key_value_heads=None), "default it to 5"),
+    (_edit("ibm-granite__granite-swash-2b", num_key_value_heads=None), "default it to 4"),
+    (_edit("ibm-granite__granite-swash-2b", sliding_window=None), "default it to 128"),
+    (_edit("swiss-ai__Apertus-8B-2509", sliding_window=4096), "sets sliding_window 4096"),
+    (_edit(DEFAULTS + "ministral", sliding_window=None, layer_types=None), "default it to 4096"),
+    (_edit(DEFAULTS + "ministral", num_key_value_heads=None), "default it to 8"),
+    (_edit("EleutherAI__gpt-neo-125M", attention_types=[[["global", "local"], 5]]), "expands to 10 layers"),
+    (_edit("EleutherAI__gpt-neo-125M", attention_types=None), "no attention_types"),
+    (_edit("EleutherAI__gpt-neo-125M", num_key_value_heads=4), "does not read"),
+])
+def test_new_family_configs_that_would_be_guessed_are_refused(cfg, phrase):
+    with pytest.raises(KvMathError, match=phrase) as e:
+        kvmath.load_architecture(cfg)
+    assert "\n" not in str(e.value)
+
+
+def test_dbrx_and_mpt_hand_derivation():
+    """Per token, per layer, K and V at bf16: DBRX 8 KV heads (attn_config.kv_n_heads) x 6144 / 48 = 128 wide,
+    MPT-7B all 32 heads x 4096 / 32 = 128 wide (every head cached); 40 and 32 layers."""
+    for case, per_token in (("databricks__dbrx-instruct", 40 * 8 * 128 * 2 * 2),
+                            ("mosaicml__mpt-7b-instruct", 32 * 32 * 128 * 2 * 2)):
+        arch = kvmath.load_architecture(_config(case))
+        d = kvmath.derive(arch, engine="transformers", max_ctx=1000, max_num_seqs=1)
+        assert d.total_bytes == 1000 * per_token
+
+
+def test_gpt_neo_local_layers_keep_every_token_in_transformers_cache():
+    """GPT-Neo's local layers window the attention mask, not the cache (modeling_gpt_neo.py): with window_size 16
+    below the 43 tokens, transformers 5.23's real cache still holds all 43 per sequence on every layer. Hand
+    derivation: 4 layers x 2 sequences x 43 tokens x 2 heads x 64 x 2 (K, V) x 2 B
+    (bfloat16: the config states no dtype, and both sides are run at kvmath's default)."""
+    cfg = dict(_test_config("EleutherAI__gpt-neo-125M"), window_size=WINDOW)
+    arch = kvmath.load_architecture(cfg)
+    real = transformers_cache_bytes(cfg, batch=BATCH, seq_len=PREFILL, decode_steps=DECODE, dtype=arch.dtype,
+                                    overrides=OVERRIDES["EleutherAI__gpt-neo-125M"], threads=1)
+    d = kvmath.derive(arch, engine="transformers", max_ctx=PREFILL + DECODE, max_num_seqs=BATCH)
+    assert real["total_bytes"] == d.total_bytes == 4 * BATCH * (PREFILL + DECODE) * 2 * 64 * 2 * 2

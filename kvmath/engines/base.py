@@ -428,15 +428,38 @@ def merge_empty(groups: list[LayerGroup]) -> tuple[LayerGroup, ...]:
     return tuple(out)
 
 
+UNCHECKED_MODEL_TYPES = {
+    "vllm": {
+        "gpt_neo": "vLLM 0.24 has no GPT-Neo model file, and whether its Transformers backend serves GPT-Neo's "
+                   "mask-windowed local layers was not read",
+        "codegen": "vLLM 0.24 has no CodeGen model file, and whether its Transformers backend serves CodeGen was "
+                   "not read",
+    },
+    "llama.cpp": {
+        "gpt_neo": "no llama.cpp architecture for GPT-Neo was read",
+        "codegen": "no llama.cpp architecture for CodeGen was read",
+        "granite_swa": "its sliding-window pattern in llama.cpp (b10514, ggml-org/llama.cpp#25505) was not read",
+        "granitemoe_swa": "its sliding-window pattern in llama.cpp (b10514, ggml-org/llama.cpp#25505) was not read",
+        "ministral": "which llama.cpp converter takes this type, and whether it keeps the window, was not read",
+    },
+}
+"""engine -> {model_type: why} for families whose layers kvmath reads exactly (transformers' rules) but whose
+cache this engine's source was not read for: :func:`require_kinds` refuses them for that engine in one line."""
+
+
 def require_kinds(engine: str, arch: Architecture, kinds: tuple[str, ...]) -> None:
     """Refuse ``arch`` when a layer's ``kind`` is not one of ``kinds`` (the kinds ``engine`` has rules for):
     KvMathError naming the engine, the layer's spec class, the model and the kinds it handles. Engines whose
     plan reads layers directly call it where the plan starts, so a new kind is refused, never skipped. A family
     whose allocation on ``engine`` kvmath has not modelled is refused first, with the family rule's reason
-    (``Architecture.engine_refusals``: MiMo-V2-Flash on vLLM and llama.cpp, Step 3.5 / 3.7 on llama.cpp)."""
+    (``Architecture.engine_refusals``: MiMo-V2-Flash on vLLM and llama.cpp, Step 3.5 / 3.7 on llama.cpp), and so
+    is a model type in :data:`UNCHECKED_MODEL_TYPES` for ``engine``, naming why."""
     reason = dict(arch.engine_refusals).get(engine)
     if reason:
         raise KvMathError(f"{engine}: kvmath does not price {arch.model_type} ({arch.name}): {reason}")
+    why = UNCHECKED_MODEL_TYPES.get(engine, {}).get(arch.model_type)
+    if why:
+        raise KvMathError(f"{engine}: kvmath does not price model_type {arch.model_type} ({arch.name}): {why}")
     for layer in arch.layers:
         if layer.kind not in kinds:
             note = KIND_NOTES.get((engine, layer.kind))

@@ -863,3 +863,293 @@ def _step3p5(c: _Config, name: str, source: str):
         refusals.append(("vllm", f"vLLM 0.24's step3p5.py builds attention only for att_impl_type 'GQA' (this "
                                  f"config: {c.raw('att_impl_type')!r}; it raises on anything else)"))
     return replace(arch, engine_refusals=tuple(refusals))
+
+
+# --- issue 20, more families people run: plain attention under their own key names ------------------------
+
+@_family("apertus", "arcee", "flex_olmo", "nanochat")
+def _plain_llama_like(c: _Config, name: str, source: str):
+    """Full attention on every layer, ``num_key_value_heads`` (None: every head) x (``head_dim`` or
+    ``hidden_size / num_attention_heads``), no window: Apertus (``apertus``), Arcee AFM (``arcee``), FlexOlmo
+    (``flex_olmo``) and nanochat (``nanochat``). transformers 5.23: none of these config classes has a
+    ``sliding_window`` or ``layer_types`` field (so ``DynamicCache`` builds full layers), their ``__post_init__``
+    sets ``num_key_value_heads = num_attention_heads`` when it is None, and the modeling files read
+    ``getattr(config, "head_dim", hidden_size // num_attention_heads)`` (``ArceeConfig.__post_init__`` writes the
+    same quotient). vLLM 0.24 serves apertus, arcee and flex_olmo with their own model files (the same
+    ``num_key_value_heads`` x ``head_dim`` attention); nanochat has none there."""
+    return _full_only(c, name, source)
+
+
+@_family("bitnet")
+def _bitnet(c: _Config, name: str, source: str):
+    """BitNet b1.58 (``bitnet``): full attention on every layer, ``num_key_value_heads`` x ``hidden_size /
+    num_attention_heads`` (modeling_bitnet.py reads ``getattr(config, "head_dim", ...)``). ``BitNetConfig``
+    (transformers 5.23) defaults ``num_key_value_heads`` to 5 when the key is absent (None means every head), so
+    a config must write it. The ternary weights do not change the cache, which transformers keeps in ``dtype``."""
+    _needs_written(c, "num_key_value_heads", 5)
+    return _full_only(c, name, source)
+
+
+@_family("helium")
+def _helium(c: _Config, name: str, source: str):
+    """Helium (``helium``): full attention on every layer. ``HeliumConfig`` (transformers 5.23) defaults
+    ``num_key_value_heads`` to 20 and ``head_dim`` to 128, neither derived from the heads or the hidden size,
+    so a config must write both (kyutai/helium-1-preview-2b: 20 x 128)."""
+    _needs_written(c, "num_key_value_heads", 20)
+    return _full_only(c, name, source, head_dim_default=128)
+
+
+@_family("glm")
+def _glm(c: _Config, name: str, source: str):
+    """GLM-4-9B in transformers' own layout (``glm``, the type before GLM-4-0414's ``glm4``): full attention on
+    every layer. ``GlmConfig`` (transformers 5.23) defaults ``num_key_value_heads`` to 2 and ``head_dim`` to 128,
+    so a config must write both; ``partial_rotary_factor`` (0.5) rotates half of each head and does not change
+    what is cached. vLLM 0.24 serves ``GlmForCausalLM`` as Llama with the partial rotary."""
+    _needs_written(c, "num_key_value_heads", 2)
+    return _full_only(c, name, source, head_dim_default=128)
+
+
+def _every_head_width(c: _Config) -> int:
+    """``hidden_size / num_attention_heads``, the head width of a model whose attention ignores ``head_dim``;
+    a config stating another ``head_dim`` is refused."""
+    hidden, heads = c.int("hidden_size"), c.int("num_attention_heads")
+    if hidden % heads:
+        raise KvMathError(f"{c.model_type} hidden_size {hidden} is not a multiple of num_attention_heads {heads}")
+    if c.has("head_dim") and c.int("head_dim") != hidden // heads:
+        raise KvMathError(f"{c.model_type} config sets head_dim {c.int('head_dim')} but its attention uses "
+                          f"hidden_size / num_attention_heads = {hidden // heads}; remove head_dim")
+    return hidden // heads
+
+
+@_family("persimmon")
+def _persimmon(c: _Config, name: str, source: str):
+    """Persimmon-8B (``persimmon``): full multi-head attention on every layer, head width ``hidden_size /
+    num_attention_heads`` (transformers 5.23 modeling_persimmon.py ``PersimmonAttention``: K and V keep all
+    ``num_attention_heads``, ``head_dim = hidden_size // num_heads``; ``PersimmonConfig`` has no KV-head or
+    ``head_dim`` field; vLLM 0.24 persimmon.py caches the same heads). A ``num_key_value_heads`` other than the
+    heads (adept/persimmon-8b-base writes 64 = its heads) or another ``head_dim`` is refused."""
+    heads = c.int("num_attention_heads")
+    if c.has("num_key_value_heads") and c.int("num_key_value_heads") != heads:
+        raise KvMathError(f"persimmon config sets num_key_value_heads {c.int('num_key_value_heads')}, but its "
+                          f"attention caches every one of its {heads} heads; remove num_key_value_heads")
+    cfg = dict(c.cfg, num_key_value_heads=heads, head_dim=_every_head_width(c))
+    return _full_only(_Config(cfg, c.model_type), name, source)
+
+
+_MOSAIC_KEYS = {"d_model": "hidden_size", "n_heads": "num_attention_heads", "n_layers": "num_hidden_layers"}
+"""DBRX / MPT key names -> the HF names kvmath reads (transformers 5.23 ``DbrxConfig`` / ``MptConfig``
+``attribute_map``; DBRX also maps ``max_seq_len`` to ``max_position_embeddings``)."""
+
+
+def _mosaic_renamed(c: _Config, defaults: tuple) -> dict:
+    """The config under kvmath's names: ``d_model``, ``n_heads`` and ``n_layers`` must be written (the class
+    defaults ``defaults`` would fill them in) and may not disagree with a ``hidden_size`` etc. also present."""
+    cfg = dict(c.cfg)
+    for (old, new), default in zip(_MOSAIC_KEYS.items(), defaults):
+        _needs_written(c, old, default)
+        if c.has(new) and c.cfg[new] != c.cfg[old]:
+            raise KvMathError(f"{c.model_type} config sets both {old} {c.cfg[old]!r} and {new} {c.cfg[new]!r}; "
+                              "they name the same field (transformers' attribute_map) and must agree")
+        cfg[new] = c.cfg[old]
+    if c.has("num_key_value_heads"):
+        raise KvMathError(f"{c.model_type} config sets num_key_value_heads, which its model does not read "
+                          "(the KV heads live in attn_config): remove it")
+    return cfg
+
+
+def _sub(c: _Config, key: str) -> _Config:
+    """The nested object ``key`` (``attn_config`` / ``ffn_config``) as a _Config; {} when absent."""
+    value = c.raw(key, {})
+    if not isinstance(value, dict):
+        raise KvMathError(f"{c.model_type} config field {key} must be an object")
+    return _Config(value, f"{c.model_type} {key}")
+
+
+@_family("dbrx")
+def _dbrx(c: _Config, name: str, source: str):
+    """DBRX (``dbrx``): grouped-query attention on every layer, ``attn_config.kv_n_heads`` x ``d_model /
+    n_heads``, 16 experts per layer (``ffn_config``).
+
+    transformers 5.23 configuration_dbrx.py ``DbrxConfig.__post_init__``: ``num_key_value_heads =
+    attn_config.kv_n_heads`` (``DbrxAttentionConfig`` defaults it to 1, so it must be written);
+    modeling_dbrx.py ``head_dim = hidden_size // n_heads``. vLLM 0.24 dbrx.py: ``total_num_kv_heads =
+    config.attn_config.kv_n_heads``, the same head width. ``ffn_config`` gives ``moe_num_experts``,
+    ``moe_top_k`` and ``ffn_hidden_size`` (each expert's width). No window.
+    """
+    cfg = _mosaic_renamed(c, (2048, 16, 24))
+    attn, ffn = _sub(c, "attn_config"), _sub(c, "ffn_config")
+    _needs_written(attn, "kv_n_heads", 1)
+    cfg["num_key_value_heads"] = attn.int("kv_n_heads")
+    if c.has("max_seq_len"):
+        cfg["max_position_embeddings"] = c.cfg["max_seq_len"]
+    for key, default in (("moe_num_experts", 4), ("moe_top_k", 1), ("ffn_hidden_size", 3584)):
+        _needs_written(ffn, key, default)
+    cfg.update(moe_num_experts=ffn.int("moe_num_experts"), moe_top_k=ffn.int("moe_top_k"),
+               moe_intermediate_size=ffn.int("ffn_hidden_size"))
+    r = _Config(cfg, c.model_type)
+    _every_head_width(r)
+    return _full_only(r, name, source)
+
+
+@_family("mpt")
+def _mpt(c: _Config, name: str, source: str):
+    """MPT (``mpt``): full multi-head attention on every layer, every head cached, head width ``d_model /
+    n_heads``, ALiBi (no position table: the length is ``max_seq_len``).
+
+    transformers 5.23 modeling_mpt.py ``MptAttention``: ``Wqkv`` projects to ``3 x hidden_size`` and K / V keep
+    all ``n_heads`` (``attn_config.attn_type`` is not read). vLLM 0.24 mpt.py caches ``attn_config.kv_n_heads``
+    when given, else every head; a config with a ``kv_n_heads`` other than ``n_heads`` is refused (the two would
+    differ). MLP width ``expansion_ratio x d_model`` (class default 4, must be written).
+    """
+    cfg = _mosaic_renamed(c, (2048, 16, 24))
+    attn = _sub(c, "attn_config")
+    heads = _Config(cfg, c.model_type).int("num_attention_heads")
+    if attn.has("kv_n_heads") and attn.int("kv_n_heads") != heads:
+        raise KvMathError(f"mpt attn_config.kv_n_heads {attn.int('kv_n_heads')} is not n_heads {heads}: transformers "
+                          "caches every head (MptAttention), vLLM the kv_n_heads; kvmath does not pick one")
+    _needs_written(c, "expansion_ratio", 4)
+    cfg["intermediate_size"] = c.int("expansion_ratio") * _Config(cfg, c.model_type).int("hidden_size")
+    r = _Config(cfg, c.model_type)
+    _every_head_width(r)
+    return _full_only(r, name, source)
+
+
+@_family("afmoe")
+def _afmoe(c: _Config, name: str, source: str):
+    """Arcee Trinity (``afmoe``): three sliding-window layers to one full, ``num_key_value_heads`` x ``head_dim``
+    on both, MoE MLPs after ``num_dense_layers`` dense ones.
+
+    transformers 5.23 configuration_afmoe.py ``AfmoeConfig.__post_init__`` derives ``layer_types`` (sliding iff
+    ``(i + 1) % global_attn_every_n_layers``) when absent, with ``sliding_window`` 1024 and ``head_dim`` 128 by
+    default; vLLM 0.24 reads its own ``AfmoeConfig`` (vllm/transformers_utils/configs/afmoe.py), which keeps
+    ``layer_types`` as given (models/afmoe.py indexes ``config.layer_types[layer_idx]``) and defaults the window
+    to 2048. So ``layer_types``, ``sliding_window`` (when a layer slides) and ``head_dim`` must be written.
+    llama.cpp's loader (src/llama-model.cpp ``LLM_ARCH_AFMOE``) ignores the list and sets ``set_swa_pattern(4)``
+    (layers 0-2 of every 4 sliding): a ``layer_types`` other than that pattern is refused, as engines would differ.
+    """
+    n = c.layer_count()
+    if c.raw("layer_types") is None:
+        raise KvMathError("afmoe config has no layer_types: transformers derives them from global_attn_every_n_layers "
+                          "but vLLM's AfmoeConfig does not (its attention indexes config.layer_types); write them out")
+    types = c.layer_types(n, (FULL, SLIDING))
+    if types != [SLIDING if (i + 1) % 4 else FULL for i in range(n)]:
+        raise KvMathError("afmoe layer_types is not 3 sliding layers to 1 full: llama.cpp's loader sets that pattern "
+                          "whatever the config says, so the engines would cache different layers")
+    _needs_written(c, "head_dim", 128)
+    if SLIDING in types:
+        _needs_written(c, "sliding_window", 1024)
+    return _typed(c, name, source, lambda n: [FULL] * n, head_dim=c.int("head_dim"))
+
+
+@_family("granite_swa", "granitemoe_swa")
+def _granite_swa(c: _Config, name: str, source: str):
+    """Granite SWA / Granite MoE SWA (``granite_swa``, ``granitemoe_swa``): full attention on every 4th layer from
+    layer 0 and sliding-window attention elsewhere, ``num_key_value_heads`` x (``head_dim`` or ``hidden_size /
+    num_attention_heads``) on both; the per-head attention sinks are weights, not cache.
+
+    transformers 5.23 ``GraniteSWAConfig`` / ``GraniteMoeSWAConfig.__post_init__``: ``layer_types`` default
+    ``full_attention if i % 4 == 0`` (layer 0 full, unlike the ``(i + 1) % n`` rules of other families),
+    ``sliding_window`` 128 by default (must be written when a layer slides); ``GraniteSWAConfig`` defaults
+    ``num_key_value_heads`` to 4 when the key is absent (must be written). vLLM 0.24 has no model file for them
+    and serves them through its Transformers backend, which windows a layer iff ``config.layer_types[i]`` is
+    sliding (models/transformers/base.py). llama.cpp's support (b10514, PR #25505) was not read: refused there.
+    """
+    if c.model_type == "granite_swa":
+        _needs_written(c, "num_key_value_heads", 4)
+    n = c.layer_count()
+    types = c.layer_types(n, (FULL, SLIDING)) or [FULL if i % 4 == 0 else SLIDING for i in range(n)]
+    if SLIDING in types:
+        _needs_written(c, "sliding_window", 128)
+    return _arch(c, name, source, _attention_layers(c, types), c.int("num_attention_heads"))
+
+
+@_family("ministral")
+def _ministral(c: _Config, name: str, source: str):
+    """Ministral (``ministral``, transformers' own type for Ministral-8B's interleaved layout): ``layer_types``,
+    else every layer sliding when ``sliding_window`` is set and full when it is null (``MinistralConfig.__post_init__``,
+    transformers 5.23); ``num_key_value_heads`` x (``head_dim`` or ``hidden_size / num_attention_heads``).
+
+    ``MinistralConfig`` defaults ``num_key_value_heads`` to 8 and ``sliding_window`` to 4096 when the keys are
+    absent, so a config must write both. vLLM 0.24 windows a layer iff ``config.layer_types[i]`` is sliding, both
+    in models/llama.py (``MistralForCausalLM``, ``Ministral3ForCausalLM``) and in its Transformers backend (no
+    ``MinistralForCausalLM`` file). llama.cpp's converter for this type was not read: refused there.
+    """
+    _needs_written(c, "num_key_value_heads", 8)
+    n = c.layer_count()
+    types = c.layer_types(n, (FULL, SLIDING))
+    if types is None or SLIDING in types:
+        _needs_written(c, "sliding_window", 4096)
+    if types is None:
+        types = [SLIDING if c.has("sliding_window") else FULL] * n
+    return _arch(c, name, source, _attention_layers(c, types), c.int("num_attention_heads"))
+
+
+_NEO_KEYS = {"num_layers": "num_hidden_layers", "num_heads": "num_attention_heads"}
+"""GPT-Neo key names -> kvmath's (transformers 5.23 ``GPTNeoConfig.attribute_map``)."""
+
+
+def _neo_layers(c: _Config, n: int) -> None:
+    """Check ``attention_types`` (``[[["global", "local"], repeats], ...]``) expands to ``n`` global / local layers,
+    as ``GPTNeoConfig.expand_attention_types_params`` and its ``validate_architecture`` require."""
+    spec = c.raw("attention_types")
+    if spec is None:
+        raise KvMathError("gpt_neo config has no attention_types; GPTNeoConfig would default it to "
+                          "[[['global', 'local'], 12]] (24 layers): write it out")
+    try:
+        kinds = [k for pattern, repeats in spec for _ in range(_as_count(repeats)) for k in pattern]
+    except (TypeError, ValueError):
+        raise KvMathError("gpt_neo attention_types must be a list of [[layer kinds], repeats] pairs") from None
+    if len(kinds) != n or set(kinds) - {"global", "local"}:
+        raise KvMathError(f"gpt_neo attention_types expands to {len(kinds)} layers of {sorted(set(map(str, kinds)))}; "
+                          f"transformers needs num_layers {n} of 'global' / 'local'")
+
+
+def _as_count(value) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_LAYERS:
+        raise ValueError(value)
+    return value
+
+
+@_family("gpt_neo")
+def _gpt_neo(c: _Config, name: str, source: str):
+    """GPT-Neo (``gpt_neo``): multi-head attention on every layer, head width ``hidden_size / num_heads``, under
+    GPT-Neo's key names (``num_layers``, ``num_heads``).
+
+    Its "local" layers (``attention_types``, ``window_size`` 256) are windowed by the attention mask only
+    (transformers 5.23 modeling_gpt_neo.py ``GPTNeoSelfAttention``: ``bias ^ tril(bias, -window_size)``, each token
+    sees itself and the ``window_size - 1`` before it); the cache is ``DynamicCache(config=...)`` and
+    ``GPTNeoConfig`` has no ``sliding_window`` or ``layer_types``, so every layer keeps every token, and kvmath
+    prices full layers. vLLM 0.24 has no GPT-Neo model file and llama.cpp no GPT-Neo architecture that was read:
+    both refuse it (``kvmath.engines.base.UNCHECKED_MODEL_TYPES``). ``num_layers``, ``num_heads``, ``hidden_size``
+    and ``attention_types`` must be written (class defaults 24, 16, 2048, 12 x global/local).
+    """
+    cfg = dict(c.cfg)
+    for (old, new), default in zip(_NEO_KEYS.items(), (24, 16)):
+        _needs_written(c, old, default)
+        if c.has(new) and c.cfg[new] != c.cfg[old]:
+            raise KvMathError(f"gpt_neo config sets both {old} {c.cfg[old]!r} and {new} {c.cfg[new]!r}; they name the "
+                              "same field (transformers' attribute_map) and must agree")
+        cfg[new] = c.cfg[old]
+    _needs_written(c, "hidden_size", 2048)
+    for key in ("num_key_value_heads", "head_dim"):
+        if c.has(key):
+            raise KvMathError(f"gpt_neo config sets {key}, which its attention does not read: remove it")
+    r = _Config(cfg, c.model_type)
+    _neo_layers(r, r.layer_count())
+    cfg["head_dim"] = _every_head_width(r)
+    cfg["intermediate_size"] = r.int("intermediate_size", 0, minimum=1) or 4 * r.int("hidden_size")
+    return _full_only(_Config({k: v for k, v in cfg.items() if k != "window_size"}, c.model_type), name, source)
+
+
+_GPT_DEFAULTS["codegen"] = (4096, 28, 16, 2048)  # CodeGenConfig's n_embd, n_layer, n_head, n_positions (5.23)
+
+
+@_family("codegen")
+def _codegen(c: _Config, name: str, source: str):
+    """CodeGen (``codegen``): multi-head attention on every layer under GPT-2's key names, read as :func:`_gpt2`
+    reads them (transformers 5.23 ``CodeGenConfig.attribute_map``; modeling_codegen.py ``head_dim = embed_dim //
+    num_attention_heads``, K and V of every head cached in the model dtype, ``key.to(hidden_states.dtype)``).
+    ``rotary_dim`` rotates part of each head and does not change what is cached. vLLM 0.24 has no CodeGen model
+    file and no llama.cpp architecture for it was read: both refuse it
+    (``kvmath.engines.base.UNCHECKED_MODEL_TYPES``)."""
+    return _gpt2(c, name, source)
