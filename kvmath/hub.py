@@ -194,8 +194,10 @@ def _hf():
         raise KvMathError("a Hub id needs the huggingface_hub package (pip install huggingface_hub); or give the "
                           "path of a config.json, a model folder or a .gguf file") from None
     if QUIET_CLIENT:
-        from huggingface_hub.utils import logging as hf_logging
-
+        try:
+            from huggingface_hub.utils import logging as hf_logging
+        except ValueError as e:  # huggingface_hub.constants parses HF_ENDPOINT when first imported
+            raise KvMathError(f"HF_ENDPOINT {endpoint()[:200]!r} is not a URL ({e})") from None
         hf_logging.set_verbosity_error()
     return huggingface_hub
 

@@ -1333,3 +1333,11 @@ def test_add_model_takes_a_folder_and_refuses_a_gguf_and_a_bad_title(tmp_path, m
     finally:
         monkeypatch.delenv("KVMATH_USER_DATA_DIR")
         facts.forget_models()
+
+
+def test_malformed_hf_endpoint_is_one_line(tmp_path):
+    # huggingface_hub.constants parses HF_ENDPOINT when first imported: "http://[::1" raised ValueError there,
+    # outside every Hub error handler, once the command first imported the client (exit 3)
+    env = dict(os.environ, HF_ENDPOINT="http://[::1", HF_HUB_OFFLINE="0", HF_HOME=str(tmp_path / "hf"))
+    r = cli("kvmath", "--config", "Qwen/Qwen3-14B", env=env)
+    assert_one_line_error(r, "kvmath", contains="HF_ENDPOINT 'http://[::1' is not a URL")
