@@ -115,11 +115,11 @@ browser:
 		fi; \
 	fi
 
-# SGLang's released wheels for tests/test_sglang_oracle.py (its pool classes run on the CPU); never committed
-SGLANG_WHEELS := 0.4.3 0.4.3.post4 0.4.4 0.4.7 0.4.8.post1 0.4.10 0.5.4.post1 0.5.6 0.5.9 0.5.23
+# SGLang's released wheels for tests/test_sglang_oracle.py (its pool classes run on the CPU); never committed.
+# Each is pinned by its sha256 (tools/sglang_wheels.py: a cached wheel is checked, a missing one fetched with
+# pip download --no-deps --require-hashes).
 sglang-wheels: venv-test
-	@for v in $(SGLANG_WHEELS); do ls .cache/sglang-wheels/sglang-$$v-*.whl >/dev/null 2>&1 || \
-		$(call PIP,$(VENV)) download -q --no-deps sglang==$$v -d .cache/sglang-wheels || exit 1; done
+	$(VENV)/bin/python tools/sglang_wheels.py
 
 test: venv-test browser sglang-wheels
 	$(VENV_ENV) $(VENV)/bin/python -m pytest

@@ -51,6 +51,9 @@ def guarded(prog: str, run, argv=None) -> int:
                 stream.reconfigure(errors="backslashreplace")
         except (AttributeError, ValueError):  # pragma: no cover - a stream that cannot be reconfigured
             pass
+    from . import hub
+
+    hub.QUIET_CLIENT = True  # one line on failure: huggingface_hub's own warnings are not printed
     if sys.stdout is None:  # started with stdout closed (``>&-``): nothing could be printed
         _say(f"{prog}: error: cannot write the output (standard output is closed)")
         return BAD_INPUT

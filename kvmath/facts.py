@@ -100,11 +100,37 @@ def _models() -> dict[str, dict]:
     """Packaged models first (``data/models``), then the user data folder's; a user entry never replaces a
     packaged one (``--add-model`` refuses a packaged id)."""
     out = {}
-    for folder in (data_dir() / "models", user_data_dir() / "models"):
-        for path in sorted(folder.glob("*.json")) if folder.is_dir() else ():
-            entry = json.loads(path.read_text(encoding="utf-8"))
-            out.setdefault(entry["id"], entry)
+    for path in sorted((data_dir() / "models").glob("*.json")):
+        entry = json.loads(path.read_text(encoding="utf-8"))
+        out.setdefault(entry["id"], entry)
+    folder = user_data_dir() / "models"
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else ():
+        entry = _user_entry(path)
+        out.setdefault(entry["id"], entry)
     return out
+
+
+USER_ENTRY_BYTES = 16 * 2**20
+"""Largest user model entry read (``<user data folder>/models/<id>.json``; --add-model writes a few kB)."""
+
+
+def _user_entry(path: Path) -> dict:
+    """One entry of the user data folder, as ``--add-model`` writes it, checked before any reader takes it: a
+    regular file of at most :data:`USER_ENTRY_BYTES` (a FIFO there would block every command), JSON
+    (:func:`kvmath.validate.parse_json`), an object with string ``id``, ``hf_repo`` and ``source`` and an object
+    ``config`` (the keys the readers take with ``[]``).
+    Raises KvMathError naming the file (the user's to fix or remove)."""
+    from .validate import parse_json, read_bounded
+
+    where = f"user model entry {path}"
+    entry = parse_json(read_bounded(path, USER_ENTRY_BYTES, "user model entry"), where, USER_ENTRY_BYTES)
+    if not isinstance(entry, dict):
+        raise KvMathError(f"{where}: not a JSON object (fix or remove it; --add-model writes one)")
+    for key, kind in (("id", str), ("hf_repo", str), ("source", str), ("config", dict)):
+        if not isinstance(entry.get(key), kind):
+            raise KvMathError(f"{where}: {key!r} must be a{'n object' if kind is dict else ' string'}, got "
+                              f"{str(entry.get(key))[:40]!r} (fix or remove it; --add-model writes one)")
+    return entry
 
 
 def packaged_models() -> set[str]:
@@ -264,7 +290,15 @@ def reference_config_name(model_id: str) -> str | None:
 
 @lru_cache(maxsize=64)
 def _reference_config(filename: str) -> dict:
-    return json.loads(reference_config_path(filename).read_text(encoding="utf-8"))
+    path = reference_config_path(filename)
+    if path.parent == data_dir() / "configs":
+        return json.loads(path.read_text(encoding="utf-8"))
+    from .validate import parse_json, read_bounded  # the user's copy: bounded and checked like any config file
+
+    cfg = parse_json(read_bounded(path, USER_ENTRY_BYTES, "config.json"), str(path), USER_ENTRY_BYTES)
+    if not isinstance(cfg, dict):
+        raise KvMathError(f"{path}: not a JSON object (a config.json)")
+    return cfg
 
 
 def reference_configs() -> list[str]:

@@ -117,8 +117,11 @@ DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float8_e4m3fn": 1, "f
 def lookup(table: dict[str, KVFormat], name: str, what: str) -> KVFormat:
     if not isinstance(name, str):
         raise KvMathError(f"{what} must be a name, got {_short(name)}; valid: {choices(table)}")
-    key = name.lower()
+    # exact spelling: the engines' own parsers compare case-sensitively (vLLM's --kv-cache-dtype is an argparse
+    # choice of CacheDType's literals, vllm/config/cache.py), so "FP8_E5M2" would not paste into the engine
     for fmt in table.values():
-        if key == fmt.name or key in fmt.aliases:
+        if name == fmt.name or name in fmt.aliases:
             return fmt
-    raise KvMathError(f"unknown {what} {_short(name)}; valid: {choices(table)}")
+    low = name.lower()
+    hint = next((f" (names are lower case: {f.name!r})" for f in table.values() if low == f.name or low in f.aliases), "")
+    raise KvMathError(f"unknown {what} {_short(name)}{hint}; valid: {choices(table)}")

@@ -19,7 +19,9 @@ Headers, the file list and the commit each revision resolved to are kept in the 
 ``offline=True``) answers from the cache, naming what is missing when it cannot. ``HF_TOKEN`` is sent for
 gated and private repositories; ``HF_ENDPOINT`` points at another Hub (the tests' server on 127.0.0.1).
 Every failure is one :class:`~kvmath.errors.KvMathError` line: unknown repository (404), gated or private
-without access (401 / 403), unknown revision, no network, nothing cached offline.
+without access (401 / 403), unknown revision, no network, nothing cached offline, a Hub too slow to answer
+(each read has a wall-clock bound, :func:`_bounded`: :data:`TIMEOUT_S`, plus the bytes asked for at
+:data:`MIN_RATE`), more than :data:`MAX_SHARDS` safetensors files.
 """
 
 from __future__ import annotations
@@ -46,9 +48,14 @@ GGUF_MAX_READ = 128 * 2**20
 SAFETENSORS_FIRST_READ = 100_000
 """First ranged read of a safetensors file (huggingface_hub reads 100 kB: "97% of safetensors files have a
 metadata size < 100kb", hf_api.py ``parse_safetensors_file_metadata``)."""
-MAX_SHARDS = 4096
+MAX_SHARDS = 1024
+"""Most safetensors files read for one repository (each a HEAD and one or two ranged GETs; DeepSeek-V3 holds 163).
+A listing of thousands is refused at once rather than read for minutes."""
 TIMEOUT_S = 10.0
 """Seconds to wait for the Hub (huggingface_hub's ``HF_HUB_ETAG_TIMEOUT`` default)."""
+MIN_RATE = 2**20
+"""Bytes per second a ranged read must average past its first :data:`TIMEOUT_S` (1 MiB/s): a slower Hub is
+refused (:func:`_bounded`) rather than waited on."""
 DEFAULT_QUANT = "Q4_K_M"
 """llama.cpp's ``-hf`` default tag: "quant is optional, case-insensitive, default to Q4_K_M, or falls back to
 the first file in the repo if Q4_K_M doesn't exist" (llama.cpp ``common/arg.cpp`` ``-hf`` help)."""
@@ -173,6 +180,12 @@ def _token() -> str | None:
     return os.environ.get("HF_TOKEN") or None
 
 
+QUIET_CLIENT = False
+"""True in a command (kvmath.clitools.guarded sets it): huggingface_hub's own warnings ("Error while downloading
+... Trying to resume download...") are not printed, so a failure is the command's one line; the library leaves
+huggingface_hub's logging as the caller has it."""
+
+
 def _hf():
     try:
         import huggingface_hub
@@ -180,6 +193,12 @@ def _hf():
     except ImportError:
         raise KvMathError("a Hub id needs the huggingface_hub package (pip install huggingface_hub); or give the "
                           "path of a config.json, a model folder or a .gguf file") from None
+    if QUIET_CLIENT:
+        try:
+            from huggingface_hub.utils import logging as hf_logging
+        except ValueError as e:  # huggingface_hub.constants parses HF_ENDPOINT when first imported
+            raise KvMathError(f"HF_ENDPOINT {endpoint()[:200]!r} is not a URL ({e})") from None
+        hf_logging.set_verbosity_error()
     return huggingface_hub
 
 
@@ -204,6 +223,40 @@ def _network_error(e: BaseException) -> bool:
             return True
         e, seen = e.__cause__ or e.__context__, seen + 1
     return False
+
+
+class HubTooSlow(TimeoutError):
+    """A Hub read that did not finish within its wall-clock bound (:func:`_bounded`)."""
+
+
+def _bounded(seconds: float, fn, *args, **kw):
+    """``fn(*args, **kw)`` within ``seconds`` of wall-clock time, else :class:`HubTooSlow` (a TimeoutError, so
+    :func:`_network_error` takes it for an unreachable Hub and the cache is tried). huggingface_hub's and httpx's
+    timeouts bound each wait for a byte, not a whole read: a server sending one byte a second, or answering a
+    stalled download with "Trying to resume download...", would hold a command as long as it likes. The call runs
+    in a daemon thread; past the bound it is abandoned (its socket closes when the process exits). Where threads
+    cannot start (Pyodide), ``fn`` runs unbounded."""
+    import threading
+
+    box: dict = {}
+
+    def run():
+        try:
+            box["value"] = fn(*args, **kw)
+        except BaseException as e:  # noqa: BLE001 - re-raised in the caller's thread
+            box["error"] = e
+
+    t = threading.Thread(target=run, name="kvmath-hub-read", daemon=True)
+    try:
+        t.start()
+    except RuntimeError:
+        return fn(*args, **kw)
+    t.join(seconds)
+    if t.is_alive():
+        raise HubTooSlow(f"no complete answer within {seconds:g} s")
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")
 
 
 def _hub_error(e: BaseException, ref: HubRef, what: str) -> KvMathError:
@@ -299,8 +352,8 @@ def _listing(ref: HubRef, offline: bool) -> tuple[str, tuple[str, ...], tuple[st
     if not offline:
         hf = _hf()
         try:
-            info = hf.HfApi(endpoint=endpoint(), token=_token()).model_info(ref.repo, revision=ref.rev,
-                                                                             timeout=TIMEOUT_S)
+            info = _bounded(TIMEOUT_S, hf.HfApi(endpoint=endpoint(), token=_token()).model_info, ref.repo,
+                            revision=ref.rev, timeout=TIMEOUT_S)
         except Exception as e:  # noqa: BLE001 - every huggingface_hub failure becomes one line
             if not _network_error(e):
                 raise _hub_error(e, ref, "the file list") from None
@@ -328,13 +381,15 @@ def _listing(ref: HubRef, offline: bool) -> tuple[str, tuple[str, ...], tuple[st
     return commit, tuple(str(f) for f in files), notes
 
 
-def _download(ref: HubRef, commit: str, filename: str, offline: bool) -> Path:
+def _download(ref: HubRef, commit: str, filename: str, offline: bool, limit: int = 4 * 2**20) -> Path:
     """A small file (config.json, the safetensors index) into the HF cache, pinned to ``commit``."""
     hf = _hf()
     try:
-        return Path(hf.hf_hub_download(ref.repo, filename, revision=commit, cache_dir=str(hub_cache_dir()),
-                                       endpoint=endpoint(), token=_token(), local_files_only=offline,
-                                       etag_timeout=TIMEOUT_S))
+        # config.json and the index are small (read at most 4 MiB and 64 MiB): TIMEOUT_S plus that limit at
+        # MIN_RATE (14 s for config.json)
+        return Path(_bounded(TIMEOUT_S + limit / MIN_RATE, hf.hf_hub_download, ref.repo, filename,
+                             revision=commit, cache_dir=str(hub_cache_dir()), endpoint=endpoint(), token=_token(),
+                             local_files_only=offline, etag_timeout=TIMEOUT_S))
     except Exception as e:  # noqa: BLE001
         from huggingface_hub import errors as E
 
@@ -346,7 +401,7 @@ def _download(ref: HubRef, commit: str, filename: str, offline: bool) -> Path:
 def _json_file(ref: HubRef, commit: str, filename: str, offline: bool, limit: int = 64 * 2**20):
     from .validate import parse_json, read_bounded
 
-    path = _download(ref, commit, filename, offline)
+    path = _download(ref, commit, filename, offline, limit)
     # bounded, regular, depth-capped and duplicate-key-free, as a local file (kvmath.validate)
     return parse_json(read_bounded(path, limit, f"{ref.repo} {filename}"), f"{ref.repo} {filename}", limit)
 
@@ -370,7 +425,7 @@ def _size(ref: HubRef, commit: str, filename: str) -> int:
     from huggingface_hub import get_hf_file_metadata
 
     try:
-        meta = get_hf_file_metadata(_url(ref, commit, filename), token=_token(), timeout=TIMEOUT_S)
+        meta = _bounded(TIMEOUT_S, get_hf_file_metadata, _url(ref, commit, filename), token=_token(), timeout=TIMEOUT_S)
     except Exception as e:  # noqa: BLE001
         raise _hub_error(e, ref, filename) from None
     if not isinstance(meta.size, int) or meta.size < 0:
@@ -381,32 +436,37 @@ def _size(ref: HubRef, commit: str, filename: str) -> int:
 def _range(ref: HubRef, commit: str, filename: str, start: int, stop: int) -> bytes:
     """Bytes ``[start, stop)`` of a file, by a ranged GET read as a stream and closed at ``stop``: a server that
     ignores ``Range`` (status 200) sends the file from its start, and only the bytes below ``stop`` are taken."""
-    from huggingface_hub import get_session
-    from huggingface_hub.utils import hf_raise_for_status
-
     if stop <= start:
         return b""
-    headers = dict(_session_headers(), Range=f"bytes={start}-{stop - 1}")
     try:
-        with get_session().stream("GET", _url(ref, commit, filename), headers=headers, timeout=TIMEOUT_S,
-                                  follow_redirects=True) as r:
-            if r.status_code >= 400:
-                r.read()
-                hf_raise_for_status(r)
-            skip = start if r.status_code == 200 else 0  # Range ignored: the body starts at byte 0
-            want = stop - start
-            buf = bytearray()
-            for chunk in r.iter_bytes():
-                if skip:
-                    cut = min(skip, len(chunk))
-                    chunk, skip = chunk[cut:], skip - cut
-                buf += chunk
-                if len(buf) >= want:
-                    break
+        return _bounded(TIMEOUT_S + (stop - start) / MIN_RATE, _range_read, ref, commit, filename, start, stop)
     except KvMathError:
         raise
     except Exception as e:  # noqa: BLE001
         raise _hub_error(e, ref, filename) from None
+
+
+def _range_read(ref: HubRef, commit: str, filename: str, start: int, stop: int) -> bytes:
+    """:func:`_range`'s read, unbounded in time (the caller bounds it)."""
+    from huggingface_hub import get_session
+    from huggingface_hub.utils import hf_raise_for_status
+
+    headers = dict(_session_headers(), Range=f"bytes={start}-{stop - 1}")
+    with get_session().stream("GET", _url(ref, commit, filename), headers=headers, timeout=TIMEOUT_S,
+                              follow_redirects=True) as r:
+        if r.status_code >= 400:
+            r.read()
+            hf_raise_for_status(r)
+        skip = start if r.status_code == 200 else 0  # Range ignored: the body starts at byte 0
+        want = stop - start
+        buf = bytearray()
+        for chunk in r.iter_bytes():
+            if skip:
+                cut = min(skip, len(chunk))
+                chunk, skip = chunk[cut:], skip - cut
+            buf += chunk
+            if len(buf) >= want:
+                break
     return bytes(buf[:want])
 
 
@@ -440,6 +500,32 @@ def safetensors_header(ref: HubRef, commit: str, filename: str, offline: bool):
     return tensors, m, size
 
 
+HEADER_READERS = 8
+"""Shards whose headers are read at once (each a HEAD and one or two ranged GETs): a 163-shard DeepSeek-V3 or a
+hostile 3,000-file listing takes seconds, not one round trip after another."""
+
+
+def _headers(ref: HubRef, commit: str, wanted, offline: bool) -> list:
+    """:func:`safetensors_header` of each file of ``wanted``, in that order, :data:`HEADER_READERS` at a time
+    online (one at a time from the cache, or where threads cannot start). The first failure is raised."""
+    if offline or len(wanted) < 2:
+        return [safetensors_header(ref, commit, f, offline) for f in wanted]
+    from concurrent.futures import ThreadPoolExecutor
+
+    try:
+        pool = ThreadPoolExecutor(max_workers=HEADER_READERS, thread_name_prefix="kvmath-hub-headers")
+    except RuntimeError:  # pragma: no cover - Pyodide
+        return [safetensors_header(ref, commit, f, offline) for f in wanted]
+    with pool:
+        futures = [pool.submit(safetensors_header, ref, commit, f, offline) for f in wanted]
+        try:
+            return [fut.result() for fut in futures]
+        except BaseException:
+            for fut in futures:
+                fut.cancel()
+            raise
+
+
 def _checkpoint(ref: HubRef, commit: str, files: tuple[str, ...], config: dict | None, offline: bool):
     """The tensor table of the repository's top-level safetensors files (all shards the index names), or None
     when it holds none. Raises KvMathError for an index naming files the repository does not hold."""
@@ -463,8 +549,7 @@ def _checkpoint(ref: HubRef, commit: str, files: tuple[str, ...], config: dict |
     if len(wanted) > MAX_SHARDS:
         raise KvMathError(f"{ref.repo}: {len(wanted)} safetensors files (at most {MAX_SHARDS})")
     tensors, meta = [], {}
-    for f in wanted:
-        t, m, _ = safetensors_header(ref, commit, f, offline)
+    for t, m, _ in _headers(ref, commit, wanted, offline):
         tensors.extend(t)
         meta.update(m)
     where = f"{ref.repo}@{commit[:12]}"
@@ -534,6 +619,9 @@ def gguf_head(ref: HubRef, commit: str, filename: str, offline: bool) -> HubGGUF
             # only a header that runs past the bytes at hand grows the read (kvmath.model.gguf's reader says what
             # "remain", or that a string "runs past the end"); a bad magic, version or type is refused at once
             short = any(w in str(e) for w in _TRUNCATED)
+            m = re.search(r"needs ([0-9,]+) bytes at offset ([0-9,]+)", str(e))
+            if short and m and int(m.group(1).replace(",", "")) + int(m.group(2).replace(",", "")) > GGUF_MAX_READ:
+                short = False  # a header that says it runs past GGUF_MAX_READ: no point reading on to the bound
             if want >= size or want >= GGUF_MAX_READ or not short:
                 cache.unlink(missing_ok=True)
                 more = "" if want >= size or not short else \

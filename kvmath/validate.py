@@ -90,7 +90,18 @@ def stoi_int(text: str) -> int:
         from argparse import ArgumentTypeError
 
         raise ArgumentTypeError(f"llama.cpp takes an integer of ASCII digits (as std::stoi reads it), got {_short(text)}")
-    return int(text.strip())
+    n = int(text.strip())
+    if not INT32_MIN <= n <= INT32_MAX:
+        from argparse import ArgumentTypeError
+
+        # std::stoi throws std::out_of_range past a 32-bit int: llama.cpp stops with "error while handling argument"
+        raise ArgumentTypeError(f"llama.cpp takes a 32-bit integer (std::stoi: {INT32_MIN:,} to {INT32_MAX:,}), got "
+                                f"{_short(text)}")
+    return n
+
+
+INT32_MIN, INT32_MAX = -2**31, 2**31 - 1
+"""The range of ``std::stoi`` (a C++ ``int``), which llama.cpp's integer flags are read with."""
 
 
 STOF = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
@@ -384,12 +395,33 @@ def check_config(cfg, where: str = "config") -> dict:
             raise KvMathError(f"{where}: {n} layers x {e} experts = {n * e:,} expert MLPs; kvmath reads at most "
                               f"{MAX_LAYER_EXPERTS:,} (num_hidden_layers x num_experts)")
         _check_experts(holder, fixes, holder_path, e, where)
+    _check_quant_config(cfg)
     for sec in ("vision_config", "audio_config"):  # towers: one MLP width
         sub = cfg.get(sec)
         if isinstance(sub, dict) and isinstance(sub.get("intermediate_size"), list):
             raise KvMathError(f"config field {sec}.intermediate_size must be an integer (valid: an integer in "
                               f"[1, {WIDTH:,}]), got {_short(sub['intermediate_size'])}")
     return _apply(cfg, fixes) if fixes else cfg
+
+
+def _check_quant_config(cfg: dict) -> None:
+    """``quantization_config`` (top level or the decoder's ``text_config``), when stated, is an object whose
+    ``quant_method`` / ``quant_algo``, when stated, is a string: vLLM 0.24 ``ModelConfig._verify_quantization``
+    reads ``quant_cfg.get("quant_method", "").lower()``, so a list there, or a null / numeric method, stops vLLM
+    with an AttributeError, and kvmath's weight estimate would otherwise price an unquantised checkpoint (a list is
+    falsy). Raises KvMathError."""
+    for prefix, holder in (("", cfg), ("text_config.", cfg.get("text_config"))):
+        if not isinstance(holder, dict) or holder.get("quantization_config") is None:
+            continue
+        q = holder["quantization_config"]
+        if not isinstance(q, dict):
+            raise KvMathError(f"config field {prefix}quantization_config must be an object (with quant_method), got "
+                              f"{_short(q)}")
+        for key in ("quant_method", "quant_algo"):
+            if key in q and not isinstance(q[key], str) and not (key == "quant_method" and q[key] is None
+                                                                  and isinstance(q.get("quant_algo"), str)):
+                raise KvMathError(f"config field {prefix}quantization_config.{key} must be a string (a quantization "
+                                  f"method such as 'awq', 'gptq', 'fp8'), got {_short(q[key])}")
 
 
 EXPERT_COUNT_KEYS = ("num_experts", "num_local_experts", "n_routed_experts")
@@ -414,6 +446,12 @@ def _check_experts(holder: dict, fixes: dict, path: tuple, experts: int, where: 
             raise KvMathError(f"{where}: {prefix}{key} is 0 but the model has {experts} experts (valid: 1 to "
                               f"{experts})")
     if experts > 0:
+        stated_widths = [k for k in EXPERT_WIDTH_KEYS if k in holder]
+        if stated_widths and all(holder[k] is None for k in stated_widths):
+            # an explicit null is not an absent key for transformers (the config keeps None and the expert MLPs
+            # cannot be built); kvmath's estimate would fall back to another width
+            raise KvMathError(f"{where}: {prefix}{stated_widths[0]} is null but the model has {experts} experts (valid: "
+                              f"an integer in [1, {WIDTH:,}])")
         for key in EXPERT_WIDTH_KEYS:
             if _fixed(holder, fixes, path, key) == 0:
                 raise KvMathError(f"{where}: {prefix}{key} is 0 but the model has {experts} experts (valid: an "

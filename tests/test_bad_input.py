@@ -13,6 +13,7 @@ import copy
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import time
@@ -1176,13 +1177,14 @@ def test_add_model_user_folder_not_a_folder(tmp_path, monkeypatch, capsys):
 def test_vllm_kv_cache_dtype_is_spelled_as_vllm_takes_it(value, spelled):
     """vLLM gives argparse CacheDType's names as ``choices`` (vllm/engine/arg_utils.py, vllm/config/cache.py), which
     compare case-sensitively: ``vllm serve --kv-cache-dtype FP8`` exits with "invalid choice", so a pasted line with
-    it must not price a boot. kvmath's own ``--kv-format`` keeps its aliases."""
+    it must not price a boot. kvmath's own ``--kv-format`` keeps its aliases (lower case, as kvmath.formats.lookup
+    spells them)."""
     line = ["vllm", "serve", "Qwen/Qwen3-32B", "--card", "h100", "--kv-cache-dtype", value]
     code, _, err = run_cli_in_process("kvmath-fit", line)
     assert code == 2 and len(err.strip().splitlines()) == 1 and "is not a vLLM kv_cache_dtype" in err, err
     assert (f"vllm serve spells it {spelled}" in err) if spelled else "spells it" not in err, err
     code, out, err = run_cli_in_process("kvmath-fit", ["--model", "qwen3-32b", "--card", "h100", "--kv-format",
-                                                       value.replace("fp9", "fp8"), "--json"])
+                                                       value.lower().replace("fp9", "fp8"), "--json"])
     assert code in (0, 1) and json.loads(out)["kv_format"], err
 
 
@@ -1208,3 +1210,193 @@ def test_speculative_config_sampling_keys_do_not_change_the_price():
         {**spec, "draft_sample_method": "probabilistic", "rejection_sample_method": "standard"})])
     a, b = json.loads(plain), json.loads(tuned)
     assert a["available_kv_bytes"] == b["available_kv_bytes"] and a["num_speculative_tokens"] == 2
+
+
+# --- third held-out probe (kept outside the repository; its findings as regressions) ------------------------
+
+DENSE_CFG = json.loads((ROOT / "data" / "configs" / "Qwen__Qwen3-32B.json").read_text())
+MOE_CFG = json.loads((ROOT / "data" / "configs" / "Qwen__Qwen3.6-35B-A3B.json").read_text())
+HYBRID_CFG = json.loads((ROOT / "data" / "configs" / "Qwen__Qwen3.6-27B.json").read_text())
+
+
+def _text(cfg, **kw):
+    return dict(cfg, text_config=dict(cfg["text_config"], **kw))
+
+
+@pytest.mark.parametrize("cfg,contains", [
+    # transformers 5.23 refuses "" (getattr(torch, "")); kvmath read it as absent and priced bfloat16
+    (dict(DENSE_CFG, torch_dtype=""), "torch_dtype must be one of"),
+    # vLLM 0.24 _verify_quantization: quant_cfg.get("quant_method", "").lower() -> AttributeError for both;
+    # a list is falsy, so the weights estimate priced an unquantised checkpoint
+    (dict(DENSE_CFG, quantization_config=[]), "quantization_config must be an object"),
+    (dict(DENSE_CFG, quantization_config={"quant_method": None}), "quant_method must be a string"),
+    # an explicit null is not an absent key: transformers keeps None and cannot build the experts; the
+    # checkpoint estimate fell back to intermediate_size
+    (_text(MOE_CFG, moe_intermediate_size=None), "moe_intermediate_size is null but the model has 256 experts"),
+    # PreTrainedConfig.validate_layer_type: "`num_hidden_layers` (64) must be equal to the number of `layer_types`"
+    (_text(HYBRID_CFG, layer_types=["linear_attention", "full_attention"] * 500),
+     "layer_types has 1000 entries but num_hidden_layers is 64"),
+])
+def test_third_probe_config_fields(cfg, contains):
+    with pytest.raises(KvMathError, match=contains):
+        kvmath.load_architecture(cfg)
+
+
+def test_third_probe_config_fields_still_read():
+    # the forms the refusals above must not catch: ModelOpt's null quant_method beside its quant_algo, a
+    # layer_types of exactly num_hidden_layers, a dtype given as "dtype" with torch_dtype absent
+    q = {"quant_method": None, "quant_algo": "FP8", "producer": {"name": "modelopt"}}
+    assert kvmath.load_architecture(dict(DENSE_CFG, quantization_config=q)).num_hidden_layers == 64
+    types = ["linear_attention"] * 3 + ["full_attention"]
+    a = kvmath.load_architecture(_text(HYBRID_CFG, layer_types=types * 16))
+    assert [l.layer_type for l in a.layers][:4] == ["linear_attention"] * 3 + ["full_attention"]
+    cfg = {k: v for k, v in DENSE_CFG.items() if k != "torch_dtype"}
+    assert kvmath.load_architecture(dict(cfg, dtype="float16")).dtype == "float16"
+
+
+def test_file_path_with_a_trailing_slash_refused(tmp_path):
+    # pathlib drops the trailing slash, so "config.json/" (ENOTDIR for open and stat) was read as config.json
+    p = config_file(tmp_path, DENSE_CFG)
+    with pytest.raises(KvMathError, match="not a folder"):
+        kvmath.load_architecture(p + "/")
+    assert kvmath.load_architecture(str(tmp_path) + "/").num_hidden_layers == 64  # a folder with a slash reads
+
+
+@pytest.mark.parametrize("content,contains", [
+    ("{not json", "not valid JSON"), ("[1, 2]", "not a JSON object"), ('{"title": "x"}', "'id' must be a string"),
+    ('{"id": 5, "hf_repo": "a/b", "source": "s", "config": {}}', "'id' must be a string"),
+    ('{"id": "zz", "hf_repo": "a/b", "config": {}}', "'source' must be a string"),
+    ("[" * 100000 + "]" * 100000, "nested"), ("FIFO", "FIFO"), ("DIR", "folder"),
+    (b'{"id": "zz", "title": "caf\xe9"}', "UTF-8"),
+])
+def test_user_model_entries_checked(content, contains, tmp_path, monkeypatch):
+    # <user data folder>/models/*.json was json.loads(read_text()) then entry["id"]: a broken file there was an
+    # internal error (exit 3) of every command, a FIFO hung every command
+    from kvmath import facts
+
+    models = tmp_path / "models"
+    models.mkdir()
+    p = models / "zz.json"
+    if content == "FIFO":
+        os.mkfifo(p)
+    elif content == "DIR":
+        p.mkdir()
+    else:
+        p.write_bytes(content if isinstance(content, bytes) else content.encode())
+    monkeypatch.setenv("KVMATH_USER_DATA_DIR", str(tmp_path))
+    facts.forget_models()
+    try:
+        with pytest.raises(KvMathError, match=contains):
+            kvmath.known_models()
+    finally:
+        monkeypatch.delenv("KVMATH_USER_DATA_DIR")
+        facts.forget_models()
+
+
+def test_user_model_entry_broken_is_one_line_for_a_packaged_id(tmp_path):
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "zz.json").write_text("{not json")
+    r = cli("kvmath", "--config", "qwen3-32b", env=dict(os.environ, KVMATH_USER_DATA_DIR=str(tmp_path)))
+    assert_one_line_error(r, "kvmath", contains="zz.json")
+
+
+@pytest.mark.parametrize("argv,contains", [
+    # std::stoi throws std::out_of_range past a C++ int: llama.cpp stops ("error while handling argument")
+    (["-c", "2147483648"], "32-bit integer"), (["-b", "-2147483649"], "32-bit integer"),
+    # common/arg.cpp: split_arg.size() >= llama_max_devices() (16) throws "got 16 input configs"
+    (["-ts", ",".join(["1"] * 16)], "at most 15"),
+    # kv_cache_type_from_str compares with ggml_type_name: "Q8_0" is "Unsupported cache type"
+    (["-ctk", "Q8_0"], "lower case"),
+    (["--llamacpp-build", "b\u0666\u0660\u0665\u0667"], "bNNNN"),  # Arabic-Indic digits are no build tag
+])
+def test_third_probe_llamacpp_flags(argv, contains, capsys):
+    from kvmath.cli import main
+
+    try:  # argparse's type errors exit; the checks after parsing return the status
+        code = main(["--config", "qwen3-32b", "--engine", "llama.cpp"] + argv)
+    except SystemExit as e:
+        code = e.code
+    assert code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and contains in err[0], err
+    code, _, err = _fit_in_process(LLAMA + argv)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and contains in err, err
+
+
+def test_tensor_split_split_as_llama_cpp_splits_it():
+    # std::regex "[,/]+" with sregex_token_iterator: runs of separators are one, an empty last piece is dropped,
+    # an empty first one is std::stof("") (an error); 15 pieces is the most llama_max_devices() = 16 allows
+    from kvmath.engines.llamacpp.launch import split_tensor_split
+
+    assert split_tensor_split("3,1") == ["3", "1"]
+    assert split_tensor_split("3/1") == ["3", "1"]
+    assert split_tensor_split("3,,1") == ["3", "1"]
+    assert split_tensor_split("3,1,") == ["3", "1"]
+    assert split_tensor_split(",1") == ["", "1"]
+    assert len(split_tensor_split(",".join(["1"] * 15))) == 15
+    with pytest.raises(KvMathError, match="at most 15"):
+        split_tensor_split(",".join(["1"] * 16))
+
+
+@pytest.mark.parametrize("call,contains", [
+    # vLLM's --kv-cache-dtype is an argparse choice of CacheDType's literals (case-sensitive)
+    (lambda: kvmath.vllm_format("FP8_E5M2"), "lower case: 'fp8_e5m2'"),
+    (lambda: kvmath.llamacpp_type("Q8_0"), "lower case: 'q8_0'"),
+    (lambda: kvmath.llamacpp_format("q8_0", "Q4_0"), "lower case: 'q4_0'"),
+    (lambda: kvmath.VllmSettings(kv_cache_dtype="zz"), "unknown vLLM --kv-cache-dtype"),
+    (lambda: kvmath.llamacpp_memory("qwen3-32b", n_ctx=4096, swa_full="yes"), "swa_full must be True or False"),
+    (lambda: kvmath.llamacpp_memory("qwen3-32b", n_ctx=4096, kv_unified=2), "kv_unified must be True or False"),
+    (lambda: kvmath.load_architecture("qwen3-32b", name=5), "name must be a name"),
+    (lambda: kvmath.load_architecture("qwen3-32b", offline="no"), "offline must be True or False"),
+    (lambda: kvmath.derive("qwen3-32b", vllm_version="\u0660.\u0662\u0664.\u0660"), "must look like 0.24.0"),
+])
+def test_third_probe_api_arguments(call, contains):
+    with pytest.raises(KvMathError, match=re.escape(contains)):
+        call()
+
+
+def test_limit_mm_dict_form_takes_only_the_count():
+    # vLLM 0.24 ImageDummyOptions: width / height size the dummy image the encoder is profiled with (a -5 width
+    # is refused by its gt=0), which kvmath does not model: the form was read as its count alone
+    arch = kvmath.load_architecture("qwen3.6-27b")
+    with pytest.raises(KvMathError, match="'width' sets the size"):
+        B.mm_limits(arch, {"image": {"count": 2, "width": -5}})
+    assert B.mm_limits(arch, {"image": {"count": 2}})[0] == B.mm_limits(arch, {"image": 2})[0] == 2
+    assert B.mm_limits(arch, {"image": {}})[0] == 999  # BaseDummyOptions.count defaults to 999
+
+
+def test_add_model_takes_a_folder_and_refuses_a_gguf_and_a_bad_title(tmp_path, monkeypatch, capsys):
+    # a model folder was IsADirectoryError (exit 3) after it had loaded; a title with a line break went into
+    # every answer's header
+    from kvmath import facts
+    from kvmath.book.model_chapter import main, write_model_facts
+
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(DENSE_CFG))
+    monkeypatch.setenv("KVMATH_USER_DATA_DIR", str(tmp_path / "ud"))
+    try:
+        out = write_model_facts(folder, "zz-folder", revision="unrecorded")
+        assert json.loads(out.read_text())["config"]["num_hidden_layers"] == 64
+        for bad, contains in ((dict(title="Qwen\nInjected"), "printable"), (dict(title="T" * 201), "at most 200")):
+            with pytest.raises(KvMathError, match=contains):
+                write_model_facts(folder, "zz-t", revision="unrecorded", **bad)
+        with pytest.raises(KvMathError, match="not a GGUF"):
+            write_model_facts(tmp_path / "m.gguf", "zz-g", revision="unrecorded")
+        for argv in (["--id", "-x"], ["--book", "--jobs", "nan"], []):  # argparse's usage + error: one line now
+            with pytest.raises(SystemExit) as e:
+                main(argv)
+            assert e.value.code == 2
+            err = capsys.readouterr().err.strip().splitlines()
+            assert len(err) == 1 and err[0].startswith("python -m kvmath.book.model_chapter: error: "), err
+    finally:
+        monkeypatch.delenv("KVMATH_USER_DATA_DIR")
+        facts.forget_models()
+
+
+def test_malformed_hf_endpoint_is_one_line(tmp_path):
+    # huggingface_hub.constants parses HF_ENDPOINT when first imported: "http://[::1" raised ValueError there,
+    # outside every Hub error handler, once the command first imported the client (exit 3)
+    env = dict(os.environ, HF_ENDPOINT="http://[::1", HF_HUB_OFFLINE="0", HF_HOME=str(tmp_path / "hf"))
+    r = cli("kvmath", "--config", "Qwen/Qwen3-14B", env=env)
+    assert_one_line_error(r, "kvmath", contains="HF_ENDPOINT 'http://[::1' is not a URL")

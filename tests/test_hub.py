@@ -423,3 +423,59 @@ def test_hostile_headers_are_one_line(env, capsys):
     assert env.weight_reads == []
     # a bad magic is refused after the first read, not after reading up to GGUF_MAX_READ
     assert len([1 for m, p, r in env.log if m == "GET" and p.endswith("x-Q4_K_M.gguf")]) == 1
+
+
+class _DrippingHub(HubServer):
+    """A Hub that answers ``drip/info``'s file list, or ``drip/config``'s config.json, one byte every 0.2 s: each
+    wait for a byte is short, the whole answer would take minutes (the third held-out probe's slow Hub)."""
+
+    def _answer(self, h, head):
+        import time
+        from urllib.parse import unquote, urlsplit
+
+        path = unquote(urlsplit(h.path).path)
+        info = path.startswith("/api/models/drip/info")
+        if info or (path.startswith("/drip/config/resolve/") and path.endswith("config.json") and not head):
+            h.send_response(200)
+            h.send_header("Content-Length", "100000")
+            if not info:
+                h.send_header("X-Repo-Commit", self.repos["drip/config"].commit)
+                h.send_header("ETag", '"drip"')
+            h.end_headers()
+            for _ in range(1000):
+                try:
+                    h.wfile.write(b" ")
+                    h.wfile.flush()
+                except OSError:
+                    return
+                time.sleep(0.2)
+            return
+        return super()._answer(h, head)
+
+
+@pytest.mark.parametrize("repo,what", [("drip/info", "its file list"), ("drip/config", "config.json")])
+def test_a_dripping_hub_is_refused_not_waited_on(repo, what, tmp_path, monkeypatch):
+    # huggingface_hub's timeouts bound each wait for a byte, not the whole read: a Hub sending a byte every 0.2 s
+    # held the command for as long as it liked (kvmath.hub._bounded: the read's wall-clock bound)
+    cfg = json.loads((ROOT / "data/configs/meta-llama__Llama-3.1-8B-Instruct.json").read_text())
+    s = _DrippingHub()
+    s.add(repo, {"config.json": json.dumps(cfg).encode()})
+    monkeypatch.setenv("HF_ENDPOINT", s.start())
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    for k in ("HF_TOKEN", "HF_HUB_OFFLINE", "HF_HUB_CACHE", "HF_ASSETS_CACHE"):
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setattr(hub, "TIMEOUT_S", 1.0)
+    monkeypatch.setattr(hub, "MIN_RATE", 2**40)  # the bound is TIMEOUT_S alone
+    load._hub.cache_clear()
+    try:
+        with pytest.raises(KvMathError, match=f"no complete answer within 1 s.*{what}"):
+            hub.fetch(repo)
+    finally:
+        load._hub.cache_clear()
+        s.stop()
+
+
+def test_bounded_reraises_and_returns():
+    assert hub._bounded(5, lambda a, b=0: a + b, 2, b=3) == 5
+    with pytest.raises(ZeroDivisionError):
+        hub._bounded(5, lambda: 1 / 0)

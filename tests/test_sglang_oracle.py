@@ -1,8 +1,9 @@
 """kvmath's SGLang pools against SGLang's own code, run on the CPU from the released wheels.
 
-The wheels are downloaded by ``make sglang-wheels`` (``pip download --no-deps sglang==V`` into
-.cache/sglang-wheels; nothing is committed, nothing here reaches the network). Each test loads one file of a
-release (tests/fixtures/sglang/loader.py stubs every other import) and runs:
+The wheels are downloaded by ``make sglang-wheels`` (tools/sglang_wheels.py: ``pip download --no-deps
+--require-hashes``, each wheel pinned by its sha256, into .cache/sglang-wheels; nothing is committed, nothing
+here reaches the network). Each test loads one file of a release (tests/fixtures/sglang/loader.py stubs every
+other import) and runs:
 
 - the pool classes (``MHATokenToKVPool``, ``MLATokenToKVPool``, ``SWAKVPool``, ``MambaPool``) with
   ``device="cpu"`` at a small size, whose buffers' bytes and "KV Cache is allocated" lines are compared with

@@ -116,3 +116,36 @@ def test_a_tampered_cached_tarball_is_refused(tmp_path, monkeypatch):
     _tarball(tmp_path / book_assets._tarball_name(name, version), b"not requirejs")
     with pytest.raises(SystemExit, match="does not match its recorded integrity"):
         book_assets.npm_tarball(name, version)
+
+
+# --- the SGLang wheels the oracle tests load code from
+
+def test_no_unhashed_pip_download_in_the_makefile():
+    # `make test` fetched `pip download --no-deps sglang==V` by version alone, and the oracle tests run that code
+    recipes = [line for line in (ROOT / "Makefile").read_text().splitlines() if line.startswith("\t")]
+    assert not [line for line in recipes if " download " in line], "a pip download outside tools/sglang_wheels.py"
+    assert any("tools/sglang_wheels.py" in line for line in recipes)
+
+
+def test_a_tampered_cached_wheel_is_refused(tmp_path, monkeypatch):
+    import sglang_wheels
+
+    dest = tmp_path / "wheels"
+    dest.mkdir()
+    body = b"not the released wheel"
+    monkeypatch.setattr(sglang_wheels, "WHEELS", {"0.0.1": ("sglang-0.0.1-py3-none-any.whl",
+                                                            hashlib.sha256(body).hexdigest())})
+    (dest / "sglang-0.0.1-py3-none-any.whl").write_bytes(body)
+    assert sglang_wheels.ensure(dest) == []  # the pinned bytes: checked, nothing fetched
+    (dest / "sglang-0.0.1-py3-none-any.whl").write_bytes(body + b"!")
+    with pytest.raises(SystemExit, match="does not match its pinned sha256"):
+        sglang_wheels.ensure(dest)
+
+
+def test_every_sglang_wheel_is_pinned_by_its_file_and_hash():
+    import sglang_wheels
+
+    assert len(sglang_wheels.WHEELS) >= 10
+    for v, (name, digest) in sglang_wheels.WHEELS.items():
+        assert name.startswith(f"sglang-{v}-") and name.endswith(".whl"), name
+        assert re.fullmatch(r"[0-9a-f]{64}", digest), (v, digest)

@@ -104,12 +104,22 @@ MAX_ID = 96
 """Longest model id ``--add-model`` takes (it names two files; a file name holds at most 255 bytes)."""
 
 
-def check_onboarding(model_id, hf_repo: str = "", revision: str | None = None) -> None:
+MAX_TITLE = 200
+"""Longest ``--title`` written into a model entry (characters)."""
+
+
+def check_onboarding(model_id, hf_repo: str = "", revision: str | None = None, title: str = "") -> None:
     """The names ``--add-model`` writes: ``model_id`` ASCII letters, digits, ``-``, ``.``, ``_`` (1 to
     :data:`MAX_ID`, not starting with a dot); ``hf_repo`` empty, ``org/name`` or ``name`` as the Hub names
     repositories (huggingface_hub ``validate_repo_id``: letters, digits, ``-_.``, at most 96 a part); ``revision`` None
-    (read from the path), ``unrecorded``, or a 40-hex Hub commit. Raises KvMathError."""
+    (read from the path), ``unrecorded``, or a 40-hex Hub commit; ``title`` at most :data:`MAX_TITLE` characters
+    with no control character (it is printed as one line of every answer). Raises KvMathError."""
     import re
+    import unicodedata
+
+    if not isinstance(title, str) or len(title) > MAX_TITLE or any(unicodedata.category(c)[0] == "C" for c in title):
+        raise KvMathError(f"--title {str(title)[:60]!r} must be at most {MAX_TITLE} printable characters (no line "
+                          "break, tab or other control character)")
 
     if not isinstance(model_id, str) or not re.fullmatch(rf"[A-Za-z0-9_\-][A-Za-z0-9._\-]{{0,{MAX_ID - 1}}}",
                                                          model_id):
@@ -143,8 +153,16 @@ def write_model_facts(config_path: str | Path, model_id: str, *, title: str = ""
     from .. import facts
     from ..model.load import load_architecture
 
+    from ..model.load import MAX_CONFIG_BYTES
+    from ..validate import parse_json, read_bounded
+
     config_path = Path(config_path)
-    check_onboarding(model_id, hf_repo, revision)
+    check_onboarding(model_id, hf_repo, revision, title)
+    if config_path.is_dir():  # a model folder: its config.json
+        config_path = config_path / "config.json"
+    if config_path.suffix == ".gguf":
+        raise KvMathError(f"{config_path.name}: --add-model takes a config.json (or a folder holding one), not a GGUF "
+                          "(kvmath reads a .gguf file directly: give its path as the model)")
     revision = revision or revision_from_path(config_path)
     if not revision:
         raise KvMathError(f"{config_path.name}: give --revision, the Hub commit this config.json is from "
@@ -153,8 +171,8 @@ def write_model_facts(config_path: str | Path, model_id: str, *, title: str = ""
     if user and model_id in facts.packaged_models():
         raise KvMathError(f"{model_id!r} is a model kvmath ships; choose another --id")
     load_architecture(config_path)
-    raw = config_path.read_bytes()
-    full = json.loads(raw)
+    raw = read_bounded(config_path, MAX_CONFIG_BYTES, "config.json")  # the same file, bounded as load read it
+    full = parse_json(raw, str(config_path), MAX_CONFIG_BYTES)
     text = full.get("text_config", full)
     config = {k: text[k] for k in _every_key_read() if k in text}
     if "dtype" not in config and (full.get("dtype") or full.get("torch_dtype")):
@@ -335,11 +353,23 @@ def book_chapters(toc: Path | None = None) -> list[dict]:
     return out
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m kvmath.book.model_chapter", description=__doc__.split("\n")[0])
-    from ..clitools import print_message
+class _Parser(argparse.ArgumentParser):
+    """The command's parser: a failed write of --help is an error, not exit 0, and a usage error is one line
+    (exit 2), as in every other command (kvmath.clitools)."""
 
-    p._print_message = print_message  # a failed write of --help is an error, not exit 0 (clitools)
+    def _print_message(self, message, file=None):
+        from ..clitools import print_message
+
+        print_message(message, file)
+
+    def error(self, message):
+        from ..validate import one_line
+
+        self.exit(2, f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
+
+
+def main(argv=None) -> int:
+    p = _Parser(prog="python -m kvmath.book.model_chapter", description=__doc__.split("\n")[0])
     p.add_argument("--model", help="known model id or config.json path: write its chapter")
     p.add_argument("--title", default="")
     p.add_argument("--out", help="output .ipynb (default notebooks/generated/<id>.ipynb)")

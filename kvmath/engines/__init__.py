@@ -96,9 +96,10 @@ def all_formats() -> list[KVFormat]:
 
 
 def format_owners(name: str, exclude: str = "") -> list[str]:
-    """The engines (other than ``exclude``) with a cache format named ``name`` (case-insensitive)."""
-    key = str(name).lower()
-    return [n for n, e in ENGINES.items() if n != exclude and key in (f.lower() for f in e.formats)]
+    """The engines (other than ``exclude``) with a cache format named ``name`` (spelt exactly: the engines'
+    parsers are case-sensitive)."""
+    key = str(name)
+    return [n for n, e in ENGINES.items() if n != exclude and key in e.formats]
 
 
 def engine_for_launch(argv) -> tuple[Engine, int] | None:

@@ -24,8 +24,10 @@ from functools import lru_cache
 
 from ..errors import KvMathError, choices
 
-_SEMVER = re.compile(r"^[vV]?(\d{1,4})\.(\d{1,4})(?:\.(\d{1,4}))?(?:\.?(?:post|rc|a|b|dev)\d{0,4})?$")
-_BUILD = re.compile(r"^[bB](\d{1,6})$")
+# ASCII digits only (re.ASCII): a release is spelled with them (PEP 440, llama.cpp's bNNNN tags), and Python's
+# \d and int() would read Arabic-Indic or fullwidth digits ("٠.٢٤.٠") as a real release
+_SEMVER = re.compile(r"^[vV]?(\d{1,4})\.(\d{1,4})(?:\.(\d{1,4}))?(?:\.?(?:post|rc|a|b|dev)\d{0,4})?$", re.ASCII)
+_BUILD = re.compile(r"^[bB](\d{1,6})$", re.ASCII)
 
 
 @lru_cache(maxsize=512)
@@ -53,7 +55,7 @@ def release_key(text: str, *, what: str = "version") -> tuple[int, ...]:
     base = parse_version(text, what=what)
     if len(base) == 1:
         return base
-    m = re.search(r"post(\d{1,4})$", text.strip())
+    m = re.search(r"post([0-9]{1,4})$", text.strip())
     return base + (int(m.group(1)) if m else 0,)
 
 

@@ -258,8 +258,12 @@ class _Config:
         return value
 
     def dtype(self) -> str:
-        value = self.cfg.get("dtype") or self.cfg.get("torch_dtype") or "bfloat16"
-        return _dtype_name(value, "dtype")
+        # the first of dtype / torch_dtype the config states; neither: bfloat16. An empty string is not absent:
+        # transformers 5.23 refuses it ("module 'torch' has no attribute ''"), so it is refused here too
+        for key in ("dtype", "torch_dtype"):
+            if self.cfg.get(key) is not None:
+                return _dtype_name(self.cfg[key], key)
+        return "bfloat16"
 
     def layer_types(self, n_layers: int, allowed: tuple[str, ...]) -> list[str] | None:
         value = self.cfg.get("layer_types")
@@ -267,12 +271,12 @@ class _Config:
             return None
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise KvMathError("config field layer_types must be a list of strings")
-        if len(value) < n_layers:
+        if len(value) != n_layers:
+            # transformers 5.23 PreTrainedConfig.validate_layer_type refuses any other length (vLLM loads the
+            # config through it): "`num_hidden_layers` (64) must be equal to the number of `layer_types` (1000)"
             raise KvMathError(
                 f"layer_types has {len(value)} entries but num_hidden_layers is {n_layers}; they must agree"
             )
-        # transformers' layer_type_validation accepts extra entries for MTP layers; only the decoder's count.
-        value = value[:n_layers]
         bad = sorted(set(value) - set(allowed))
         if bad:
             raise KvMathError(

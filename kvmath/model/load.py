@@ -16,7 +16,7 @@ from pathlib import Path
 
 from .. import facts
 from ..errors import KvMathError
-from ..validate import check_config, check_regular_file, parse_json, read_bounded
+from ..validate import MAX_NAME, check_bool, check_config, check_name, check_regular_file, parse_json, read_bounded
 from .checkpoint import check_link
 from .hf import architecture_from_config
 from .specs import Architecture
@@ -47,6 +47,10 @@ def load_architecture(src, *, name: str | None = None, offline: bool | None = No
     closest known one), an unknown ``model_type`` (naming the fields that would be needed) and
     impossible values.
     """
+    if name is not None:
+        check_name(name, "name", maximum=MAX_NAME)
+    if offline is not None:
+        check_bool(offline, "offline")
     if isinstance(src, Architecture):
         return src
     if isinstance(src, dict):
@@ -61,9 +65,13 @@ def load_architecture(src, *, name: str | None = None, offline: bool | None = No
     path = Path(text)
     folder = None
     try:
-        st = os.stat(path) if os.path.lexists(path) else None
+        # the text as given, not the Path: pathlib drops a trailing slash, so "config.json/" (a file named as a
+        # folder: ENOTDIR for open and stat) would read config.json
+        st = os.stat(text) if os.path.lexists(text) else None
     except OSError as e:
         raise KvMathError(f"{text[:200]}: cannot read ({e.strerror})") from None
+    if st is None and text.endswith("/") and os.path.lexists(path):
+        raise KvMathError(f"{text[:200]}: not a folder (a trailing / names a folder; the file is {path})")
     if st is None and os.path.islink(path):
         raise KvMathError(f"{text[:200]}: a link to nothing (dangling symlink)")
     if st is not None and stat.S_ISDIR(st.st_mode):

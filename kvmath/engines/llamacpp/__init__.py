@@ -311,13 +311,16 @@ class LlamaCppEngine(Engine):
         check_overrides(out.pop("override_tensor", None))
         ts = out.pop("tensor_split", None)
         if ts is not None:
+            from .launch import split_tensor_split
+
+            pieces = split_tensor_split(ts)  # llama.cpp's split and its 15-piece bound
             try:
-                parts = [stof_float(x, "--tensor-split") for x in str(ts).replace("/", ",").split(",")]
+                parts = [stof_float(x, "--tensor-split") for x in pieces]
             except KvMathError:
                 raise KvMathError(f"--tensor-split takes proportions of ASCII digits like 3,1, got {_short(ts)}") from None
             import math
 
-            if len(parts) > 4096 or not all(math.isfinite(x) and 0 <= x <= 1e12 for x in parts):
+            if not all(math.isfinite(x) and 0 <= x <= 1e12 for x in parts):
                 raise KvMathError(f"--tensor-split takes finite non-negative proportions like 3,1 (all 0: llama.cpp's "
                                   f"own split); got {_short(ts)}")
         out.pop("split_mode", None)

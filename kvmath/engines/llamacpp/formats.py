@@ -63,12 +63,15 @@ def llamacpp_type(name: str) -> ElementFormat:
     """
     if not isinstance(name, str):
         raise KvMathError(f"llama.cpp cache type must be a name, got {_short(name)}; valid: {choices(LLAMACPP_CACHE_TYPES)}")
-    key = name.lower()
+    # exact spelling: common/arg.cpp kv_cache_type_from_str compares with ggml_type_name ("q8_0"), so "Q8_0" is
+    # "Unsupported cache type" to llama.cpp
+    key = name
     if key in TURBO_TYPES:
         return TURBO_TYPES[key]
     if key not in LLAMACPP_CACHE_TYPES:
+        hint = f" (names are lower case: {name.lower()!r})" if name.lower() in LLAMACPP_CACHE_TYPES + tuple(TURBO_TYPES) else ""
         raise KvMathError(
-            f"unknown llama.cpp cache type {_short(name)}; valid: {choices(LLAMACPP_CACHE_TYPES + tuple(TURBO_TYPES))}"
+            f"unknown llama.cpp cache type {_short(name)}{hint}; valid: {choices(LLAMACPP_CACHE_TYPES + tuple(TURBO_TYPES))}"
         )
     return _ggml(key)
 

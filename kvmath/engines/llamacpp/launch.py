@@ -17,7 +17,7 @@ import re
 from typing import Mapping, Sequence
 
 from ...errors import KvMathError, choices
-from ...validate import _short, stof_float
+from ...validate import INT32_MAX, INT32_MIN, _short, stof_float
 from .builds import TABLE
 
 MAX_INT = 1 << 40
@@ -181,9 +181,11 @@ def check_overrides(specs) -> tuple[tuple[str, str], ...]:
 
 def _int(value: str, flag: str, lo: int = 0, hi: int = MAX_INT) -> int:
     text = str(value).strip()
-    if not re.fullmatch(r"-?[0-9]{1,15}", text):  # ASCII digits only, as std::stoi reads them
+    if not re.fullmatch(r"[+-]?[0-9]{1,15}", text):  # ASCII digits only, as std::stoi reads them
         raise KvMathError(f"{flag} takes an integer, got {_short(value)}")
     n = int(text)
+    if not INT32_MIN <= n <= INT32_MAX:  # std::stoi throws std::out_of_range past a C++ int
+        raise KvMathError(f"{flag} takes a 32-bit integer (std::stoi: {INT32_MIN:,} to {INT32_MAX:,}), got {_short(value)}")
     if not lo <= n <= hi:
         raise KvMathError(f"{flag} must be between {lo:,} and {hi:,}, got {n:,}")
     return n
@@ -244,6 +246,27 @@ def _split(argv: Sequence[str]) -> tuple[dict, list[str]]:
         else:
             given[key] = _value(name, kind, value)
     return given, notes
+
+
+TS_MAX = 15
+"""Most ``-ts`` proportions llama.cpp takes: common/arg.cpp refuses ``split_arg.size() >= llama_max_devices()``
+("got %d input configs, but system only has %d devices"), and ``llama_max_devices()`` is 16 (src/llama.cpp)."""
+
+
+def split_tensor_split(value) -> list[str]:
+    """``-ts`` / ``--tensor-split`` split as llama.cpp splits it (common/arg.cpp): on runs of ``,`` and ``/``
+    (``std::regex "[,/]+"`` with ``std::sregex_token_iterator``, which drops an empty last piece, so ``3,,1`` and
+    ``3/1,`` are two proportions and ``,1`` has an empty first one that std::stof refuses); at most
+    :data:`TS_MAX` pieces. Each piece is the caller's to read (:func:`kvmath.validate.stof_float`). Raises
+    KvMathError."""
+    text = str(value)
+    parts = re.split(r"[,/]+", text)
+    if len(parts) > 1 and parts[-1] == "":
+        parts.pop()
+    if len(parts) > TS_MAX:
+        raise KvMathError(f"-ts gives {len(parts)} proportions; llama.cpp takes at most {TS_MAX} (\"got {len(parts)} input "
+                          "configs, but system only has 16 devices\")")
+    return parts
 
 
 def _value(flag: str, kind: str, value: str):
@@ -420,10 +443,8 @@ def _devices(s: dict) -> int:
 
         resolve(s["devices"], None)  # one backend per launch (a mixed list is refused here, in one line)
     if s["tensor_split"] is not None:
-        parts = str(s["tensor_split"]).replace("/", ",").split(",")
-        ts = tuple(_float(x, "-ts", 0.0, 1e6) for x in parts)
-        if not 1 <= len(ts) <= 16:  # all zero is llama.cpp's default split (llama-model.cpp load_tensors: all_zero)
-            raise KvMathError(f"-ts takes 1-16 non-negative proportions, got {_short(s['tensor_split'])}")
+        # all zero is llama.cpp's default split, by free memory (llama-model.cpp load_tensors: all_zero)
+        ts = tuple(_float(x, "-ts", 0.0, 1e6) for x in split_tensor_split(s["tensor_split"]))
         s["tensor_split"] = ts
         n = max(n, len(ts)) if s["devices"] is None else n
     if s["split_mode"] == "none":

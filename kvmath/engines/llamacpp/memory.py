@@ -78,7 +78,7 @@ from ...model.load import load_architecture
 from ...model.specs import SLIDING, STATE_LAYER_TYPES, Architecture
 from ..base import require_kinds
 from ...units import MiB, round_up
-from ...validate import MAX_TOKENS, check_count
+from ...validate import MAX_TOKENS, check_bool, check_count
 from .formats import llamacpp_type
 
 # ---------------------------------------------------------------------------------------------------
@@ -636,6 +636,17 @@ def _sliding_window(arch, attn) -> int:
     return windows.pop() if windows else 0
 
 
+def _switches(flash_attn, **flags) -> str:
+    """``flash_attn`` as llama.cpp's ``-fa`` value (auto, on, off), each of ``flags`` True or False (a string "no"
+    or the number 2 would read as on). Raises KvMathError."""
+    for flag, value in flags.items():
+        check_bool(value, flag)
+    fa = _FLASH_ATTN.get(flash_attn if isinstance(flash_attn, bool) else str(flash_attn).lower())
+    if fa is None:
+        raise KvMathError(f"flash_attn must be one of auto, on, off; got {_short(flash_attn)}")
+    return fa
+
+
 def llamacpp_memory(
     model,
     *,
@@ -673,9 +684,8 @@ def llamacpp_memory(
     arch = load_architecture(model)
     require_kinds("llama.cpp", arch, LLAMACPP_KINDS)
     rules, fork_rules = _rules(build, fork)
-    fa = _FLASH_ATTN.get(flash_attn if isinstance(flash_attn, bool) else str(flash_attn).lower())
-    if fa is None:
-        raise KvMathError(f"flash_attn must be one of auto, on, off; got {_short(flash_attn)}")
+    fa = _switches(flash_attn, swa_full=swa_full, kv_unified=kv_unified, turbo_auto_asymmetric=turbo_auto_asymmetric,
+                   turbo_boundary_v=turbo_boundary_v)
     n_parallel, n_batch, n_ubatch = (_count(v, k) for v, k in ((n_parallel, "n_parallel"), (n_batch, "n_batch"),
                                                                (n_ubatch, "n_ubatch")))
     n_ctx, n_rs_seq = _count(n_ctx, "n_ctx", minimum=0), _count(n_rs_seq, "n_rs_seq", minimum=0)

@@ -790,7 +790,17 @@ def mm_limits(arch, limit_mm_per_prompt: dict | None) -> tuple[int, tuple[str, .
     for m, v in limit_mm_per_prompt.items():
         if m not in MM_MODALITIES:
             raise KvMathError(f"--limit-mm-per-prompt: unknown modality {_short(m)}; valid: {choices(MM_MODALITIES)}")
-        n = v.get("count") if isinstance(v, dict) else v
+        if isinstance(v, dict):
+            # the dict form's other keys (width / height, num_frames, length) size the dummy item vLLM profiles
+            # with (ImageDummyOptions etc., vllm/config/multimodal.py 0.24.0), which kvmath does not model;
+            # "count" left out is BaseDummyOptions' default, 999
+            other = sorted(str(k) for k in v if k != "count")
+            if other:
+                raise KvMathError(f"--limit-mm-per-prompt {m}: {_short(other[0])} sets the size of the item vLLM profiles "
+                                  "with, which kvmath does not model; give only the count (e.g. {\"image\": 2})")
+            n = v.get("count", MM_LIMIT_UNSET)
+        else:
+            n = v
         if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= MAX_TOKENS:
             raise KvMathError(f"--limit-mm-per-prompt {m}: the count must be a whole number >= 0, got {_short(v)}")
         limits[m] = n

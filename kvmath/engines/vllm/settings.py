@@ -126,6 +126,10 @@ class VllmSettings:
             check_bool(self.async_scheduling, "async_scheduling")
         for name in ("kv_cache_dtype", "mamba_cache_dtype", "mamba_ssm_cache_dtype"):
             check_name(getattr(self, name), name, maximum=64)
+        if self.kv_cache_dtype != "auto":  # a vLLM CacheDType (vllm/config/cache.py), checked here, not at first use
+            from .formats import vllm_format
+
+            vllm_format(self.kv_cache_dtype)
         for name in ("mamba_cache_dtype", "mamba_ssm_cache_dtype"):  # checked for every model, not only hybrids
             if getattr(self, name) != "auto":
                 from .rules import state_dtype
