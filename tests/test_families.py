@@ -211,7 +211,7 @@ def test_tally_of_real_configs():
     """Of the published configs (not the class-default files): how many read exactly, how many refused."""
     real = [c for c in CASES if not c.startswith(DEFAULTS)]
     read = [c for c in real if c not in REFUSED]
-    assert (len(real), len(read), len(real) - len(read)) == (52, 45, 7)
+    assert (len(real), len(read), len(real) - len(read)) == (53, 46, 7)
 
 
 def test_unknown_wrapper_is_refused_not_read_from_its_text_part():
@@ -495,3 +495,17 @@ def test_gpt_neo_local_layers_keep_every_token_in_transformers_cache():
                                     overrides=OVERRIDES["EleutherAI__gpt-neo-125M"], threads=1)
     d = kvmath.derive(arch, engine="transformers", max_ctx=PREFILL + DECODE, max_num_seqs=BATCH)
     assert real["total_bytes"] == d.total_bytes == 4 * BATCH * (PREFILL + DECODE) * 2 * 64 * 2 * 2
+
+
+def test_starcoder2_window_per_engine():
+    """StarCoder2-7B's sliding_window 4096 on every layer: transformers and vLLM window it (vLLM 0.24: no
+    layer_types, so not interleaved, and CacheConfig.sliding_window is the model's: engine/arg_utils.py), llama.cpp
+    runs it full (conversion/starcoder.py writes no window; src/models/starcoder2.cpp reads none). By hand, at
+    n_ctx 16,384: llama.cpp 6 layers x 4 KV heads x 128 x (K + V) x 2 B x 16,384 = 201,326,592 B; vLLM's
+    SlidingWindowSpec holds cdiv(4,095 + 2,048 batched tokens, 16) + 1 = 385 blocks of 16 = 6,160 cells a layer."""
+    arch = kvmath.load_architecture(_config("bigcode__starcoder2-7b"))
+    assert {(a.layer_type, a.sliding_window, a.num_kv_heads, a.head_dim) for a in arch.layers} == {
+        ("sliding_attention", 4096, 4, 128)}
+    assert kvmath.derive(arch, engine="llama.cpp", max_ctx=16384).total_bytes == 201_326_592
+    v = kvmath.derive(arch, engine="vllm", max_ctx=16384)
+    assert [(g.layer_type, g.cells) for g in v.groups] == [("sliding_attention", 6160)]

@@ -189,12 +189,29 @@ def _qwen3_vl_moe(c: _Config, name: str, source: str):
     return _full_only(c, name, source)
 
 
-@_family("starcoder2", "phimoe")
+@_family("phimoe")
 def _window_unchecked(c: _Config, name: str, source: str):
-    """StarCoder2 and Phi-3.5-MoE: full attention; a ``sliding_window`` (the published configs set one) is
-    refused: transformers 5.23 would window every layer, and kvmath has not checked what vLLM's and llama.cpp's
-    converters do with it for these families."""
+    """Phi-3.5-MoE: full attention; a ``sliding_window`` (the published configs set one) is refused:
+    transformers 5.23 would window every layer, and kvmath has not checked what vLLM's and llama.cpp's converters
+    do with it for this family."""
     return _full_only(c, name, source, window=_WINDOW_UNCHECKED)
+
+
+@_family("starcoder2")
+def _starcoder2(c: _Config, name: str, source: str):
+    """StarCoder2: GQA on every layer, head width ``hidden_size / num_attention_heads`` (modeling_starcoder2.py),
+    and with a ``sliding_window`` (the published 3B / 7B / 15B configs: 4096) every layer windowed.
+
+    transformers 5.23 builds the cache that way (``Starcoder2Config`` has no ``layer_types``, so cache_utils
+    ``get_layer_types_and_kwargs`` makes every layer sliding when the config has a window); vLLM 0.24 too: with no
+    ``layer_types`` the model is not interleaved (transformers_utils/config.py ``is_interleaved``), so
+    engine/arg_utils.py sets ``CacheConfig.sliding_window`` to the config's and starcoder2.py's ``Attention``
+    takes it as the model-level window (layers/attention/attention.py). llama.cpp runs it without one: its
+    converter writes no window for ``Starcoder2ForCausalLM`` (conversion/starcoder.py) and src/models/starcoder2.cpp
+    reads none (``kvmath.engines.llamacpp.memory.NO_WINDOW_MODEL_TYPES``). ``sliding_window`` null: full."""
+    n = c.layer_count()
+    return _arch(c, name, source, _attention_layers(c, [SLIDING if c.has("sliding_window") else FULL] * n),
+                 c.int("num_attention_heads"))
 
 
 @_family("phi3")

@@ -427,12 +427,13 @@ def _extra(c, alignment: int) -> int:
 LLAMACPP_KINDS = ("attention", "mla", "gdn", "mamba2", "kda", "none", "attention_mamba2")
 """The layer kinds (spec ``kind``) this module has rules for; others are refused (``base.require_kinds``)."""
 
-NO_WINDOW_MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3", "phi3")
+NO_WINDOW_MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3", "phi3", "starcoder2")
 """Families llama.cpp runs without a window: their converters write no ``sliding_window`` and their
 ``load_arch_hparams`` read none (conversion/llama.py, conversion/qwen.py; src/models/llama.cpp,
 qwen2.cpp, qwen3.cpp), so a config's window (Mistral 7B v0.1) becomes a full cache in llama.cpp. Phi-3's
 window is read and then dropped (src/llama-model.cpp LLM_ARCH_PHI3: "Phi SWA is currently disabled",
-ggml-org/llama.cpp#13676)."""
+ggml-org/llama.cpp#13676). StarCoder2's converter writes none (conversion/starcoder.py ``StarCoder2Model``, 0c1e570)
+and src/models/starcoder2.cpp reads none."""
 
 
 @dataclass(frozen=True)

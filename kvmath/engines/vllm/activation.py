@@ -155,7 +155,9 @@ UNGATED_MLP = {
     "opt": "opt.py OPTDecoderLayer fc1", "bloom": "bloom.py BloomMLP dense_h_to_4h",
     "falcon": "falcon.py FalconMLP dense_h_to_4h", "gpt_neox": "gpt_neox.py GPTNeoXMLP dense_h_to_4h",
     "phi": "phi.py PhiMLP fc1", "nemotron": "nemotron.py NemotronMLP up_proj",
-    "starcoder2": "starcoder2.py Starcoder2MLP c_fc",
+    "starcoder2": "starcoder2.py Starcoder2MLP c_fc", "apertus": "apertus.py ApertusMLP up_proj (xIELU)",
+    "arcee": "arcee.py ArceeMLP up_proj (ReLU^2)", "mpt": "mpt.py MPTMLP up_proj",
+    "persimmon": "persimmon.py PersimmonMLP dense_h_to_4h",
 }
 """Dense model_types whose vLLM MLP is not gated (model_executor/models/<file> at 0.24.0): one up projection
 [T, I] and the activation's own output [T, I] (the activation ops write a new tensor), where a gated MLP holds
