@@ -1400,3 +1400,9 @@ def test_malformed_hf_endpoint_is_one_line(tmp_path):
     env = dict(os.environ, HF_ENDPOINT="http://[::1", HF_HUB_OFFLINE="0", HF_HOME=str(tmp_path / "hf"))
     r = cli("kvmath", "--config", "Qwen/Qwen3-14B", env=env)
     assert_one_line_error(r, "kvmath", contains="HF_ENDPOINT 'http://[::1' is not a URL")
+
+
+def test_vllm_kv_cache_dtype_that_kvmath_does_not_price_is_named_so():
+    code, _, err = run_cli_in_process("kvmath-fit", ["vllm", "serve", "Qwen/Qwen3-32B", "--card", "h100",
+                                                     "--kv-cache-dtype", "fp8_inc"])
+    assert code == 2 and "'fp8_inc' is a vLLM kv_cache_dtype kvmath does not price" in err, err

@@ -219,6 +219,13 @@ def _vllm_int(name, maximum: int = MAX_TOKENS):
     return conv
 
 
+UNMODELLED_CACHE_DTYPES = {
+    "fp8_inc": "Intel Gaudi's FP8 through Intel Neural Compressor",
+    "fp8_ds_mla": "DeepSeek MLA's packed FP8 layout with its scales",
+}
+"""vLLM 0.24.0 ``CacheDType`` names (vllm/config/cache.py) kvmath has no byte rule for."""
+
+
 def _cache_dtype(text):
     """``--kv-cache-dtype`` as ``vllm serve`` parses it: one of ``CacheDType``'s names exactly (vllm/config/cache.py;
     arg_utils gives argparse the Literal's values as ``choices``, which compares case-sensitively), so ``FP8`` or
@@ -229,6 +236,9 @@ def _cache_dtype(text):
     names = {"auto", "fp8"} | {f.flag or f.name for f in VLLM_FORMATS.values()}
     if text in names:
         return text
+    if text in UNMODELLED_CACHE_DTYPES:
+        raise argparse.ArgumentTypeError(f"{text!r} is a vLLM kv_cache_dtype kvmath does not price "
+                                         f"({UNMODELLED_CACHE_DTYPES[text]}); priced: {', '.join(sorted(names))}")
     low = text.lower()
     spelled = low if low in names else next(
         (f.flag or f.name for f in VLLM_FORMATS.values() if low in (f.name, f.flag, *f.aliases)), None)
