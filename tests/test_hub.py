@@ -464,6 +464,8 @@ def test_a_dripping_hub_is_refused_not_waited_on(repo, what, tmp_path, monkeypat
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
     for k in ("HF_TOKEN", "HF_HUB_OFFLINE", "HF_HUB_CACHE", "HF_ASSETS_CACHE"):
         monkeypatch.delenv(k, raising=False)
+    import huggingface_hub.constants  # online, as the env fixture makes it (conftest's HF_HUB_OFFLINE=1 is read
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)  # at the library's first import)
     monkeypatch.setattr(hub, "TIMEOUT_S", 1.0)
     monkeypatch.setattr(hub, "MIN_RATE", 2**40)  # the bound is TIMEOUT_S alone
     load._hub.cache_clear()
