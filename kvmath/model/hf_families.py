@@ -852,6 +852,8 @@ def _step3p5(c: _Config, name: str, source: str):
     if isinstance(raw, list) and len(raw) not in (n, n + mtp):
         raise KvMathError(f"step3p5 layer_types has {len(raw)} entries; transformers takes num_hidden_layers {n} "
                           f"(+ {mtp} MTP entries)")
+    if isinstance(raw, list) and mtp and len(raw) == n + mtp:  # the MTP entries: split off, as Step3p7TextConfig
+        c = _Config(dict(c.cfg, layer_types=raw[:n]), c.model_type)  # builds num_hidden_layers decoder layers
     if isinstance(raw, list) and "minimax_m3_sparse" in raw[:n]:
         raise KvMathError("step3p5 layer_types has minimax_m3_sparse layers (sparse attention with a block indexer); "
                           "kvmath has no spec for their cache")
