@@ -1175,6 +1175,22 @@ def _moe_mlp(lin, m: str, tc: dict, mt: str, H: int, E: int, moe_inter: int, sha
     return out
 
 
+def _vit_layers(prefix: str, n: int, w: int, ff: int, dt: str) -> list[tuple[str, str, tuple]]:
+    """``n`` ViT encoder layers under ``prefix`` (``<prefix>.<i>.``), width ``w`` and MLP ``ff``: q / k / v /
+    out_proj [w, w] with biases, fc1 / fc2 [ff, w] / [w, ff] with biases, LayerNorms ``layer_norm1`` /
+    ``layer_norm2`` (the CLIP / SigLIP layout, transformers 5.23 models/clip ``CLIPEncoderLayer``)."""
+    rows: list[tuple[str, str, tuple]] = []
+    for i in range(n):
+        p = f"{prefix}.{i}"
+        for proj in ("q_proj", "k_proj", "v_proj", "out_proj"):
+            rows += [(f"{p}.self_attn.{proj}.weight", dt, (w, w)), (f"{p}.self_attn.{proj}.bias", dt, (w,))]
+        rows += [(f"{p}.mlp.fc1.weight", dt, (ff, w)), (f"{p}.mlp.fc1.bias", dt, (ff,)),
+                 (f"{p}.mlp.fc2.weight", dt, (w, ff)), (f"{p}.mlp.fc2.bias", dt, (w,))]
+        for norm in ("layer_norm1", "layer_norm2"):
+            rows += [(f"{p}.{norm}.weight", dt, (w,)), (f"{p}.{norm}.bias", dt, (w,))]
+    return rows
+
+
 def _voxtral_audio(ac: dict, dt: str, text_hidden: int) -> list[tuple[str, str, tuple]]:
     """Voxtral's Whisper-style audio encoder and projector (transformers 5.23 models/voxtral ``VoxtralEncoder``,
     ``VoxtralMultiModalProjector``): ``conv1`` [w, num_mel_bins, 3] and ``conv2`` [w, w, 3] with biases,
@@ -1223,14 +1239,7 @@ def _clip_llava(vc: dict, dt: str, text_hidden: int) -> list[tuple[str, str, tup
     rows = [(f"{t}.embeddings.class_embedding", dt, (w,)), (f"{t}.embeddings.patch_embedding.weight", dt, (w, 3, ps, ps)),
             (f"{t}.embeddings.position_embedding.weight", dt, ((img // ps) ** 2 + 1, w)),
             (f"{t}.pre_layrnorm.weight", dt, (w,)), (f"{t}.pre_layrnorm.bias", dt, (w,))]
-    for i in range(n):
-        p = f"{t}.encoder.layers.{i}"
-        for proj in ("q_proj", "k_proj", "v_proj", "out_proj"):
-            rows += [(f"{p}.self_attn.{proj}.weight", dt, (w, w)), (f"{p}.self_attn.{proj}.bias", dt, (w,))]
-        rows += [(f"{p}.mlp.fc1.weight", dt, (ff, w)), (f"{p}.mlp.fc1.bias", dt, (ff,)),
-                 (f"{p}.mlp.fc2.weight", dt, (w, ff)), (f"{p}.mlp.fc2.bias", dt, (w,))]
-        for norm in ("layer_norm1", "layer_norm2"):
-            rows += [(f"{p}.{norm}.weight", dt, (w,)), (f"{p}.{norm}.bias", dt, (w,))]
+    rows += _vit_layers(f"{t}.encoder.layers", n, w, ff, dt)
     j = "model.multi_modal_projector"
     rows += [(f"{t}.post_layernorm.weight", dt, (w,)), (f"{t}.post_layernorm.bias", dt, (w,)),
              (f"{j}.linear_1.weight", dt, (text_hidden, w)), (f"{j}.linear_1.bias", dt, (text_hidden,)),
@@ -1303,15 +1312,7 @@ def _vision_tower(vc: dict, dt: str, text_hidden: int, prefix: str = "model.visi
                           "checkpoint size (--weights-gb)")
     n = _int(vc, "num_hidden_layers", "depth", "encoder_layers", "num_layers", default=0)
     ff = _int(vc, "intermediate_size", "encoder_ffn_dim", default=4 * w)
-    rows: list[tuple[str, str, tuple]] = []
-    for i in range(n):
-        p = f"{prefix}.encoder.layers.{i}"
-        for proj in ("q_proj", "k_proj", "v_proj", "out_proj"):
-            rows += [(f"{p}.self_attn.{proj}.weight", dt, (w, w)), (f"{p}.self_attn.{proj}.bias", dt, (w,))]
-        rows += [(f"{p}.mlp.fc1.weight", dt, (ff, w)), (f"{p}.mlp.fc1.bias", dt, (ff,)),
-                 (f"{p}.mlp.fc2.weight", dt, (w, ff)), (f"{p}.mlp.fc2.bias", dt, (w,))]
-        for norm in ("layer_norm1", "layer_norm2"):
-            rows += [(f"{p}.{norm}.weight", dt, (w,)), (f"{p}.{norm}.bias", dt, (w,))]
+    rows = _vit_layers(f"{prefix}.encoder.layers", n, w, ff, dt)
     if patch:
         ps = _int(vc, "patch_size", default=14)
         ch = _int(vc, "num_channels", "in_channels", "in_chans", default=3)
