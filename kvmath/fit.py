@@ -122,6 +122,9 @@ def _run(argv: list[str]) -> int:
 
         return vllm_run(argv)
     engine, n = match
+    if any(a in ("-h", "--help") for a in argv[n:]) and engine.launch_flags():  # vLLM's parser has its own
+        print(engine.launch_help(argv[:n]))
+        return 0
     own = engine.front_door(argv[:n], argv[n:])
     if own is not None:
         return own

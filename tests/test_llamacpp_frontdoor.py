@@ -200,3 +200,21 @@ def test_a_shortfall_below_one_mib_keeps_two_decimals():
     short = 20_972  # 0.02 MiB: 20,972 / 1,048,576 = 0.0200 MiB
     v, _ = _verdict(argv[:-1] + [str(used - short)])
     assert v.outcome == "oom" and "CUDA0 short by 0.02 MiB" in v.message  # was "short by 0 MiB"
+
+
+@pytest.mark.parametrize("line, priced, ignored", [
+    (["llama-server", "--help"], "-ngl", "--port"),
+    (["llama-cli", "-h"], "--n-cpu-moe", "--temp"),
+    (["python", "-m", "sglang.launch_server", "--help"], "--mem-fraction-static", "--port"),
+])
+def test_front_door_help_lists_the_flags_read(capsys, line, priced, ignored):
+    """``kvmath-fit <program> --help`` answers with the flags kvmath reads, exit 0: llama-server and SGLang both
+    have a --help of their own, so the front door must not refuse the flag as unknown."""
+    from kvmath.fit import run
+
+    assert run(line) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"usage: kvmath-fit {' '.join(line[:-1])} ")
+    head, _, rest = out.partition(" ignored ")
+    assert priced in head and ignored in rest.partition(" refused ")[0]
+    assert "exit status: 0 boots, 1 does not boot, 2 bad input, 3 internal error" in out

@@ -348,6 +348,31 @@ class Engine(ABC):
         through :meth:`parse_launch`, :meth:`verdict` and the solvers."""
         return None
 
+    def launch_flags(self) -> dict[str, list[str]]:
+        """The flags of this engine's launch line kvmath reads, by what it does with them (``{"priced": [...],
+        "ignored (no memory effect)": [...], ...}``): the front door's ``-h`` / ``--help`` text
+        (:meth:`launch_help`). Engines override it; the default names none."""
+        return {}
+
+    def launch_help(self, words: Sequence[str]) -> str:
+        """The text ``kvmath-fit <words> --help`` prints: the line's form, the flags kvmath reads
+        (:meth:`launch_flags`), the front door's own options and the exit statuses."""
+        import textwrap
+
+        from ..fit import FRONT_DOOR_FLAGS
+
+        lines = [f"usage: kvmath-fit {' '.join(words)} [{self.label} flags ...] [--card NAME | --device-memory SIZE] "
+                 "[--json] [--no-solve]", "",
+                 f"Prices a {self.label} launch line as pasted: the memory per device and whether it boots.", ""]
+        for what, flags in self.launch_flags().items():
+            lines.append(f"{self.label} flags {what}:")
+            lines += textwrap.wrap(", ".join(sorted(flags)), 110, initial_indent="  ", subsequent_indent="  ",
+                                   break_on_hyphens=False)
+        lines += ["", "front-door options: " + ", ".join(FRONT_DOOR_FLAGS) + " (--card: a card name as nvidia-smi, "
+                  "rocm-smi or PyTorch print it; --device-memory: any device's memory, e.g. 24GiB)",
+                  "exit status: 0 boots, 1 does not boot, 2 bad input, 3 internal error"]
+        return "\n".join(lines)
+
     def render(self, verdict: Verdict, answers: Mapping[str, Any]) -> str:
         """The text answer of the front door (engines override it with their own wording)."""
         return render_verdict(verdict, answers)

@@ -137,6 +137,14 @@ class LlamaCppEngine(Engine):
 
         return parse_launch(argv, env)
 
+    def launch_flags(self):
+        """llama.cpp flags by what kvmath does with them (kvmath.engines.llamacpp.launch tables)."""
+        from .launch import _FLAGS, IGNORED_BARE, IGNORED_VALUE, REFUSED
+
+        return {"priced (short and long names)": list(_FLAGS),
+                "ignored (they do not change device memory)": sorted(IGNORED_VALUE | IGNORED_BARE),
+                "refused (kvmath has no rule for them)": list(REFUSED)}
+
     def launch_for(self, words, argv, env=None):
         """``llama-server`` / ``llama-cli`` / ``llama-fit-params`` lines: the program decides the defaults of
         ``-np`` and the output rows the compute buffer is reserved for."""

@@ -269,6 +269,13 @@ class SglangEngine(Engine):
         return lines, {"sglang_pools": {**p.to_dict(), "log_lines": list(p.log_lines)}}
 
     # --- the budget protocol ------------------------------------------------------------------------------
+    def launch_flags(self):
+        """SGLang flags by what kvmath does with them (kvmath.engines.sglang.launch tables)."""
+        from .launch import IGNORED_SWITCH, IGNORED_VALUE, MODELLED, REFUSED
+
+        return {"priced": list(MODELLED), "ignored (they do not change memory)": [*IGNORED_VALUE, *IGNORED_SWITCH],
+                "refused (not modelled)": list(REFUSED)}
+
     def parse_launch(self, argv, env=None):
         from .launch import parse
 
