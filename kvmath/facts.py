@@ -330,6 +330,13 @@ def public_boots() -> list[dict]:
     return read_csv("measurements/vllm-public-boots.csv")
 
 
+def is_held_out_boot(rec: dict) -> bool:
+    """True for a public boot row kept out of every fit and coverage count: its ``notes`` begin with
+    "held out" (data/measurements/README.md). Such rows are priced only by their own held-out test
+    (tests/test_vllm_held_out.py), never by ``calibration.public_rows``."""
+    return (rec.get("notes") or "").lstrip().lower().startswith("held out")
+
+
 def source_doc() -> dict:
     """The source document's stated figures (``data/source_doc.json``)."""
     return read_json("source_doc.json")

@@ -1079,11 +1079,11 @@ def _budget_notes(arch, a: dict, W: _Weights, coeffs: dict, flags: dict, *, outc
 def _public_boot_counts() -> dict:
     """Model id -> how many public vLLM boot logs of it (data/measurements/vllm-public-boots.csv) have an
     "Available KV cache memory" figure, from the V1 engine (the rows ``calibration.public_rows`` can price)."""
-    from ...facts import find_model, public_boots
+    from ...facts import find_model, is_held_out_boot, public_boots
 
     out: dict = {}
     for rec in public_boots():
-        if not rec.get("available_kv_gib") or "V0" in rec.get("vllm_version", ""):
+        if not rec.get("available_kv_gib") or "V0" in rec.get("vllm_version", "") or is_held_out_boot(rec):
             continue
         entry = find_model(rec.get("model", ""))
         if entry is not None:

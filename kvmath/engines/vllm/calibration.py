@@ -935,13 +935,13 @@ def public_rows() -> list[Row]:
     rule's default, and the weights vLLM logged ("Model loading took", given as the checkpoint size so the
     test is of the non-KV terms). ``scope``: ``specified``, or ``projected`` when the log has no loading line
     and the checkpoint size is the deployments.json projection. Rows vLLM's V0 profiler logged are left out
-    (another profile run)."""
+    (another profile run). Rows marked held out (``facts.is_held_out_boot``) are left out."""
     from ... import facts as _facts
 
     out = []
     for rec in _facts.public_boots():
-        if not rec.get("available_kv_gib") or "V0" in rec.get("vllm_version", ""):
-            continue
+        if not rec.get("available_kv_gib") or "V0" in rec.get("vllm_version", "") or _facts.is_held_out_boot(rec):
+            continue  # held-out rows (notes "held out: ...") never enter the fit or the cross-validation
         try:
             model = _facts.resolve_model(rec["model"])["id"]
         except Exception:  # noqa: BLE001 - a model kvmath does not know

@@ -1,0 +1,134 @@
+"""Held-out public vLLM boots (issue 21): the rows of data/measurements/vllm-public-boots.csv whose notes begin
+"held out". They are used in no fit (``calibration.public_rows`` and the coverage counts skip them, through
+``facts.is_held_out_boot``); this file prices each one as a user would -- the launch line pasted into
+``kvmath-fit vllm serve ... --card`` -- and checks the answer against the figures the log printed (the row's
+``quoted_lines`` at its ``source_url``).
+
+``EXPECTED`` is the held-out result at the commit that added the rows, hits and misses alike, each with its
+measured residual (predicted - logged, GiB): a change that moves a prediction by more than 0.05 GiB, or changes
+an outcome, fails here and must update the table (and the shares below) on purpose. P119 has no priceable
+launch line (see its notes) and is only checked to stay out of the fit."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kvmath import facts
+from kvmath.engines.vllm import calibration
+from kvmath.fit import main
+
+ROWS = {r["id"]: r for r in facts.public_boots()}
+HELD = sorted(i for i, r in ROWS.items() if facts.is_held_out_boot(r))
+
+# id -> (arguments after 'vllm serve', with the card and release named; kvmath's outcome ("refused" = exit 2, no
+# answer); the available KV cache kvmath predicts (GiB per card; PP rows: stage 0, the worker that logs the line))
+EXPECTED = {
+    # P120: logged 71.67, boots. Miss +0.91 (weights 48.32 estimated vs 48.5 logged).
+    "P120": (["google/gemma-4-26B-A4B", "--port", "8001", "--dtype", "bfloat16", "--max-model-len", "32768", "--served-model-name", "google/gemma-4-26B-A4B-it", "--gpu-memory-utilization", "0.9", "--card", "h200", "--vllm-version", "0.20.2"],
+             "boots", 72.58),
+    # P121: logged -2.28, no cache blocks. Outcome right; miss +1.65.
+    "P121": (["openai/gpt-oss-120b", "--async-scheduling", "--card", "h100", "--vllm-version", "0.11.0"],
+             "oom", -0.63),
+    # P122: logged 58.11. Hit +0.16.
+    "P122": (["meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "8192", "--gpu-memory-utilization", "0.95", "--no-enable-prefix-caching", "--card", "h100", "--vllm-version", "0.19.0"],
+             "boots", 58.27),
+    # P123: logged 58.11. Hit +0.16.
+    "P123": (["meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "32768", "--gpu-memory-utilization", "0.95", "--no-enable-prefix-caching", "--card", "h100", "--vllm-version", "0.19.0"],
+             "boots", 58.27),
+    # P124: logged 63.76. Miss +1.46: vLLM logged 2.07 GiB non-torch at TP 2, kvmath 0.64.
+    "P124": (["meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "8192", "--tensor-parallel-size", "2", "--gpu-memory-utilization", "0.95", "--no-enable-prefix-caching", "--card", "h100", "--vllm-version", "0.19.0"],
+             "boots", 65.22),
+    # P125: logged 67.44. Miss +1.52: vLLM logged 2.13 GiB non-torch at TP 4, kvmath 0.64.
+    "P125": (["meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "8192", "--tensor-parallel-size", "4", "--gpu-memory-utilization", "0.95", "--no-enable-prefix-caching", "--card", "h100", "--vllm-version", "0.19.0"],
+             "boots", 68.96),
+    # P126: logged 66.54 (PP0). Hit +0.22 (stage 0).
+    "P126": (["meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "8192", "--pipeline-parallel-size", "2", "--gpu-memory-utilization", "0.95", "--no-enable-prefix-caching", "--card", "h100", "--vllm-version", "0.19.0"],
+             "boots", 66.76),
+    # P127: logged 69.8 (PP0). Hit +0.22 (stage 0).
+    "P127": (["meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "8192", "--pipeline-parallel-size", "4", "--gpu-memory-utilization", "0.95", "--no-enable-prefix-caching", "--card", "h100", "--vllm-version", "0.19.0"],
+             "boots", 70.02),
+    # P128: logged 58.11. Hit +0.16.
+    "P128": (["meta-llama/Llama-3.1-8B-Instruct", "--dtype", "bfloat16", "--max-model-len", "8192", "--gpu-memory-utilization", "0.95", "--kv-cache-dtype", "fp8", "--no-enable-prefix-caching", "--card", "h100", "--vllm-version", "0.19.0"],
+             "boots", 58.27),
+    # P129: logged 64.61, boots. kvmath refuses online --quantization fp8 (exit 2): outcome not given.
+    "P129": (["meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "8192", "--quantization", "fp8", "--gpu-memory-utilization", "0.95", "--no-enable-prefix-caching", "--card", "h100", "--vllm-version", "0.19.0"],
+             "refused", None),
+    # P130: logged 42.8, boots. kvmath refuses --dtype float32 (exit 2): outcome not given.
+    "P130": (["meta-llama/Llama-3.1-8B-Instruct", "--dtype", "float32", "--max-model-len", "8192", "--gpu-memory-utilization", "0.95", "--no-enable-prefix-caching", "--card", "h100", "--vllm-version", "0.19.0"],
+             "refused", None),
+    # P131: logged 58.53. Hit +0.23.
+    "P131": (["Qwen/Qwen2.5-7B-Instruct", "--max-model-len", "8192", "--gpu-memory-utilization", "0.95", "--no-enable-prefix-caching", "--card", "h100", "--vllm-version", "0.19.0"],
+             "boots", 58.76),
+    # P132: logged 58.53. Hit +0.23.
+    "P132": (["Qwen/Qwen2.5-7B-Instruct", "--max-model-len", "32768", "--gpu-memory-utilization", "0.95", "--no-enable-prefix-caching", "--card", "h100", "--vllm-version", "0.19.0"],
+             "boots", 58.76),
+    # P133: logged 63.84. Miss +1.48 (non-torch 2.06 logged, 0.64 priced).
+    "P133": (["Qwen/Qwen2.5-7B-Instruct", "--max-model-len", "8192", "--tensor-parallel-size", "2", "--gpu-memory-utilization", "0.95", "--no-enable-prefix-caching", "--card", "h100", "--vllm-version", "0.19.0"],
+             "boots", 65.32),
+    # P134: logged 67.34. Miss +1.53 (non-torch 2.13 logged).
+    "P134": (["Qwen/Qwen2.5-7B-Instruct", "--max-model-len", "8192", "--tensor-parallel-size", "4", "--gpu-memory-utilization", "0.95", "--no-enable-prefix-caching", "--card", "h100", "--vllm-version", "0.19.0"],
+             "boots", 68.87),
+    # P135: logged 58.53. Hit +0.23.
+    "P135": (["Qwen/Qwen2.5-7B-Instruct", "--dtype", "bfloat16", "--max-model-len", "8192", "--gpu-memory-utilization", "0.95", "--kv-cache-dtype", "fp8", "--no-enable-prefix-caching", "--card", "h100", "--vllm-version", "0.19.0"],
+             "boots", 58.76),
+    # P136: logged 54.12. Hit +0.22 (priced as google/gemma-2-9b: the -it repo is not in the offline cache).
+    "P136": (["google/gemma-2-9b", "--max-model-len", "8192", "--gpu-memory-utilization", "0.95", "--no-enable-prefix-caching", "--card", "h100", "--vllm-version", "0.19.0"],
+             "boots", 54.34),
+    # P137: logged 58.47 then OOM in the sampler warm-up (1024 dummy requests). Outcome wrong (boots); KV hit +0.41.
+    "P137": (["openai/gpt-oss-20b", "--max-model-len", "8192", "--gpu-memory-utilization", "0.95", "--no-enable-prefix-caching", "--card", "h100", "--vllm-version", "0.19.0"],
+             "boots", 58.88),
+    # P138: logged 63.28 then OOM in the sampler warm-up. Outcome wrong (boots); miss +1.66.
+    "P138": (["openai/gpt-oss-20b", "--max-model-len", "8192", "--tensor-parallel-size", "2", "--gpu-memory-utilization", "0.95", "--no-enable-prefix-caching", "--card", "h100", "--vllm-version", "0.19.0"],
+             "boots", 64.94),
+    # P139: logged 59.32, boots. Miss +1.66 (non-torch 2.07 logged at TP 2).
+    "P139": (["openai/gpt-oss-20b", "--max-model-len", "8192", "--tensor-parallel-size", "2", "--no-enable-prefix-caching", "--card", "h100", "--vllm-version", "0.19.0"],
+             "boots", 60.98),
+    # P140: logged 44.73, boots. Miss -1.32 (CUDA graphs 2.21 priced vs "Estimated CUDA graph memory: 0.96 GiB" logged).
+    "P140": (["Qwen/Qwen3.6-27B", "--max-model-len", "65536", "--served-model-name", "qwen-local", "--reasoning-parser", "qwen3", "--tensor-parallel-size", "2", "--card", "a100", "--vllm-version", "0.27.1"],
+             "boots", 43.41),
+}
+
+
+def _price(argv, capsys):
+    try:
+        code = main(["vllm", "serve", *argv, "--json", "--offline"])
+    except SystemExit as e:  # argparse refusals (an unmodelled --dtype) exit 2 from inside main
+        code = e.code
+    out = capsys.readouterr().out
+    return code, (json.loads(out) if code in (0, 1) else None)
+
+
+def _available(rec: dict) -> float:
+    return rec["stages"][0]["available_kv_gib"] if "stages" in rec else rec["available_kv_gib"]
+
+
+def test_held_out_rows_are_marked_and_left_out_of_the_fit():
+    assert set(EXPECTED) | {"P119"} == set(HELD)
+    fitted = {r.id for r in calibration.public_rows()}
+    assert not fitted & set(HELD), sorted(fitted & set(HELD))
+
+
+@pytest.mark.parametrize("rid", sorted(EXPECTED))
+def test_held_out_boot(rid, capsys):
+    row = ROWS[rid]
+    argv, outcome, predicted = EXPECTED[rid]
+    assert f"Available KV cache memory: {row['available_kv_gib']} GiB" in row["quoted_lines"]
+    code, rec = _price(argv, capsys)
+    if outcome == "refused":
+        assert code == 2 and rec is None
+        return
+    assert code == (0 if outcome == "boots" else 1)
+    assert rec["outcome"] == outcome
+    assert abs(_available(rec) - predicted) <= 0.05, (rid, _available(rec), predicted)
+
+
+def test_held_out_shares():
+    """The issue's targets over these rows (outcome right on >= 90 %, available KV within 0.5 GiB on >= 80 %),
+    as they stand: 17 of 21 outcomes right (P129, P130 refused; P137, P138 boot in kvmath but ran out of memory in
+    vLLM's sampler warm-up), 10 of 21 within 0.5 GiB. Neither target is met."""
+    right = [i for i, (_, o, _) in EXPECTED.items() if o == ROWS[i]["outcome"]]
+    within = [i for i, (_, _, p) in EXPECTED.items() if p is not None and abs(p - float(ROWS[i]["available_kv_gib"])) <= 0.5]
+    assert (len(right), len(within), len(EXPECTED)) == (17, 10, 21)
+    assert sorted(set(EXPECTED) - set(right)) == ["P129", "P130", "P137", "P138"]
