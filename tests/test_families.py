@@ -130,7 +130,7 @@ def _cut(text: dict) -> None:
         text.update(hidden_size=2 * width, num_attention_heads=2)
         text.pop("intermediate_size", None), text.pop("ffn_dim", None), text.pop("word_embed_proj_dim", None)
         text.pop("num_kv_heads", None) if mt == "falcon" else None
-    if "num_hidden_layers" not in text and text.get("model_type") == "llama":  # llava-1.5's sparse text_config
+    if "num_hidden_layers" not in text and mt in ("llama", "mistral"):  # llava-1.5 / 1.6 sparse text_config
         text["num_hidden_layers"] = 2  # LlamaConfig's other defaults (4096 wide, 32 heads) still shape the cache
     n = text.get("num_hidden_layers")
     if mt in ("mamba", "falcon_mamba", "jamba", "lfm2", "lfm2_moe") and text.get("hidden_size", 0) > STATE_HIDDEN:
@@ -211,7 +211,7 @@ def test_tally_of_real_configs():
     """Of the published configs (not the class-default files): how many read exactly, how many refused."""
     real = [c for c in CASES if not c.startswith(DEFAULTS)]
     read = [c for c in real if c not in REFUSED]
-    assert (len(real), len(read), len(real) - len(read)) == (53, 46, 7)
+    assert (len(real), len(read), len(real) - len(read)) == (55, 48, 7)
 
 
 def test_unknown_wrapper_is_refused_not_read_from_its_text_part():
@@ -509,3 +509,89 @@ def test_starcoder2_window_per_engine():
     assert kvmath.derive(arch, engine="llama.cpp", max_ctx=16384).total_bytes == 201_326_592
     v = kvmath.derive(arch, engine="vllm", max_ctx=16384)
     assert [(g.layer_type, g.cells) for g in v.groups] == [("sliding_attention", 6160)]
+
+
+WRAPPED = ["llava-hf__llava-v1.6-mistral-7b-hf", "lerobot__pi0-paligemma-3b", DEFAULTS + "internvl",
+           DEFAULTS + "llava_onevision", DEFAULTS + "llava_next_video", DEFAULTS + "aya_vision",
+           DEFAULTS + "cohere2_vision", DEFAULTS + "idefics3", DEFAULTS + "smolvlm"]
+
+
+@pytest.mark.parametrize("case", WRAPPED)
+def test_wrapper_model_caches_its_text_part_as_kvmath_reads_it(case):
+    """The whole wrapper as transformers 5.23 builds it from the config (its own config class building the text part
+    from the text_config dict, its vision tower cut to one layer), run on text tokens: the cache it returns equals
+    kvmath's derivation layer by layer. So the wrapper neither changes the text config nor caches anything beside the
+    text model's cache (checked on the text model alone in test_cache_equals_transformers_layer_by_layer)."""
+    import torch
+    from transformers import CONFIG_MAPPING, AutoModelForImageTextToText
+
+    from realcache import build_small_text_config, describe_cache
+
+    cfg = _test_config(case)
+    arch = kvmath.load_architecture(cfg)
+    small, _, _, _ = build_small_text_config(cfg, dtype=arch.dtype)
+    text = small.to_dict()
+    vision = dict(cfg["vision_config"])
+    vision.update({k: 1 for k in ("num_hidden_layers", "depth") if k in vision})
+    if case == DEFAULTS + "aya_vision":  # AyaVisionConfig's default tower (1152 wide, 14 heads) cannot be built
+        vision["num_attention_heads"] = 16
+    outer = {k: v for k, v in cfg.items() if k not in ("model_type", "text_config", "vision_config")}
+    conf = CONFIG_MAPPING[cfg["model_type"]](text_config=text, vision_config=vision, **outer)
+    torch.manual_seed(0)
+    with torch.no_grad():
+        model = AutoModelForImageTextToText.from_config(conf, dtype=getattr(torch, arch.dtype)).eval()
+        vocab = conf.text_config.vocab_size
+        out = model(input_ids=torch.randint(0, vocab, (BATCH, PREFILL)), use_cache=True)
+        cache = out.past_key_values
+        for _ in range(DECODE):
+            cache = model(input_ids=torch.randint(0, vocab, (BATCH, 1)), past_key_values=cache,
+                          use_cache=True).past_key_values
+    real = describe_cache(cache)
+    d = kvmath.derive(arch, engine="transformers", max_ctx=PREFILL + DECODE, max_num_seqs=BATCH)
+    assert {layer["index"]: layer["bytes"] for layer in real["layers"]} == \
+        {i: g.bytes // g.n_layers for g in d.groups for i in g.layers}
+    assert real["total_bytes"] == d.total_bytes
+
+
+@pytest.mark.parametrize("outer,text", [
+    ("llava_next", _config("llava-hf__llava-v1.6-mistral-7b-hf")["text_config"]),  # hidden, layers, heads left out
+    ("llava_next_video", {"model_type": "llama", "max_position_embeddings": 4096, "vocab_size": 32064}),
+    ("llava", {"model_type": "mistral", "sliding_window": None, "vocab_size": 131072, "head_dim": 128,
+               "hidden_size": 5120, "num_hidden_layers": 40}),  # pixtral-12b's layout: heads and KV heads left out
+    ("paligemma", _config("lerobot__pi0-paligemma-3b")["text_config"]),  # head_dim left to GemmaConfig (256)
+    ("paligemma", {"model_type": "gemma2", "hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26,
+                   "num_key_value_heads": 4, "vocab_size": 257216}),  # paligemma2-3b's: heads, window, head_dim out
+    ("llava_onevision", {"model_type": "qwen2", "hidden_size": 896, "num_attention_heads": 14, "num_hidden_layers": 24,
+                         "num_key_value_heads": 2}),
+    ("smolvlm", {"model_type": "llama", "hidden_size": 2048, "num_attention_heads": 32, "num_hidden_layers": 24}),
+])
+def test_sparse_wrapper_text_configs_read_as_the_wrapper_builds_them(outer, text):
+    """A published wrapper's text_config often leaves sizes to its text config class; the wrapper builds
+    ``CONFIG_MAPPING[model_type](**text_config)``. kvmath's layers against the text config transformers 5.23's own
+    wrapper class builds (its layer_types, or sliding on every layer when it has a window; KV heads, head width,
+    window): no model is run, the config object is the independent side."""
+    from transformers import CONFIG_MAPPING
+
+    built = CONFIG_MAPPING[outer](text_config=dict(text)).text_config
+    n = built.num_hidden_layers
+    types = getattr(built, "layer_types", None) or \
+        ["sliding_attention" if getattr(built, "sliding_window", None) else "full_attention"] * n
+    head_dim = getattr(built, "head_dim", None) or built.hidden_size // built.num_attention_heads
+    window = getattr(built, "sliding_window", None)
+    want = [(t, built.num_key_value_heads, head_dim, window if t == "sliding_attention" else None) for t in types]
+    arch = kvmath.load_architecture({"model_type": outer, "text_config": dict(text)})
+    assert [(a.layer_type, a.num_kv_heads, a.head_dim, a.sliding_window) for a in arch.layers] == want
+
+
+def test_llava_next_hand_derivation_and_internvl_square_patch():
+    """llava-v1.6-mistral-7b's sparse text_config: MistralConfig's 32 layers x 8 KV heads x 4096 / 32 = 128 wide, no
+    window, float16 (the top-level torch_dtype): per token 32 x 8 x 128 x 2 (K, V) x 2 B = 131,072 B. InternVL writes
+    its patch as [14, 14] (InternVLVisionConfig): read as 14; a non-square patch is refused in one line."""
+    arch = kvmath.load_architecture(_config("llava-hf__llava-v1.6-mistral-7b-hf"))
+    assert kvmath.derive(arch, engine="transformers", max_ctx=1000, max_num_seqs=1).total_bytes == 1000 * 131_072
+    cfg = _config(DEFAULTS + "internvl")
+    assert cfg["vision_config"]["patch_size"] == [14, 14] and kvmath.load_architecture(cfg).vision.patch_size == 14
+    cfg["vision_config"]["patch_size"] = [14, 16]
+    with pytest.raises(KvMathError, match="patch_size") as e:
+        kvmath.load_architecture(cfg)
+    assert "\n" not in str(e.value)

@@ -19,9 +19,11 @@ transformers only: vLLM, SGLang and llama.cpp refuse it), Kimi Linear (MLA + Kim
 lists), Nemotron-H, Granite 4.0-H and Bamba (Mamba-2 and attention), pure Mamba-2 (``mamba2``), Falcon-H1
 (attention and Mamba-2 side by side in every layer), MiniMax-Text-01 / M1 (``minimax``: lightning attention and full
 attention), Mamba-1 (``mamba``, ``falcon_mamba``, ``jamba``) and LFM2's short convolutions. Multimodal wrappers
-(``_WRAPPERS``: Qwen-VL, Gemma 3 / 3n / 4, Llama 4, Mistral 3, LFM2-VL, LLaVA, Voxtral, Kimi K2.5, Step 3.7 whose
-``step3p5`` text decoder is full / sliding GQA) are read from their text part, with the vision tower's size; any
-other outer ``model_type`` holding a ``text_config`` is refused. Older layouts: ``gpt2``, ``gptj``, ``gpt_bigcode``
+(``_WRAPPERS``: Qwen-VL, Gemma 3 / 3n / 4, Llama 4, Mistral 3, LFM2-VL, LLaVA, LLaVA-NeXT / -NeXT-Video / -OneVision,
+InternVL, Aya Vision, Command A Vision, PaliGemma, Idefics3, SmolVLM, Voxtral, Kimi K2.5, Step 3.7 whose ``step3p5``
+text decoder is full / sliding GQA) are read from their text part (a sparse one with its text class's defaults), with
+the vision tower's size; any other outer ``model_type`` holding a ``text_config`` is refused. Older layouts:
+``gpt2``, ``gptj``, ``gpt_bigcode``
 (GPT-2's key names; ``codegen`` under the same names), ``opt`` (``ffn_dim``), ``bloom`` (``n_layer`` /
 ``n_head``), ``falcon`` (the multi-query 7B; 40B's broadcast cache is refused), ``dbrx`` and ``mpt`` (MosaicML's
 ``d_model`` / ``n_heads`` / ``n_layers``, DBRX's ``attn_config.kv_n_heads``), ``persimmon`` (every head,
@@ -105,6 +107,16 @@ _WRAPPERS = {"qwen3_5": "qwen3_5_text", "qwen3_5_moe": "qwen3_5_moe_text", "gemm
              "qwen3_vl_moe": "qwen3_vl_moe_text", "qwen2_5_vl": "qwen2_5_vl_text", "qwen2_vl": "qwen2_vl_text",
              "llama4": "llama4_text", "mistral3": "mistral", "lfm2_vl": "lfm2", "llava": "llama", "voxtral": "llama",
              "kimi_k25": "deepseek_v3", "step3p7": "step3p5"}
+_WRAPPERS.update({"llava_next": "llama", "llava_next_video": "llama", "llava_onevision": "qwen2", "internvl": "qwen2",
+                  "aya_vision": "cohere2", "cohere2_vision": "cohere2", "paligemma": "gemma", "idefics3": "llama",
+                  "smolvlm": "llama"})
+"""Wrappers whose config class builds its text part as ``CONFIG_MAPPING[text_config["model_type"]](**text_config)``
+and leaves it unchanged (transformers 5.23 ``sub_configs_defaults``: ``SubConfigSpec(AutoConfig, model_type=...)``,
+the default text model_type being the value here; a spec's ``init_kwargs`` apply only when there is no text_config,
+configuration_utils.py ``SubConfigSpec.create_subconfig``). Their models build the decoder with
+``AutoModel.from_config(config.text_config)`` and its cache is the text model's. PaliGemma's ``__post_init__`` sets
+the text part's ``use_bidirectional_attention`` and ``num_image_tokens`` (the mask and the prompt, not the cache);
+LLaVA-NeXT-Video and LLaVA-OneVision copy the text part's ``tie_word_embeddings`` up."""
 """Multimodal wrapper model_type -> the model_type of its text_config when the text_config names none
 (transformers 5.23 ``sub_configs`` defaults: ``Mistral3Config`` builds a ``mistral`` text config by default,
 ``Lfm2VlConfig`` an ``lfm2`` one, ``LlavaConfig`` and ``VoxtralConfig`` a ``llama`` one, ``KimiK25Config`` a
@@ -117,6 +129,27 @@ _FORCED_TEXT = ("step3p7",)
 _CLASS_DEFAULTS = {"llava": {"llama": {"hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32,
                                        "num_attention_heads": 32, "max_position_embeddings": 2048,
                                        "vocab_size": 32000}}}
+_TEXT_CLASS_DEFAULTS = {
+    # transformers 5.23 CONFIG_MAPPING[t]().to_dict(): the keys that shape the cache or the weights estimate
+    "llama": _CLASS_DEFAULTS["llava"]["llama"],
+    "mistral": {"hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32, "num_attention_heads": 32,
+                "num_key_value_heads": 8, "max_position_embeddings": 131072, "vocab_size": 32000},
+    "qwen2": {"hidden_size": 4096, "intermediate_size": 22016, "num_hidden_layers": 32, "num_attention_heads": 32,
+              "num_key_value_heads": 32, "max_position_embeddings": 32768, "vocab_size": 151936},
+    "gemma": {"hidden_size": 3072, "intermediate_size": 24576, "num_hidden_layers": 28, "num_attention_heads": 16,
+              "num_key_value_heads": 16, "head_dim": 256, "max_position_embeddings": 8192, "vocab_size": 256000},
+    "gemma2": {"hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26, "num_attention_heads": 8,
+               "num_key_value_heads": 4, "head_dim": 256, "sliding_window": 4096, "max_position_embeddings": 8192,
+               "vocab_size": 256000},
+}
+"""The text config classes' own defaults for the keys a sparse published text_config leaves out (transformers 5.23
+configuration_llama.py / _mistral.py / _qwen2.py / _gemma.py / _gemma2.py; head_dim follows hidden_size /
+num_attention_heads where absent here, num_key_value_heads follows the heads for llama). MistralConfig's
+``sliding_window`` default (4096) is left out on purpose: the mistral rule refuses a config without the key."""
+_CLASS_DEFAULTS.update({w: {t: _TEXT_CLASS_DEFAULTS[t] for t in types} for w, types in {
+    "llava": ("llama", "mistral", "qwen2"), "llava_next": ("llama", "mistral", "qwen2"),
+    "llava_next_video": ("llama", "mistral", "qwen2"), "llava_onevision": ("qwen2",), "internvl": ("qwen2", "llama"),
+    "paligemma": ("gemma", "gemma2"), "idefics3": ("llama",), "smolvlm": ("llama",)}.items()})
 """Wrappers whose published text_config is sparse, and the text config class's own defaults transformers fills in
 for the keys it leaves out (transformers 5.23 ``LlavaConfig.__post_init__`` builds
 ``CONFIG_MAPPING[text_config["model_type"]](**text_config)``; ``LlamaConfig``'s defaults in
@@ -188,6 +221,11 @@ def _vision_tower(cfg: dict) -> "VisionTower | None":
 
     def first(*keys):
         for k in keys:
+            if isinstance(v.get(k), list) and k == "patch_size":  # InternVL's [h, w] patch: square only
+                side = v[k]
+                if len(side) != 2 or side[0] != side[1]:
+                    raise KvMathError(f"vision_config.patch_size must be an integer or a square [h, w], got {side!r}")
+                return _Config({k: side[0]}, "vision_config").int(k, minimum=0)
             if c.has(k):
                 return c.int(k, minimum=0)
         return 0
