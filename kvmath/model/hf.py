@@ -20,7 +20,7 @@ lists), Nemotron-H, Granite 4.0-H and Bamba (Mamba-2 and attention), pure Mamba-
 (attention and Mamba-2 side by side in every layer), MiniMax-Text-01 / M1 (``minimax``: lightning attention and full
 attention), Mamba-1 (``mamba``, ``falcon_mamba``, ``jamba``) and LFM2's short convolutions. Multimodal wrappers
 (``_WRAPPERS``: Qwen-VL, Gemma 3 / 3n / 4, Llama 4, Mistral 3, LFM2-VL, LLaVA, LLaVA-NeXT / -NeXT-Video / -OneVision,
-InternVL, Aya Vision, Command A Vision, PaliGemma, Idefics3, SmolVLM, Voxtral, Kimi K2.5, Step 3.7 whose ``step3p5``
+InternVL, Aya Vision, Command A Vision, PaliGemma, Idefics3, SmolVLM, EXAONE 4.5, Voxtral, Kimi K2.5, Step 3.7 whose ``step3p5``
 text decoder is full / sliding GQA) are read from their text part (a sparse one with its text class's defaults), with
 the vision tower's size; any other outer ``model_type`` holding a ``text_config`` is refused. Older layouts:
 ``gpt2``, ``gptj``, ``gpt_bigcode``
@@ -109,7 +109,7 @@ _WRAPPERS = {"qwen3_5": "qwen3_5_text", "qwen3_5_moe": "qwen3_5_moe_text", "gemm
              "kimi_k25": "deepseek_v3", "step3p7": "step3p5"}
 _WRAPPERS.update({"llava_next": "llama", "llava_next_video": "llama", "llava_onevision": "qwen2", "internvl": "qwen2",
                   "aya_vision": "cohere2", "cohere2_vision": "cohere2", "paligemma": "gemma", "idefics3": "llama",
-                  "smolvlm": "llama"})
+                  "smolvlm": "llama", "exaone4_5": "exaone4"})
 """Wrappers whose config class builds its text part as ``CONFIG_MAPPING[text_config["model_type"]](**text_config)``
 and leaves it unchanged (transformers 5.23 ``sub_configs_defaults``: ``SubConfigSpec(AutoConfig, model_type=...)``,
 the default text model_type being the value here; a spec's ``init_kwargs`` apply only when there is no text_config,
@@ -121,8 +121,10 @@ LLaVA-NeXT-Video and LLaVA-OneVision copy the text part's ``tie_word_embeddings`
 (transformers 5.23 ``sub_configs`` defaults: ``Mistral3Config`` builds a ``mistral`` text config by default,
 ``Lfm2VlConfig`` an ``lfm2`` one, ``LlavaConfig`` and ``VoxtralConfig`` a ``llama`` one, ``KimiK25Config`` a
 ``deepseek_v3`` one, and it reads a ``kimi_k2`` text_config as ``deepseek_v3``: :data:`_TEXT_REMAP`)."""
-_TEXT_REMAP = {"kimi_k25": {"kimi_k2": "deepseek_v3"}}
-"""Text model_types a wrapper's config class rewrites (transformers 5.23 ``KimiK25Config.__post_init__``)."""
+_TEXT_REMAP = {"kimi_k25": {"kimi_k2": "deepseek_v3"}, "exaone4_5": {"exaone4_5_text": "exaone4"}}
+"""Text model_types a wrapper's config class rewrites (transformers 5.23 ``KimiK25Config.__post_init__``;
+``Exaone4_5_Config.__post_init__``: EXAONE 4.5 was first released with ``exaone4_5_text``, now built as ``exaone4``,
+and vLLM 0.24's exaone4_5.py builds its language model as ``Exaone4ForCausalLM`` from the same text config)."""
 _FORCED_TEXT = ("step3p7",)
 """Wrappers whose config class drops the text_config's model_type and always builds its own text class (transformers
 5.23 ``Step3p7Config.__post_init__``: "Force default model-type - hub has a remote-code format config")."""
