@@ -651,7 +651,7 @@ def test_config_estimate_counts_transformers_parameters_of_family_configs(config
 
 
 @pytest.mark.parametrize("config", [f"transformers-5.23-defaults__{t}" for t in ("internvl", "llava_onevision",
-                                                                                 "idefics3", "smolvlm")])
+                                                                                 "idefics3", "smolvlm", "minicpmv4_6")])
 def test_config_estimate_refuses_wrapper_towers_it_does_not_write(config):
     """InternViT (layer scales, q / k norms), SigLIP without a class embedding and Idefics3's connector are not the
     generic ViT the estimate writes: refused in one line rather than counted roughly (their text parts are

@@ -515,7 +515,8 @@ def test_starcoder2_window_per_engine():
 
 WRAPPED = ["llava-hf__llava-v1.6-mistral-7b-hf", "lerobot__pi0-paligemma-3b", DEFAULTS + "internvl",
            DEFAULTS + "llava_onevision", DEFAULTS + "llava_next_video", DEFAULTS + "aya_vision",
-           DEFAULTS + "cohere2_vision", DEFAULTS + "idefics3", DEFAULTS + "smolvlm", "LGAI-EXAONE__EXAONE-4.5-33B"]
+           DEFAULTS + "cohere2_vision", DEFAULTS + "idefics3", DEFAULTS + "smolvlm", "LGAI-EXAONE__EXAONE-4.5-33B",
+           DEFAULTS + "minicpmv4_6", DEFAULTS + "minicpmv4_7"]
 
 
 @pytest.mark.parametrize("case", WRAPPED)
@@ -597,3 +598,16 @@ def test_llava_next_hand_derivation_and_internvl_square_patch():
     with pytest.raises(KvMathError, match="patch_size") as e:
         kvmath.load_architecture(cfg)
     assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("case,engine,phrase", [
+    (DEFAULTS + "minicpmv4_7", "vllm", "registers no MiniCPMV4_7ForConditionalGeneration"),
+    (DEFAULTS + "minicpmv4_7", "llama.cpp", "MiniCPM-V 4.7"), (DEFAULTS + "minicpmv4_6", "llama.cpp", "MiniCPM-V 4.6")])
+def test_engines_refuse_a_wrapper_they_do_not_serve(case, engine, phrase):
+    """MiniCPM-V 4.7 has no vLLM 0.24 model class (registry.py); no llama.cpp converter was read for either. Their
+    Qwen 3.5 text part alone would be priced, so the wrapper's refusal must speak first, in one line."""
+    arch = kvmath.load_architecture(_config(case))
+    with pytest.raises(KvMathError, match=phrase) as e:
+        kvmath.derive(arch, engine=engine, max_ctx=4096)
+    assert "\n" not in str(e.value)
+    assert kvmath.derive(kvmath.load_architecture(_config(DEFAULTS + "minicpmv4_6")), engine="vllm", max_ctx=4096)

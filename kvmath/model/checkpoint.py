@@ -1121,6 +1121,8 @@ def _estimate_table(config: dict) -> Checkpoint:
             rows += lin.tensors(f"{m}.gate_proj", inter, H) + lin.tensors(f"{m}.up_proj", inter, H)
             rows += lin.tensors(f"{m}.down_proj", H, inter)
     vc = config.get("vision_config")
+    if isinstance(vc, dict) and tc is not config:
+        _refuse_unwritten_tower(config)
     if isinstance(vc, dict) and tc is not config and gdn:
         rows += _qwen_vision(vc, dt)
     elif isinstance(vc, dict) and tc is not config and config.get("model_type") == "kimi_k25":
@@ -1128,7 +1130,6 @@ def _estimate_table(config: dict) -> Checkpoint:
     elif isinstance(vc, dict) and tc is not config and config.get("model_type") in _CLIP_LLAVA:
         rows += _clip_llava(vc, dt, H, config)
     elif isinstance(vc, dict) and tc is not config:
-        _refuse_unwritten_tower(config)
         rows += _vision_tower(vc, dt, H)
     ac = config.get("audio_config")
     if isinstance(ac, dict) and tc is not config and config.get("model_type") == "voxtral":
@@ -1226,10 +1227,12 @@ def _voxtral_audio(ac: dict, dt: str, text_hidden: int) -> list[tuple[str, str, 
 
 _CLIP_LLAVA = ("llava", "llava_next", "llava_next_video")
 """Wrappers whose tower :func:`_clip_llava` writes (a CLIP tower; LLaVA-NeXT's ``image_newline`` beside it)."""
-_TOWER_UNWRITTEN = ("llava_onevision", "internvl", "aya_vision", "cohere2_vision", "paligemma", "idefics3", "smolvlm")
-"""Wrappers whose vision tower and projector the generic :func:`_vision_tower` would not count exactly (SigLIP without
-a class embedding, InternViT's layer scales and q / k norms, Idefics3's pixel-shuffle connector, Aya Vision's
-SwiGLU projector): the config-only estimate is refused for them."""
+_TOWER_UNWRITTEN = ("llava_onevision", "internvl", "aya_vision", "cohere2_vision", "paligemma", "idefics3", "smolvlm",
+                    "exaone4_5", "minicpmv4_6", "minicpmv4_7")
+"""Wrappers whose vision tower and projector neither the generic :func:`_vision_tower` nor the Qwen 3.5 tower
+(:func:`_qwen_vision`, which a qwen3_5_text text part would otherwise pick) counts exactly (SigLIP without a class
+embedding, InternViT's layer scales and q / k norms, Idefics3's pixel-shuffle connector, Aya Vision's SwiGLU
+projector, MiniCPM-V's window-attention merger): the config-only estimate is refused for them."""
 
 
 def _refuse_unwritten_tower(config: dict) -> None:

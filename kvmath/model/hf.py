@@ -20,7 +20,8 @@ lists), Nemotron-H, Granite 4.0-H and Bamba (Mamba-2 and attention), pure Mamba-
 (attention and Mamba-2 side by side in every layer), MiniMax-Text-01 / M1 (``minimax``: lightning attention and full
 attention), Mamba-1 (``mamba``, ``falcon_mamba``, ``jamba``) and LFM2's short convolutions. Multimodal wrappers
 (``_WRAPPERS``: Qwen-VL, Gemma 3 / 3n / 4, Llama 4, Mistral 3, LFM2-VL, LLaVA, LLaVA-NeXT / -NeXT-Video / -OneVision,
-InternVL, Aya Vision, Command A Vision, PaliGemma, Idefics3, SmolVLM, EXAONE 4.5, Voxtral, Kimi K2.5, Step 3.7 whose ``step3p5``
+InternVL, Aya Vision, Command A Vision, PaliGemma, Idefics3, SmolVLM, EXAONE 4.5, MiniCPM-V 4.6 / 4.7,
+Voxtral, Kimi K2.5, Step 3.7 whose ``step3p5``
 text decoder is full / sliding GQA) are read from their text part (a sparse one with its text class's defaults), with
 the vision tower's size; any other outer ``model_type`` holding a ``text_config`` is refused. Older layouts:
 ``gpt2``, ``gptj``, ``gpt_bigcode``
@@ -83,6 +84,7 @@ def architecture_from_config(cfg: Any, *, name: str, source: str = "") -> Archit
     """
     if not isinstance(cfg, dict):
         raise KvMathError(f"config must be a JSON object, got {type(cfg).__name__}")
+    outer_type = cfg.get("model_type")
     cfg, vision = _unwrap(cfg)
     model_type = cfg.get("model_type")
     if not isinstance(model_type, str) or not model_type:
@@ -95,10 +97,12 @@ def architecture_from_config(cfg: Any, *, name: str, source: str = "") -> Archit
             f"({needs}); supported: {choices(supported_model_types())}"
         )
     arch = family(_Config(cfg, model_type), name or model_type, source)
-    if vision is not None:
+    refusals = _WRAPPER_REFUSALS.get(outer_type, ())
+    if vision is not None or refusals:
         from dataclasses import replace
 
-        arch = replace(arch, vision=vision)
+        arch = replace(arch, vision=vision if vision is not None else arch.vision,
+                       engine_refusals=tuple(arch.engine_refusals) + refusals)
     return arch
 
 
@@ -109,7 +113,8 @@ _WRAPPERS = {"qwen3_5": "qwen3_5_text", "qwen3_5_moe": "qwen3_5_moe_text", "gemm
              "kimi_k25": "deepseek_v3", "step3p7": "step3p5"}
 _WRAPPERS.update({"llava_next": "llama", "llava_next_video": "llama", "llava_onevision": "qwen2", "internvl": "qwen2",
                   "aya_vision": "cohere2", "cohere2_vision": "cohere2", "paligemma": "gemma", "idefics3": "llama",
-                  "smolvlm": "llama", "exaone4_5": "exaone4"})
+                  "smolvlm": "llama", "exaone4_5": "exaone4", "minicpmv4_6": "qwen3_5_text",
+                  "minicpmv4_7": "qwen3_5_text"})
 """Wrappers whose config class builds its text part as ``CONFIG_MAPPING[text_config["model_type"]](**text_config)``
 and leaves it unchanged (transformers 5.23 ``sub_configs_defaults``: ``SubConfigSpec(AutoConfig, model_type=...)``,
 the default text model_type being the value here; a spec's ``init_kwargs`` apply only when there is no text_config,
@@ -158,6 +163,14 @@ for the keys it leaves out (transformers 5.23 ``LlavaConfig.__post_init__`` buil
 configuration_llama.py, ``num_key_value_heads`` and ``head_dim`` then following the heads). llava-1.5-7b's
 text_config states only its ``max_position_embeddings``, ``vocab_size`` and ``rms_norm_eps``; vLLM builds the
 same config through transformers' ``AutoConfig``."""
+_WRAPPER_REFUSALS = {
+    "minicpmv4_7": (("vllm", "vLLM 0.24 registers no MiniCPMV4_7ForConditionalGeneration (model_executor/models/"
+                              "registry.py)"),
+                    ("llama.cpp", "no llama.cpp converter for MiniCPM-V 4.7 was read")),
+    "minicpmv4_6": (("llama.cpp", "no llama.cpp converter for MiniCPM-V 4.6 was read"),),
+}
+"""Engines kvmath does not price a wrapper on, whatever its text part (``Architecture.engine_refusals``). vLLM 0.24's
+minicpmv4_6.py builds its language model as ``Qwen3_5ForCausalLM`` from the text config, as kvmath prices it."""
 _FLAT_WRAPPERS = ("qwen2_5_vl", "qwen2_vl")
 """Wrappers whose Hub configs are flat: transformers 5.23 ``Qwen2_5_VLConfig.__post_init__`` builds the text
 config from the top-level keys when there is no ``text_config`` (Qwen2.5-VL-7B-Instruct's config.json)."""
