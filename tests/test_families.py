@@ -42,6 +42,8 @@ REFUSED = {  # config -> a phrase the one-line refusal must contain (the model_t
     DEFAULTS + "bamba": "bamba config has no attn_layer_indices",
     # Lfm2MoeConfig derives no layout (no full_attn_idxs): layer_types None, and Lfm2MoeModel fails on it
     DEFAULTS + "lfm2_moe": "lfm2_moe config needs layer_types",
+    # Glm4vMoeTextConfig's defaults: 96 heads of a 4096 hidden size and no head_dim (GLM-4.5V writes 128)
+    DEFAULTS + "glm4v_moe": "hidden_size 4096 is not a multiple of num_attention_heads 96",
 }
 OVERRIDES = {  # fields transformers needs to build the shrunk model that do not shape the cache
     "meta-llama__Meta-Llama-3.1-405B": {"hidden_size": 128},  # 128 heads: hidden must be a multiple
@@ -58,6 +60,10 @@ OVERRIDES = {  # fields transformers needs to build the shrunk model that do not
     "THUDM__glm-4-9b-chat-hf": {"pad_token_id": None},  # GlmConfig's default 151329 lies outside the shrunk vocab
     # Persimmon and GPT-Neo take their head width from hidden_size / heads: keep _cut's 2 heads x 64
     "adept__persimmon-8b-base": {"hidden_size": 128}, "EleutherAI__gpt-neo-125M": {"hidden_size": 128},
+    # Glm4vTextAttention: hidden / heads wide (_cut's 2 heads x 128); the class default's full-width rotary does not
+    # fit its own mrope_section [8, 12, 12]: GLM-4.1V's partial_rotary_factor 0.5 (RoPE only, no cache field)
+    DEFAULTS + "glm4v": {"hidden_size": 256, "rope_parameters": {"rope_theta": 10000.0, "rope_type": "default",
+                                                                 "partial_rotary_factor": 0.5}},
 }
 CASES = sorted(p.stem for p in CONFIGS.glob("*.json"))
 READ = [c for c in CASES if c not in REFUSED]
@@ -120,6 +126,10 @@ def _cut(text: dict) -> None:
             if isinstance(text["ffn_config"].get("moe_normalize_expert_weights"), int):  # 5.23's strict DbrxFFNConfig
                 text["ffn_config"]["moe_normalize_expert_weights"] = 1.0  # takes a float only (dbrx-instruct writes 1)
         return
+    if mt == "glm4v_text":  # Glm4vTextAttention is hidden_size / heads wide: keep its KV heads, as many query heads
+        width = text["hidden_size"] // text["num_attention_heads"]
+        text.update(num_attention_heads=text["num_key_value_heads"],
+                    hidden_size=text["num_key_value_heads"] * width)
     if mt in ("helium", "bitnet"):  # heads x head_dim must stay hidden_size: 4 heads of the real width, same grouping
         width = text.get("head_dim") or text["hidden_size"] // text["num_attention_heads"]
         group = text["num_attention_heads"] // text["num_key_value_heads"]
@@ -213,7 +223,7 @@ def test_tally_of_real_configs():
     """Of the published configs (not the class-default files): how many read exactly, how many refused."""
     real = [c for c in CASES if not c.startswith(DEFAULTS)]
     read = [c for c in real if c not in REFUSED]
-    assert (len(real), len(read), len(real) - len(read)) == (56, 49, 7)
+    assert (len(real), len(read), len(real) - len(read)) == (57, 50, 7)
 
 
 def test_unknown_wrapper_is_refused_not_read_from_its_text_part():
@@ -469,6 +479,13 @@ def _edit(case, **changes):
     (_edit("EleutherAI__gpt-neo-125M", attention_types=[[["global", "local"], 5]]), "expands to 10 layers"),
     (_edit("EleutherAI__gpt-neo-125M", attention_types=None), "no attention_types"),
     (_edit("EleutherAI__gpt-neo-125M", num_key_value_heads=4), "does not read"),
+    # Glm4vTextAttention ignores head_dim (hidden / heads); Glm4vTextConfig / Glm4vMoeTextConfig default the KV heads
+    ({"model_type": "glm4v", "text_config": dict(_config(DEFAULTS + "glm4v")["text_config"], head_dim=256)},
+     "uses hidden_size / num_attention_heads = 128"),
+    ({"model_type": "glm4v", "text_config": {k: v for k, v in _config(DEFAULTS + "glm4v")["text_config"].items()
+                                             if k != "num_key_value_heads"}}, "default it to 2"),
+    ({"model_type": "glm4v_moe", "text_config": {k: v for k, v in _config("zai-org__GLM-4.5V")["text_config"].items()
+                                                 if k != "num_key_value_heads"}}, "default it to 8"),
 ])
 def test_new_family_configs_that_would_be_guessed_are_refused(cfg, phrase):
     with pytest.raises(KvMathError, match=phrase) as e:
@@ -516,7 +533,7 @@ def test_starcoder2_window_per_engine():
 WRAPPED = ["llava-hf__llava-v1.6-mistral-7b-hf", "lerobot__pi0-paligemma-3b", DEFAULTS + "internvl",
            DEFAULTS + "llava_onevision", DEFAULTS + "llava_next_video", DEFAULTS + "aya_vision",
            DEFAULTS + "cohere2_vision", DEFAULTS + "idefics3", DEFAULTS + "smolvlm", "LGAI-EXAONE__EXAONE-4.5-33B",
-           DEFAULTS + "minicpmv4_6", DEFAULTS + "minicpmv4_7"]
+           DEFAULTS + "minicpmv4_6", DEFAULTS + "minicpmv4_7", DEFAULTS + "glm4v", "zai-org__GLM-4.5V"]
 
 
 @pytest.mark.parametrize("case", WRAPPED)
@@ -532,7 +549,7 @@ def test_wrapper_model_caches_its_text_part_as_kvmath_reads_it(case):
 
     cfg = _test_config(case)
     arch = kvmath.load_architecture(cfg)
-    small, _, _, _ = build_small_text_config(cfg, dtype=arch.dtype)
+    small, _, _, _ = build_small_text_config(cfg, dtype=arch.dtype, overrides=OVERRIDES.get(case))
     text = small.to_dict()
     vision = dict(cfg["vision_config"])
     vision.update({k: 1 for k in ("num_hidden_layers", "depth") if k in vision})
@@ -602,7 +619,9 @@ def test_llava_next_hand_derivation_and_internvl_square_patch():
 
 @pytest.mark.parametrize("case,engine,phrase", [
     (DEFAULTS + "minicpmv4_7", "vllm", "registers no MiniCPMV4_7ForConditionalGeneration"),
-    (DEFAULTS + "minicpmv4_7", "llama.cpp", "MiniCPM-V 4.7"), (DEFAULTS + "minicpmv4_6", "llama.cpp", "MiniCPM-V 4.6")])
+    (DEFAULTS + "minicpmv4_7", "llama.cpp", "MiniCPM-V 4.7"), (DEFAULTS + "minicpmv4_6", "llama.cpp", "MiniCPM-V 4.6"),
+    ("zai-org__GLM-4.5V", "llama.cpp", "GLM-4.5V"), (DEFAULTS + "glm4v", "llama.cpp", "GLM-4.1V"),
+    ("LGAI-EXAONE__EXAONE-4.5-33B", "llama.cpp", "MTP blocks to block_count")])
 def test_engines_refuse_a_wrapper_they_do_not_serve(case, engine, phrase):
     """MiniCPM-V 4.7 has no vLLM 0.24 model class (registry.py); no llama.cpp converter was read for either. Their
     Qwen 3.5 text part alone would be priced, so the wrapper's refusal must speak first, in one line."""

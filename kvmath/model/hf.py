@@ -21,7 +21,7 @@ lists), Nemotron-H, Granite 4.0-H and Bamba (Mamba-2 and attention), pure Mamba-
 attention), Mamba-1 (``mamba``, ``falcon_mamba``, ``jamba``) and LFM2's short convolutions. Multimodal wrappers
 (``_WRAPPERS``: Qwen-VL, Gemma 3 / 3n / 4, Llama 4, Mistral 3, LFM2-VL, LLaVA, LLaVA-NeXT / -NeXT-Video / -OneVision,
 InternVL, Aya Vision, Command A Vision, PaliGemma, Idefics3, SmolVLM, EXAONE 4.5, MiniCPM-V 4.6 / 4.7,
-Voxtral, Kimi K2.5, Step 3.7 whose ``step3p5``
+GLM-4.1V / 4.5V / 4.6V (``glm4v_text``, ``glm4v_moe_text``), Voxtral, Kimi K2.5, Step 3.7 whose ``step3p5``
 text decoder is full / sliding GQA) are read from their text part (a sparse one with its text class's defaults), with
 the vision tower's size; any other outer ``model_type`` holding a ``text_config`` is refused. Older layouts:
 ``gpt2``, ``gptj``, ``gpt_bigcode``
@@ -114,7 +114,8 @@ _WRAPPERS = {"qwen3_5": "qwen3_5_text", "qwen3_5_moe": "qwen3_5_moe_text", "gemm
 _WRAPPERS.update({"llava_next": "llama", "llava_next_video": "llama", "llava_onevision": "qwen2", "internvl": "qwen2",
                   "aya_vision": "cohere2", "cohere2_vision": "cohere2", "paligemma": "gemma", "idefics3": "llama",
                   "smolvlm": "llama", "exaone4_5": "exaone4", "minicpmv4_6": "qwen3_5_text",
-                  "minicpmv4_7": "qwen3_5_text"})
+                  "minicpmv4_7": "qwen3_5_text", "glm4v": "glm4v_text", "glm4v_moe": "glm4v_moe_text",
+                  "glm46v": "glm4v_text"})
 """Wrappers whose config class builds its text part as ``CONFIG_MAPPING[text_config["model_type"]](**text_config)``
 and leaves it unchanged (transformers 5.23 ``sub_configs_defaults``: ``SubConfigSpec(AutoConfig, model_type=...)``,
 the default text model_type being the value here; a spec's ``init_kwargs`` apply only when there is no text_config,
@@ -168,6 +169,13 @@ _WRAPPER_REFUSALS = {
                               "registry.py)"),
                     ("llama.cpp", "no llama.cpp converter for MiniCPM-V 4.7 was read")),
     "minicpmv4_6": (("llama.cpp", "no llama.cpp converter for MiniCPM-V 4.6 was read"),),
+    "exaone4_5": (("llama.cpp", "llama.cpp's Exaone4_5_TextModel converter (conversion/exaone.py) adds the "
+                                "num_nextn_predict_layers MTP blocks to block_count; how its cache treats them was not "
+                                "read"),),
+    "glm46v": (("vllm", "vLLM 0.24 registers no Glm46VForConditionalGeneration (model_executor/models/registry.py)"),
+               ("llama.cpp", "no llama.cpp converter for GLM-4.6V's glm46v wrapper was read")),
+    "glm4v": (("llama.cpp", "no llama.cpp converter for GLM-4.1V was read"),),
+    "glm4v_moe": (("llama.cpp", "no llama.cpp converter for GLM-4.5V / 4.6V was read"),),
 }
 """Engines kvmath does not price a wrapper on, whatever its text part (``Architecture.engine_refusals``). vLLM 0.24's
 minicpmv4_6.py builds its language model as ``Qwen3_5ForCausalLM`` from the text config, as kvmath prices it."""
