@@ -542,19 +542,25 @@ def test_wrapper_model_caches_its_text_part_as_kvmath_reads_it(case):
     from the text_config dict, its vision tower cut to one layer), run on text tokens: the cache it returns equals
     kvmath's derivation layer by layer. So the wrapper neither changes the text config nor caches anything beside the
     text model's cache (checked on the text model alone in test_cache_equals_transformers_layer_by_layer)."""
+    cfg = _test_config(case)
+    if case == DEFAULTS + "aya_vision":  # AyaVisionConfig's default tower (1152 wide, 14 heads) cannot be built
+        cfg["vision_config"]["num_attention_heads"] = 16
+    _check_wrapper_cache(cfg, OVERRIDES.get(case))
+
+
+def _check_wrapper_cache(cfg: dict, overrides: dict | None) -> None:
+    """Build the wrapper of ``cfg`` (its text part shrunk as realcache shrinks it, its tower cut to one layer), run
+    text tokens through it and compare the cache it returns with kvmath's derivation, layer by layer."""
     import torch
     from transformers import CONFIG_MAPPING, AutoModelForImageTextToText
 
     from realcache import build_small_text_config, describe_cache
 
-    cfg = _test_config(case)
     arch = kvmath.load_architecture(cfg)
-    small, _, _, _ = build_small_text_config(cfg, dtype=arch.dtype, overrides=OVERRIDES.get(case))
+    small, _, _, _ = build_small_text_config(cfg, dtype=arch.dtype, overrides=overrides)
     text = small.to_dict()
     vision = dict(cfg["vision_config"])
     vision.update({k: 1 for k in ("num_hidden_layers", "depth") if k in vision})
-    if case == DEFAULTS + "aya_vision":  # AyaVisionConfig's default tower (1152 wide, 14 heads) cannot be built
-        vision["num_attention_heads"] = 16
     outer = {k: v for k, v in cfg.items() if k not in ("model_type", "text_config", "vision_config")}
     conf = CONFIG_MAPPING[cfg["model_type"]](text_config=text, vision_config=vision, **outer)
     torch.manual_seed(0)
@@ -630,3 +636,31 @@ def test_engines_refuse_a_wrapper_they_do_not_serve(case, engine, phrase):
         kvmath.derive(arch, engine=engine, max_ctx=4096)
     assert "\n" not in str(e.value)
     assert kvmath.derive(kvmath.load_architecture(_config(DEFAULTS + "minicpmv4_6")), engine="vllm", max_ctx=4096)
+
+
+INTERNVL_VIT_300M = {  # OpenGVLab/InternVL internvl_chat/tools/internvl_custom2hf.py's vit_300m_config (ViT-300M)
+    "architectures": ["InternVisionModel"], "attention_bias": True, "attention_dropout": 0.0, "dropout": 0.0,
+    "hidden_act": "gelu", "hidden_dropout_prob": 0.0, "hidden_size": 1024, "image_size": [448, 448],
+    "initializer_factor": 0.1, "initializer_range": 1e-10, "intermediate_size": 4096, "layer_norm_eps": 1e-06,
+    "layer_scale_init_value": 0.1, "model_type": "internvl_vision", "norm_type": "layer_norm",
+    "num_attention_heads": 16, "num_channels": 3, "num_hidden_layers": 24, "patch_size": [14, 14],
+    "projection_dropout": 0.0, "torch_dtype": "bfloat16", "use_absolute_position_embeddings": True,
+    "use_mask_token": False, "use_mean_pooling": True, "use_qk_norm": False}
+
+
+def test_internvl3_5_as_openGVLab_converts_it_caches_its_qwen3_text_part():
+    """InternVL3.5-8B-HF as OpenGVLab's converter writes it (internvl_custom2hf.py ``convert_chat_config_to_hf``:
+    ``text_config`` = the chat model's ``llm_config``, Qwen3-8B's fields here from tests/fixtures/configs, and
+    ``vision_config`` = its ViT-300M dict): kvmath reads 36 full layers x 8 KV heads x 128, and the whole InternVL
+    wrapper caches exactly that (text cut to 8 layers, tower to 1)."""
+    text = {k: v for k, v in _config("Qwen__Qwen3-8B").items() if k != "architectures"}
+    cfg = {"architectures": ["InternVLForConditionalGeneration"], "downsample_ratio": 0.5, "image_seq_length": 256,
+           "image_token_id": 151671, "model_type": "internvl", "projector_hidden_act": "gelu",
+           "text_config": dict(text, use_cache=True), "torch_dtype": "bfloat16", "vision_config": INTERNVL_VIT_300M,
+           "vision_feature_layer": -1, "vision_feature_select_strategy": "default"}
+    arch = kvmath.load_architecture(cfg)
+    assert {(a.layer_type, a.num_kv_heads, a.head_dim) for a in arch.layers} == {("full_attention", 8, 128)}
+    assert arch.num_hidden_layers == 36 and arch.vision.patch_size == 14 and arch.vision.depth == 24
+    small = copy.deepcopy(cfg)
+    _cut(small["text_config"])
+    _check_wrapper_cache(small, None)
