@@ -664,3 +664,13 @@ def test_internvl3_5_as_openGVLab_converts_it_caches_its_qwen3_text_part():
     small = copy.deepcopy(cfg)
     _cut(small["text_config"])
     _check_wrapper_cache(small, None)
+
+
+def test_wrappers_kvmath_does_not_read_are_refused_naming_why():
+    """Llama 3.2 Vision (mllama): transformers caches the image's K / V on its cross-attention layers; the refusal
+    names that instead of listing the known wrappers."""
+    cfg = {"model_type": "mllama", "text_config": {"model_type": "mllama_text_model", "cross_attention_layers": [3, 8]},
+           "vision_config": {"hidden_size": 1280}}
+    with pytest.raises(KvMathError, match="cross_attention_layers cache the image") as e:
+        kvmath.load_architecture(cfg)
+    assert "\n" not in str(e.value) and "known wrappers" not in str(e.value)

@@ -179,6 +179,15 @@ _WRAPPER_REFUSALS = {
 }
 """Engines kvmath does not price a wrapper on, whatever its text part (``Architecture.engine_refusals``). vLLM 0.24's
 minicpmv4_6.py builds its language model as ``Qwen3_5ForCausalLM`` from the text config, as kvmath prices it."""
+_UNREAD_WRAPPERS = {
+    "mllama": "Llama 3.2 Vision: its cross_attention_layers cache the image's keys and values (modeling_mllama.py "
+              "MllamaTextCrossAttention), an entry per image tile that kvmath has no spec for; vLLM 0.10.2 removed "
+              "MllamaForConditionalGeneration",
+    "qwen2_5_omni": "Qwen2.5-Omni: the thinker_config's text part and the talker's own cache would both be needed",
+    "qwen3_omni_moe": "Qwen3-Omni: the thinker_config's text part and the talker's own cache would both be needed",
+    "hunyuan_vl": "HunYuan-VL: HunYuanVLConfig folds top-level keys into its text part; that rule was not read",
+}
+"""Wrappers transformers 5.23 builds whose text part kvmath does not read, and why (named in the one-line refusal)."""
 _FLAT_WRAPPERS = ("qwen2_5_vl", "qwen2_vl")
 """Wrappers whose Hub configs are flat: transformers 5.23 ``Qwen2_5_VLConfig.__post_init__`` builds the text
 config from the top-level keys when there is no ``text_config`` (Qwen2.5-VL-7B-Instruct's config.json)."""
@@ -212,9 +221,10 @@ def _unwrap(cfg: dict) -> tuple[dict, "VisionTower | None"]:
     if not isinstance(text, dict):
         raise KvMathError(f"config field {inner_key} must be an object")
     if not _wrapper(outer_type):
+        why = _UNREAD_WRAPPERS.get(outer_type) if isinstance(outer_type, str) else None
         raise KvMathError(
             f"model_type {outer_type!r} wraps a {inner_key} but is not a wrapper kvmath knows, so its decoder "
-            f"cannot be read exactly; known wrappers: {choices(sorted(_WRAPPERS))}"
+            f"cannot be read exactly" + (f" ({why})" if why else f"; known wrappers: {choices(sorted(_WRAPPERS))}")
         )
     inner = dict(text)
     inner.setdefault("dtype", cfg.get("dtype") or cfg.get("torch_dtype"))
