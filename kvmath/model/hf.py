@@ -183,8 +183,6 @@ _UNREAD_WRAPPERS = {
     "mllama": "Llama 3.2 Vision: its cross_attention_layers cache the image's keys and values (modeling_mllama.py "
               "MllamaTextCrossAttention), an entry per image tile that kvmath has no spec for; vLLM 0.10.2 removed "
               "MllamaForConditionalGeneration",
-    "qwen2_5_omni": "Qwen2.5-Omni: the thinker_config's text part and the talker's own cache would both be needed",
-    "qwen3_omni_moe": "Qwen3-Omni: the thinker_config's text part and the talker's own cache would both be needed",
     "hunyuan_vl": "HunYuan-VL: HunYuanVLConfig folds top-level keys into its text part; that rule was not read",
 }
 """Wrappers transformers 5.23 builds whose text part kvmath does not read, and why (named in the one-line refusal)."""
