@@ -476,6 +476,10 @@ def _check_section(d: dict, rules: dict, prefix: str, fixes: dict, path: tuple =
         value = d[key]
         if value is None or (rule.also and isinstance(value, str) and value in rule.also):
             continue
+        if key == "patch_size" and path == ("vision_config",) and isinstance(value, list) and len(value) == 2 \
+                and value[0] == value[1]:  # InternVL's square [h, w] patch (InternVLVisionConfig)
+            _check_value(value[0], rule, prefix + key)
+            continue
         out = _check_value(value, rule, prefix + key)
         if out is not value and not (isinstance(out, int) and type(value) is int):
             fixes[path + (key,)] = out

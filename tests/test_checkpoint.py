@@ -624,6 +624,8 @@ def _cut_layers(cfg: dict, n: int) -> dict:
     ("nvidia__Kimi-K2.6-NVFP4", 2),  # MoonViT tower + patch-merger projector (the tower was left out)
     ("llava-hf__llava-1.5-7b-hf", 2),  # sparse text_config + CLIP tower + two-layer projector (was refused)
     ("mistralai__Voxtral-Mini-3B-2507", 2),  # Whisper-style audio encoder + projector (was -0.61 %)
+    ("llava-hf__llava-v1.6-mistral-7b-hf", 2),  # sparse mistral text_config, CLIP tower, projector, image_newline
+    ("transformers-5.23-defaults__llava_next_video", 2),  # the same tower and image_newline; an average pooler
 ])
 def test_config_estimate_counts_transformers_parameters_of_family_configs(config, layers):
     """Published family configs (tests/fixtures/configs/SOURCES.md) against transformers 5.23's meta-device model:
@@ -646,3 +648,14 @@ def test_config_estimate_counts_transformers_parameters_of_family_configs(config
     kept = set(m.state_dict())
     real = sum(p.numel() for p in m.parameters()) + sum(b.numel() for n, b in m.named_buffers() if n in kept)
     assert sum(t.numel for t in estimate_checkpoint(cfg).tensors) == real
+
+
+@pytest.mark.parametrize("config", [f"transformers-5.23-defaults__{t}" for t in ("internvl", "llava_onevision",
+                                                                                 "idefics3", "smolvlm", "minicpmv4_6")])
+def test_config_estimate_refuses_wrapper_towers_it_does_not_write(config):
+    """InternViT (layer scales, q / k norms), SigLIP without a class embedding and Idefics3's connector are not the
+    generic ViT the estimate writes: refused in one line rather than counted roughly (their text parts are
+    llama / qwen2, which the estimate does write)."""
+    with pytest.raises(KvMathError, match="does not estimate the vision tower and projector of") as e:
+        estimate_checkpoint(json.loads((FAMILY_CONFIGS / f"{config}.json").read_text()))
+    assert "\n" not in str(e.value)

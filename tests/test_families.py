@@ -42,6 +42,8 @@ REFUSED = {  # config -> a phrase the one-line refusal must contain (the model_t
     DEFAULTS + "bamba": "bamba config has no attn_layer_indices",
     # Lfm2MoeConfig derives no layout (no full_attn_idxs): layer_types None, and Lfm2MoeModel fails on it
     DEFAULTS + "lfm2_moe": "lfm2_moe config needs layer_types",
+    # Glm4vMoeTextConfig's defaults: 96 heads of a 4096 hidden size and no head_dim (GLM-4.5V writes 128)
+    DEFAULTS + "glm4v_moe": "hidden_size 4096 is not a multiple of num_attention_heads 96",
 }
 OVERRIDES = {  # fields transformers needs to build the shrunk model that do not shape the cache
     "meta-llama__Meta-Llama-3.1-405B": {"hidden_size": 128},  # 128 heads: hidden must be a multiple
@@ -58,6 +60,10 @@ OVERRIDES = {  # fields transformers needs to build the shrunk model that do not
     "THUDM__glm-4-9b-chat-hf": {"pad_token_id": None},  # GlmConfig's default 151329 lies outside the shrunk vocab
     # Persimmon and GPT-Neo take their head width from hidden_size / heads: keep _cut's 2 heads x 64
     "adept__persimmon-8b-base": {"hidden_size": 128}, "EleutherAI__gpt-neo-125M": {"hidden_size": 128},
+    # Glm4vTextAttention: hidden / heads wide (_cut's 2 heads x 128); the class default's full-width rotary does not
+    # fit its own mrope_section [8, 12, 12]: GLM-4.1V's partial_rotary_factor 0.5 (RoPE only, no cache field)
+    DEFAULTS + "glm4v": {"hidden_size": 256, "rope_parameters": {"rope_theta": 10000.0, "rope_type": "default",
+                                                                 "partial_rotary_factor": 0.5}},
 }
 CASES = sorted(p.stem for p in CONFIGS.glob("*.json"))
 READ = [c for c in CASES if c not in REFUSED]
@@ -76,6 +82,8 @@ def _test_config(case: str) -> dict:
         cfg = {k: v for k, v in cfg.items() if k != "vision_config"}
         cfg["model_type"] = "qwen2_5_vl_text"
     text = cfg.get("text_config", cfg)
+    if cfg.get("model_type") == "exaone4_5" and text.get("model_type") == "exaone4_5_text":
+        text["model_type"] = "exaone4"  # Exaone4_5_Config.__post_init__: the first release's text model_type
     if text.get("model_type") == "glm_moe_dsa":  # GlmMoeDsaConfig sets head_dim = qk_rope_head_dim (GLM-5.2 states
         text.pop("head_dim", None)                # 192); MLA caches the latent, so the key shapes no cache
     _cut(text)
@@ -118,6 +126,10 @@ def _cut(text: dict) -> None:
             if isinstance(text["ffn_config"].get("moe_normalize_expert_weights"), int):  # 5.23's strict DbrxFFNConfig
                 text["ffn_config"]["moe_normalize_expert_weights"] = 1.0  # takes a float only (dbrx-instruct writes 1)
         return
+    if mt == "glm4v_text":  # Glm4vTextAttention is hidden_size / heads wide: keep its KV heads, as many query heads
+        width = text["hidden_size"] // text["num_attention_heads"]
+        text.update(num_attention_heads=text["num_key_value_heads"],
+                    hidden_size=text["num_key_value_heads"] * width)
     if mt in ("helium", "bitnet"):  # heads x head_dim must stay hidden_size: 4 heads of the real width, same grouping
         width = text.get("head_dim") or text["hidden_size"] // text["num_attention_heads"]
         group = text["num_attention_heads"] // text["num_key_value_heads"]
@@ -130,7 +142,7 @@ def _cut(text: dict) -> None:
         text.update(hidden_size=2 * width, num_attention_heads=2)
         text.pop("intermediate_size", None), text.pop("ffn_dim", None), text.pop("word_embed_proj_dim", None)
         text.pop("num_kv_heads", None) if mt == "falcon" else None
-    if "num_hidden_layers" not in text and text.get("model_type") == "llama":  # llava-1.5's sparse text_config
+    if "num_hidden_layers" not in text and mt in ("llama", "mistral"):  # llava-1.5 / 1.6 sparse text_config
         text["num_hidden_layers"] = 2  # LlamaConfig's other defaults (4096 wide, 32 heads) still shape the cache
     n = text.get("num_hidden_layers")
     if mt in ("mamba", "falcon_mamba", "jamba", "lfm2", "lfm2_moe") and text.get("hidden_size", 0) > STATE_HIDDEN:
@@ -211,7 +223,7 @@ def test_tally_of_real_configs():
     """Of the published configs (not the class-default files): how many read exactly, how many refused."""
     real = [c for c in CASES if not c.startswith(DEFAULTS)]
     read = [c for c in real if c not in REFUSED]
-    assert (len(real), len(read), len(real) - len(read)) == (53, 46, 7)
+    assert (len(real), len(read), len(real) - len(read)) == (57, 50, 7)
 
 
 def test_unknown_wrapper_is_refused_not_read_from_its_text_part():
@@ -467,6 +479,13 @@ def _edit(case, **changes):
     (_edit("EleutherAI__gpt-neo-125M", attention_types=[[["global", "local"], 5]]), "expands to 10 layers"),
     (_edit("EleutherAI__gpt-neo-125M", attention_types=None), "no attention_types"),
     (_edit("EleutherAI__gpt-neo-125M", num_key_value_heads=4), "does not read"),
+    # Glm4vTextAttention ignores head_dim (hidden / heads); Glm4vTextConfig / Glm4vMoeTextConfig default the KV heads
+    ({"model_type": "glm4v", "text_config": dict(_config(DEFAULTS + "glm4v")["text_config"], head_dim=256)},
+     "uses hidden_size / num_attention_heads = 128"),
+    ({"model_type": "glm4v", "text_config": {k: v for k, v in _config(DEFAULTS + "glm4v")["text_config"].items()
+                                             if k != "num_key_value_heads"}}, "default it to 2"),
+    ({"model_type": "glm4v_moe", "text_config": {k: v for k, v in _config("zai-org__GLM-4.5V")["text_config"].items()
+                                                 if k != "num_key_value_heads"}}, "default it to 8"),
 ])
 def test_new_family_configs_that_would_be_guessed_are_refused(cfg, phrase):
     with pytest.raises(KvMathError, match=phrase) as e:
@@ -509,3 +528,149 @@ def test_starcoder2_window_per_engine():
     assert kvmath.derive(arch, engine="llama.cpp", max_ctx=16384).total_bytes == 201_326_592
     v = kvmath.derive(arch, engine="vllm", max_ctx=16384)
     assert [(g.layer_type, g.cells) for g in v.groups] == [("sliding_attention", 6160)]
+
+
+WRAPPED = ["llava-hf__llava-v1.6-mistral-7b-hf", "lerobot__pi0-paligemma-3b", DEFAULTS + "internvl",
+           DEFAULTS + "llava_onevision", DEFAULTS + "llava_next_video", DEFAULTS + "aya_vision",
+           DEFAULTS + "cohere2_vision", DEFAULTS + "idefics3", DEFAULTS + "smolvlm", "LGAI-EXAONE__EXAONE-4.5-33B",
+           DEFAULTS + "minicpmv4_6", DEFAULTS + "minicpmv4_7", DEFAULTS + "glm4v", "zai-org__GLM-4.5V"]
+
+
+@pytest.mark.parametrize("case", WRAPPED)
+def test_wrapper_model_caches_its_text_part_as_kvmath_reads_it(case):
+    """The whole wrapper as transformers 5.23 builds it from the config (its own config class building the text part
+    from the text_config dict, its vision tower cut to one layer), run on text tokens: the cache it returns equals
+    kvmath's derivation layer by layer. So the wrapper neither changes the text config nor caches anything beside the
+    text model's cache (checked on the text model alone in test_cache_equals_transformers_layer_by_layer)."""
+    cfg = _test_config(case)
+    if case == DEFAULTS + "aya_vision":  # AyaVisionConfig's default tower (1152 wide, 14 heads) cannot be built
+        cfg["vision_config"]["num_attention_heads"] = 16
+    _check_wrapper_cache(cfg, OVERRIDES.get(case))
+
+
+def _check_wrapper_cache(cfg: dict, overrides: dict | None) -> None:
+    """Build the wrapper of ``cfg`` (its text part shrunk as realcache shrinks it, its tower cut to one layer), run
+    text tokens through it and compare the cache it returns with kvmath's derivation, layer by layer."""
+    import torch
+    from transformers import CONFIG_MAPPING, AutoModelForImageTextToText
+
+    from realcache import build_small_text_config, describe_cache
+
+    arch = kvmath.load_architecture(cfg)
+    small, _, _, _ = build_small_text_config(cfg, dtype=arch.dtype, overrides=overrides)
+    text = small.to_dict()
+    vision = dict(cfg["vision_config"])
+    vision.update({k: 1 for k in ("num_hidden_layers", "depth") if k in vision})
+    outer = {k: v for k, v in cfg.items() if k not in ("model_type", "text_config", "vision_config")}
+    conf = CONFIG_MAPPING[cfg["model_type"]](text_config=text, vision_config=vision, **outer)
+    torch.manual_seed(0)
+    with torch.no_grad():
+        model = AutoModelForImageTextToText.from_config(conf, dtype=getattr(torch, arch.dtype)).eval()
+        vocab = conf.text_config.vocab_size
+        out = model(input_ids=torch.randint(0, vocab, (BATCH, PREFILL)), use_cache=True)
+        cache = out.past_key_values
+        for _ in range(DECODE):
+            cache = model(input_ids=torch.randint(0, vocab, (BATCH, 1)), past_key_values=cache,
+                          use_cache=True).past_key_values
+    real = describe_cache(cache)
+    d = kvmath.derive(arch, engine="transformers", max_ctx=PREFILL + DECODE, max_num_seqs=BATCH)
+    assert {layer["index"]: layer["bytes"] for layer in real["layers"]} == \
+        {i: g.bytes // g.n_layers for g in d.groups for i in g.layers}
+    assert real["total_bytes"] == d.total_bytes
+
+
+@pytest.mark.parametrize("outer,text", [
+    ("llava_next", _config("llava-hf__llava-v1.6-mistral-7b-hf")["text_config"]),  # hidden, layers, heads left out
+    ("llava_next_video", {"model_type": "llama", "max_position_embeddings": 4096, "vocab_size": 32064}),
+    ("llava", {"model_type": "mistral", "sliding_window": None, "vocab_size": 131072, "head_dim": 128,
+               "hidden_size": 5120, "num_hidden_layers": 40}),  # pixtral-12b's layout: heads and KV heads left out
+    ("paligemma", _config("lerobot__pi0-paligemma-3b")["text_config"]),  # head_dim left to GemmaConfig (256)
+    ("paligemma", {"model_type": "gemma2", "hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26,
+                   "num_key_value_heads": 4, "vocab_size": 257216}),  # paligemma2-3b's: heads, window, head_dim out
+    ("llava_onevision", {"model_type": "qwen2", "hidden_size": 896, "num_attention_heads": 14, "num_hidden_layers": 24,
+                         "num_key_value_heads": 2}),
+    ("smolvlm", {"model_type": "llama", "hidden_size": 2048, "num_attention_heads": 32, "num_hidden_layers": 24}),
+])
+def test_sparse_wrapper_text_configs_read_as_the_wrapper_builds_them(outer, text):
+    """A published wrapper's text_config often leaves sizes to its text config class; the wrapper builds
+    ``CONFIG_MAPPING[model_type](**text_config)``. kvmath's layers against the text config transformers 5.23's own
+    wrapper class builds (its layer_types, or sliding on every layer when it has a window; KV heads, head width,
+    window): no model is run, the config object is the independent side."""
+    from transformers import CONFIG_MAPPING
+
+    built = CONFIG_MAPPING[outer](text_config=dict(text)).text_config
+    n = built.num_hidden_layers
+    types = getattr(built, "layer_types", None) or \
+        ["sliding_attention" if getattr(built, "sliding_window", None) else "full_attention"] * n
+    head_dim = getattr(built, "head_dim", None) or built.hidden_size // built.num_attention_heads
+    window = getattr(built, "sliding_window", None)
+    want = [(t, built.num_key_value_heads, head_dim, window if t == "sliding_attention" else None) for t in types]
+    arch = kvmath.load_architecture({"model_type": outer, "text_config": dict(text)})
+    assert [(a.layer_type, a.num_kv_heads, a.head_dim, a.sliding_window) for a in arch.layers] == want
+
+
+def test_llava_next_hand_derivation_and_internvl_square_patch():
+    """llava-v1.6-mistral-7b's sparse text_config: MistralConfig's 32 layers x 8 KV heads x 4096 / 32 = 128 wide, no
+    window, float16 (the top-level torch_dtype): per token 32 x 8 x 128 x 2 (K, V) x 2 B = 131,072 B. InternVL writes
+    its patch as [14, 14] (InternVLVisionConfig): read as 14; a non-square patch is refused in one line."""
+    arch = kvmath.load_architecture(_config("llava-hf__llava-v1.6-mistral-7b-hf"))
+    assert kvmath.derive(arch, engine="transformers", max_ctx=1000, max_num_seqs=1).total_bytes == 1000 * 131_072
+    cfg = _config(DEFAULTS + "internvl")
+    assert cfg["vision_config"]["patch_size"] == [14, 14] and kvmath.load_architecture(cfg).vision.patch_size == 14
+    cfg["vision_config"]["patch_size"] = [14, 16]
+    with pytest.raises(KvMathError, match="patch_size") as e:
+        kvmath.load_architecture(cfg)
+    assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("case,engine,phrase", [
+    (DEFAULTS + "minicpmv4_7", "vllm", "registers no MiniCPMV4_7ForConditionalGeneration"),
+    (DEFAULTS + "minicpmv4_7", "llama.cpp", "MiniCPM-V 4.7"), (DEFAULTS + "minicpmv4_6", "llama.cpp", "MiniCPM-V 4.6"),
+    ("zai-org__GLM-4.5V", "llama.cpp", "GLM-4.5V"), (DEFAULTS + "glm4v", "llama.cpp", "GLM-4.1V"),
+    ("LGAI-EXAONE__EXAONE-4.5-33B", "llama.cpp", "MTP blocks to block_count")])
+def test_engines_refuse_a_wrapper_they_do_not_serve(case, engine, phrase):
+    """MiniCPM-V 4.7 has no vLLM 0.24 model class (registry.py); no llama.cpp converter was read for either. Their
+    Qwen 3.5 text part alone would be priced, so the wrapper's refusal must speak first, in one line."""
+    arch = kvmath.load_architecture(_config(case))
+    with pytest.raises(KvMathError, match=phrase) as e:
+        kvmath.derive(arch, engine=engine, max_ctx=4096)
+    assert "\n" not in str(e.value)
+    assert kvmath.derive(kvmath.load_architecture(_config(DEFAULTS + "minicpmv4_6")), engine="vllm", max_ctx=4096)
+
+
+INTERNVL_VIT_300M = {  # OpenGVLab/InternVL internvl_chat/tools/internvl_custom2hf.py's vit_300m_config (ViT-300M)
+    "architectures": ["InternVisionModel"], "attention_bias": True, "attention_dropout": 0.0, "dropout": 0.0,
+    "hidden_act": "gelu", "hidden_dropout_prob": 0.0, "hidden_size": 1024, "image_size": [448, 448],
+    "initializer_factor": 0.1, "initializer_range": 1e-10, "intermediate_size": 4096, "layer_norm_eps": 1e-06,
+    "layer_scale_init_value": 0.1, "model_type": "internvl_vision", "norm_type": "layer_norm",
+    "num_attention_heads": 16, "num_channels": 3, "num_hidden_layers": 24, "patch_size": [14, 14],
+    "projection_dropout": 0.0, "torch_dtype": "bfloat16", "use_absolute_position_embeddings": True,
+    "use_mask_token": False, "use_mean_pooling": True, "use_qk_norm": False}
+
+
+def test_internvl3_5_as_openGVLab_converts_it_caches_its_qwen3_text_part():
+    """InternVL3.5-8B-HF as OpenGVLab's converter writes it (internvl_custom2hf.py ``convert_chat_config_to_hf``:
+    ``text_config`` = the chat model's ``llm_config``, Qwen3-8B's fields here from tests/fixtures/configs, and
+    ``vision_config`` = its ViT-300M dict): kvmath reads 36 full layers x 8 KV heads x 128, and the whole InternVL
+    wrapper caches exactly that (text cut to 8 layers, tower to 1)."""
+    text = {k: v for k, v in _config("Qwen__Qwen3-8B").items() if k != "architectures"}
+    cfg = {"architectures": ["InternVLForConditionalGeneration"], "downsample_ratio": 0.5, "image_seq_length": 256,
+           "image_token_id": 151671, "model_type": "internvl", "projector_hidden_act": "gelu",
+           "text_config": dict(text, use_cache=True), "torch_dtype": "bfloat16", "vision_config": INTERNVL_VIT_300M,
+           "vision_feature_layer": -1, "vision_feature_select_strategy": "default"}
+    arch = kvmath.load_architecture(cfg)
+    assert {(a.layer_type, a.num_kv_heads, a.head_dim) for a in arch.layers} == {("full_attention", 8, 128)}
+    assert arch.num_hidden_layers == 36 and arch.vision.patch_size == 14 and arch.vision.depth == 24
+    small = copy.deepcopy(cfg)
+    _cut(small["text_config"])
+    _check_wrapper_cache(small, None)
+
+
+def test_wrappers_kvmath_does_not_read_are_refused_naming_why():
+    """Llama 3.2 Vision (mllama): transformers caches the image's K / V on its cross-attention layers; the refusal
+    names that instead of listing the known wrappers."""
+    cfg = {"model_type": "mllama", "text_config": {"model_type": "mllama_text_model", "cross_attention_layers": [3, 8]},
+           "vision_config": {"hidden_size": 1280}}
+    with pytest.raises(KvMathError, match="cross_attention_layers cache the image") as e:
+        kvmath.load_architecture(cfg)
+    assert "\n" not in str(e.value) and "known wrappers" not in str(e.value)

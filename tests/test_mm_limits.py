@@ -165,7 +165,9 @@ def test_mm_processor_kwargs_on_a_model_without_a_qwen_tower_is_refused():
 
 
 @pytest.mark.parametrize("config, tower", [("Qwen__Qwen2.5-VL-7B-Instruct.json", "vision_config without a model_type"),
-                                           ("mistralai__Devstral-Small-2-24B-Instruct.json", "'pixtral'")])
+                                           ("mistralai__Devstral-Small-2-24B-Instruct.json", "'pixtral'"),
+                                           ("llava-hf__llava-v1.6-mistral-7b-hf.json", "'clip_vision_model'"),
+                                           ("transformers-5.23-defaults__internvl.json", "'internvl_vision'")])
 def test_a_tower_whose_profile_is_not_modelled_is_refused(capsys, config, tower):
     """A vision tower kvmath has no profile rule for (Qwen2.5-VL's, Pixtral's) was left out of the profile run
     without a word, so the pool came out larger than vLLM's (vLLM encodes a dummy batch through every tower it

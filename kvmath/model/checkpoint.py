@@ -1121,12 +1121,14 @@ def _estimate_table(config: dict) -> Checkpoint:
             rows += lin.tensors(f"{m}.gate_proj", inter, H) + lin.tensors(f"{m}.up_proj", inter, H)
             rows += lin.tensors(f"{m}.down_proj", H, inter)
     vc = config.get("vision_config")
+    if isinstance(vc, dict) and tc is not config:
+        _refuse_unwritten_tower(config)
     if isinstance(vc, dict) and tc is not config and gdn:
         rows += _qwen_vision(vc, dt)
     elif isinstance(vc, dict) and tc is not config and config.get("model_type") == "kimi_k25":
         rows += _moonvit(vc, dt, H)
-    elif isinstance(vc, dict) and tc is not config and config.get("model_type") == "llava":
-        rows += _clip_llava(vc, dt, H)
+    elif isinstance(vc, dict) and tc is not config and config.get("model_type") in _CLIP_LLAVA:
+        rows += _clip_llava(vc, dt, H, config)
     elif isinstance(vc, dict) and tc is not config:
         rows += _vision_tower(vc, dt, H)
     ac = config.get("audio_config")
@@ -1223,13 +1225,44 @@ def _voxtral_audio(ac: dict, dt: str, text_hidden: int) -> list[tuple[str, str, 
                    (f"{j}.linear_2.weight", dt, (text_hidden, text_hidden))]
 
 
-def _clip_llava(vc: dict, dt: str, text_hidden: int) -> list[tuple[str, str, tuple]]:
+_CLIP_LLAVA = ("llava", "llava_next", "llava_next_video")
+"""Wrappers whose tower :func:`_clip_llava` writes (a CLIP tower; LLaVA-NeXT's ``image_newline`` beside it)."""
+_TOWER_UNWRITTEN = ("llava_onevision", "internvl", "aya_vision", "cohere2_vision", "paligemma", "idefics3", "smolvlm",
+                    "exaone4_5", "minicpmv4_6", "minicpmv4_7")
+"""Wrappers whose vision tower and projector neither the generic :func:`_vision_tower` nor the Qwen 3.5 tower
+(:func:`_qwen_vision`, which a qwen3_5_text text part would otherwise pick) counts exactly (SigLIP without a class
+embedding, InternViT's layer scales and q / k norms, Idefics3's pixel-shuffle connector, Aya Vision's SwiGLU
+projector, MiniCPM-V's window-attention merger): the config-only estimate is refused for them."""
+
+
+def _refuse_unwritten_tower(config: dict) -> None:
+    """Raise KvMathError for a wrapper in :data:`_TOWER_UNWRITTEN` (its tower is not estimated exactly)."""
+    mt = config.get("model_type")
+    if mt in _TOWER_UNWRITTEN:
+        raise KvMathError(f"kvmath does not estimate the vision tower and projector of {mt} from config.json; pass the "
+                          "model folder (its safetensors headers) or the checkpoint size (--weights-gb)")
+
+
+def _clip_llava(vc: dict, dt: str, text_hidden: int, config: dict) -> list[tuple[str, str, tuple]]:
     """LLaVA's CLIP vision tower and two-layer projector (transformers 5.23 models/clip ``CLIPVisionTransformer``,
     models/llava ``LlavaMultiModalProjector``): a class embedding [w], a patch embedding [w, 3, p, p] without bias,
     position embeddings [(image_size / p)^2 + 1, w], ``pre_layrnorm``; per layer q / k / v / out_proj [w, w] with
     biases, fc1 / fc2 [ff, w] / [w, ff] with biases, two LayerNorms; ``post_layernorm``; then ``linear_1``
-    [text hidden, w] and ``linear_2`` [text hidden, text hidden] with biases. transformers builds every layer
-    whatever ``vision_feature_layer`` picks."""
+    [text hidden, w x the number of ``vision_feature_layer`` entries] and ``linear_2`` [text hidden, text hidden],
+    with biases unless ``multimodal_projector_bias`` is false. transformers builds every layer whatever
+    ``vision_feature_layer`` picks. LLaVA-NeXT and LLaVA-NeXT-Video add ``image_newline`` [text hidden]
+    (modeling_llava_next.py / modeling_llava_next_video.py; the video pooler has weights only when
+    ``spatial_pool_mode`` is "conv", which is refused). Raises KvMathError for a non-CLIP tower."""
+    mt = config.get("model_type")
+    if vc.get("model_type", "clip_vision_model") != "clip_vision_model":
+        raise KvMathError(f"{mt} vision_config.model_type {vc.get('model_type')!r}: kvmath estimates only a CLIP tower "
+                          "from config.json; pass the model folder (its safetensors headers) or --weights-gb")
+    if mt == "llava_next_video" and config.get("spatial_pool_mode") == "conv":
+        raise KvMathError("llava_next_video spatial_pool_mode 'conv': its pooling convolution is not estimated; pass "
+                          "the model folder (its safetensors headers) or --weights-gb")
+    layers = config.get("vision_feature_layer", -2)
+    feats = len(layers) if isinstance(layers, list) and layers else 1
+    bias = config.get("multimodal_projector_bias", True) is not False
     w, n = _int(vc, "hidden_size"), _int(vc, "num_hidden_layers")
     ff, ps, img = _int(vc, "intermediate_size"), _int(vc, "patch_size"), _int(vc, "image_size")
     if min(w, n, ff, ps, img) < 1 or img % ps:
@@ -1242,8 +1275,12 @@ def _clip_llava(vc: dict, dt: str, text_hidden: int) -> list[tuple[str, str, tup
     rows += _vit_layers(f"{t}.encoder.layers", n, w, ff, dt)
     j = "model.multi_modal_projector"
     rows += [(f"{t}.post_layernorm.weight", dt, (w,)), (f"{t}.post_layernorm.bias", dt, (w,)),
-             (f"{j}.linear_1.weight", dt, (text_hidden, w)), (f"{j}.linear_1.bias", dt, (text_hidden,)),
-             (f"{j}.linear_2.weight", dt, (text_hidden, text_hidden)), (f"{j}.linear_2.bias", dt, (text_hidden,))]
+             (f"{j}.linear_1.weight", dt, (text_hidden, w * feats)),
+             (f"{j}.linear_2.weight", dt, (text_hidden, text_hidden))]
+    if bias:
+        rows += [(f"{j}.linear_1.bias", dt, (text_hidden,)), (f"{j}.linear_2.bias", dt, (text_hidden,))]
+    if mt in ("llava_next", "llava_next_video"):
+        rows.append(("model.image_newline", dt, (text_hidden,)))
     return rows
 
 

@@ -19,9 +19,12 @@ transformers only: vLLM, SGLang and llama.cpp refuse it), Kimi Linear (MLA + Kim
 lists), Nemotron-H, Granite 4.0-H and Bamba (Mamba-2 and attention), pure Mamba-2 (``mamba2``), Falcon-H1
 (attention and Mamba-2 side by side in every layer), MiniMax-Text-01 / M1 (``minimax``: lightning attention and full
 attention), Mamba-1 (``mamba``, ``falcon_mamba``, ``jamba``) and LFM2's short convolutions. Multimodal wrappers
-(``_WRAPPERS``: Qwen-VL, Gemma 3 / 3n / 4, Llama 4, Mistral 3, LFM2-VL, LLaVA, Voxtral, Kimi K2.5, Step 3.7 whose
-``step3p5`` text decoder is full / sliding GQA) are read from their text part, with the vision tower's size; any
-other outer ``model_type`` holding a ``text_config`` is refused. Older layouts: ``gpt2``, ``gptj``, ``gpt_bigcode``
+(``_WRAPPERS``: Qwen-VL, Gemma 3 / 3n / 4, Llama 4, Mistral 3, LFM2-VL, LLaVA, LLaVA-NeXT / -NeXT-Video / -OneVision,
+InternVL, Aya Vision, Command A Vision, PaliGemma, Idefics3, SmolVLM, EXAONE 4.5, MiniCPM-V 4.6 / 4.7,
+GLM-4.1V / 4.5V / 4.6V (``glm4v_text``, ``glm4v_moe_text``), Voxtral, Kimi K2.5, Step 3.7 whose ``step3p5``
+text decoder is full / sliding GQA) are read from their text part (a sparse one with its text class's defaults), with
+the vision tower's size; any other outer ``model_type`` holding a ``text_config`` is refused. Older layouts:
+``gpt2``, ``gptj``, ``gpt_bigcode``
 (GPT-2's key names; ``codegen`` under the same names), ``opt`` (``ffn_dim``), ``bloom`` (``n_layer`` /
 ``n_head``), ``falcon`` (the multi-query 7B; 40B's broadcast cache is refused), ``dbrx`` and ``mpt`` (MosaicML's
 ``d_model`` / ``n_heads`` / ``n_layers``, DBRX's ``attn_config.kv_n_heads``), ``persimmon`` (every head,
@@ -81,6 +84,7 @@ def architecture_from_config(cfg: Any, *, name: str, source: str = "") -> Archit
     """
     if not isinstance(cfg, dict):
         raise KvMathError(f"config must be a JSON object, got {type(cfg).__name__}")
+    outer_type = cfg.get("model_type")
     cfg, vision = _unwrap(cfg)
     model_type = cfg.get("model_type")
     if not isinstance(model_type, str) or not model_type:
@@ -93,10 +97,12 @@ def architecture_from_config(cfg: Any, *, name: str, source: str = "") -> Archit
             f"({needs}); supported: {choices(supported_model_types())}"
         )
     arch = family(_Config(cfg, model_type), name or model_type, source)
-    if vision is not None:
+    refusals = _WRAPPER_REFUSALS.get(outer_type, ())
+    if vision is not None or refusals:
         from dataclasses import replace
 
-        arch = replace(arch, vision=vision)
+        arch = replace(arch, vision=vision if vision is not None else arch.vision,
+                       engine_refusals=tuple(arch.engine_refusals) + refusals)
     return arch
 
 
@@ -105,24 +111,81 @@ _WRAPPERS = {"qwen3_5": "qwen3_5_text", "qwen3_5_moe": "qwen3_5_moe_text", "gemm
              "qwen3_vl_moe": "qwen3_vl_moe_text", "qwen2_5_vl": "qwen2_5_vl_text", "qwen2_vl": "qwen2_vl_text",
              "llama4": "llama4_text", "mistral3": "mistral", "lfm2_vl": "lfm2", "llava": "llama", "voxtral": "llama",
              "kimi_k25": "deepseek_v3", "step3p7": "step3p5"}
+_WRAPPERS.update({"llava_next": "llama", "llava_next_video": "llama", "llava_onevision": "qwen2", "internvl": "qwen2",
+                  "aya_vision": "cohere2", "cohere2_vision": "cohere2", "paligemma": "gemma", "idefics3": "llama",
+                  "smolvlm": "llama", "exaone4_5": "exaone4", "minicpmv4_6": "qwen3_5_text",
+                  "minicpmv4_7": "qwen3_5_text", "glm4v": "glm4v_text", "glm4v_moe": "glm4v_moe_text",
+                  "glm46v": "glm4v_text"})
+"""Wrappers whose config class builds its text part as ``CONFIG_MAPPING[text_config["model_type"]](**text_config)``
+and leaves it unchanged (transformers 5.23 ``sub_configs_defaults``: ``SubConfigSpec(AutoConfig, model_type=...)``,
+the default text model_type being the value here; a spec's ``init_kwargs`` apply only when there is no text_config,
+configuration_utils.py ``SubConfigSpec.create_subconfig``). Their models build the decoder with
+``AutoModel.from_config(config.text_config)`` and its cache is the text model's. PaliGemma's ``__post_init__`` sets
+the text part's ``use_bidirectional_attention`` and ``num_image_tokens`` (the mask and the prompt, not the cache);
+LLaVA-NeXT-Video and LLaVA-OneVision copy the text part's ``tie_word_embeddings`` up."""
 """Multimodal wrapper model_type -> the model_type of its text_config when the text_config names none
 (transformers 5.23 ``sub_configs`` defaults: ``Mistral3Config`` builds a ``mistral`` text config by default,
 ``Lfm2VlConfig`` an ``lfm2`` one, ``LlavaConfig`` and ``VoxtralConfig`` a ``llama`` one, ``KimiK25Config`` a
 ``deepseek_v3`` one, and it reads a ``kimi_k2`` text_config as ``deepseek_v3``: :data:`_TEXT_REMAP`)."""
-_TEXT_REMAP = {"kimi_k25": {"kimi_k2": "deepseek_v3"}}
-"""Text model_types a wrapper's config class rewrites (transformers 5.23 ``KimiK25Config.__post_init__``)."""
+_TEXT_REMAP = {"kimi_k25": {"kimi_k2": "deepseek_v3"}, "exaone4_5": {"exaone4_5_text": "exaone4"}}
+"""Text model_types a wrapper's config class rewrites (transformers 5.23 ``KimiK25Config.__post_init__``;
+``Exaone4_5_Config.__post_init__``: EXAONE 4.5 was first released with ``exaone4_5_text``, now built as ``exaone4``,
+and vLLM 0.24's exaone4_5.py builds its language model as ``Exaone4ForCausalLM`` from the same text config)."""
 _FORCED_TEXT = ("step3p7",)
 """Wrappers whose config class drops the text_config's model_type and always builds its own text class (transformers
 5.23 ``Step3p7Config.__post_init__``: "Force default model-type - hub has a remote-code format config")."""
 _CLASS_DEFAULTS = {"llava": {"llama": {"hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32,
                                        "num_attention_heads": 32, "max_position_embeddings": 2048,
                                        "vocab_size": 32000}}}
+_TEXT_CLASS_DEFAULTS = {
+    # transformers 5.23 CONFIG_MAPPING[t]().to_dict(): the keys that shape the cache or the weights estimate
+    "llama": _CLASS_DEFAULTS["llava"]["llama"],
+    "mistral": {"hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32, "num_attention_heads": 32,
+                "num_key_value_heads": 8, "max_position_embeddings": 131072, "vocab_size": 32000},
+    "qwen2": {"hidden_size": 4096, "intermediate_size": 22016, "num_hidden_layers": 32, "num_attention_heads": 32,
+              "num_key_value_heads": 32, "max_position_embeddings": 32768, "vocab_size": 151936},
+    "gemma": {"hidden_size": 3072, "intermediate_size": 24576, "num_hidden_layers": 28, "num_attention_heads": 16,
+              "num_key_value_heads": 16, "head_dim": 256, "max_position_embeddings": 8192, "vocab_size": 256000},
+    "gemma2": {"hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26, "num_attention_heads": 8,
+               "num_key_value_heads": 4, "head_dim": 256, "sliding_window": 4096, "max_position_embeddings": 8192,
+               "vocab_size": 256000},
+}
+"""The text config classes' own defaults for the keys a sparse published text_config leaves out (transformers 5.23
+configuration_llama.py / _mistral.py / _qwen2.py / _gemma.py / _gemma2.py; head_dim follows hidden_size /
+num_attention_heads where absent here, num_key_value_heads follows the heads for llama). MistralConfig's
+``sliding_window`` default (4096) is left out on purpose: the mistral rule refuses a config without the key."""
+_CLASS_DEFAULTS.update({w: {t: _TEXT_CLASS_DEFAULTS[t] for t in types} for w, types in {
+    "llava": ("llama", "mistral", "qwen2"), "llava_next": ("llama", "mistral", "qwen2"),
+    "llava_next_video": ("llama", "mistral", "qwen2"), "llava_onevision": ("qwen2",), "internvl": ("qwen2", "llama"),
+    "paligemma": ("gemma", "gemma2"), "idefics3": ("llama",), "smolvlm": ("llama",)}.items()})
 """Wrappers whose published text_config is sparse, and the text config class's own defaults transformers fills in
 for the keys it leaves out (transformers 5.23 ``LlavaConfig.__post_init__`` builds
 ``CONFIG_MAPPING[text_config["model_type"]](**text_config)``; ``LlamaConfig``'s defaults in
 configuration_llama.py, ``num_key_value_heads`` and ``head_dim`` then following the heads). llava-1.5-7b's
 text_config states only its ``max_position_embeddings``, ``vocab_size`` and ``rms_norm_eps``; vLLM builds the
 same config through transformers' ``AutoConfig``."""
+_WRAPPER_REFUSALS = {
+    "minicpmv4_7": (("vllm", "vLLM 0.24 registers no MiniCPMV4_7ForConditionalGeneration (model_executor/models/"
+                              "registry.py)"),
+                    ("llama.cpp", "no llama.cpp converter for MiniCPM-V 4.7 was read")),
+    "minicpmv4_6": (("llama.cpp", "no llama.cpp converter for MiniCPM-V 4.6 was read"),),
+    "exaone4_5": (("llama.cpp", "llama.cpp's Exaone4_5_TextModel converter (conversion/exaone.py) adds the "
+                                "num_nextn_predict_layers MTP blocks to block_count; how its cache treats them was not "
+                                "read"),),
+    "glm46v": (("vllm", "vLLM 0.24 registers no Glm46VForConditionalGeneration (model_executor/models/registry.py)"),
+               ("llama.cpp", "no llama.cpp converter for GLM-4.6V's glm46v wrapper was read")),
+    "glm4v": (("llama.cpp", "no llama.cpp converter for GLM-4.1V was read"),),
+    "glm4v_moe": (("llama.cpp", "no llama.cpp converter for GLM-4.5V / 4.6V was read"),),
+}
+"""Engines kvmath does not price a wrapper on, whatever its text part (``Architecture.engine_refusals``). vLLM 0.24's
+minicpmv4_6.py builds its language model as ``Qwen3_5ForCausalLM`` from the text config, as kvmath prices it."""
+_UNREAD_WRAPPERS = {
+    "mllama": "Llama 3.2 Vision: its cross_attention_layers cache the image's keys and values (modeling_mllama.py "
+              "MllamaTextCrossAttention), an entry per image tile that kvmath has no spec for; vLLM 0.10.2 removed "
+              "MllamaForConditionalGeneration",
+    "hunyuan_vl": "HunYuan-VL: HunYuanVLConfig folds top-level keys into its text part; that rule was not read",
+}
+"""Wrappers transformers 5.23 builds whose text part kvmath does not read, and why (named in the one-line refusal)."""
 _FLAT_WRAPPERS = ("qwen2_5_vl", "qwen2_vl")
 """Wrappers whose Hub configs are flat: transformers 5.23 ``Qwen2_5_VLConfig.__post_init__`` builds the text
 config from the top-level keys when there is no ``text_config`` (Qwen2.5-VL-7B-Instruct's config.json)."""
@@ -156,9 +219,10 @@ def _unwrap(cfg: dict) -> tuple[dict, "VisionTower | None"]:
     if not isinstance(text, dict):
         raise KvMathError(f"config field {inner_key} must be an object")
     if not _wrapper(outer_type):
+        why = _UNREAD_WRAPPERS.get(outer_type) if isinstance(outer_type, str) else None
         raise KvMathError(
             f"model_type {outer_type!r} wraps a {inner_key} but is not a wrapper kvmath knows, so its decoder "
-            f"cannot be read exactly; known wrappers: {choices(sorted(_WRAPPERS))}"
+            f"cannot be read exactly" + (f" ({why})" if why else f"; known wrappers: {choices(sorted(_WRAPPERS))}")
         )
     inner = dict(text)
     inner.setdefault("dtype", cfg.get("dtype") or cfg.get("torch_dtype"))
@@ -188,6 +252,11 @@ def _vision_tower(cfg: dict) -> "VisionTower | None":
 
     def first(*keys):
         for k in keys:
+            if isinstance(v.get(k), list) and k == "patch_size":  # InternVL's [h, w] patch: square only
+                side = v[k]
+                if len(side) != 2 or side[0] != side[1]:
+                    raise KvMathError(f"vision_config.patch_size must be an integer or a square [h, w], got {side!r}")
+                return _Config({k: side[0]}, "vision_config").int(k, minimum=0)
             if c.has(k):
                 return c.int(k, minimum=0)
         return 0

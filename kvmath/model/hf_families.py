@@ -1172,3 +1172,33 @@ def _codegen(c: _Config, name: str, source: str):
     file and no llama.cpp architecture for it was read: both refuse it
     (``kvmath.engines.base.UNCHECKED_MODEL_TYPES``)."""
     return _gpt2(c, name, source)
+
+
+# --- GLM-4.1V / 4.5V / 4.6V text parts (the glm4v / glm4v_moe / glm46v wrappers) ------------------------------
+
+@_family("glm4v_text")
+def _glm4v_text(c: _Config, name: str, source: str):
+    """GLM-4.1V / GLM-4.6V-Flash's text decoder (``glm4v_text``): GQA on every layer, no window. transformers 5.23
+    ``Glm4vTextAttention`` takes its head width as ``hidden_size // num_attention_heads`` whatever ``head_dim`` says
+    (modeling_glm4v.py), so a disagreeing ``head_dim`` is refused; ``Glm4vTextConfig.num_key_value_heads`` defaults
+    to 2 (null: the heads), so a config leaving the key out is refused. vLLM 0.24 glm4_1v.py serves the glm4v wrapper
+    with ``Glm4ForCausalLM`` (head width ``head_dim`` or hidden / heads), the same cache."""
+    _needs_written(c, "num_key_value_heads", 2)
+    heads, hidden = c.int("num_attention_heads"), c.int("hidden_size")
+    if hidden % heads:
+        raise KvMathError(f"glm4v_text hidden_size {hidden} is not a multiple of num_attention_heads {heads}")
+    if c.has("head_dim") and c.int("head_dim") != hidden // heads:
+        raise KvMathError(f"glm4v_text config sets head_dim {c.int('head_dim')} but transformers' Glm4vTextAttention "
+                          f"uses hidden_size / num_attention_heads = {hidden // heads}; remove one")
+    return _full_only(c, name, source)
+
+
+@_family("glm4v_moe_text")
+def _glm4v_moe_text(c: _Config, name: str, source: str):
+    """GLM-4.5V / GLM-4.6V's text decoder (``glm4v_moe_text``): GQA on every layer, MoE MLPs, no window; head width
+    ``getattr(config, "head_dim", hidden_size // num_attention_heads)`` (modeling_glm4v_moe.py
+    ``Glm4vMoeTextAttention``); ``Glm4vMoeTextConfig.num_key_value_heads`` defaults to 8, so a config leaving it out is
+    refused. MTP layers are not recorded (transformers builds none; vLLM's MTP for this wrapper was not read). vLLM
+    0.24 glm4_1v.py serves the glm4v_moe wrapper with ``Glm4MoeForCausalLM``."""
+    _needs_written(c, "num_key_value_heads", 8)
+    return _full_only(c, name, source)
