@@ -13,9 +13,22 @@ from .gguf import WeightBytes
 
 GGUF_ARCH = {"llama": "llama", "qwen3": "qwen3", "qwen3_5_text": "qwen35", "qwen3_5_moe_text": "qwen35moe",
              "gemma4_text": "gemma4", "gpt_oss": "gpt-oss", "mistral": "llama", "mixtral": "llama", "qwen2": "qwen2",
-             "qwen3_moe": "qwen3moe"}
+             "qwen3_moe": "qwen3moe", "gemma2": "gemma2", "gemma3_text": "gemma3", "deepseek_v2": "deepseek2",
+             "deepseek_v3": "deepseek2", "kimi_k2": "deepseek2", "qwen3_next": "qwen3next",
+             "nemotron_h": "nemotron_h"}
 """HF ``model_type`` -> the GGUF ``general.architecture`` the vendored convert_hf_to_gguf.py writes (Mistral and
-Mixtral are converted by ``LlamaModel``: ``MistralForCausalLM`` / ``MixtralForCausalLM`` are registered there)."""
+Mixtral are converted by ``LlamaModel``: ``MistralForCausalLM`` / ``MixtralForCausalLM`` are registered there;
+DeepSeek V2 / V3 and Kimi K2 by ``DeepseekV2Model`` (conversion/deepseek.py); ``nemotron_h`` becomes
+``nemotron_h_moe`` when its config has ``num_experts_per_tok`` (conversion/nemotron.py), see :func:`gguf_arch`).
+The one list of families kvmath writes a GGUF tensor table for; every other ``model_type`` is refused naming it."""
+
+
+def gguf_arch(cfg: dict) -> str:
+    """The GGUF architecture convert_hf_to_gguf.py writes for the (unwrapped) text config ``cfg``."""
+    mt = cfg.get("model_type")
+    if mt == "nemotron_h" and "num_experts_per_tok" in cfg:  # NemotronHModel.__init__: has_moe_params
+        return "nemotron_h_moe"
+    return GGUF_ARCH[mt]
 
 
 def estimate_weight_bytes(config: dict, *, bits_per_weight: float = 4.5, name: str = "") -> WeightBytes:
@@ -128,7 +141,8 @@ def gguf_tensor_table(config: dict, *, mtp: bool = False) -> tuple[str, int, tup
         return _tables(cfg, mt, mtp)
     except KeyError as e:
         raise KvMathError(f"config.json of {mt} lacks {e.args[0]!r}, needed for its tensor shapes") from None
-    except (TypeError, ValueError, OverflowError) as e:  # None, a list, a string or NaN where a size is read
+    except (TypeError, ValueError, OverflowError, ZeroDivisionError, IndexError, AttributeError) as e:
+        # None, a list, a string, NaN or 0 where a size is read, a pattern shorter than the layers
         raise KvMathError(f"config.json of {mt}: a field its tensor shapes read is not a size ({e})") from None
 
 
@@ -138,16 +152,18 @@ def _tables(cfg: dict, mt: str, mtp: bool):
     out: list = []
     # conversion/base.py (prepare_tensors): 1-D tensors, norms, routers and conv1d kernels stay F32
     f32 = lambda name, shape: len(shape) < 2 or shape[1] == 1 or name.endswith("_norm.weight") or \
-        ".ffn_gate_inp" in name or ".ssm_conv1d" in name
+        ".ffn_gate_inp" in name or ".ssm_conv1d" in name or not name.endswith(".weight")
     add = lambda name, shape: out.append((name, tuple(int(x) for x in shape), F if f32(name, shape) else W))
-    tied = bool(cfg.get("tie_word_embeddings", config_tied(cfg)))
+    tied = config_tied(cfg)
+    if mt == "gemma3_text":
+        V = _gemma3_vocab(V)
     if mt == "gemma4_text" and int(cfg.get("hidden_size_per_layer_input") or 0):
         raise KvMathError("Gemma 4 with per-layer embeddings (hidden_size_per_layer_input > 0) is not tabled")
     add("token_embd.weight", (E, V))
     if not tied:
         add("output.weight", (E, V))
     add("output_norm.weight", (E,))
-    arch = GGUF_ARCH[mt]
+    arch = gguf_arch(cfg)
     n_blocks = _BLOCKS[mt](cfg, mt, add, out, E, n, W, F, mtp)
     return arch, n_blocks, tuple(out)
 
@@ -312,11 +328,208 @@ def _gpt_oss_blocks(cfg: dict, mt: str, add, out: list, E: int, n: int, W: str, 
     return n
 
 
+def _gemma_blocks(cfg: dict, mt: str, add, out: list, E: int, n: int, W: str, F: str, mtp: bool) -> int:
+    """Gemma 2 / Gemma 3 blocks (src/models/gemma2.cpp, gemma3.cpp create_tensor): q/k/v/o with post-attention
+    and post-FFN norms around a GeGLU MLP; Gemma 3 adds per-head q/k norms. No rope_freqs, no output.weight
+    (tied: see :func:`config_tied`)."""
+    H, Hkv = int(cfg["num_attention_heads"]), int(cfg.get("num_key_value_heads") or cfg["num_attention_heads"])
+    d, f = int(cfg.get("head_dim") or 256), int(cfg["intermediate_size"])  # head_dim 256: both configs' default
+    for i in range(n):
+        p = f"blk.{i}."
+        add(p + "attn_norm.weight", (E,))
+        add(p + "attn_q.weight", (E, H * d))
+        add(p + "attn_k.weight", (E, Hkv * d))
+        add(p + "attn_v.weight", (E, Hkv * d))
+        add(p + "attn_output.weight", (H * d, E))
+        if mt == "gemma3_text":
+            add(p + "attn_q_norm.weight", (d,))
+            add(p + "attn_k_norm.weight", (d,))
+        add(p + "post_attention_norm.weight", (E,))
+        add(p + "ffn_norm.weight", (E,))
+        add(p + "ffn_gate.weight", (E, f))
+        add(p + "ffn_up.weight", (E, f))
+        add(p + "ffn_down.weight", (f, E))
+        add(p + "post_ffw_norm.weight", (E,))
+    return n
+
+
+def _deepseek2_blocks(cfg: dict, mt: str, add, out: list, E: int, n: int, W: str, F: str, mtp: bool) -> int:
+    """DeepSeek V2 / V3 and Kimi K2 blocks (``deepseek2``; src/models/deepseek2.cpp create_tensor, conversion/
+    deepseek.py DeepseekV2Model): MLA with a low-rank query (``attn_q_a`` / ``attn_q_b``, or one ``attn_q`` when
+    ``q_lora_rank`` is null), ``attn_kv_a_mqa``, and ``kv_b_proj`` split by the converter into ``attn_k_b``
+    ``(qk_nope_head_dim, kv_lora_rank, n_head)`` and ``attn_v_b`` ``(kv_lora_rank, v_head_dim, n_head)``; the first
+    ``first_k_dense_replace`` blocks a dense SwiGLU MLP, the rest routed experts merged into ``ffn_*_exps`` plus
+    ``n_shared_experts`` x ``moe_intermediate_size`` shared ones, and ``exp_probs_b`` (the
+    ``e_score_correction_bias`` of ``topk_method: noaux_tc``). MTP layers are skipped (``skip_mtp = True``)."""
+    H = int(cfg["num_attention_heads"])
+    qr = int(cfg.get("q_lora_rank") or 0)
+    kvr, nope, rope, vd = (int(cfg[k]) for k in ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
+                                                  "v_head_dim"))
+    dense, f = int(cfg.get("first_k_dense_replace") or 0), int(cfg["intermediate_size"])
+    ne, fe = int(cfg["n_routed_experts"]), int(cfg["moe_intermediate_size"])
+    fs = int(cfg.get("n_shared_experts") or 0) * fe
+    if int(cfg.get("moe_layer_freq") or 1) != 1 or ne < 1:
+        raise KvMathError(f"{mt} with moe_layer_freq != 1 or no routed experts is not tabled")
+    for i in range(n):
+        p = f"blk.{i}."
+        add(p + "attn_norm.weight", (E,))
+        if qr:
+            add(p + "attn_q_a_norm.weight", (qr,))
+            add(p + "attn_q_a.weight", (E, qr))
+            add(p + "attn_q_b.weight", (qr, H * (nope + rope)))
+        else:
+            add(p + "attn_q.weight", (E, H * (nope + rope)))
+        add(p + "attn_kv_a_norm.weight", (kvr,))
+        add(p + "attn_kv_a_mqa.weight", (E, kvr + rope))
+        add(p + "attn_k_b.weight", (nope, kvr, H))
+        add(p + "attn_v_b.weight", (kvr, vd, H))
+        add(p + "attn_output.weight", (H * vd, E))
+        add(p + "ffn_norm.weight", (E,))
+        if i < dense:
+            add(p + "ffn_gate.weight", (E, f))
+            add(p + "ffn_up.weight", (E, f))
+            add(p + "ffn_down.weight", (f, E))
+            continue
+        add(p + "ffn_gate_inp.weight", (E, ne))
+        if cfg.get("topk_method") == "noaux_tc":
+            add(p + "exp_probs_b.bias", (ne,))
+        add(p + "ffn_gate_exps.weight", (E, fe, ne))
+        add(p + "ffn_up_exps.weight", (E, fe, ne))
+        add(p + "ffn_down_exps.weight", (fe, E, ne))
+        if fs:
+            add(p + "ffn_gate_shexp.weight", (E, fs))
+            add(p + "ffn_up_shexp.weight", (E, fs))
+            add(p + "ffn_down_shexp.weight", (fs, E))
+    return n
+
+
+def _qwen3next_blocks(cfg: dict, mt: str, add, out: list, E: int, n: int, W: str, F: str, mtp: bool) -> int:
+    """Qwen3-Next blocks (src/models/qwen3next.cpp create_tensor, conversion/qwen.py Qwen3NextModel): gated full
+    attention every ``full_attention_interval``-th layer, Gated DeltaNet elsewhere (``in_proj_qkvz`` split into
+    ``attn_qkv`` + ``attn_gate``, ``in_proj_ba`` kept as one ``ssm_ba``), routed experts plus one gated shared
+    expert (``ffn_gate_inp_shexp`` 1-D) in every layer. No MTP block (``mtp=True`` is refused)."""
+    if mtp:
+        raise KvMathError("qwen3_next: the MTP block's table is not written (mtp=True)")
+    if cfg.get("mlp_only_layers") or int(cfg.get("decoder_sparse_step") or 1) != 1:
+        raise KvMathError("qwen3_next with mlp_only_layers or decoder_sparse_step != 1 is not tabled")
+    H, Hkv, d = int(cfg["num_attention_heads"]), int(cfg["num_key_value_heads"]), int(cfg["head_dim"])
+    nk, nv = int(cfg["linear_num_key_heads"]), int(cfg["linear_num_value_heads"])
+    dk, dv, kern = int(cfg["linear_key_head_dim"]), int(cfg["linear_value_head_dim"]), int(cfg["linear_conv_kernel_dim"])
+    ne, fe, fs = int(cfg["num_experts"]), int(cfg["moe_intermediate_size"]), int(cfg["shared_expert_intermediate_size"])
+    types = cfg.get("layer_types") or ["full_attention" if (i + 1) % int(cfg.get("full_attention_interval") or 4) == 0
+                                       else "linear_attention" for i in range(n)]
+    if len(types) != n:
+        raise KvMathError(f"qwen3_next layer_types has {len(types)} entries, num_hidden_layers {n}")
+    conv = 2 * nk * dk + nv * dv
+    for i in range(n):
+        p = f"blk.{i}."
+        add(p + "attn_norm.weight", (E,))
+        add(p + "post_attention_norm.weight", (E,))
+        if types[i] == "full_attention":
+            add(p + "attn_q.weight", (E, H * d * 2))
+            add(p + "attn_k.weight", (E, Hkv * d))
+            add(p + "attn_v.weight", (E, Hkv * d))
+            add(p + "attn_output.weight", (H * d, E))
+            add(p + "attn_q_norm.weight", (d,))
+            add(p + "attn_k_norm.weight", (d,))
+        else:
+            add(p + "attn_qkv.weight", (E, conv))
+            add(p + "attn_gate.weight", (E, nv * dv))
+            add(p + "ssm_conv1d.weight", (kern, conv))
+            add(p + "ssm_dt.bias", (nv,))
+            add(p + "ssm_a", (nv,))
+            add(p + "ssm_ba.weight", (E, 2 * nv))
+            add(p + "ssm_norm.weight", (dv,))
+            add(p + "ssm_out.weight", (nv * dv, E))
+        add(p + "ffn_gate_inp.weight", (E, ne))
+        add(p + "ffn_gate_exps.weight", (E, fe, ne))
+        add(p + "ffn_up_exps.weight", (E, fe, ne))
+        add(p + "ffn_down_exps.weight", (fe, E, ne))
+        add(p + "ffn_gate_inp_shexp.weight", (E,))
+        add(p + "ffn_gate_shexp.weight", (E, fs))
+        add(p + "ffn_up_shexp.weight", (E, fs))
+        add(p + "ffn_down_shexp.weight", (fs, E))
+    return n
+
+
+def _nemotron_h_blocks(cfg: dict, mt: str, add, out: list, E: int, n: int, W: str, F: str, mtp: bool) -> int:
+    """Nemotron-H blocks (src/models/nemotron-h.cpp create_tensor, conversion/nemotron.py NemotronHModel): one
+    norm per block, then by ``hybrid_override_pattern`` a Mamba-2 mixer (``M``: ``ssm_in`` of
+    2 d_inner + 2 n_groups d_state + n_heads, conv over d_inner + 2 n_groups d_state, grouped ``ssm_norm``),
+    attention (``*``), a ReLU^2 MLP (``-``: up / down, no gate) or routed + shared ReLU^2 experts (``E``, with
+    ``exp_probs_b``); d_inner = mamba_num_heads x mamba_head_dim. Latent MoE and MTP heads are refused."""
+    pat = cfg["hybrid_override_pattern"]
+    if not isinstance(pat, str) or len(pat) != n or set(pat) - set("M*-E"):
+        raise KvMathError(f"nemotron_h hybrid_override_pattern must be {n} letters of M * - E, got {pat!r}"[:200])
+    if cfg.get("moe_latent_size") or int(cfg.get("num_nextn_predict_layers") or 0) or mtp:
+        raise KvMathError("nemotron_h with moe_latent_size or an MTP head is not tabled")
+    H, Hkv = int(cfg["num_attention_heads"]), int(cfg["num_key_value_heads"])
+    d = int(cfg.get("head_dim") or cfg["attention_head_dim"])
+    nh, hd, g, ds = (int(cfg[k]) for k in ("mamba_num_heads", "mamba_head_dim", "n_groups", "ssm_state_size"))
+    kern, di = int(cfg["conv_kernel"]), nh * hd
+    if di % g:
+        raise KvMathError(f"nemotron_h: d_inner {di} is not a multiple of n_groups {g}")
+    moe = "num_experts_per_tok" in cfg
+    f = int(cfg["intermediate_size"])
+    for i, c in enumerate(pat):
+        p = f"blk.{i}."
+        add(p + "attn_norm.weight", (E,))
+        if c == "M":
+            add(p + "ssm_in.weight", (E, 2 * di + 2 * g * ds + nh))
+            add(p + "ssm_conv1d.weight", (kern, di + 2 * g * ds))
+            if cfg.get("use_conv_bias", True):
+                add(p + "ssm_conv1d.bias", (di + 2 * g * ds,))
+            add(p + "ssm_dt.bias", (nh,))
+            add(p + "ssm_a", (1, nh))
+            add(p + "ssm_d", (1, nh))
+            add(p + "ssm_norm.weight", (di // g, g))
+            add(p + "ssm_out.weight", (di, E))
+        elif c == "*":
+            add(p + "attn_q.weight", (E, H * d))
+            add(p + "attn_k.weight", (E, Hkv * d))
+            add(p + "attn_v.weight", (E, Hkv * d))
+            add(p + "attn_output.weight", (H * d, E))
+        elif c == "E" and moe:
+            ne, fe = int(cfg["n_routed_experts"]), int(cfg["moe_intermediate_size"])
+            fs = int(cfg["moe_shared_expert_intermediate_size"])  # the shared MLP's width (GGUF shexp length)
+            add(p + "ffn_gate_inp.weight", (E, ne))
+            add(p + "exp_probs_b.bias", (ne,))
+            add(p + "ffn_up_exps.weight", (E, fe, ne))
+            add(p + "ffn_down_exps.weight", (fe, E, ne))
+            add(p + "ffn_up_shexp.weight", (E, fs))
+            add(p + "ffn_down_shexp.weight", (fs, E))
+        elif c == "-" and not moe:
+            add(p + "ffn_up.weight", (E, f))
+            add(p + "ffn_down.weight", (f, E))
+        else:
+            raise KvMathError(f"nemotron_h block {i} is {c!r} but the config {'has' if moe else 'lacks'} "
+                              "num_experts_per_tok (E needs it, - must not have it)")
+    return n
+
+
 _BLOCKS = {"llama": _llama_blocks, "mistral": _llama_blocks, "mixtral": _llama_blocks, "qwen2": _llama_blocks,
            "qwen3": _llama_blocks, "qwen3_moe": _llama_blocks, "qwen3_5_text": _qwen35_blocks,
-           "qwen3_5_moe_text": _qwen35_blocks, "gemma4_text": _gemma4_blocks, "gpt_oss": _gpt_oss_blocks}
+           "qwen3_5_moe_text": _qwen35_blocks, "gemma4_text": _gemma4_blocks, "gpt_oss": _gpt_oss_blocks,
+           "gemma2": _gemma_blocks, "gemma3_text": _gemma_blocks, "deepseek_v2": _deepseek2_blocks,
+           "deepseek_v3": _deepseek2_blocks, "kimi_k2": _deepseek2_blocks, "qwen3_next": _qwen3next_blocks,
+           "nemotron_h": _nemotron_h_blocks}
 """model_type -> the function writing its blocks' tensors (one per family)."""
 
 
 def config_tied(cfg: dict) -> bool:
-    return bool(cfg.get("tie_word_embeddings", False))
+    """Whether the converted GGUF has no ``output.weight`` (llama.cpp then reads ``token_embd`` twice):
+    ``tie_word_embeddings`` (default False; True for ``gemma3_text``, Gemma3TextConfig's default), and always for
+    Gemma 2, whose converter drops ``lm_head.weight`` (conversion/gemma.py Gemma2Model.filter_tensors)."""
+    if cfg.get("model_type") == "gemma2":
+        return True
+    return bool(cfg.get("tie_word_embeddings", cfg.get("model_type") == "gemma3_text"))
+
+
+def _gemma3_vocab(v: int) -> int:
+    """Rows of a Gemma 3 ``token_embd``: the converter keeps the tokenizer's entries only (conversion/gemma.py
+    Gemma3Model.modify_tensors), 262144 for the Gemma 3 tokenizer, whose config.json says 262208 (64 padding
+    rows; llama.cpp tests/snapshots/gemma-3-4b-it.schema: n_vocab=262144). Another vocab_size is refused."""
+    if v != 262208:
+        raise KvMathError(f"gemma3_text vocab_size {v}: the GGUF's token rows come from tokenizer.model, known only "
+                          "for the Gemma 3 tokenizer (vocab_size 262208 -> 262144 rows)")
+    return 262144
