@@ -165,9 +165,9 @@ SNAP_CONFIGS = {
 }
 
 
-def _snapshot(name):
+def _snapshot(name, where=SNAP):
     head, secs, cur = {}, {}, None
-    for line in (SNAP / f"{name}.schema").read_text().splitlines():
+    for line in (where / f"{name}.schema").read_text().splitlines():
         if line.startswith("# n_embd="):
             head = {k: int(v) for k, v in (kv.split("=") for kv in line[2:].split(", "))}
         elif line.startswith("["):
@@ -205,6 +205,23 @@ def test_new_families_get_the_types_llama_cpp_snapshots_give(name, mix):
     tensor kvmath lacks."""
     default, over = _snapshot(name)[1][mix]
     tensors, _ = weights_from_mix(_snap_config(name), mix)
+    got = {t.name: t.ggml_type for t in tensors if QM.quantisable(t.name, t.shape) and t.ggml_type != default}
+    assert got == over
+
+
+HARNESS = FIX / "harness"
+HARNESS_CASES = [(p.stem, mix) for p in sorted(HARNESS.glob("*.schema")) for mix in _snapshot(p.stem, HARNESS)[1]]
+
+
+@pytest.mark.parametrize("name,mix", HARNESS_CASES)
+def test_types_equal_llama_cpps_compiled_rules_on_kvmaths_tables(name, mix):
+    """Gemma 2, Nemotron-H 56B, Kimi K2, DeepSeek V2, Phi-4, OLMo 2, Olmo 3.1 and SmolLM 3: the types
+    llama.cpp 0c1e570's own llama_quant_compute_types gave kvmath's table of each (harness/regenerate.py, the
+    method of llama.cpp's snapshot test) are the types kvmath's quantmix gives."""
+    text = (HARNESS / f"{name}.schema").read_text()
+    cfg = json.loads((ROOT / text.splitlines()[0].removeprefix("# config: ")).read_text())
+    default, over = _snapshot(name, HARNESS)[1][mix]
+    tensors, _ = weights_from_mix(cfg, mix)
     got = {t.name: t.ggml_type for t in tensors if QM.quantisable(t.name, t.shape) and t.ggml_type != default}
     assert got == over
 
@@ -265,5 +282,5 @@ def test_nemotron_h_dense_and_refusals():
         gguf_tensors_from_config({**cfg, "hybrid_override_pattern": pat[:-1]})
     with pytest.raises(KvMathError, match="gemma3_text vocab_size 1000"):
         gguf_tensors_from_config({**GEMMA3_4B, "vocab_size": 1000})
-    with pytest.raises(KvMathError, match="known: llama, .*deepseek_v3.*nemotron_h"):
-        gguf_tensors_from_config({"model_type": "phi3", "hidden_size": 1, "num_hidden_layers": 1, "vocab_size": 1})
+    with pytest.raises(KvMathError, match="known: llama, .*deepseek_v3.*nemotron_h.*smollm3"):
+        gguf_tensors_from_config({"model_type": "cohere2", "hidden_size": 1, "num_hidden_layers": 1, "vocab_size": 1})

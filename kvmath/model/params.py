@@ -15,10 +15,11 @@ GGUF_ARCH = {"llama": "llama", "qwen3": "qwen3", "qwen3_5_text": "qwen35", "qwen
              "gemma4_text": "gemma4", "gpt_oss": "gpt-oss", "mistral": "llama", "mixtral": "llama", "qwen2": "qwen2",
              "qwen3_moe": "qwen3moe", "gemma2": "gemma2", "gemma3_text": "gemma3", "deepseek_v2": "deepseek2",
              "deepseek_v3": "deepseek2", "kimi_k2": "deepseek2", "qwen3_next": "qwen3next",
-             "nemotron_h": "nemotron_h"}
+             "nemotron_h": "nemotron_h", "phi3": "phi3", "olmo2": "olmo2", "olmo3": "olmo2", "smollm3": "smollm3"}
 """HF ``model_type`` -> the GGUF ``general.architecture`` the vendored convert_hf_to_gguf.py writes (Mistral and
 Mixtral are converted by ``LlamaModel``: ``MistralForCausalLM`` / ``MixtralForCausalLM`` are registered there;
-DeepSeek V2 / V3 and Kimi K2 by ``DeepseekV2Model`` (conversion/deepseek.py); ``nemotron_h`` becomes
+DeepSeek V2 / V3 and Kimi K2 by ``DeepseekV2Model`` (conversion/deepseek.py); OLMo 2 and Olmo 3 by
+``Olmo2Model`` (conversion/olmo.py); SmolLM 3 by ``SmolLM3Model(LlamaModel)`` (conversion/llama.py); ``nemotron_h`` becomes
 ``nemotron_h_moe`` when its config has ``num_experts_per_tok`` (conversion/nemotron.py), see :func:`gguf_arch`).
 The one list of families kvmath writes a GGUF tensor table for; every other ``model_type`` is refused naming it."""
 
@@ -180,6 +181,8 @@ def _llama_blocks(cfg: dict, mt: str, add, out: list, E: int, n: int, W: str, F:
     fe = int(cfg["moe_intermediate_size"] if mt == "qwen3_moe" else cfg["intermediate_size"]) if ne else 0
     H, Hkv = int(cfg["num_attention_heads"]), int(cfg.get("num_key_value_heads") or cfg["num_attention_heads"])
     d = int(cfg.get("head_dim") or E // H)
+    if mt != "qwen2" and (cfg.get("attention_bias") or cfg.get("mlp_bias")):
+        raise KvMathError(f"{mt} with attention_bias or mlp_bias is not tabled")
     rs = cfg.get("rope_scaling") or {}
     if rs.get("rope_type") == "llama3":
         add("rope_freqs.weight", (d // 2,))
@@ -507,22 +510,71 @@ def _nemotron_h_blocks(cfg: dict, mt: str, add, out: list, E: int, n: int, W: st
     return n
 
 
+def _phi3_blocks(cfg: dict, mt: str, add, out: list, E: int, n: int, W: str, F: str, mtp: bool) -> int:
+    """Phi-3 / Phi-4 blocks (src/models/phi3.cpp create_tensor, conversion/phi.py Phi3MiniModel): the checkpoint's
+    fused ``qkv_proj`` kept as ``attn_qkv`` and fused ``gate_up_proj`` as one ``ffn_up`` of 2 x intermediate_size;
+    LongRoPE configs (``rope_scaling.long_factor``) add ``rope_factors_long`` / ``rope_factors_short``."""
+    H, Hkv = int(cfg["num_attention_heads"]), int(cfg.get("num_key_value_heads") or cfg["num_attention_heads"])
+    d, f = E // H, int(cfg["intermediate_size"])
+    if cfg.get("attention_bias") or cfg.get("mlp_bias"):
+        raise KvMathError("phi3 with attention or MLP biases is not tabled")
+    rs = cfg.get("rope_scaling") or {}
+    if rs.get("long_factor"):
+        add("rope_factors_long.weight", (len(rs["long_factor"]),))
+        add("rope_factors_short.weight", (len(rs["short_factor"]),))
+    for i in range(n):
+        p = f"blk.{i}."
+        add(p + "attn_norm.weight", (E,))
+        add(p + "attn_qkv.weight", (E, H * d + 2 * Hkv * d))
+        add(p + "attn_output.weight", (H * d, E))
+        add(p + "ffn_norm.weight", (E,))
+        add(p + "ffn_up.weight", (E, 2 * f))
+        add(p + "ffn_down.weight", (f, E))
+    return n
+
+
+def _olmo2_blocks(cfg: dict, mt: str, add, out: list, E: int, n: int, W: str, F: str, mtp: bool) -> int:
+    """OLMo 2 / Olmo 3 blocks (src/models/olmo2.cpp create_tensor): no pre-norms, post-attention and post-FFN norms,
+    q / k norms over the whole projection (H x head_dim and H_kv x head_dim), a SwiGLU MLP; the output head is
+    required (a tied config is refused)."""
+    H, Hkv = int(cfg["num_attention_heads"]), int(cfg.get("num_key_value_heads") or cfg["num_attention_heads"])
+    d, f = int(cfg.get("head_dim") or E // H), int(cfg["intermediate_size"])
+    if config_tied(cfg) or cfg.get("attention_bias"):
+        raise KvMathError(f"{mt} with tie_word_embeddings or attention_bias is not tabled (olmo2.cpp needs output.weight)")
+    for i in range(n):
+        p = f"blk.{i}."
+        add(p + "attn_q.weight", (E, H * d))
+        add(p + "attn_k.weight", (E, Hkv * d))
+        add(p + "attn_v.weight", (E, Hkv * d))
+        add(p + "attn_output.weight", (H * d, E))
+        add(p + "attn_q_norm.weight", (H * d,))
+        add(p + "attn_k_norm.weight", (Hkv * d,))
+        add(p + "post_attention_norm.weight", (E,))
+        add(p + "ffn_gate.weight", (E, f))
+        add(p + "ffn_up.weight", (E, f))
+        add(p + "ffn_down.weight", (f, E))
+        add(p + "post_ffw_norm.weight", (E,))
+    return n
+
+
 _BLOCKS = {"llama": _llama_blocks, "mistral": _llama_blocks, "mixtral": _llama_blocks, "qwen2": _llama_blocks,
            "qwen3": _llama_blocks, "qwen3_moe": _llama_blocks, "qwen3_5_text": _qwen35_blocks,
            "qwen3_5_moe_text": _qwen35_blocks, "gemma4_text": _gemma4_blocks, "gpt_oss": _gpt_oss_blocks,
            "gemma2": _gemma_blocks, "gemma3_text": _gemma_blocks, "deepseek_v2": _deepseek2_blocks,
            "deepseek_v3": _deepseek2_blocks, "kimi_k2": _deepseek2_blocks, "qwen3_next": _qwen3next_blocks,
-           "nemotron_h": _nemotron_h_blocks}
+           "nemotron_h": _nemotron_h_blocks, "phi3": _phi3_blocks, "olmo2": _olmo2_blocks, "olmo3": _olmo2_blocks,
+           "smollm3": _llama_blocks}
 """model_type -> the function writing its blocks' tensors (one per family)."""
 
 
 def config_tied(cfg: dict) -> bool:
     """Whether the converted GGUF has no ``output.weight`` (llama.cpp then reads ``token_embd`` twice):
-    ``tie_word_embeddings`` (default False; True for ``gemma3_text``, Gemma3TextConfig's default), and always for
+    ``tie_word_embeddings`` (default False; True for ``gemma3_text`` and ``smollm3``, their config classes'
+    default), and always for
     Gemma 2, whose converter drops ``lm_head.weight`` (conversion/gemma.py Gemma2Model.filter_tensors)."""
     if cfg.get("model_type") == "gemma2":
         return True
-    return bool(cfg.get("tie_word_embeddings", cfg.get("model_type") == "gemma3_text"))
+    return bool(cfg.get("tie_word_embeddings", cfg.get("model_type") in ("gemma3_text", "smollm3")))
 
 
 def _gemma3_vocab(v: int) -> int:
