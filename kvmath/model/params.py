@@ -15,7 +15,9 @@ GGUF_ARCH = {"llama": "llama", "qwen3": "qwen3", "qwen3_5_text": "qwen35", "qwen
              "gemma4_text": "gemma4", "gpt_oss": "gpt-oss", "mistral": "llama", "mixtral": "llama", "qwen2": "qwen2",
              "qwen3_moe": "qwen3moe", "gemma2": "gemma2", "gemma3_text": "gemma3", "deepseek_v2": "deepseek2",
              "deepseek_v3": "deepseek2", "kimi_k2": "deepseek2", "qwen3_next": "qwen3next",
-             "nemotron_h": "nemotron_h", "phi3": "phi3", "olmo2": "olmo2", "olmo3": "olmo2", "smollm3": "smollm3"}
+             "nemotron_h": "nemotron_h", "phi3": "phi3", "olmo2": "olmo2", "olmo3": "olmo2", "smollm3": "smollm3",
+             "granite": "granite", "granitemoe": "granitemoe", "granitemoeshared": "granitemoe",
+             "seed_oss": "seed_oss"}
 """HF ``model_type`` -> the GGUF ``general.architecture`` the vendored convert_hf_to_gguf.py writes (Mistral and
 Mixtral are converted by ``LlamaModel``: ``MistralForCausalLM`` / ``MixtralForCausalLM`` are registered there;
 DeepSeek V2 / V3 and Kimi K2 by ``DeepseekV2Model`` (conversion/deepseek.py); OLMo 2 and Olmo 3 by
@@ -123,11 +125,12 @@ def gguf_tensor_table(config: dict, *, mtp: bool = False) -> tuple[str, int, tup
 
     Names and shapes follow the converter and ``src/models/<arch>.cpp`` ``create_tensor`` calls, and are
     tested against the tables of converted files (``tests/fixtures/llamacpp/compute_fixtures.json``).
-    Supported: ``llama``, ``mistral``, ``mixtral`` (llama with merged ``ffn_*_exps`` experts), ``qwen2`` (q/k/v
-    biases), ``qwen3`` (dense Qwen 3), ``qwen3_moe`` (``qwen3moe``: every layer MoE), ``qwen3_5_text`` / ``qwen3_5_moe_text`` (Qwen 3.5 / 3.6),
-    ``gemma4_text`` (Gemma 4 without per-layer embeddings), ``gpt_oss``. ``mtp=True`` adds Qwen 3.5 / 3.6's multi-token-prediction
-    block (``blk.<n>.`` plus ``nextn.*``; shapes from src/models/qwen35*.cpp, not checked against a converted
-    file). Others raise KvMathError.
+    Supported: the ``model_type`` keys of :data:`GGUF_ARCH` (the one list; each family's block writer below
+    names its sources): Llama / Mistral / Mixtral, Qwen 2 / 3 / 3-MoE / 3.5 / 3.6 / 3-Next, Gemma 2 / 3 / 4
+    (Gemma 4 without per-layer embeddings), gpt-oss, DeepSeek V2 / V3 / Kimi K2, Nemotron-H (dense and MoE),
+    Phi-3 / 4, OLMo 2 / Olmo 3, SmolLM 3, Granite / Granite MoE, Seed-OSS. ``mtp=True`` adds Qwen 3.5 / 3.6's
+    multi-token-prediction block (``blk.<n>.`` plus ``nextn.*``; shapes from src/models/qwen35*.cpp, not checked
+    against a converted file). Others raise KvMathError naming the model_type and listing the known ones.
     """
     from .hf import _unwrap
 
@@ -173,14 +176,21 @@ def _llama_blocks(cfg: dict, mt: str, add, out: list, E: int, n: int, W: str, F:
     """Llama-style blocks (src/models/llama.cpp, qwen2.cpp, qwen3.cpp, qwen3moe.cpp create_tensor): q/k/v/o
     (Qwen 2 with q/k/v biases, Qwen 3 with per-head q/k norms), then a dense SwiGLU MLP or, for Mixtral and
     Qwen3-MoE, the router ``ffn_gate_inp`` and the experts merged into ``ffn_{gate,up,down}_exps`` of shape
-    ``(H, I_e, n_expert)`` / ``(I_e, H, n_expert)`` (convert_hf_to_gguf.py stacks ``experts.{e}.*``)."""
-    ne = int(cfg.get("num_local_experts") or cfg.get("num_experts") or 0) if mt in ("mixtral", "qwen3_moe") else 0
+    ``(H, I_e, n_expert)`` / ``(I_e, H, n_expert)`` (convert_hf_to_gguf.py stacks ``experts.{e}.*``). Granite
+    (src/models/granite.cpp, conversion/granite.py) is Llama with ``head_dim`` ignored (E / H); Granite MoE splits
+    the fused ``input_linear`` into ``ffn_gate_exps`` / ``ffn_up_exps`` and, for ``granitemoeshared``, the shared
+    MLP's into ``ffn_{gate,up}_shexp`` of ``shared_intermediate_size``. SmolLM 3 is Llama."""
+    moe = ("mixtral", "qwen3_moe", "granitemoe", "granitemoeshared")
+    ne = int(cfg.get("num_local_experts") or cfg.get("num_experts") or 0) if mt in moe else 0
+    if mt.startswith("granitemoe") and ne < 1:
+        raise KvMathError(f"{mt} without num_local_experts (a dense shared-MLP Granite) is not tabled")
+    fs = int(cfg.get("shared_intermediate_size") or 0) if mt == "granitemoeshared" else 0
     if mt == "qwen3_moe" and (cfg.get("mlp_only_layers") or int(cfg.get("decoder_sparse_step") or 1) != 1):
         raise KvMathError("qwen3_moe with mlp_only_layers or decoder_sparse_step != 1 mixes dense and MoE layers; "
                           "kvmath tables only every-layer-MoE checkpoints")
     fe = int(cfg["moe_intermediate_size"] if mt == "qwen3_moe" else cfg["intermediate_size"]) if ne else 0
     H, Hkv = int(cfg["num_attention_heads"]), int(cfg.get("num_key_value_heads") or cfg["num_attention_heads"])
-    d = int(cfg.get("head_dim") or E // H)
+    d = E // H if mt.startswith("granite") else int(cfg.get("head_dim") or E // H)  # GraniteModel pops head_dim
     if mt != "qwen2" and (cfg.get("attention_bias") or cfg.get("mlp_bias")):
         raise KvMathError(f"{mt} with attention_bias or mlp_bias is not tabled")
     rs = cfg.get("rope_scaling") or {}
@@ -206,6 +216,10 @@ def _llama_blocks(cfg: dict, mt: str, add, out: list, E: int, n: int, W: str, F:
             add(p + "ffn_gate_exps.weight", (E, fe, ne))
             add(p + "ffn_up_exps.weight", (E, fe, ne))
             add(p + "ffn_down_exps.weight", (fe, E, ne))
+            if fs:
+                add(p + "ffn_gate_shexp.weight", (E, fs))
+                add(p + "ffn_up_shexp.weight", (E, fs))
+                add(p + "ffn_down_shexp.weight", (fs, E))
             continue
         add(p + "ffn_gate.weight", (E, int(cfg["intermediate_size"])))
         add(p + "ffn_up.weight", (E, int(cfg["intermediate_size"])))
@@ -557,13 +571,37 @@ def _olmo2_blocks(cfg: dict, mt: str, add, out: list, E: int, n: int, W: str, F:
     return n
 
 
+def _seed_oss_blocks(cfg: dict, mt: str, add, out: list, E: int, n: int, W: str, F: str, mtp: bool) -> int:
+    """Seed-OSS blocks (src/models/seed-oss.cpp create_tensor; gguf-py maps ``post_attention_layernorm`` to
+    ``post_attention_norm`` for SEED_OSS): q/k/v with biases when ``attention_bias``, an unbiased o (a config
+    with ``attention_out_bias`` or ``mlp_bias`` is refused: seed-oss.cpp creates no such tensor), SwiGLU MLP."""
+    H, Hkv, d = int(cfg["num_attention_heads"]), int(cfg["num_key_value_heads"]), int(cfg["head_dim"])
+    f = int(cfg["intermediate_size"])
+    if cfg.get("attention_out_bias") or cfg.get("mlp_bias"):
+        raise KvMathError("seed_oss with attention_out_bias or mlp_bias is not tabled")
+    for i in range(n):
+        p = f"blk.{i}."
+        add(p + "attn_norm.weight", (E,))
+        for k, w in (("q", H * d), ("k", Hkv * d), ("v", Hkv * d)):
+            add(p + f"attn_{k}.weight", (E, w))
+            if cfg.get("attention_bias"):
+                add(p + f"attn_{k}.bias", (w,))
+        add(p + "attn_output.weight", (H * d, E))
+        add(p + "post_attention_norm.weight", (E,))
+        add(p + "ffn_gate.weight", (E, f))
+        add(p + "ffn_up.weight", (E, f))
+        add(p + "ffn_down.weight", (f, E))
+    return n
+
+
 _BLOCKS = {"llama": _llama_blocks, "mistral": _llama_blocks, "mixtral": _llama_blocks, "qwen2": _llama_blocks,
            "qwen3": _llama_blocks, "qwen3_moe": _llama_blocks, "qwen3_5_text": _qwen35_blocks,
            "qwen3_5_moe_text": _qwen35_blocks, "gemma4_text": _gemma4_blocks, "gpt_oss": _gpt_oss_blocks,
            "gemma2": _gemma_blocks, "gemma3_text": _gemma_blocks, "deepseek_v2": _deepseek2_blocks,
            "deepseek_v3": _deepseek2_blocks, "kimi_k2": _deepseek2_blocks, "qwen3_next": _qwen3next_blocks,
            "nemotron_h": _nemotron_h_blocks, "phi3": _phi3_blocks, "olmo2": _olmo2_blocks, "olmo3": _olmo2_blocks,
-           "smollm3": _llama_blocks}
+           "smollm3": _llama_blocks, "granite": _llama_blocks, "granitemoe": _llama_blocks,
+           "granitemoeshared": _llama_blocks, "seed_oss": _seed_oss_blocks}
 """model_type -> the function writing its blocks' tensors (one per family)."""
 
 
