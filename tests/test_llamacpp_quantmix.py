@@ -120,6 +120,15 @@ def test_published_llama_bench_sizes():
     assert -62 < PUB["G03"]["error_mib"] < -57 and abs(PUB["G03"]["error_pct"]) < 0.4
 
 
+def test_published_weight_counts_equal_the_tables():
+    # llama-bench's params column (billions, 2 decimals) is the file's element count: the config's table holds
+    # as many weights for every row that logs one (TinyLlama, Llama 3.2 3B, Qwen3 32B, DeepSeek-R1)
+    rows = [r for r in PUB.values() if r.get("logged_params_b") is not None]
+    assert len(rows) == 4
+    for r in rows:
+        assert abs(r["kvmath_params_b"] - r["logged_params_b"]) <= 0.005, r
+
+
 def test_published_type_counts():
     assert PUB["G04"]["kvmath_counts"] == PUB["G04"]["logged_counts"].lower()
 
