@@ -17,7 +17,8 @@ GGUF_ARCH = {"llama": "llama", "qwen3": "qwen3", "qwen3_5_text": "qwen35", "qwen
              "deepseek_v3": "deepseek2", "kimi_k2": "deepseek2", "qwen3_next": "qwen3next",
              "nemotron_h": "nemotron_h", "phi3": "phi3", "olmo2": "olmo2", "olmo3": "olmo2", "smollm3": "smollm3",
              "granite": "granite", "granitemoe": "granitemoe", "granitemoeshared": "granitemoe",
-             "seed_oss": "seed_oss"}
+             "seed_oss": "seed_oss",
+             "ernie4_5": "ernie4_5", "olmoe": "olmoe"}
 """HF ``model_type`` -> the GGUF ``general.architecture`` the vendored convert_hf_to_gguf.py writes (Mistral and
 Mixtral are converted by ``LlamaModel``: ``MistralForCausalLM`` / ``MixtralForCausalLM`` are registered there;
 DeepSeek V2 / V3 and Kimi K2 by ``DeepseekV2Model`` (conversion/deepseek.py); OLMo 2 and Olmo 3 by
@@ -128,7 +129,7 @@ def gguf_tensor_table(config: dict, *, mtp: bool = False) -> tuple[str, int, tup
     Supported: the ``model_type`` keys of :data:`GGUF_ARCH` (the one list; each family's block writer below
     names its sources): Llama / Mistral / Mixtral, Qwen 2 / 3 / 3-MoE / 3.5 / 3.6 / 3-Next, Gemma 2 / 3 / 4
     (Gemma 4 without per-layer embeddings), gpt-oss, DeepSeek V2 / V3 / Kimi K2, Nemotron-H (dense and MoE),
-    Phi-3 / 4, OLMo 2 / Olmo 3, SmolLM 3, Granite / Granite MoE, Seed-OSS. ``mtp=True`` adds Qwen 3.5 / 3.6's
+    Phi-3 / 4, OLMo 2 / Olmo 3, OLMoE, SmolLM 3, Granite / Granite MoE, Seed-OSS, ERNIE 4.5 (dense). ``mtp=True`` adds Qwen 3.5 / 3.6's
     multi-token-prediction block (``blk.<n>.`` plus ``nextn.*``; shapes from src/models/qwen35*.cpp, not checked
     against a converted file). Others raise KvMathError naming the model_type and listing the known ones.
     """
@@ -179,7 +180,8 @@ def _llama_blocks(cfg: dict, mt: str, add, out: list, E: int, n: int, W: str, F:
     ``(H, I_e, n_expert)`` / ``(I_e, H, n_expert)`` (convert_hf_to_gguf.py stacks ``experts.{e}.*``). Granite
     (src/models/granite.cpp, conversion/granite.py) is Llama with ``head_dim`` ignored (E / H); Granite MoE splits
     the fused ``input_linear`` into ``ffn_gate_exps`` / ``ffn_up_exps`` and, for ``granitemoeshared``, the shared
-    MLP's into ``ffn_{gate,up}_shexp`` of ``shared_intermediate_size``. SmolLM 3 is Llama."""
+    MLP's into ``ffn_{gate,up}_shexp`` of ``shared_intermediate_size``. SmolLM 3 is Llama; so is ERNIE 4.5
+    (src/models/ernie4-5.cpp; conversion/ernie.py splits a fused ``qkv_proj`` into q / k / v)."""
     moe = ("mixtral", "qwen3_moe", "granitemoe", "granitemoeshared")
     ne = int(cfg.get("num_local_experts") or cfg.get("num_experts") or 0) if mt in moe else 0
     if mt.startswith("granitemoe") and ne < 1:
@@ -191,7 +193,7 @@ def _llama_blocks(cfg: dict, mt: str, add, out: list, E: int, n: int, W: str, F:
     fe = int(cfg["moe_intermediate_size"] if mt == "qwen3_moe" else cfg["intermediate_size"]) if ne else 0
     H, Hkv = int(cfg["num_attention_heads"]), int(cfg.get("num_key_value_heads") or cfg["num_attention_heads"])
     d = E // H if mt.startswith("granite") else int(cfg.get("head_dim") or E // H)  # GraniteModel pops head_dim
-    if mt != "qwen2" and (cfg.get("attention_bias") or cfg.get("mlp_bias")):
+    if mt != "qwen2" and (cfg.get("attention_bias") or cfg.get("mlp_bias") or cfg.get("use_bias")):
         raise KvMathError(f"{mt} with attention_bias or mlp_bias is not tabled")
     rs = cfg.get("rope_scaling") or {}
     if rs.get("rope_type") == "llama3":
@@ -594,6 +596,31 @@ def _seed_oss_blocks(cfg: dict, mt: str, add, out: list, E: int, n: int, W: str,
     return n
 
 
+def _olmoe_blocks(cfg: dict, mt: str, add, out: list, E: int, n: int, W: str, F: str, mtp: bool) -> int:
+    """OLMoE blocks (src/models/olmoe.cpp create_tensor, conversion/olmo.py OlmoeModel): pre-norms, q / k norms over
+    the whole projection, router plus ``num_experts`` SwiGLU experts of ``intermediate_size`` merged into
+    ``ffn_*_exps``; the output head is required. olmoe.cpp sizes ``attn_k_norm`` as n_embd, so a config with
+    fewer KV heads than query heads is refused, as is a tied one."""
+    H, Hkv = int(cfg["num_attention_heads"]), int(cfg.get("num_key_value_heads") or cfg["num_attention_heads"])
+    d, f, ne = E // H, int(cfg["intermediate_size"]), int(cfg["num_experts"])
+    if Hkv != H or config_tied(cfg) or cfg.get("attention_bias") or ne < 1:
+        raise KvMathError("olmoe tabled only with num_key_value_heads = num_attention_heads, experts, no bias, untied")
+    for i in range(n):
+        p = f"blk.{i}."
+        add(p + "attn_norm.weight", (E,))
+        for k in ("q", "k", "v"):
+            add(p + f"attn_{k}.weight", (E, H * d))
+        add(p + "attn_output.weight", (H * d, E))
+        add(p + "attn_q_norm.weight", (H * d,))
+        add(p + "attn_k_norm.weight", (H * d,))
+        add(p + "ffn_norm.weight", (E,))
+        add(p + "ffn_gate_inp.weight", (E, ne))
+        add(p + "ffn_gate_exps.weight", (E, f, ne))
+        add(p + "ffn_up_exps.weight", (E, f, ne))
+        add(p + "ffn_down_exps.weight", (f, E, ne))
+    return n
+
+
 _BLOCKS = {"llama": _llama_blocks, "mistral": _llama_blocks, "mixtral": _llama_blocks, "qwen2": _llama_blocks,
            "qwen3": _llama_blocks, "qwen3_moe": _llama_blocks, "qwen3_5_text": _qwen35_blocks,
            "qwen3_5_moe_text": _qwen35_blocks, "gemma4_text": _gemma4_blocks, "gpt_oss": _gpt_oss_blocks,
@@ -601,18 +628,19 @@ _BLOCKS = {"llama": _llama_blocks, "mistral": _llama_blocks, "mixtral": _llama_b
            "deepseek_v3": _deepseek2_blocks, "kimi_k2": _deepseek2_blocks, "qwen3_next": _qwen3next_blocks,
            "nemotron_h": _nemotron_h_blocks, "phi3": _phi3_blocks, "olmo2": _olmo2_blocks, "olmo3": _olmo2_blocks,
            "smollm3": _llama_blocks, "granite": _llama_blocks, "granitemoe": _llama_blocks,
-           "granitemoeshared": _llama_blocks, "seed_oss": _seed_oss_blocks}
+           "granitemoeshared": _llama_blocks, "seed_oss": _seed_oss_blocks, "ernie4_5": _llama_blocks,
+           "olmoe": _olmoe_blocks}
 """model_type -> the function writing its blocks' tensors (one per family)."""
 
 
 def config_tied(cfg: dict) -> bool:
     """Whether the converted GGUF has no ``output.weight`` (llama.cpp then reads ``token_embd`` twice):
-    ``tie_word_embeddings`` (default False; True for ``gemma3_text`` and ``smollm3``, their config classes'
-    default), and always for
+    ``tie_word_embeddings`` (default False; True for ``gemma3_text``, ``smollm3`` and ``ernie4_5``, their config
+    classes' default), and always for
     Gemma 2, whose converter drops ``lm_head.weight`` (conversion/gemma.py Gemma2Model.filter_tensors)."""
     if cfg.get("model_type") == "gemma2":
         return True
-    return bool(cfg.get("tie_word_embeddings", cfg.get("model_type") in ("gemma3_text", "smollm3")))
+    return bool(cfg.get("tie_word_embeddings", cfg.get("model_type") in ("gemma3_text", "smollm3", "ernie4_5")))
 
 
 def _gemma3_vocab(v: int) -> int:
