@@ -18,7 +18,7 @@ GGUF_ARCH = {"llama": "llama", "qwen3": "qwen3", "qwen3_5_text": "qwen35", "qwen
              "nemotron_h": "nemotron_h", "phi3": "phi3", "olmo2": "olmo2", "olmo3": "olmo2", "smollm3": "smollm3",
              "granite": "granite", "granitemoe": "granitemoe", "granitemoeshared": "granitemoe",
              "seed_oss": "seed_oss",
-             "ernie4_5": "ernie4_5", "olmoe": "olmoe"}
+             "ernie4_5": "ernie4_5", "olmoe": "olmoe", "cohere": "command-r", "cohere2": "cohere2"}
 """HF ``model_type`` -> the GGUF ``general.architecture`` the vendored convert_hf_to_gguf.py writes (Mistral and
 Mixtral are converted by ``LlamaModel``: ``MistralForCausalLM`` / ``MixtralForCausalLM`` are registered there;
 DeepSeek V2 / V3 and Kimi K2 by ``DeepseekV2Model`` (conversion/deepseek.py); OLMo 2 and Olmo 3 by
@@ -129,7 +129,7 @@ def gguf_tensor_table(config: dict, *, mtp: bool = False) -> tuple[str, int, tup
     Supported: the ``model_type`` keys of :data:`GGUF_ARCH` (the one list; each family's block writer below
     names its sources): Llama / Mistral / Mixtral, Qwen 2 / 3 / 3-MoE / 3.5 / 3.6 / 3-Next, Gemma 2 / 3 / 4
     (Gemma 4 without per-layer embeddings), gpt-oss, DeepSeek V2 / V3 / Kimi K2, Nemotron-H (dense and MoE),
-    Phi-3 / 4, OLMo 2 / Olmo 3, OLMoE, SmolLM 3, Granite / Granite MoE, Seed-OSS, ERNIE 4.5 (dense). ``mtp=True`` adds Qwen 3.5 / 3.6's
+    Phi-3 / 4, OLMo 2 / Olmo 3, OLMoE, SmolLM 3, Granite / Granite MoE, Seed-OSS, ERNIE 4.5 (dense), Cohere / Cohere 2. ``mtp=True`` adds Qwen 3.5 / 3.6's
     multi-token-prediction block (``blk.<n>.`` plus ``nextn.*``; shapes from src/models/qwen35*.cpp, not checked
     against a converted file). Others raise KvMathError naming the model_type and listing the known ones.
     """
@@ -621,6 +621,34 @@ def _olmoe_blocks(cfg: dict, mt: str, add, out: list, E: int, n: int, W: str, F:
     return n
 
 
+def _cohere_blocks(cfg: dict, mt: str, add, out: list, E: int, n: int, W: str, F: str, mtp: bool) -> int:
+    """Cohere (Command R: ``command-r``) and Cohere 2 (Command R7B / A: ``cohere2``) blocks (src/models/command-r.cpp,
+    cohere2.cpp create_tensor, conversion/command_r.py): one norm per block (attention and MLP in parallel), q/k/v/o,
+    SwiGLU MLP, the output read from ``token_embd``; Command R's per-head q / k norms ``(head_dim, heads)`` exist
+    when ``use_qk_norm`` and llama.cpp loads them only for 64 or more layers (a config where the two disagree is
+    refused, as are biases and an untied head)."""
+    H, Hkv = int(cfg["num_attention_heads"]), int(cfg.get("num_key_value_heads") or cfg["num_attention_heads"])
+    d, f = E // H, int(cfg["intermediate_size"])
+    qk = bool(cfg.get("use_qk_norm")) and mt == "cohere"
+    if cfg.get("attention_bias") or cfg.get("tie_word_embeddings") is False or (mt == "cohere" and qk != (n >= 64)):
+        raise KvMathError(f"{mt} with attention_bias, an untied head, or use_qk_norm disagreeing with llama.cpp's "
+                          "n_layer >= 64 rule is not tabled")
+    for i in range(n):
+        p = f"blk.{i}."
+        add(p + "attn_norm.weight", (E,))
+        add(p + "attn_q.weight", (E, H * d))
+        add(p + "attn_k.weight", (E, Hkv * d))
+        add(p + "attn_v.weight", (E, Hkv * d))
+        add(p + "attn_output.weight", (H * d, E))
+        if qk:
+            add(p + "attn_q_norm.weight", (d, H))
+            add(p + "attn_k_norm.weight", (d, Hkv))
+        add(p + "ffn_gate.weight", (E, f))
+        add(p + "ffn_up.weight", (E, f))
+        add(p + "ffn_down.weight", (f, E))
+    return n
+
+
 _BLOCKS = {"llama": _llama_blocks, "mistral": _llama_blocks, "mixtral": _llama_blocks, "qwen2": _llama_blocks,
            "qwen3": _llama_blocks, "qwen3_moe": _llama_blocks, "qwen3_5_text": _qwen35_blocks,
            "qwen3_5_moe_text": _qwen35_blocks, "gemma4_text": _gemma4_blocks, "gpt_oss": _gpt_oss_blocks,
@@ -629,7 +657,7 @@ _BLOCKS = {"llama": _llama_blocks, "mistral": _llama_blocks, "mixtral": _llama_b
            "nemotron_h": _nemotron_h_blocks, "phi3": _phi3_blocks, "olmo2": _olmo2_blocks, "olmo3": _olmo2_blocks,
            "smollm3": _llama_blocks, "granite": _llama_blocks, "granitemoe": _llama_blocks,
            "granitemoeshared": _llama_blocks, "seed_oss": _seed_oss_blocks, "ernie4_5": _llama_blocks,
-           "olmoe": _olmoe_blocks}
+           "olmoe": _olmoe_blocks, "cohere": _cohere_blocks, "cohere2": _cohere_blocks}
 """model_type -> the function writing its blocks' tensors (one per family)."""
 
 
@@ -637,8 +665,10 @@ def config_tied(cfg: dict) -> bool:
     """Whether the converted GGUF has no ``output.weight`` (llama.cpp then reads ``token_embd`` twice):
     ``tie_word_embeddings`` (default False; True for ``gemma3_text``, ``smollm3`` and ``ernie4_5``, their config
     classes' default), and always for
-    Gemma 2, whose converter drops ``lm_head.weight`` (conversion/gemma.py Gemma2Model.filter_tensors)."""
-    if cfg.get("model_type") == "gemma2":
+    Gemma 2, whose converter drops ``lm_head.weight`` (conversion/gemma.py Gemma2Model.filter_tensors), and for
+    Cohere / Cohere 2, whose llama.cpp models read ``token_embd`` as the output (command-r.cpp, cohere2.cpp;
+    an untied Cohere config is refused in :func:`_cohere_blocks`)."""
+    if cfg.get("model_type") in ("gemma2", "cohere", "cohere2"):
         return True
     return bool(cfg.get("tie_word_embeddings", cfg.get("model_type") in ("gemma3_text", "smollm3", "ernie4_5")))
 
