@@ -225,7 +225,7 @@ HARNESS_CASES = [(p.stem, mix) for p in sorted(HARNESS.glob("*.schema")) for mix
 @pytest.mark.parametrize("name,mix", HARNESS_CASES)
 def test_types_equal_llama_cpps_compiled_rules_on_kvmaths_tables(name, mix):
     """Gemma 2, Nemotron-H 56B, Kimi K2, DeepSeek V2, Phi-4, OLMo 2, Olmo 3.1, SmolLM 3, Granite (dense, MoE with 8
-    experts, MoE with a shared MLP), Seed-OSS, OLMoE, ERNIE 4.5, Cohere and Cohere 2: the types
+    experts, MoE with a shared MLP), Seed-OSS, OLMoE, ERNIE 4.5, Cohere, Cohere 2 and StarCoder 2: the types
     llama.cpp 0c1e570's own llama_quant_compute_types gave kvmath's table of each (harness/regenerate.py, the
     method of llama.cpp's snapshot test) are the types kvmath's quantmix gives."""
     text = (HARNESS / f"{name}.schema").read_text()
@@ -293,7 +293,7 @@ def test_nemotron_h_dense_and_refusals():
     with pytest.raises(KvMathError, match="gemma3_text vocab_size 1000"):
         gguf_tensors_from_config({**GEMMA3_4B, "vocab_size": 1000})
     with pytest.raises(KvMathError, match="known: llama, .*deepseek_v3.*nemotron_h.*smollm3"):
-        gguf_tensors_from_config({"model_type": "starcoder2", "hidden_size": 1, "num_hidden_layers": 1, "vocab_size": 1})
+        gguf_tensors_from_config({"model_type": "exaone4", "hidden_size": 1, "num_hidden_layers": 1, "vocab_size": 1})
     # Command R: llama.cpp loads q / k norms for 64+ layers only; a 40-layer config with use_qk_norm is refused
     cohere = json.loads((ROOT / "tests/fixtures/configs/transformers-5.23-defaults__cohere.json").read_text())
     with pytest.raises(KvMathError, match="use_qk_norm"):

@@ -18,7 +18,8 @@ GGUF_ARCH = {"llama": "llama", "qwen3": "qwen3", "qwen3_5_text": "qwen35", "qwen
              "nemotron_h": "nemotron_h", "phi3": "phi3", "olmo2": "olmo2", "olmo3": "olmo2", "smollm3": "smollm3",
              "granite": "granite", "granitemoe": "granitemoe", "granitemoeshared": "granitemoe",
              "seed_oss": "seed_oss",
-             "ernie4_5": "ernie4_5", "olmoe": "olmoe", "cohere": "command-r", "cohere2": "cohere2"}
+             "ernie4_5": "ernie4_5", "olmoe": "olmoe", "cohere": "command-r", "cohere2": "cohere2",
+             "starcoder2": "starcoder2"}
 """HF ``model_type`` -> the GGUF ``general.architecture`` the vendored convert_hf_to_gguf.py writes (Mistral and
 Mixtral are converted by ``LlamaModel``: ``MistralForCausalLM`` / ``MixtralForCausalLM`` are registered there;
 DeepSeek V2 / V3 and Kimi K2 by ``DeepseekV2Model`` (conversion/deepseek.py); OLMo 2 and Olmo 3 by
@@ -129,7 +130,7 @@ def gguf_tensor_table(config: dict, *, mtp: bool = False) -> tuple[str, int, tup
     Supported: the ``model_type`` keys of :data:`GGUF_ARCH` (the one list; each family's block writer below
     names its sources): Llama / Mistral / Mixtral, Qwen 2 / 3 / 3-MoE / 3.5 / 3.6 / 3-Next, Gemma 2 / 3 / 4
     (Gemma 4 without per-layer embeddings), gpt-oss, DeepSeek V2 / V3 / Kimi K2, Nemotron-H (dense and MoE),
-    Phi-3 / 4, OLMo 2 / Olmo 3, OLMoE, SmolLM 3, Granite / Granite MoE, Seed-OSS, ERNIE 4.5 (dense), Cohere / Cohere 2. ``mtp=True`` adds Qwen 3.5 / 3.6's
+    Phi-3 / 4, OLMo 2 / Olmo 3, OLMoE, SmolLM 3, Granite / Granite MoE, Seed-OSS, ERNIE 4.5 (dense), Cohere / Cohere 2, StarCoder 2. ``mtp=True`` adds Qwen 3.5 / 3.6's
     multi-token-prediction block (``blk.<n>.`` plus ``nextn.*``; shapes from src/models/qwen35*.cpp, not checked
     against a converted file). Others raise KvMathError naming the model_type and listing the known ones.
     """
@@ -649,6 +650,25 @@ def _cohere_blocks(cfg: dict, mt: str, add, out: list, E: int, n: int, W: str, F
     return n
 
 
+def _starcoder2_blocks(cfg: dict, mt: str, add, out: list, E: int, n: int, W: str, F: str, mtp: bool) -> int:
+    """StarCoder 2 blocks (src/models/starcoder2.cpp create_tensor, conversion/starcoder.py): LayerNorms with
+    biases (the output norm's too), biased q/k/v/o and a biased two-matrix GELU MLP (up, down); llama.cpp requires
+    every bias, so ``use_bias: false`` is refused."""
+    H, Hkv = int(cfg["num_attention_heads"]), int(cfg.get("num_key_value_heads") or cfg["num_attention_heads"])
+    d, f = E // H, int(cfg["intermediate_size"])
+    if not cfg.get("use_bias", True):
+        raise KvMathError("starcoder2 with use_bias false is not tabled (starcoder2.cpp requires the biases)")
+    add("output_norm.bias", (E,))
+    for i in range(n):
+        p = f"blk.{i}."
+        for name, shape in (("attn_norm", (E,)), ("attn_q", (E, H * d)), ("attn_k", (E, Hkv * d)),
+                            ("attn_v", (E, Hkv * d)), ("attn_output", (H * d, E)), ("ffn_norm", (E,)),
+                            ("ffn_up", (E, f)), ("ffn_down", (f, E))):
+            add(p + f"{name}.weight", shape)
+            add(p + f"{name}.bias", (shape[-1],))  # a bias is as long as the output (ne1, or ne0 of a norm)
+    return n
+
+
 _BLOCKS = {"llama": _llama_blocks, "mistral": _llama_blocks, "mixtral": _llama_blocks, "qwen2": _llama_blocks,
            "qwen3": _llama_blocks, "qwen3_moe": _llama_blocks, "qwen3_5_text": _qwen35_blocks,
            "qwen3_5_moe_text": _qwen35_blocks, "gemma4_text": _gemma4_blocks, "gpt_oss": _gpt_oss_blocks,
@@ -657,20 +677,22 @@ _BLOCKS = {"llama": _llama_blocks, "mistral": _llama_blocks, "mixtral": _llama_b
            "nemotron_h": _nemotron_h_blocks, "phi3": _phi3_blocks, "olmo2": _olmo2_blocks, "olmo3": _olmo2_blocks,
            "smollm3": _llama_blocks, "granite": _llama_blocks, "granitemoe": _llama_blocks,
            "granitemoeshared": _llama_blocks, "seed_oss": _seed_oss_blocks, "ernie4_5": _llama_blocks,
-           "olmoe": _olmoe_blocks, "cohere": _cohere_blocks, "cohere2": _cohere_blocks}
+           "olmoe": _olmoe_blocks, "cohere": _cohere_blocks, "cohere2": _cohere_blocks,
+           "starcoder2": _starcoder2_blocks}
 """model_type -> the function writing its blocks' tensors (one per family)."""
 
 
 def config_tied(cfg: dict) -> bool:
     """Whether the converted GGUF has no ``output.weight`` (llama.cpp then reads ``token_embd`` twice):
-    ``tie_word_embeddings`` (default False; True for ``gemma3_text``, ``smollm3`` and ``ernie4_5``, their config
-    classes' default), and always for
+    ``tie_word_embeddings`` (default False; True for ``gemma3_text``, ``smollm3``, ``ernie4_5`` and ``starcoder2``,
+    their config classes' default), and always for
     Gemma 2, whose converter drops ``lm_head.weight`` (conversion/gemma.py Gemma2Model.filter_tensors), and for
     Cohere / Cohere 2, whose llama.cpp models read ``token_embd`` as the output (command-r.cpp, cohere2.cpp;
     an untied Cohere config is refused in :func:`_cohere_blocks`)."""
     if cfg.get("model_type") in ("gemma2", "cohere", "cohere2"):
         return True
-    return bool(cfg.get("tie_word_embeddings", cfg.get("model_type") in ("gemma3_text", "smollm3", "ernie4_5")))
+    return bool(cfg.get("tie_word_embeddings",
+                        cfg.get("model_type") in ("gemma3_text", "smollm3", "ernie4_5", "starcoder2")))
 
 
 def _gemma3_vocab(v: int) -> int:
