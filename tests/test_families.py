@@ -335,7 +335,7 @@ GGUF_NEW = {"google__gemma-2-9b": 0, DEFAULTS + "gemma3_text": -64 * 2304, DEFAU
             DEFAULTS + "granite": 0, DEFAULTS + "granitemoe": 0, DEFAULTS + "seed_oss": 0, DEFAULTS + "olmoe": 0,
             DEFAULTS + "ernie4_5": 0, DEFAULTS + "cohere": 0, DEFAULTS + "cohere2": 0,
             "tests/fixtures/llamacpp/harness/cohere-qknorm-variant": 0, DEFAULTS + "starcoder2": 0,
-            "bigcode__starcoder2-7b": 0,
+            "bigcode__starcoder2-7b": 0, DEFAULTS + "glm4": 0,
             "tests/fixtures/llamacpp/harness/granitemoeshared-variant": 0}
 """config -> elements the GGUF drops against transformers: Gemma 3's converter keeps the tokenizer's 262144 of
 config.json's 262208 embedding rows (64 x hidden_size 2304 here)."""
@@ -344,7 +344,7 @@ config.json's 262208 embedding rows (64 x hidden_size 2304 here)."""
 @pytest.mark.parametrize("case", GGUF_NEW)
 def test_gguf_tables_of_the_newer_families_hold_transformers_parameters(case):
     """kvmath.model.params' GGUF table for Gemma 2 / 3, DeepSeek V2 / V3, Qwen3-Next, Nemotron-H (dense and MoE),
-    Phi-4, OLMo 2, Olmo 3.1, OLMoE, SmolLM 3, Granite (dense, MoE, MoE with a shared MLP), Seed-OSS, ERNIE 4.5, Cohere (with and without q / k norms), Cohere 2 and StarCoder 2
+    Phi-4, OLMo 2, Olmo 3.1, OLMoE, SmolLM 3, Granite (dense, MoE, MoE with a shared MLP), Seed-OSS, ERNIE 4.5, Cohere (with and without q / k norms), Cohere 2, StarCoder 2 and GLM-4 (0414)
     against what transformers 5.23 builds on the meta device: its parameters plus the routers'
     ``e_score_correction_bias`` buffers (the GGUF's ``exp_probs_b``), less the rows the converter drops."""
     import math

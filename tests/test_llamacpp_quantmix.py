@@ -225,7 +225,7 @@ HARNESS_CASES = [(p.stem, mix) for p in sorted(HARNESS.glob("*.schema")) for mix
 @pytest.mark.parametrize("name,mix", HARNESS_CASES)
 def test_types_equal_llama_cpps_compiled_rules_on_kvmaths_tables(name, mix):
     """Gemma 2, Nemotron-H 56B, Kimi K2, DeepSeek V2, Phi-4, OLMo 2, Olmo 3.1, SmolLM 3, Granite (dense, MoE with 8
-    experts, MoE with a shared MLP), Seed-OSS, OLMoE, ERNIE 4.5, Cohere, Cohere 2 and StarCoder 2: the types
+    experts, MoE with a shared MLP), Seed-OSS, OLMoE, ERNIE 4.5, Cohere, Cohere 2, StarCoder 2 and GLM-4: the types
     llama.cpp 0c1e570's own llama_quant_compute_types gave kvmath's table of each (harness/regenerate.py, the
     method of llama.cpp's snapshot test) are the types kvmath's quantmix gives."""
     text = (HARNESS / f"{name}.schema").read_text()

@@ -19,7 +19,7 @@ GGUF_ARCH = {"llama": "llama", "qwen3": "qwen3", "qwen3_5_text": "qwen35", "qwen
              "granite": "granite", "granitemoe": "granitemoe", "granitemoeshared": "granitemoe",
              "seed_oss": "seed_oss",
              "ernie4_5": "ernie4_5", "olmoe": "olmoe", "cohere": "command-r", "cohere2": "cohere2",
-             "starcoder2": "starcoder2"}
+             "starcoder2": "starcoder2", "glm4": "glm4"}
 """HF ``model_type`` -> the GGUF ``general.architecture`` the vendored convert_hf_to_gguf.py writes (Mistral and
 Mixtral are converted by ``LlamaModel``: ``MistralForCausalLM`` / ``MixtralForCausalLM`` are registered there;
 DeepSeek V2 / V3 and Kimi K2 by ``DeepseekV2Model`` (conversion/deepseek.py); OLMo 2 and Olmo 3 by
@@ -130,7 +130,8 @@ def gguf_tensor_table(config: dict, *, mtp: bool = False) -> tuple[str, int, tup
     Supported: the ``model_type`` keys of :data:`GGUF_ARCH` (the one list; each family's block writer below
     names its sources): Llama / Mistral / Mixtral, Qwen 2 / 3 / 3-MoE / 3.5 / 3.6 / 3-Next, Gemma 2 / 3 / 4
     (Gemma 4 without per-layer embeddings), gpt-oss, DeepSeek V2 / V3 / Kimi K2, Nemotron-H (dense and MoE),
-    Phi-3 / 4, OLMo 2 / Olmo 3, OLMoE, SmolLM 3, Granite / Granite MoE, Seed-OSS, ERNIE 4.5 (dense), Cohere / Cohere 2, StarCoder 2. ``mtp=True`` adds Qwen 3.5 / 3.6's
+    Phi-3 / 4, OLMo 2 / Olmo 3, OLMoE, SmolLM 3, Granite / Granite MoE, Seed-OSS, ERNIE 4.5 (dense), Cohere / Cohere 2, StarCoder 2,
+    GLM-4 (0414, dense). ``mtp=True`` adds Qwen 3.5 / 3.6's
     multi-token-prediction block (``blk.<n>.`` plus ``nextn.*``; shapes from src/models/qwen35*.cpp, not checked
     against a converted file). Others raise KvMathError naming the model_type and listing the known ones.
     """
@@ -669,6 +670,30 @@ def _starcoder2_blocks(cfg: dict, mt: str, add, out: list, E: int, n: int, W: st
     return n
 
 
+def _glm4_blocks(cfg: dict, mt: str, add, out: list, E: int, n: int, W: str, F: str, mtp: bool) -> int:
+    """GLM-4 (0414) blocks (src/models/glm4.cpp create_tensor, conversion/glm.py Glm4Model): sandwich norms (attn,
+    post-attention, FFN, post-FFN), q/k/v with biases when ``attention_bias``, an unbiased o, and the fused
+    ``gate_up_proj`` kept as one ``ffn_up`` of 2 x intermediate_size. MTP heads are refused."""
+    H, Hkv = int(cfg["num_attention_heads"]), int(cfg["num_key_value_heads"])
+    d, f = int(cfg.get("head_dim") or E // H), int(cfg["intermediate_size"])
+    if int(cfg.get("num_nextn_predict_layers") or 0) or mtp:
+        raise KvMathError("glm4 with an MTP head (num_nextn_predict_layers) is not tabled")
+    for i in range(n):
+        p = f"blk.{i}."
+        add(p + "attn_norm.weight", (E,))
+        for k, w in (("q", H * d), ("k", Hkv * d), ("v", Hkv * d)):
+            add(p + f"attn_{k}.weight", (E, w))
+            if cfg.get("attention_bias"):
+                add(p + f"attn_{k}.bias", (w,))
+        add(p + "attn_output.weight", (H * d, E))
+        add(p + "post_attention_norm.weight", (E,))
+        add(p + "ffn_norm.weight", (E,))
+        add(p + "ffn_up.weight", (E, 2 * f))
+        add(p + "ffn_down.weight", (f, E))
+        add(p + "post_ffw_norm.weight", (E,))
+    return n
+
+
 _BLOCKS = {"llama": _llama_blocks, "mistral": _llama_blocks, "mixtral": _llama_blocks, "qwen2": _llama_blocks,
            "qwen3": _llama_blocks, "qwen3_moe": _llama_blocks, "qwen3_5_text": _qwen35_blocks,
            "qwen3_5_moe_text": _qwen35_blocks, "gemma4_text": _gemma4_blocks, "gpt_oss": _gpt_oss_blocks,
@@ -678,7 +703,7 @@ _BLOCKS = {"llama": _llama_blocks, "mistral": _llama_blocks, "mixtral": _llama_b
            "smollm3": _llama_blocks, "granite": _llama_blocks, "granitemoe": _llama_blocks,
            "granitemoeshared": _llama_blocks, "seed_oss": _seed_oss_blocks, "ernie4_5": _llama_blocks,
            "olmoe": _olmoe_blocks, "cohere": _cohere_blocks, "cohere2": _cohere_blocks,
-           "starcoder2": _starcoder2_blocks}
+           "starcoder2": _starcoder2_blocks, "glm4": _glm4_blocks}
 """model_type -> the function writing its blocks' tensors (one per family)."""
 
 
