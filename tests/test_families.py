@@ -340,6 +340,46 @@ def test_gguf_tensor_table_holds_every_parameter_transformers_builds(path):
     assert ours == sum(p.numel() for p in model.parameters())
 
 
+GGUF_NEW = {"google__gemma-2-9b": 0, DEFAULTS + "gemma3_text": -64 * 2304, DEFAULTS + "deepseek_v2": 0,
+            "deepseek-ai__DeepSeek-V3": 0, "Qwen__Qwen3-Next-80B-A3B-Instruct": 0,
+            "nvidia__NVIDIA-Nemotron-3-Nano-30B-A3B-BF16": 0, "nvidia__Nemotron-H-56B-Base-8K": 0,
+            "microsoft__phi-4": 0, DEFAULTS + "olmo2": 0, "allenai__Olmo-3.1-32B-Instruct": 0, DEFAULTS + "smollm3": 0,
+            DEFAULTS + "granite": 0, DEFAULTS + "granitemoe": 0, DEFAULTS + "seed_oss": 0, DEFAULTS + "olmoe": 0,
+            DEFAULTS + "ernie4_5": 0, DEFAULTS + "cohere": 0, DEFAULTS + "cohere2": 0,
+            "tests/fixtures/llamacpp/harness/cohere-qknorm-variant": 0, DEFAULTS + "starcoder2": 0,
+            "bigcode__starcoder2-7b": 0, DEFAULTS + "glm4": 0,
+            "tests/fixtures/llamacpp/harness/granitemoeshared-variant": 0}
+"""config -> elements the GGUF drops against transformers: Gemma 3's converter keeps the tokenizer's 262144 of
+config.json's 262208 embedding rows (64 x hidden_size 2304 here)."""
+
+
+@pytest.mark.parametrize("case", GGUF_NEW)
+def test_gguf_tables_of_the_newer_families_hold_transformers_parameters(case):
+    """kvmath.model.params' GGUF table for Gemma 2 / 3, DeepSeek V2 / V3, Qwen3-Next, Nemotron-H (dense and MoE),
+    Phi-4, OLMo 2, Olmo 3.1, OLMoE, SmolLM 3, Granite (dense, MoE, MoE with a shared MLP), Seed-OSS, ERNIE 4.5, Cohere (with and without q / k norms), Cohere 2, StarCoder 2 and GLM-4 (0414)
+    against what transformers 5.23 builds on the meta device: its parameters plus the routers'
+    ``e_score_correction_bias`` buffers (the GGUF's ``exp_probs_b``), less the rows the converter drops."""
+    import math
+
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    from kvmath.model.params import gguf_tensor_table
+
+    root = CONFIGS.parents[2]
+    path = next(p for p in (CONFIGS / f"{case}.json", root / "data" / "configs" / f"{case}.json", root / f"{case}.json")
+                if p.exists())
+    cfg = json.loads(path.read_text())
+    _, _, table = gguf_tensor_table(cfg)
+    ours = sum(math.prod(shape) for name, shape, _ in table if not name.startswith("rope_"))  # RoPE buffers
+    hf = AutoConfig.for_model(**{k: v for k, v in cfg.items() if k not in ("architectures", "quantization_config")})
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(hf)
+    real = sum(p.numel() for p in model.parameters()) + \
+        sum(b.numel() for n, b in model.named_buffers() if n.endswith("e_score_correction_bias"))
+    assert ours == real + GGUF_NEW[case]
+
+
 META_ESTIMATED = ["mistralai__Mixtral-8x7B-v0.1", "Qwen__Qwen3-30B-A3B", "microsoft__phi-4", DEFAULTS + "granite",
                   DEFAULTS + "granitemoe", DEFAULTS + "internlm3", DEFAULTS + "ernie4_5", DEFAULTS + "seed_oss",
                   DEFAULTS + "qwen2_moe"]

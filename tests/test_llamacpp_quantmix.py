@@ -53,7 +53,7 @@ def _config(model):
     return json.loads((ROOT / COMPUTE["models"][model]["config"]).read_text())
 
 
-TABLED = [m for m in COMPUTE["models"] if m != "nemotron-3-nano"]
+TABLED = list(COMPUTE["models"])
 
 
 @pytest.mark.parametrize("model", TABLED)
@@ -120,6 +120,15 @@ def test_published_llama_bench_sizes():
     assert -62 < PUB["G03"]["error_mib"] < -57 and abs(PUB["G03"]["error_pct"]) < 0.4
 
 
+def test_published_weight_counts_equal_the_tables():
+    # llama-bench's params column (billions, 2 decimals) is the file's element count: the config's table holds
+    # as many weights for every row that logs one (TinyLlama, Llama 3.2 3B, Qwen3 32B, DeepSeek-R1)
+    rows = [r for r in PUB.values() if r.get("logged_params_b") is not None]
+    assert len(rows) == 4
+    for r in rows:
+        assert abs(r["kvmath_params_b"] - r["logged_params_b"]) <= 0.005, r
+
+
 def test_published_type_counts():
     assert PUB["G04"]["kvmath_counts"] == PUB["G04"]["logged_counts"].lower()
 
@@ -147,3 +156,145 @@ def test_fit_cli_quant_mix(capsys):
     assert next(t["bytes"] for t in host["terms"] if t["name"] == "model") >= experts > 0
     assert run(["-m", "gemma-4-26b-a4b", "--quant-mix", "Q4_K_X"]) == 2
     assert "valid: Q4_0" in capsys.readouterr().err
+
+
+# --- families checked against llama.cpp's own quant-type snapshots --------------------------------------------
+# tests/fixtures/llamacpp/snapshots/*.schema: llama.cpp 0c1e570 tests/snapshots (README there), the types
+# llama_tensor_get_type gives the quantisable tensors of published GGUF headers, per mix, listing only those that
+# differ from the mix's default type. The config standing in for each file is checked against the header line.
+SNAP = FIX / "snapshots"
+GEMMA3_4B = {  # google/gemma-3-4b-it text_config (config.json): the fields the table reads
+    "model_type": "gemma3_text", "hidden_size": 2560, "intermediate_size": 10240, "num_hidden_layers": 34,
+    "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256, "vocab_size": 262208}
+SNAP_CONFIGS = {
+    "deepseek-v3.1": "data/configs/deepseek-ai__DeepSeek-V3.json",  # V3.1 keeps V3's shapes (header below)
+    "qwen3-coder-next": "data/configs/Qwen__Qwen3-Next-80B-A3B-Instruct.json",  # same qwen3next shapes
+    "nvidia-nemotron-3-nano-30b-a3b": "data/configs/nvidia__NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.json",
+    "gemma-3-4b-it": GEMMA3_4B,
+}
+
+
+def _snapshot(name, where=SNAP):
+    head, secs, cur = {}, {}, None
+    for line in (where / f"{name}.schema").read_text().splitlines():
+        if line.startswith("# n_embd="):
+            head = {k: int(v) for k, v in (kv.split("=") for kv in line[2:].split(", "))}
+        elif line.startswith("["):
+            mix, default = line[1:].split("] ")
+            cur = secs.setdefault(mix, (default.upper(), {}))
+        elif line and not line.startswith("#"):
+            tensor, t = line.rsplit(" ", 1)
+            cur[1][tensor] = t.upper()
+    return head, secs
+
+
+def _snap_config(name):
+    c = SNAP_CONFIGS[name]
+    return c if isinstance(c, dict) else json.loads((ROOT / c).read_text())
+
+
+@pytest.mark.parametrize("name", SNAP_CONFIGS)
+def test_snapshot_header_is_the_configs_shape(name):
+    head, secs = _snapshot(name)
+    arch, n_blocks, table = gguf_tensors_from_config(_snap_config(name))
+    shapes = {n: s for n, s, _ in table}
+    experts = {s[2] for n, s in shapes.items() if "_exps." in n}
+    assert (shapes["token_embd.weight"], n_blocks) == ((head["n_embd"], head["n_vocab"]), head["n_layer"])
+    assert experts == ({head["n_expert"]} if "n_expert" in head else set())
+    assert {"Q4_K_M", "Q6_K", "Q8_0", "IQ4_XS", "MXFP4_MOE"} <= set(secs)
+
+
+SNAP_CASES = [(n, mix) for n in SNAP_CONFIGS for mix in _snapshot(n)[1]]
+
+
+@pytest.mark.parametrize("name,mix", SNAP_CASES)
+def test_new_families_get_the_types_llama_cpp_snapshots_give(name, mix):
+    """DeepSeek V3 (deepseek2: MLA with attn_k_b / attn_v_b), Qwen3-Next, Nemotron 3 Nano (nemotron_h_moe) and
+    Gemma 3: every quantisable tensor of kvmath's table gets the snapshot's type, and the snapshot names no
+    tensor kvmath lacks."""
+    default, over = _snapshot(name)[1][mix]
+    tensors, _ = weights_from_mix(_snap_config(name), mix)
+    got = {t.name: t.ggml_type for t in tensors if QM.quantisable(t.name, t.shape) and t.ggml_type != default}
+    assert got == over
+
+
+HARNESS = FIX / "harness"
+HARNESS_CASES = [(p.stem, mix) for p in sorted(HARNESS.glob("*.schema")) for mix in _snapshot(p.stem, HARNESS)[1]]
+
+
+@pytest.mark.parametrize("name,mix", HARNESS_CASES)
+def test_types_equal_llama_cpps_compiled_rules_on_kvmaths_tables(name, mix):
+    """Gemma 2, Nemotron-H 56B, Kimi K2, DeepSeek V2, Phi-4, OLMo 2, Olmo 3.1, SmolLM 3, Granite (dense, MoE with 8
+    experts, MoE with a shared MLP), Seed-OSS, OLMoE, ERNIE 4.5, Cohere, Cohere 2, StarCoder 2 and GLM-4: the types
+    llama.cpp 0c1e570's own llama_quant_compute_types gave kvmath's table of each (harness/regenerate.py, the
+    method of llama.cpp's snapshot test) are the types kvmath's quantmix gives."""
+    text = (HARNESS / f"{name}.schema").read_text()
+    cfg = json.loads((ROOT / text.splitlines()[0].removeprefix("# config: ")).read_text())
+    default, over = _snapshot(name, HARNESS)[1][mix]
+    tensors, _ = weights_from_mix(cfg, mix)
+    got = {t.name: t.ggml_type for t in tensors if QM.quantisable(t.name, t.shape) and t.ggml_type != default}
+    assert got == over
+
+
+def test_hand_checked_rules_of_the_new_families():
+    # DeepSeek V3 Q4_K_M, typed out from llama-quant.cpp: attn_k_b rows are qk_nope_head_dim = 128 long, not a
+    # whole Q4_K block (256): Q5_0 (tensor_type_fallback); attn_v_b rows of kv_lora_rank 512 stay Q4_K; there
+    # is no attn_v-like tensor (the split removed attn_kv_b), so only ffn_down moves: use_more_bits(i, 61) for
+    # i < 7, i >= 53 and (i - 7) % 3 == 2 (7 + 8 + 15 = 30 blocks), by block number (n_expert 256 > 1).
+    tensors, _ = weights_from_mix(_snap_config("deepseek-v3.1"), "Q4_K_M")
+    by = {t.name: t.ggml_type for t in tensors}
+    more = [i for i in range(61) if i < 7 or i >= 53 or (i - 7) % 3 == 2]
+    assert len(more) == 30
+    assert by["blk.5.attn_k_b.weight"] == "Q5_0" and by["blk.5.attn_v_b.weight"] == "Q4_K"
+    q6 = sorted(n for n, t in by.items() if t == "Q6_K")
+    want = ["output.weight"] + [f"blk.{i}.ffn_down.weight" for i in more if i < 3] + \
+        [f"blk.{i}.{k}.weight" for i in more if i >= 3 for k in ("ffn_down_exps", "ffn_down_shexp")]
+    assert q6 == sorted(want)
+    # MXFP4_MOE: any 3-D tensor with ne2 > 1 is MXFP4, MLA's k_b / v_b too (only bailingmoe3 is excepted)
+    tensors, _ = weights_from_mix(_snap_config("deepseek-v3.1"), "MXFP4_MOE")
+    by = {t.name: t.ggml_type for t in tensors}
+    assert by["blk.9.attn_k_b.weight"] == by["blk.9.ffn_up_exps.weight"] == "MXFP4"
+    assert by["blk.9.attn_q_a.weight"] == "Q8_0"
+    # Gemma 2 is always tied: the token embedding takes the output head's Q6_K in Q4_K_M; 42 blocks give
+    # use_more_bits for i < 5, i >= 36 and (i - 5) % 3 == 2 (5 + 6 + 10 = 21) on attn_v and ffn_down
+    g2 = json.loads((ROOT / "data/configs/google__gemma-2-9b.json").read_text())
+    tensors, _ = weights_from_mix(g2, "Q4_K_M")
+    by = {t.name: t.ggml_type for t in tensors}
+    assert "output.weight" not in by and by["token_embd.weight"] == "Q6_K"
+    assert sum(t == "Q6_K" for t in by.values()) == 1 + 2 * 21
+
+
+def test_published_sizes_of_the_new_families():
+    # G05: unsloth DeepSeek-R1 Q4_K_M, llama-bench size 376.65 GiB, 671.03 B weights. The weight count is
+    # exact; the size is 0.06 GiB (0.016 %) above the file, which keeps one attn_kv_b (512 x 32768) per layer
+    # where the pinned converter writes attn_k_b + attn_v_b (Q5_0 + Q4_K instead of Q4_K / Q6_K by layer).
+    r = PUB["G05"]
+    assert abs(r["kvmath_params_b"] - r["logged_params_b"]) <= 0.005
+    assert 0 < r["error_mib"] < 0.1 * 1024 and r["error_pct"] < 0.02
+    # G06: bartowski gemma-2-9b-it Q8_0, 9.82 GB on the model card (the whole file, so a few MB of header too)
+    r = PUB["G06"]
+    assert -(r["rounding_mib"] + 10e6 / 2**20) <= r["error_mib"] <= r["rounding_mib"]
+
+
+def test_nemotron_h_dense_and_refusals():
+    # Nemotron-H 56B (dense hybrid, no num_experts_per_tok): nemotron_h; '-' blocks a ReLU^2 up / down MLP
+    cfg = json.loads((ROOT / "data/configs/nvidia__Nemotron-H-56B-Base-8K.json").read_text())
+    arch, n, table = gguf_tensors_from_config(cfg)
+    shapes = {name: s for name, s, _ in table}
+    pat = cfg["hybrid_override_pattern"]
+    assert (arch, n) == ("nemotron_h", 118)
+    first_mlp, first_m = pat.index("-"), pat.index("M")
+    assert shapes[f"blk.{first_mlp}.ffn_up.weight"] == (8192, 32768)
+    assert f"blk.{first_mlp}.ffn_gate.weight" not in shapes
+    # ssm_in: 2 x d_inner (256 heads x 64) + 2 x 8 groups x 256 state + 256 heads
+    assert shapes[f"blk.{first_m}.ssm_in.weight"] == (8192, 2 * 16384 + 2 * 8 * 256 + 256)
+    with pytest.raises(KvMathError, match="hybrid_override_pattern"):
+        gguf_tensors_from_config({**cfg, "hybrid_override_pattern": pat[:-1]})
+    with pytest.raises(KvMathError, match="gemma3_text vocab_size 1000"):
+        gguf_tensors_from_config({**GEMMA3_4B, "vocab_size": 1000})
+    with pytest.raises(KvMathError, match="known: llama, .*deepseek_v3.*nemotron_h.*smollm3"):
+        gguf_tensors_from_config({"model_type": "exaone4", "hidden_size": 1, "num_hidden_layers": 1, "vocab_size": 1})
+    # Command R: llama.cpp loads q / k norms for 64+ layers only; a 40-layer config with use_qk_norm is refused
+    cohere = json.loads((ROOT / "tests/fixtures/configs/transformers-5.23-defaults__cohere.json").read_text())
+    with pytest.raises(KvMathError, match="use_qk_norm"):
+        gguf_tensors_from_config({**cohere, "use_qk_norm": True})

@@ -36,10 +36,15 @@ def published_checks(rows=None) -> list[dict]:
                "logged_counts": r["type_counts"] or None,
                "kvmath_counts": " ".join(f"{k}:{v}" for k, v in sorted(counts.items()))}
         if r["size_logged"]:
-            scale = {"MiB": 1.0, "GiB": 1024.0}[r["size_unit"]]
+            scale = {"MiB": 1.0, "GiB": 1024.0, "GB": 1e9 / MiB}[r["size_unit"]]
             logged = float(r["size_logged"]) * scale
             row.update(logged_mib=logged, error_mib=est - logged, error_pct=100 * (est - logged) / logged,
                        rounding_mib=0.005 * scale)
+        if r.get("params_b"):
+            from math import prod
+
+            row["kvmath_params_b"] = sum(prod(t.shape) for t in tensors) / 1e9
+            row["logged_params_b"] = float(r["params_b"])
         out.append(row)
     return out
 

@@ -119,9 +119,14 @@ def most_sequences(model: str, card: str, context: int) -> int:
     return lo
 
 
-NO_GGUF_TABLE = ("not priced: kvmath writes a GGUF tensor table from config.json only for the families "
-                 "llama-quantize's rules were checked on (Llama, Qwen 3, Qwen 3.5 / 3.6, Gemma 4, gpt-oss); "
-                 "give the GGUF file itself to kvmath-fit for the others")
+def _no_gguf_table() -> str:
+    from ..model.params import GGUF_ARCH  # the one list of families with a GGUF table from config.json
+
+    return ("not priced: kvmath writes a GGUF tensor table from config.json only for the model types "
+            f"{', '.join(GGUF_ARCH)}; give the GGUF file itself to kvmath-fit for the others")
+
+
+NO_GGUF_TABLE = _no_gguf_table()
 
 
 @lru_cache(maxsize=None)

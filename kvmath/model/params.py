@@ -13,9 +13,27 @@ from .gguf import WeightBytes
 
 GGUF_ARCH = {"llama": "llama", "qwen3": "qwen3", "qwen3_5_text": "qwen35", "qwen3_5_moe_text": "qwen35moe",
              "gemma4_text": "gemma4", "gpt_oss": "gpt-oss", "mistral": "llama", "mixtral": "llama", "qwen2": "qwen2",
-             "qwen3_moe": "qwen3moe"}
+             "qwen3_moe": "qwen3moe", "gemma2": "gemma2", "gemma3_text": "gemma3", "deepseek_v2": "deepseek2",
+             "deepseek_v3": "deepseek2", "kimi_k2": "deepseek2", "qwen3_next": "qwen3next",
+             "nemotron_h": "nemotron_h", "phi3": "phi3", "olmo2": "olmo2", "olmo3": "olmo2", "smollm3": "smollm3",
+             "granite": "granite", "granitemoe": "granitemoe", "granitemoeshared": "granitemoe",
+             "seed_oss": "seed_oss",
+             "ernie4_5": "ernie4_5", "olmoe": "olmoe", "cohere": "command-r", "cohere2": "cohere2",
+             "starcoder2": "starcoder2", "glm4": "glm4"}
 """HF ``model_type`` -> the GGUF ``general.architecture`` the vendored convert_hf_to_gguf.py writes (Mistral and
-Mixtral are converted by ``LlamaModel``: ``MistralForCausalLM`` / ``MixtralForCausalLM`` are registered there)."""
+Mixtral are converted by ``LlamaModel``: ``MistralForCausalLM`` / ``MixtralForCausalLM`` are registered there;
+DeepSeek V2 / V3 and Kimi K2 by ``DeepseekV2Model`` (conversion/deepseek.py); OLMo 2 and Olmo 3 by
+``Olmo2Model`` (conversion/olmo.py); SmolLM 3 by ``SmolLM3Model(LlamaModel)`` (conversion/llama.py); ``nemotron_h`` becomes
+``nemotron_h_moe`` when its config has ``num_experts_per_tok`` (conversion/nemotron.py), see :func:`gguf_arch`).
+The one list of families kvmath writes a GGUF tensor table for; every other ``model_type`` is refused naming it."""
+
+
+def gguf_arch(cfg: dict) -> str:
+    """The GGUF architecture convert_hf_to_gguf.py writes for the (unwrapped) text config ``cfg``."""
+    mt = cfg.get("model_type")
+    if mt == "nemotron_h" and "num_experts_per_tok" in cfg:  # NemotronHModel.__init__: has_moe_params
+        return "nemotron_h_moe"
+    return GGUF_ARCH[mt]
 
 
 def estimate_weight_bytes(config: dict, *, bits_per_weight: float = 4.5, name: str = "") -> WeightBytes:
@@ -109,11 +127,13 @@ def gguf_tensor_table(config: dict, *, mtp: bool = False) -> tuple[str, int, tup
 
     Names and shapes follow the converter and ``src/models/<arch>.cpp`` ``create_tensor`` calls, and are
     tested against the tables of converted files (``tests/fixtures/llamacpp/compute_fixtures.json``).
-    Supported: ``llama``, ``mistral``, ``mixtral`` (llama with merged ``ffn_*_exps`` experts), ``qwen2`` (q/k/v
-    biases), ``qwen3`` (dense Qwen 3), ``qwen3_moe`` (``qwen3moe``: every layer MoE), ``qwen3_5_text`` / ``qwen3_5_moe_text`` (Qwen 3.5 / 3.6),
-    ``gemma4_text`` (Gemma 4 without per-layer embeddings), ``gpt_oss``. ``mtp=True`` adds Qwen 3.5 / 3.6's multi-token-prediction
-    block (``blk.<n>.`` plus ``nextn.*``; shapes from src/models/qwen35*.cpp, not checked against a converted
-    file). Others raise KvMathError.
+    Supported: the ``model_type`` keys of :data:`GGUF_ARCH` (the one list; each family's block writer below
+    names its sources): Llama / Mistral / Mixtral, Qwen 2 / 3 / 3-MoE / 3.5 / 3.6 / 3-Next, Gemma 2 / 3 / 4
+    (Gemma 4 without per-layer embeddings), gpt-oss, DeepSeek V2 / V3 / Kimi K2, Nemotron-H (dense and MoE),
+    Phi-3 / 4, OLMo 2 / Olmo 3, OLMoE, SmolLM 3, Granite / Granite MoE, Seed-OSS, ERNIE 4.5 (dense), Cohere / Cohere 2, StarCoder 2,
+    GLM-4 (0414, dense). ``mtp=True`` adds Qwen 3.5 / 3.6's
+    multi-token-prediction block (``blk.<n>.`` plus ``nextn.*``; shapes from src/models/qwen35*.cpp, not checked
+    against a converted file). Others raise KvMathError naming the model_type and listing the known ones.
     """
     from .hf import _unwrap
 
@@ -128,7 +148,8 @@ def gguf_tensor_table(config: dict, *, mtp: bool = False) -> tuple[str, int, tup
         return _tables(cfg, mt, mtp)
     except KeyError as e:
         raise KvMathError(f"config.json of {mt} lacks {e.args[0]!r}, needed for its tensor shapes") from None
-    except (TypeError, ValueError, OverflowError) as e:  # None, a list, a string or NaN where a size is read
+    except (TypeError, ValueError, OverflowError, ZeroDivisionError, IndexError, AttributeError) as e:
+        # None, a list, a string, NaN or 0 where a size is read, a pattern shorter than the layers
         raise KvMathError(f"config.json of {mt}: a field its tensor shapes read is not a size ({e})") from None
 
 
@@ -138,16 +159,18 @@ def _tables(cfg: dict, mt: str, mtp: bool):
     out: list = []
     # conversion/base.py (prepare_tensors): 1-D tensors, norms, routers and conv1d kernels stay F32
     f32 = lambda name, shape: len(shape) < 2 or shape[1] == 1 or name.endswith("_norm.weight") or \
-        ".ffn_gate_inp" in name or ".ssm_conv1d" in name
+        ".ffn_gate_inp" in name or ".ssm_conv1d" in name or not name.endswith(".weight")
     add = lambda name, shape: out.append((name, tuple(int(x) for x in shape), F if f32(name, shape) else W))
-    tied = bool(cfg.get("tie_word_embeddings", config_tied(cfg)))
+    tied = config_tied(cfg)
+    if mt == "gemma3_text":
+        V = _gemma3_vocab(V)
     if mt == "gemma4_text" and int(cfg.get("hidden_size_per_layer_input") or 0):
         raise KvMathError("Gemma 4 with per-layer embeddings (hidden_size_per_layer_input > 0) is not tabled")
     add("token_embd.weight", (E, V))
     if not tied:
         add("output.weight", (E, V))
     add("output_norm.weight", (E,))
-    arch = GGUF_ARCH[mt]
+    arch = gguf_arch(cfg)
     n_blocks = _BLOCKS[mt](cfg, mt, add, out, E, n, W, F, mtp)
     return arch, n_blocks, tuple(out)
 
@@ -156,14 +179,24 @@ def _llama_blocks(cfg: dict, mt: str, add, out: list, E: int, n: int, W: str, F:
     """Llama-style blocks (src/models/llama.cpp, qwen2.cpp, qwen3.cpp, qwen3moe.cpp create_tensor): q/k/v/o
     (Qwen 2 with q/k/v biases, Qwen 3 with per-head q/k norms), then a dense SwiGLU MLP or, for Mixtral and
     Qwen3-MoE, the router ``ffn_gate_inp`` and the experts merged into ``ffn_{gate,up,down}_exps`` of shape
-    ``(H, I_e, n_expert)`` / ``(I_e, H, n_expert)`` (convert_hf_to_gguf.py stacks ``experts.{e}.*``)."""
-    ne = int(cfg.get("num_local_experts") or cfg.get("num_experts") or 0) if mt in ("mixtral", "qwen3_moe") else 0
+    ``(H, I_e, n_expert)`` / ``(I_e, H, n_expert)`` (convert_hf_to_gguf.py stacks ``experts.{e}.*``). Granite
+    (src/models/granite.cpp, conversion/granite.py) is Llama with ``head_dim`` ignored (E / H); Granite MoE splits
+    the fused ``input_linear`` into ``ffn_gate_exps`` / ``ffn_up_exps`` and, for ``granitemoeshared``, the shared
+    MLP's into ``ffn_{gate,up}_shexp`` of ``shared_intermediate_size``. SmolLM 3 is Llama; so is ERNIE 4.5
+    (src/models/ernie4-5.cpp; conversion/ernie.py splits a fused ``qkv_proj`` into q / k / v)."""
+    moe = ("mixtral", "qwen3_moe", "granitemoe", "granitemoeshared")
+    ne = int(cfg.get("num_local_experts") or cfg.get("num_experts") or 0) if mt in moe else 0
+    if mt.startswith("granitemoe") and ne < 1:
+        raise KvMathError(f"{mt} without num_local_experts (a dense shared-MLP Granite) is not tabled")
+    fs = int(cfg.get("shared_intermediate_size") or 0) if mt == "granitemoeshared" else 0
     if mt == "qwen3_moe" and (cfg.get("mlp_only_layers") or int(cfg.get("decoder_sparse_step") or 1) != 1):
         raise KvMathError("qwen3_moe with mlp_only_layers or decoder_sparse_step != 1 mixes dense and MoE layers; "
                           "kvmath tables only every-layer-MoE checkpoints")
     fe = int(cfg["moe_intermediate_size"] if mt == "qwen3_moe" else cfg["intermediate_size"]) if ne else 0
     H, Hkv = int(cfg["num_attention_heads"]), int(cfg.get("num_key_value_heads") or cfg["num_attention_heads"])
-    d = int(cfg.get("head_dim") or E // H)
+    d = E // H if mt.startswith("granite") else int(cfg.get("head_dim") or E // H)  # GraniteModel pops head_dim
+    if mt != "qwen2" and (cfg.get("attention_bias") or cfg.get("mlp_bias") or cfg.get("use_bias")):
+        raise KvMathError(f"{mt} with attention_bias or mlp_bias is not tabled")
     rs = cfg.get("rope_scaling") or {}
     if rs.get("rope_type") == "llama3":
         add("rope_freqs.weight", (d // 2,))
@@ -187,6 +220,10 @@ def _llama_blocks(cfg: dict, mt: str, add, out: list, E: int, n: int, W: str, F:
             add(p + "ffn_gate_exps.weight", (E, fe, ne))
             add(p + "ffn_up_exps.weight", (E, fe, ne))
             add(p + "ffn_down_exps.weight", (fe, E, ne))
+            if fs:
+                add(p + "ffn_gate_shexp.weight", (E, fs))
+                add(p + "ffn_up_shexp.weight", (E, fs))
+                add(p + "ffn_down_shexp.weight", (fs, E))
             continue
         add(p + "ffn_gate.weight", (E, int(cfg["intermediate_size"])))
         add(p + "ffn_up.weight", (E, int(cfg["intermediate_size"])))
@@ -312,11 +349,382 @@ def _gpt_oss_blocks(cfg: dict, mt: str, add, out: list, E: int, n: int, W: str, 
     return n
 
 
+def _gemma_blocks(cfg: dict, mt: str, add, out: list, E: int, n: int, W: str, F: str, mtp: bool) -> int:
+    """Gemma 2 / Gemma 3 blocks (src/models/gemma2.cpp, gemma3.cpp create_tensor): q/k/v/o with post-attention
+    and post-FFN norms around a GeGLU MLP; Gemma 3 adds per-head q/k norms. No rope_freqs, no output.weight
+    (tied: see :func:`config_tied`)."""
+    H, Hkv = int(cfg["num_attention_heads"]), int(cfg.get("num_key_value_heads") or cfg["num_attention_heads"])
+    d, f = int(cfg.get("head_dim") or 256), int(cfg["intermediate_size"])  # head_dim 256: both configs' default
+    for i in range(n):
+        p = f"blk.{i}."
+        add(p + "attn_norm.weight", (E,))
+        add(p + "attn_q.weight", (E, H * d))
+        add(p + "attn_k.weight", (E, Hkv * d))
+        add(p + "attn_v.weight", (E, Hkv * d))
+        add(p + "attn_output.weight", (H * d, E))
+        if mt == "gemma3_text":
+            add(p + "attn_q_norm.weight", (d,))
+            add(p + "attn_k_norm.weight", (d,))
+        add(p + "post_attention_norm.weight", (E,))
+        add(p + "ffn_norm.weight", (E,))
+        add(p + "ffn_gate.weight", (E, f))
+        add(p + "ffn_up.weight", (E, f))
+        add(p + "ffn_down.weight", (f, E))
+        add(p + "post_ffw_norm.weight", (E,))
+    return n
+
+
+def _deepseek2_blocks(cfg: dict, mt: str, add, out: list, E: int, n: int, W: str, F: str, mtp: bool) -> int:
+    """DeepSeek V2 / V3 and Kimi K2 blocks (``deepseek2``; src/models/deepseek2.cpp create_tensor, conversion/
+    deepseek.py DeepseekV2Model): MLA with a low-rank query (``attn_q_a`` / ``attn_q_b``, or one ``attn_q`` when
+    ``q_lora_rank`` is null), ``attn_kv_a_mqa``, and ``kv_b_proj`` split by the converter into ``attn_k_b``
+    ``(qk_nope_head_dim, kv_lora_rank, n_head)`` and ``attn_v_b`` ``(kv_lora_rank, v_head_dim, n_head)``; the first
+    ``first_k_dense_replace`` blocks a dense SwiGLU MLP, the rest routed experts merged into ``ffn_*_exps`` plus
+    ``n_shared_experts`` x ``moe_intermediate_size`` shared ones, and ``exp_probs_b`` (the
+    ``e_score_correction_bias`` of ``topk_method: noaux_tc``). MTP layers are skipped (``skip_mtp = True``)."""
+    H = int(cfg["num_attention_heads"])
+    qr = int(cfg.get("q_lora_rank") or 0)
+    kvr, nope, rope, vd = (int(cfg[k]) for k in ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
+                                                  "v_head_dim"))
+    dense, f = int(cfg.get("first_k_dense_replace") or 0), int(cfg["intermediate_size"])
+    ne, fe = int(cfg["n_routed_experts"]), int(cfg["moe_intermediate_size"])
+    fs = int(cfg.get("n_shared_experts") or 0) * fe
+    if int(cfg.get("moe_layer_freq") or 1) != 1 or ne < 1:
+        raise KvMathError(f"{mt} with moe_layer_freq != 1 or no routed experts is not tabled")
+    for i in range(n):
+        p = f"blk.{i}."
+        add(p + "attn_norm.weight", (E,))
+        if qr:
+            add(p + "attn_q_a_norm.weight", (qr,))
+            add(p + "attn_q_a.weight", (E, qr))
+            add(p + "attn_q_b.weight", (qr, H * (nope + rope)))
+        else:
+            add(p + "attn_q.weight", (E, H * (nope + rope)))
+        add(p + "attn_kv_a_norm.weight", (kvr,))
+        add(p + "attn_kv_a_mqa.weight", (E, kvr + rope))
+        add(p + "attn_k_b.weight", (nope, kvr, H))
+        add(p + "attn_v_b.weight", (kvr, vd, H))
+        add(p + "attn_output.weight", (H * vd, E))
+        add(p + "ffn_norm.weight", (E,))
+        if i < dense:
+            add(p + "ffn_gate.weight", (E, f))
+            add(p + "ffn_up.weight", (E, f))
+            add(p + "ffn_down.weight", (f, E))
+            continue
+        add(p + "ffn_gate_inp.weight", (E, ne))
+        if cfg.get("topk_method") == "noaux_tc":
+            add(p + "exp_probs_b.bias", (ne,))
+        add(p + "ffn_gate_exps.weight", (E, fe, ne))
+        add(p + "ffn_up_exps.weight", (E, fe, ne))
+        add(p + "ffn_down_exps.weight", (fe, E, ne))
+        if fs:
+            add(p + "ffn_gate_shexp.weight", (E, fs))
+            add(p + "ffn_up_shexp.weight", (E, fs))
+            add(p + "ffn_down_shexp.weight", (fs, E))
+    return n
+
+
+def _qwen3next_blocks(cfg: dict, mt: str, add, out: list, E: int, n: int, W: str, F: str, mtp: bool) -> int:
+    """Qwen3-Next blocks (src/models/qwen3next.cpp create_tensor, conversion/qwen.py Qwen3NextModel): gated full
+    attention every ``full_attention_interval``-th layer, Gated DeltaNet elsewhere (``in_proj_qkvz`` split into
+    ``attn_qkv`` + ``attn_gate``, ``in_proj_ba`` kept as one ``ssm_ba``), routed experts plus one gated shared
+    expert (``ffn_gate_inp_shexp`` 1-D) in every layer. No MTP block (``mtp=True`` is refused)."""
+    if mtp:
+        raise KvMathError("qwen3_next: the MTP block's table is not written (mtp=True)")
+    if cfg.get("mlp_only_layers") or int(cfg.get("decoder_sparse_step") or 1) != 1:
+        raise KvMathError("qwen3_next with mlp_only_layers or decoder_sparse_step != 1 is not tabled")
+    H, Hkv, d = int(cfg["num_attention_heads"]), int(cfg["num_key_value_heads"]), int(cfg["head_dim"])
+    nk, nv = int(cfg["linear_num_key_heads"]), int(cfg["linear_num_value_heads"])
+    dk, dv, kern = int(cfg["linear_key_head_dim"]), int(cfg["linear_value_head_dim"]), int(cfg["linear_conv_kernel_dim"])
+    ne, fe, fs = int(cfg["num_experts"]), int(cfg["moe_intermediate_size"]), int(cfg["shared_expert_intermediate_size"])
+    types = cfg.get("layer_types") or ["full_attention" if (i + 1) % int(cfg.get("full_attention_interval") or 4) == 0
+                                       else "linear_attention" for i in range(n)]
+    if len(types) != n:
+        raise KvMathError(f"qwen3_next layer_types has {len(types)} entries, num_hidden_layers {n}")
+    conv = 2 * nk * dk + nv * dv
+    for i in range(n):
+        p = f"blk.{i}."
+        add(p + "attn_norm.weight", (E,))
+        add(p + "post_attention_norm.weight", (E,))
+        if types[i] == "full_attention":
+            add(p + "attn_q.weight", (E, H * d * 2))
+            add(p + "attn_k.weight", (E, Hkv * d))
+            add(p + "attn_v.weight", (E, Hkv * d))
+            add(p + "attn_output.weight", (H * d, E))
+            add(p + "attn_q_norm.weight", (d,))
+            add(p + "attn_k_norm.weight", (d,))
+        else:
+            add(p + "attn_qkv.weight", (E, conv))
+            add(p + "attn_gate.weight", (E, nv * dv))
+            add(p + "ssm_conv1d.weight", (kern, conv))
+            add(p + "ssm_dt.bias", (nv,))
+            add(p + "ssm_a", (nv,))
+            add(p + "ssm_ba.weight", (E, 2 * nv))
+            add(p + "ssm_norm.weight", (dv,))
+            add(p + "ssm_out.weight", (nv * dv, E))
+        add(p + "ffn_gate_inp.weight", (E, ne))
+        add(p + "ffn_gate_exps.weight", (E, fe, ne))
+        add(p + "ffn_up_exps.weight", (E, fe, ne))
+        add(p + "ffn_down_exps.weight", (fe, E, ne))
+        add(p + "ffn_gate_inp_shexp.weight", (E,))
+        add(p + "ffn_gate_shexp.weight", (E, fs))
+        add(p + "ffn_up_shexp.weight", (E, fs))
+        add(p + "ffn_down_shexp.weight", (fs, E))
+    return n
+
+
+def _nemotron_h_blocks(cfg: dict, mt: str, add, out: list, E: int, n: int, W: str, F: str, mtp: bool) -> int:
+    """Nemotron-H blocks (src/models/nemotron-h.cpp create_tensor, conversion/nemotron.py NemotronHModel): one
+    norm per block, then by ``hybrid_override_pattern`` a Mamba-2 mixer (``M``: ``ssm_in`` of
+    2 d_inner + 2 n_groups d_state + n_heads, conv over d_inner + 2 n_groups d_state, grouped ``ssm_norm``),
+    attention (``*``), a ReLU^2 MLP (``-``: up / down, no gate) or routed + shared ReLU^2 experts (``E``, with
+    ``exp_probs_b``); d_inner = mamba_num_heads x mamba_head_dim. Latent MoE and MTP heads are refused."""
+    pat = cfg["hybrid_override_pattern"]
+    if not isinstance(pat, str) or len(pat) != n or set(pat) - set("M*-E"):
+        raise KvMathError(f"nemotron_h hybrid_override_pattern must be {n} letters of M * - E, got {pat!r}"[:200])
+    if cfg.get("moe_latent_size") or int(cfg.get("num_nextn_predict_layers") or 0) or mtp:
+        raise KvMathError("nemotron_h with moe_latent_size or an MTP head is not tabled")
+    H, Hkv = int(cfg["num_attention_heads"]), int(cfg["num_key_value_heads"])
+    d = int(cfg.get("head_dim") or cfg["attention_head_dim"])
+    nh, hd, g, ds = (int(cfg[k]) for k in ("mamba_num_heads", "mamba_head_dim", "n_groups", "ssm_state_size"))
+    kern, di = int(cfg["conv_kernel"]), nh * hd
+    if di % g:
+        raise KvMathError(f"nemotron_h: d_inner {di} is not a multiple of n_groups {g}")
+    moe = "num_experts_per_tok" in cfg
+    f = int(cfg["intermediate_size"])
+    for i, c in enumerate(pat):
+        p = f"blk.{i}."
+        add(p + "attn_norm.weight", (E,))
+        if c == "M":
+            add(p + "ssm_in.weight", (E, 2 * di + 2 * g * ds + nh))
+            add(p + "ssm_conv1d.weight", (kern, di + 2 * g * ds))
+            if cfg.get("use_conv_bias", True):
+                add(p + "ssm_conv1d.bias", (di + 2 * g * ds,))
+            add(p + "ssm_dt.bias", (nh,))
+            add(p + "ssm_a", (1, nh))
+            add(p + "ssm_d", (1, nh))
+            add(p + "ssm_norm.weight", (di // g, g))
+            add(p + "ssm_out.weight", (di, E))
+        elif c == "*":
+            add(p + "attn_q.weight", (E, H * d))
+            add(p + "attn_k.weight", (E, Hkv * d))
+            add(p + "attn_v.weight", (E, Hkv * d))
+            add(p + "attn_output.weight", (H * d, E))
+        elif c == "E" and moe:
+            ne, fe = int(cfg["n_routed_experts"]), int(cfg["moe_intermediate_size"])
+            fs = int(cfg["moe_shared_expert_intermediate_size"])  # the shared MLP's width (GGUF shexp length)
+            add(p + "ffn_gate_inp.weight", (E, ne))
+            add(p + "exp_probs_b.bias", (ne,))
+            add(p + "ffn_up_exps.weight", (E, fe, ne))
+            add(p + "ffn_down_exps.weight", (fe, E, ne))
+            add(p + "ffn_up_shexp.weight", (E, fs))
+            add(p + "ffn_down_shexp.weight", (fs, E))
+        elif c == "-" and not moe:
+            add(p + "ffn_up.weight", (E, f))
+            add(p + "ffn_down.weight", (f, E))
+        else:
+            raise KvMathError(f"nemotron_h block {i} is {c!r} but the config {'has' if moe else 'lacks'} "
+                              "num_experts_per_tok (E needs it, - must not have it)")
+    return n
+
+
+def _phi3_blocks(cfg: dict, mt: str, add, out: list, E: int, n: int, W: str, F: str, mtp: bool) -> int:
+    """Phi-3 / Phi-4 blocks (src/models/phi3.cpp create_tensor, conversion/phi.py Phi3MiniModel): the checkpoint's
+    fused ``qkv_proj`` kept as ``attn_qkv`` and fused ``gate_up_proj`` as one ``ffn_up`` of 2 x intermediate_size;
+    LongRoPE configs (``rope_scaling.long_factor``) add ``rope_factors_long`` / ``rope_factors_short``."""
+    H, Hkv = int(cfg["num_attention_heads"]), int(cfg.get("num_key_value_heads") or cfg["num_attention_heads"])
+    d, f = E // H, int(cfg["intermediate_size"])
+    if cfg.get("attention_bias") or cfg.get("mlp_bias"):
+        raise KvMathError("phi3 with attention or MLP biases is not tabled")
+    rs = cfg.get("rope_scaling") or {}
+    if rs.get("long_factor"):
+        add("rope_factors_long.weight", (len(rs["long_factor"]),))
+        add("rope_factors_short.weight", (len(rs["short_factor"]),))
+    for i in range(n):
+        p = f"blk.{i}."
+        add(p + "attn_norm.weight", (E,))
+        add(p + "attn_qkv.weight", (E, H * d + 2 * Hkv * d))
+        add(p + "attn_output.weight", (H * d, E))
+        add(p + "ffn_norm.weight", (E,))
+        add(p + "ffn_up.weight", (E, 2 * f))
+        add(p + "ffn_down.weight", (f, E))
+    return n
+
+
+def _olmo2_blocks(cfg: dict, mt: str, add, out: list, E: int, n: int, W: str, F: str, mtp: bool) -> int:
+    """OLMo 2 / Olmo 3 blocks (src/models/olmo2.cpp create_tensor): no pre-norms, post-attention and post-FFN norms,
+    q / k norms over the whole projection (H x head_dim and H_kv x head_dim), a SwiGLU MLP; the output head is
+    required (a tied config is refused)."""
+    H, Hkv = int(cfg["num_attention_heads"]), int(cfg.get("num_key_value_heads") or cfg["num_attention_heads"])
+    d, f = int(cfg.get("head_dim") or E // H), int(cfg["intermediate_size"])
+    if config_tied(cfg) or cfg.get("attention_bias"):
+        raise KvMathError(f"{mt} with tie_word_embeddings or attention_bias is not tabled (olmo2.cpp needs output.weight)")
+    for i in range(n):
+        p = f"blk.{i}."
+        add(p + "attn_q.weight", (E, H * d))
+        add(p + "attn_k.weight", (E, Hkv * d))
+        add(p + "attn_v.weight", (E, Hkv * d))
+        add(p + "attn_output.weight", (H * d, E))
+        add(p + "attn_q_norm.weight", (H * d,))
+        add(p + "attn_k_norm.weight", (Hkv * d,))
+        add(p + "post_attention_norm.weight", (E,))
+        add(p + "ffn_gate.weight", (E, f))
+        add(p + "ffn_up.weight", (E, f))
+        add(p + "ffn_down.weight", (f, E))
+        add(p + "post_ffw_norm.weight", (E,))
+    return n
+
+
+def _seed_oss_blocks(cfg: dict, mt: str, add, out: list, E: int, n: int, W: str, F: str, mtp: bool) -> int:
+    """Seed-OSS blocks (src/models/seed-oss.cpp create_tensor; gguf-py maps ``post_attention_layernorm`` to
+    ``post_attention_norm`` for SEED_OSS): q/k/v with biases when ``attention_bias``, an unbiased o (a config
+    with ``attention_out_bias`` or ``mlp_bias`` is refused: seed-oss.cpp creates no such tensor), SwiGLU MLP."""
+    H, Hkv, d = int(cfg["num_attention_heads"]), int(cfg["num_key_value_heads"]), int(cfg["head_dim"])
+    f = int(cfg["intermediate_size"])
+    if cfg.get("attention_out_bias") or cfg.get("mlp_bias"):
+        raise KvMathError("seed_oss with attention_out_bias or mlp_bias is not tabled")
+    for i in range(n):
+        p = f"blk.{i}."
+        add(p + "attn_norm.weight", (E,))
+        for k, w in (("q", H * d), ("k", Hkv * d), ("v", Hkv * d)):
+            add(p + f"attn_{k}.weight", (E, w))
+            if cfg.get("attention_bias"):
+                add(p + f"attn_{k}.bias", (w,))
+        add(p + "attn_output.weight", (H * d, E))
+        add(p + "post_attention_norm.weight", (E,))
+        add(p + "ffn_gate.weight", (E, f))
+        add(p + "ffn_up.weight", (E, f))
+        add(p + "ffn_down.weight", (f, E))
+    return n
+
+
+def _olmoe_blocks(cfg: dict, mt: str, add, out: list, E: int, n: int, W: str, F: str, mtp: bool) -> int:
+    """OLMoE blocks (src/models/olmoe.cpp create_tensor, conversion/olmo.py OlmoeModel): pre-norms, q / k norms over
+    the whole projection, router plus ``num_experts`` SwiGLU experts of ``intermediate_size`` merged into
+    ``ffn_*_exps``; the output head is required. olmoe.cpp sizes ``attn_k_norm`` as n_embd, so a config with
+    fewer KV heads than query heads is refused, as is a tied one."""
+    H, Hkv = int(cfg["num_attention_heads"]), int(cfg.get("num_key_value_heads") or cfg["num_attention_heads"])
+    d, f, ne = E // H, int(cfg["intermediate_size"]), int(cfg["num_experts"])
+    if Hkv != H or config_tied(cfg) or cfg.get("attention_bias") or ne < 1:
+        raise KvMathError("olmoe tabled only with num_key_value_heads = num_attention_heads, experts, no bias, untied")
+    for i in range(n):
+        p = f"blk.{i}."
+        add(p + "attn_norm.weight", (E,))
+        for k in ("q", "k", "v"):
+            add(p + f"attn_{k}.weight", (E, H * d))
+        add(p + "attn_output.weight", (H * d, E))
+        add(p + "attn_q_norm.weight", (H * d,))
+        add(p + "attn_k_norm.weight", (H * d,))
+        add(p + "ffn_norm.weight", (E,))
+        add(p + "ffn_gate_inp.weight", (E, ne))
+        add(p + "ffn_gate_exps.weight", (E, f, ne))
+        add(p + "ffn_up_exps.weight", (E, f, ne))
+        add(p + "ffn_down_exps.weight", (f, E, ne))
+    return n
+
+
+def _cohere_blocks(cfg: dict, mt: str, add, out: list, E: int, n: int, W: str, F: str, mtp: bool) -> int:
+    """Cohere (Command R: ``command-r``) and Cohere 2 (Command R7B / A: ``cohere2``) blocks (src/models/command-r.cpp,
+    cohere2.cpp create_tensor, conversion/command_r.py): one norm per block (attention and MLP in parallel), q/k/v/o,
+    SwiGLU MLP, the output read from ``token_embd``; Command R's per-head q / k norms ``(head_dim, heads)`` exist
+    when ``use_qk_norm`` and llama.cpp loads them only for 64 or more layers (a config where the two disagree is
+    refused, as are biases and an untied head)."""
+    H, Hkv = int(cfg["num_attention_heads"]), int(cfg.get("num_key_value_heads") or cfg["num_attention_heads"])
+    d, f = E // H, int(cfg["intermediate_size"])
+    qk = bool(cfg.get("use_qk_norm")) and mt == "cohere"
+    if cfg.get("attention_bias") or cfg.get("tie_word_embeddings") is False or (mt == "cohere" and qk != (n >= 64)):
+        raise KvMathError(f"{mt} with attention_bias, an untied head, or use_qk_norm disagreeing with llama.cpp's "
+                          "n_layer >= 64 rule is not tabled")
+    for i in range(n):
+        p = f"blk.{i}."
+        add(p + "attn_norm.weight", (E,))
+        add(p + "attn_q.weight", (E, H * d))
+        add(p + "attn_k.weight", (E, Hkv * d))
+        add(p + "attn_v.weight", (E, Hkv * d))
+        add(p + "attn_output.weight", (H * d, E))
+        if qk:
+            add(p + "attn_q_norm.weight", (d, H))
+            add(p + "attn_k_norm.weight", (d, Hkv))
+        add(p + "ffn_gate.weight", (E, f))
+        add(p + "ffn_up.weight", (E, f))
+        add(p + "ffn_down.weight", (f, E))
+    return n
+
+
+def _starcoder2_blocks(cfg: dict, mt: str, add, out: list, E: int, n: int, W: str, F: str, mtp: bool) -> int:
+    """StarCoder 2 blocks (src/models/starcoder2.cpp create_tensor, conversion/starcoder.py): LayerNorms with
+    biases (the output norm's too), biased q/k/v/o and a biased two-matrix GELU MLP (up, down); llama.cpp requires
+    every bias, so ``use_bias: false`` is refused."""
+    H, Hkv = int(cfg["num_attention_heads"]), int(cfg.get("num_key_value_heads") or cfg["num_attention_heads"])
+    d, f = E // H, int(cfg["intermediate_size"])
+    if not cfg.get("use_bias", True):
+        raise KvMathError("starcoder2 with use_bias false is not tabled (starcoder2.cpp requires the biases)")
+    add("output_norm.bias", (E,))
+    for i in range(n):
+        p = f"blk.{i}."
+        for name, shape in (("attn_norm", (E,)), ("attn_q", (E, H * d)), ("attn_k", (E, Hkv * d)),
+                            ("attn_v", (E, Hkv * d)), ("attn_output", (H * d, E)), ("ffn_norm", (E,)),
+                            ("ffn_up", (E, f)), ("ffn_down", (f, E))):
+            add(p + f"{name}.weight", shape)
+            add(p + f"{name}.bias", (shape[-1],))  # a bias is as long as the output (ne1, or ne0 of a norm)
+    return n
+
+
+def _glm4_blocks(cfg: dict, mt: str, add, out: list, E: int, n: int, W: str, F: str, mtp: bool) -> int:
+    """GLM-4 (0414) blocks (src/models/glm4.cpp create_tensor, conversion/glm.py Glm4Model): sandwich norms (attn,
+    post-attention, FFN, post-FFN), q/k/v with biases when ``attention_bias``, an unbiased o, and the fused
+    ``gate_up_proj`` kept as one ``ffn_up`` of 2 x intermediate_size. MTP heads are refused."""
+    H, Hkv = int(cfg["num_attention_heads"]), int(cfg["num_key_value_heads"])
+    d, f = int(cfg.get("head_dim") or E // H), int(cfg["intermediate_size"])
+    if int(cfg.get("num_nextn_predict_layers") or 0) or mtp:
+        raise KvMathError("glm4 with an MTP head (num_nextn_predict_layers) is not tabled")
+    for i in range(n):
+        p = f"blk.{i}."
+        add(p + "attn_norm.weight", (E,))
+        for k, w in (("q", H * d), ("k", Hkv * d), ("v", Hkv * d)):
+            add(p + f"attn_{k}.weight", (E, w))
+            if cfg.get("attention_bias"):
+                add(p + f"attn_{k}.bias", (w,))
+        add(p + "attn_output.weight", (H * d, E))
+        add(p + "post_attention_norm.weight", (E,))
+        add(p + "ffn_norm.weight", (E,))
+        add(p + "ffn_up.weight", (E, 2 * f))
+        add(p + "ffn_down.weight", (f, E))
+        add(p + "post_ffw_norm.weight", (E,))
+    return n
+
+
 _BLOCKS = {"llama": _llama_blocks, "mistral": _llama_blocks, "mixtral": _llama_blocks, "qwen2": _llama_blocks,
            "qwen3": _llama_blocks, "qwen3_moe": _llama_blocks, "qwen3_5_text": _qwen35_blocks,
-           "qwen3_5_moe_text": _qwen35_blocks, "gemma4_text": _gemma4_blocks, "gpt_oss": _gpt_oss_blocks}
+           "qwen3_5_moe_text": _qwen35_blocks, "gemma4_text": _gemma4_blocks, "gpt_oss": _gpt_oss_blocks,
+           "gemma2": _gemma_blocks, "gemma3_text": _gemma_blocks, "deepseek_v2": _deepseek2_blocks,
+           "deepseek_v3": _deepseek2_blocks, "kimi_k2": _deepseek2_blocks, "qwen3_next": _qwen3next_blocks,
+           "nemotron_h": _nemotron_h_blocks, "phi3": _phi3_blocks, "olmo2": _olmo2_blocks, "olmo3": _olmo2_blocks,
+           "smollm3": _llama_blocks, "granite": _llama_blocks, "granitemoe": _llama_blocks,
+           "granitemoeshared": _llama_blocks, "seed_oss": _seed_oss_blocks, "ernie4_5": _llama_blocks,
+           "olmoe": _olmoe_blocks, "cohere": _cohere_blocks, "cohere2": _cohere_blocks,
+           "starcoder2": _starcoder2_blocks, "glm4": _glm4_blocks}
 """model_type -> the function writing its blocks' tensors (one per family)."""
 
 
 def config_tied(cfg: dict) -> bool:
-    return bool(cfg.get("tie_word_embeddings", False))
+    """Whether the converted GGUF has no ``output.weight`` (llama.cpp then reads ``token_embd`` twice):
+    ``tie_word_embeddings`` (default False; True for ``gemma3_text``, ``smollm3``, ``ernie4_5`` and ``starcoder2``,
+    their config classes' default), and always for
+    Gemma 2, whose converter drops ``lm_head.weight`` (conversion/gemma.py Gemma2Model.filter_tensors), and for
+    Cohere / Cohere 2, whose llama.cpp models read ``token_embd`` as the output (command-r.cpp, cohere2.cpp;
+    an untied Cohere config is refused in :func:`_cohere_blocks`)."""
+    if cfg.get("model_type") in ("gemma2", "cohere", "cohere2"):
+        return True
+    return bool(cfg.get("tie_word_embeddings",
+                        cfg.get("model_type") in ("gemma3_text", "smollm3", "ernie4_5", "starcoder2")))
+
+
+def _gemma3_vocab(v: int) -> int:
+    """Rows of a Gemma 3 ``token_embd``: the converter keeps the tokenizer's entries only (conversion/gemma.py
+    Gemma3Model.modify_tensors), 262144 for the Gemma 3 tokenizer, whose config.json says 262208 (64 padding
+    rows; llama.cpp tests/snapshots/gemma-3-4b-it.schema: n_vocab=262144). Another vocab_size is refused."""
+    if v != 262208:
+        raise KvMathError(f"gemma3_text vocab_size {v}: the GGUF's token rows come from tokenizer.model, known only "
+                          "for the Gemma 3 tokenizer (vocab_size 262208 -> 262144 rows)")
+    return 262144

@@ -22,15 +22,23 @@ def estimate_weights(config: dict, *, bits_per_weight: float = 4.5, name: str = 
 
 # --- a GGUF tensor table from config.json, and a named quantisation mix applied to it --------------------
 
-def mix_model_from_config(config: dict, arch: str, n_blocks: int):
-    """The :class:`quantmix.MixModel` llama-quantize would read from the converted file's metadata."""
+def mix_model_from_config(config: dict, arch: str, n_blocks: int, table=()):
+    """The :class:`quantmix.MixModel` llama-quantize would read from the converted file's metadata: the expert
+    count from the table's merged ``*_exps`` tensors (their third dimension), and ``n_gqa`` of layer 0 as
+    ``llama_hparams::n_gqa`` gives it (0 when block 0 has no attention, as a Nemotron-H Mamba block; MLA's
+    ``deepseek2`` is written with ``head_count_kv`` 1, conversion/deepseek.py)."""
+    from ...model.hf import _unwrap
     from .quantmix import MixModel
 
-    cfg = config.get("text_config", config)
+    cfg, _ = _unwrap(config)
     h = int(cfg["num_attention_heads"])
-    kv = cfg.get("num_key_value_heads") or h
-    ne = int(cfg.get("num_experts") or cfg.get("num_local_experts") or 0)
-    return MixModel(arch, n_blocks, ne, h // int(kv) if kv else 0, h != int(kv))
+    kv = int(cfg.get("num_key_value_heads") or h)
+    if arch == "deepseek2":
+        kv = 1
+    if arch in ("nemotron_h", "nemotron_h_moe") and str(cfg.get("hybrid_override_pattern", ""))[:1] != "*":
+        kv = 0
+    ne = max((int(s[2]) for n, s, _ in table if "_exps." in n and len(s) > 2), default=0)
+    return MixModel(arch, n_blocks, ne, h // kv if kv else 0, h != kv)
 
 
 def weights_from_mix(config: dict, mix: str, *, imatrix: bool = False, mtp: bool = False, name: str = ""):
@@ -43,10 +51,12 @@ def weights_from_mix(config: dict, mix: str, *, imatrix: bool = False, mtp: bool
     from ...model.gguf import weight_bytes
     from .quantmix import SOURCE, quantised_table
 
+    from ...model.hf import _unwrap
+
     arch, n_blocks, table = gguf_tensors_from_config(config, mtp=mtp)
-    cfg = config.get("text_config", config)
+    cfg, _ = _unwrap(config)
     try:
-        model = mix_model_from_config(config, arch, n_blocks)
+        model = mix_model_from_config(config, arch, n_blocks, table)
         n_layer = int(cfg["num_hidden_layers"])
     except (KeyError, TypeError, ValueError, OverflowError, ZeroDivisionError) as e:
         raise KvMathError(f"config.json of {arch}: its head counts or layer count are not sizes ({e!r})") from None
