@@ -1005,7 +1005,13 @@ def _dtype_and_quantization(arch, a: dict, kv_format: str, cc: int | None, card_
     ``a`` on the card: :func:`_card_dtype`, :func:`_runtime_dtype_rules` for ``a["dtype"]`` (vLLM's ``--dtype`` as the
     torch dtype: "auto", "float16", "bfloat16", "float32"); sets ``a["_online_fp8"]`` from ``a["quantization"]``
     (``--quantization fp8`` of an unquantised checkpoint: :func:`_online_fp8_mode`). Raises KvMathError."""
-    kv_format, dtype_note = _card_dtype(arch, kv_format, cc, card_id)
+    if a["dtype"] == "float32" and a["quantization"]:
+        raise KvMathError("--dtype float32 with --quantization fp8: the FP8 kernels' float32 output is not modelled "
+                          "(valid here: --dtype auto, float16 or bfloat16)")
+    # a float32 run is float32 on every card (platforms/cuda.py supported_dtypes lists it from sm_60 down):
+    # the bf16 -> fp16 fallback below sm_80 (_card_dtype) is for the auto dtype
+    kv_format, dtype_note = (_card_dtype(arch, kv_format, cc, card_id) if a["dtype"] != "float32" or kv_format == "fp8"
+                             else (kv_format, None))
     kv_format, backend, act_bytes, fp32_note = _runtime_dtype_rules(a["dtype"], kv_format, a["attention_backend"], cc,
                                                                     card_id)
     a["_online_fp8"] = _online_fp8_mode(arch, a["quantization"], cc, card_id)
