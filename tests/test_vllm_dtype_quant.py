@@ -53,10 +53,10 @@ def test_online_fp8_weights_as_logged_and_as_derived(capsys):
     """P129 (--quantization fp8 of the bf16 checkpoint): "Model loading took 8.49 GiB". Hand derivation: the
     linear weights of 32 layers, 4096 x (4096 + 2 x 1024 + 4096) + 3 x 4096 x 14336 = 218,103,808 per layer, at 1
     byte; the embedding and lm_head 2 x 128,256 x 4096 at 2 bytes; 65 norms of 4096 at 2 bytes; one fp32 scale per
-    checkpoint linear (7 a layer); the rotary cos/sin cache 131,072 x 128 in bf16 (rope_scaling llama3 keeps the
-    positions)."""
+    vLLM layer (qkv_proj, o_proj, gate_up_proj, down_proj: 4 a layer, scaled_fp8_quant(weight, scale=None) on the
+    fused weight); the rotary cos/sin cache 131,072 x 128 in bf16 (rope_scaling llama3 keeps the positions)."""
     rec = _rec(capsys, "--quantization", "fp8")
-    derived = (32 * 218_103_808 + 2 * 128_256 * 4096 * 2 + 65 * 4096 * 2 + 32 * 7 * 4 + 131_072 * 128 * 2)
+    derived = (32 * 218_103_808 + 2 * 128_256 * 4096 * 2 + 65 * 4096 * 2 + 32 * 4 * 4 + 131_072 * 128 * 2)
     assert rec["weights_bytes"] == derived
     assert abs(rec["weights_bytes"] / GIB - _logged("P129", "Model loading took ")) < 0.01
     assert rec["kv_format"] == "bf16"
@@ -65,10 +65,10 @@ def test_online_fp8_weights_as_logged_and_as_derived(capsys):
 def test_online_fp8_marlin_below_sm89_adds_per_channel_scales(capsys):
     """On an A100 (sm_80) vLLM runs FP8 through Marlin (marlin_utils_fp8.py prepare_fp8_layer_for_marlin): the
     per-tensor scale becomes [1, out] in bf16: per layer 2 x (4096 + 1024 + 1024 + 4096 + 14336 + 14336 + 4096) B
-    instead of 7 x 4 B; the weights themselves keep their bytes (gptq_marlin_repack at 8 bits)."""
+    instead of 4 x 4 B; the weights themselves keep their bytes (gptq_marlin_repack at 8 bits)."""
     native = _rec(capsys, "--quantization", "fp8")
     marlin = _rec(capsys, "--quantization", "fp8", card="a100")
-    assert marlin["weights_bytes"] - native["weights_bytes"] == 32 * (2 * 43008 - 7 * 4)
+    assert marlin["weights_bytes"] - native["weights_bytes"] == 32 * (2 * 43008 - 4 * 4)
 
 
 @pytest.mark.parametrize("extra, why", [

@@ -338,6 +338,12 @@ ONLINE_FP8_MARLIN_BELOW_SM = 89
 (model_executor/kernels/linear selection of ``init_fp8_linear_kernel``, quantization/fp8.py ``use_marlin``, 0.19.0)."""
 
 
+ONLINE_FP8_FUSED_INTO = {"k_proj": "qkv_proj", "v_proj": "qkv_proj", "up_proj": "gate_up_proj"}
+"""Checkpoint linears vLLM loads into a fused layer (the model files' ``packed_modules_mapping``, e.g. llama.py
+``{"qkv_proj": ["q_proj", "k_proj", "v_proj"], "gate_up_proj": ["gate_proj", "up_proj"]}``): online FP8 quantises
+the fused weight once, so they add no scale of their own (the q_proj / gate_proj entry carries the layer's)."""
+
+
 def online_fp8_checkpoint(checkpoint: Checkpoint, *, marlin: bool = False, rt: str = "bf16") -> Checkpoint:
     """The tensor table vLLM holds after ``--quantization fp8`` of an unquantised checkpoint (online FP8).
 
@@ -349,7 +355,8 @@ def online_fp8_checkpoint(checkpoint: Checkpoint, *, marlin: bool = False, rt: s
     ``process_weights_after_loading`` quantises it with ``ops.scaled_fp8_quant(layer.weight, scale=None)``:
     float8_e4m3fn [out, in] plus one float32 ``weight_scale`` per layer (per tensor, dynamic: no input_scale).
     So each linear ``.weight`` becomes 1 byte per element (``weights_per_rank`` places it as the fp8 checkpoints'
-    tensors) and gains a scalar ``.weight_scale``; biases stay in the model dtype. Because the quantisation is
+    tensors) and each vLLM layer gains a scalar ``.weight_scale`` (fused layers one: ``ONLINE_FP8_FUSED_INTO``);
+    biases stay in the model dtype. Because the quantisation is
     per layer during loading, the load never holds the whole model in 16 bits: the profiled baseline after
     loading is the fp8 model (P129: "Model loading took 8.49 GiB").
 
@@ -379,7 +386,7 @@ def online_fp8_checkpoint(checkpoint: Checkpoint, *, marlin: bool = False, rt: s
             if marlin:
                 rows = t.shape[0] if t.shape else 1
                 out.append(type(t)(f"{prefix}.weight_scale", rt, (rows,), rows * DTYPE_BITS[rt] // 8, t.file))
-            else:
+            elif module not in ONLINE_FP8_FUSED_INTO:
                 out.append(type(t)(f"{prefix}.weight_scale", "f32", (), 4, t.file))
         else:
             out.append(t)
