@@ -297,7 +297,8 @@ def test_max_model_len_auto_keeps_the_full_length_when_it_fits(capsys):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--quantization", "fp8", "--card", "rtx3090"], "on qwen3.6-27b's unquantised checkpoint is online quantisation"),
+    (["--quantization", "fp8", "--card", "rtx3090"], "--quantization fp8 (online) on qwen3.6-27b: priced for dense"),
+    (["--quantization", "awq", "--card", "rtx3090"], "on qwen3.6-27b's unquantised checkpoint is online quantisation"),
     (["--cpu-offload-gb", "4"], "--cpu-offload-gb is not modelled"),
     (["--speculative-config", '{"method": "eagle", "num_speculative_tokens": 3}'], "kvmath models the model's own MTP layers"),
     (["--speculative-config", "{nope"], "--speculative-config is not JSON"),

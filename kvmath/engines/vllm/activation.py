@@ -166,7 +166,8 @@ kvmath reads has a gated MLP (``gate_up_proj``)."""
 
 
 @_memo
-def forward_terms(arch, tokens: int, tp: int = 1, *, enable_expert_parallel: bool = False) -> list[Term]:
+def forward_terms(arch, tokens: int, tp: int = 1, *, enable_expert_parallel: bool = False,
+                  act_bytes: int = ACT_BYTES) -> list[Term]:
     """The largest live set of each layer kind in the dummy forward of ``tokens`` tokens, per card.
 
     Live through every layer: ``hidden_states`` and ``residual`` [T, H] (the fused add-RMSNorm keeps both;
@@ -188,8 +189,11 @@ def forward_terms(arch, tokens: int, tp: int = 1, *, enable_expert_parallel: boo
       [T, H]; a shared expert's gate_up + activation [T, 3 I_s / TP] beside it; Gemma 4's dense MLP
       output [T, H] kept while the experts run;
     - all-reduce (TP > 1): the custom all-reduce writes out of place, one more [T, H].
+
+    ``act_bytes``: bytes per element of the activation dtype, the model dtype vLLM runs (2; 4 with
+    ``--dtype float32``, vllm/config/model.py ``_get_and_verify_dtype``).
     """
-    T, e = int(tokens), ACT_BYTES
+    T, e = int(tokens), int(act_bytes)
     if T <= 0:
         return []
     c = _cfg(arch)
@@ -279,7 +283,7 @@ def padded_vocab(vocab: int, tp: int = 1) -> int:
 
 @_memo
 def sampler_terms(arch, max_num_seqs: int, tp: int = 1, *, num_sms: int = 128,
-                  sort_top_k_top_p: bool = False) -> list[Term]:
+                  sort_top_k_top_p: bool = False, act_bytes: int = ACT_BYTES) -> list[Term]:
     """``_dummy_sampler_run`` (gpu_model_runner.py, 0.24.0) on S = ``max_num_seqs`` rows, per card:
 
     - ``rand_like`` of the last hidden states [S, H] and the logits [S, V] in the activation dtype
@@ -294,15 +298,21 @@ def sampler_terms(arch, max_num_seqs: int, tp: int = 1, *, num_sms: int = 128,
 
     ``sort_top_k_top_p``: the PyTorch sort path at every S, as releases before the Triton kernel ran it
     (``release_rules``).
+
+    ``act_bytes`` 4 (``--dtype float32``): the hidden states and the lm_head's logits are fp32. The "logits fp32"
+    term is kept then, though sampler.py's ``logits.to(torch.float32)`` (l.90 at 0.19.0) returns the same tensor:
+    P130 (Llama-3.1-8B-Instruct, H100, 0.19.0, --dtype float32) logged 2.21 GiB of peak activation against 1.89
+    GiB in bf16 (P122), +0.32 GiB, which the doubled hidden states / logits give only with a fourth [S, V] fp32
+    tensor (without it the fp32 peak would come out 0.24 GiB *below* bf16's); which op allocates it is not found.
     """
-    S = int(max_num_seqs)
+    S, e = int(max_num_seqs), int(act_bytes)
     H = arch.hidden_size
     V = padded_vocab(arch.vocab_size or 0, tp)
     if S <= 0 or not V:
         return []
-    out = [Term("last hidden states (rand_like)", S * H * ACT_BYTES, f"[{S}, {H}]", "sampler",
+    out = [Term("last hidden states (rand_like)", S * H * e, f"[{S}, {H}]", "sampler",
                 "gpu_model_runner.py _dummy_sampler_run torch.rand_like"),
-           Term("logits (model dtype)", S * V * ACT_BYTES, f"[{S}, {V}]", "sampler",
+           Term("logits (model dtype)", S * V * e, f"[{S}, {V}]", "sampler",
                 "layers/logits_processor.py, gathered over TP"),
            Term("logits fp32", S * V * 4, f"[{S}, {V}] fp32", "sampler", "v1/sample/sampler.py logits.to(float32)")]
     if sort_top_k_top_p or S < 8:
@@ -553,7 +563,7 @@ FULL graphs cost ~24 MiB each"). The one named constant of the CUDA graph estima
 
 
 def cudagraph_estimate_bytes(arch, sizes: list[int], decode_max: int, tp: int = 1, *, full: bool = True,
-                             enable_expert_parallel: bool = False) -> tuple[int, dict]:
+                             enable_expert_parallel: bool = False, act_bytes: int = ACT_BYTES) -> tuple[int, dict]:
     """vLLM's CUDA graph estimate (v1/worker/gpu_model_runner.py ``profile_cudagraph_memory``, 0.24.0; the same
     0.20.0-0.33.0): for each mode, ``first_capture + (n - 1) x per_graph`` where the first capture is the
     largest size of the mode and ``per_graph`` the second one's measurement. Modes of ``FULL_AND_PIECEWISE``:
@@ -561,7 +571,8 @@ def cudagraph_estimate_bytes(arch, sizes: list[int], decode_max: int, tp: int = 
     max_num_seqs x (1 + spec) (v1/cudagraph_dispatcher.py); ``full=False``: PIECEWISE only (what vLLM falls back
     to when the attention backend cannot run full graphs of the batch). Here ``per_graph`` =
     ``CUDAGRAPH_BYTES_PER_LAYER`` x layers and the first capture = the forward's live set at the mode's largest
-    size (``forward_peak_bytes``) + ``per_graph``. Returns (bytes, {mode: (graphs, largest size)})."""
+    size (``forward_peak_bytes``, in ``act_bytes`` per element) + ``per_graph``. Returns (bytes, {mode: (graphs,
+    largest size)})."""
     L = max(len(arch.layers), 1)
     per_graph = CUDAGRAPH_BYTES_PER_LAYER * L
     modes = {"PIECEWISE": list(sizes)}
@@ -571,7 +582,8 @@ def cudagraph_estimate_bytes(arch, sizes: list[int], decode_max: int, tp: int = 
     for mode, xs in modes.items():
         if not xs:
             continue
-        first = forward_peak_bytes(arch, max(xs), tp, enable_expert_parallel=enable_expert_parallel) + per_graph
+        first = forward_peak_bytes(arch, max(xs), tp, enable_expert_parallel=enable_expert_parallel,
+                                   act_bytes=act_bytes) + per_graph
         total += first + (len(xs) - 1) * per_graph
         info[mode] = (len(xs), max(xs))
     return total, info
@@ -598,7 +610,8 @@ def profile_peak(arch, *, tp: int = 1, max_num_batched_tokens: int, max_num_seqs
                  num_speculative_tokens: int = 0, enable_expert_parallel: bool = False, enforce_eager: bool = False,
                  last_stage: bool = True, sort_top_k_top_p: bool = False, full_cudagraphs: bool = True,
                  encoder_chunk_budget: int | None = None, encoder_frame_loop: bool = False,
-                 mm_limit: int = MM_LIMIT_UNSET, max_pixels: int | None = None) -> ProfilePeak:
+                 mm_limit: int = MM_LIMIT_UNSET, max_pixels: int | None = None,
+                 act_bytes: int = ACT_BYTES) -> ProfilePeak:
     """See ``_profile_peak`` (remembered per arguments). ``max_model_len`` only bounds the encoder's items
     (``encoder_terms``: ``S x max(1, L // tokens_per_item)`` against ``budget // tokens_per_item``), so a length
     beyond the encoder budget (max(T, 16384, max_pixels / 256) here: no profiled item has more tokens) prices
@@ -609,7 +622,7 @@ def profile_peak(arch, *, tp: int = 1, max_num_batched_tokens: int, max_num_seqs
                          enable_expert_parallel=enable_expert_parallel, enforce_eager=enforce_eager,
                          last_stage=last_stage, sort_top_k_top_p=sort_top_k_top_p, full_cudagraphs=full_cudagraphs,
                          encoder_chunk_budget=encoder_chunk_budget, encoder_frame_loop=encoder_frame_loop,
-                         mm_limit=mm_limit, max_pixels=max_pixels)
+                         mm_limit=mm_limit, max_pixels=max_pixels, act_bytes=act_bytes)
 
 
 @_memo
@@ -617,32 +630,34 @@ def _profile_peak(arch, *, tp: int = 1, max_num_batched_tokens: int, max_num_seq
                   num_speculative_tokens: int = 0, enable_expert_parallel: bool = False, enforce_eager: bool = False,
                   last_stage: bool = True, sort_top_k_top_p: bool = False, full_cudagraphs: bool = True,
                   encoder_chunk_budget: int | None = None, encoder_frame_loop: bool = False,
-                  mm_limit: int = MM_LIMIT_UNSET, max_pixels: int | None = None) -> ProfilePeak:
+                  mm_limit: int = MM_LIMIT_UNSET, max_pixels: int | None = None,
+                  act_bytes: int = ACT_BYTES) -> ProfilePeak:
     """The profile run's torch peak per card (``ProfilePeak``). The phases: encoder (vision tower), forward
     (encoder cache + residual stream + the largest layer set), sampler (the forward's hidden states [T, H]
     still held + the sampler; only on the last pipeline stage). The CUDA graph estimate
     (``cudagraph_estimate_bytes``; ``full_cudagraphs=False``: PIECEWISE graphs only); 0 with ``enforce_eager``.
     ``sort_top_k_top_p``: the sampler's PyTorch sort path (``sampler_terms``). ``encoder_chunk_budget`` /
     ``encoder_frame_loop``: Gemma 4's frame chunking; ``mm_limit``: the profiled modality's per-prompt limit
-    (``encoder_terms``); ``max_pixels``: the Qwen VL profiling image's pixels (``encoder_terms``)."""
-    T = int(max_num_batched_tokens)
+    (``encoder_terms``); ``max_pixels``: the Qwen VL profiling image's pixels (``encoder_terms``); ``act_bytes``:
+    the activation dtype's bytes (``forward_terms``, ``sampler_terms``; the encoder terms stay 16-bit)."""
+    T, ab = int(max_num_batched_tokens), int(act_bytes)
     enc = encoder_terms(arch, T, max_num_seqs, max_model_len, tp, chunk_budget_bytes=encoder_chunk_budget,
                         frame_loop=encoder_frame_loop, mm_limit=mm_limit, max_pixels=max_pixels)
     enc_tower = sum(t.bytes for t in enc if t.name.startswith("vision"))
     enc_cache = sum(t.bytes for t in enc if t.name.startswith("encoder cache"))
-    fwd_terms = forward_terms(arch, T, tp, enable_expert_parallel=enable_expert_parallel)
-    fwd = forward_peak_bytes(arch, T, tp, enable_expert_parallel=enable_expert_parallel)
-    smp_terms = sampler_terms(arch, max_num_seqs, tp, sort_top_k_top_p=sort_top_k_top_p) if last_stage else []
-    smp = sampler_peak_bytes(arch, max_num_seqs, tp, sort_top_k_top_p=sort_top_k_top_p) if last_stage else 0
+    fwd_terms = forward_terms(arch, T, tp, enable_expert_parallel=enable_expert_parallel, act_bytes=ab)
+    fwd = forward_peak_bytes(arch, T, tp, enable_expert_parallel=enable_expert_parallel, act_bytes=ab)
+    smp_terms = sampler_terms(arch, max_num_seqs, tp, sort_top_k_top_p=sort_top_k_top_p, act_bytes=ab) if last_stage else []
+    smp = sampler_peak_bytes(arch, max_num_seqs, tp, sort_top_k_top_p=sort_top_k_top_p, act_bytes=ab) if last_stage else 0
     H = arch.hidden_size
-    phases = {"encoder": enc_tower, "forward": enc_cache + fwd, "sampler": (T * H * ACT_BYTES + smp) if smp else 0}
+    phases = {"encoder": enc_tower, "forward": enc_cache + fwd, "sampler": (T * H * ab + smp) if smp else 0}
     sizes = capture_sizes(max_num_seqs, T, num_speculative_tokens)
     n = num_cudagraphs(max_num_seqs, T, num_speculative_tokens, enforce_eager)
     largest = sizes[-1] if sizes and n else 0
-    first = forward_peak_bytes(arch, largest, tp, enable_expert_parallel=enable_expert_parallel) if largest else 0
+    first = forward_peak_bytes(arch, largest, tp, enable_expert_parallel=enable_expert_parallel, act_bytes=ab) if largest else 0
     graphs, modes = (0, {}) if not n else cudagraph_estimate_bytes(
         arch, sizes, int(max_num_seqs) * (1 + int(num_speculative_tokens)), tp, full=full_cudagraphs,
-        enable_expert_parallel=enable_expert_parallel)
+        enable_expert_parallel=enable_expert_parallel, act_bytes=ab)
     return ProfilePeak(max(phases.values()), first, sum(g for g, _ in modes.values()), largest,
                        tuple(enc + fwd_terms + smp_terms), phases, graphs, tuple(modes.items()))
 

@@ -263,7 +263,8 @@ def _checkpoint_config(arch) -> dict | None:
 
 
 def checkpoint_weights_per_rank(arch, tp: int, *, enable_expert_parallel: bool = False, card: dict | None = None,
-                                vllm_version: str | None = None, dp: int = 1, skip_towers: tuple[str, ...] = ()):
+                                vllm_version: str | None = None, dp: int = 1, skip_towers: tuple[str, ...] = (),
+                                dtype: str = "auto", online_fp8: str | None = None):
     """Weight bytes on rank 0 for a model kvmath has no published size for: from the safetensors headers
     of its model folder when it was loaded from one, else from its config.json and ``quantization_config``
     (``kvmath.model.checkpoint``, for the layouts of its ``ESTIMATED_MODEL_TYPES``; others are refused naming what is needed),
@@ -272,7 +273,9 @@ def checkpoint_weights_per_rank(arch, tp: int, *, enable_expert_parallel: bool =
     ``vllm_version`` pick the MXFP4 MoE kernel whose padding gpt-oss's experts are allocated at
     (``weights.mxfp4_backend``). ``dp``: ``--data-parallel-size``; with ``enable_expert_parallel`` the experts are
     divided over ``tp * dp`` ranks (``weights.weights_per_rank``). ``skip_towers``: the multimodal towers vLLM
-    does not build (``weights.VISION_TOWER_MODULES``; :func:`mm_limits`). Raises KvMathError."""
+    does not build (``weights.VISION_TOWER_MODULES``; :func:`mm_limits`). ``dtype``: vLLM's ``--dtype`` (the
+    unquantised tensors' runtime dtype, ``weights._runtime_dtype``); ``online_fp8``: "native" / "marlin" for
+    ``--quantization fp8`` of an unquantised checkpoint (``weights.online_fp8_checkpoint``). Raises KvMathError."""
     from .weights import mxfp4_backend
 
     mxfp4 = card and config_quant_method(arch) == "mxfp4"  # another checkpoint never asks for the MXFP4 kernel
@@ -280,6 +283,10 @@ def checkpoint_weights_per_rank(arch, tp: int, *, enable_expert_parallel: bool =
                   vllm_version=vllm_version or DEFAULT_VLLM_VERSION, dp=dp)
     if skip_towers:
         kernel["skip_towers"] = tuple(skip_towers)
+    if dtype not in (None, "auto"):
+        kernel["dtype"] = dtype
+    if online_fp8:
+        kernel["online_fp8"] = online_fp8
 
     cfg = _checkpoint_config(arch)
     if cfg is None:
@@ -599,7 +606,7 @@ def gdn_scratch_bytes(arch, tp: int, tokens: int) -> int:
 def _non_kv(arch, flags, tp, batched, max_model_len, coeffs, *, max_num_seqs: int = 1, num_speculative_tokens: int = 0,
             enforce_eager: bool = False, enable_expert_parallel: bool = False, last_stage: bool = True,
             sort_top_k_top_p: bool = False, full_cudagraphs: bool = True, encoder_chunk_budget: int | None = None,
-            encoder_frame_loop: bool = False, mm_limit: int, max_pixels: int | None = None):
+            encoder_frame_loop: bool = False, mm_limit: int, max_pixels: int | None = None, act_bytes: int = 2):
     """(gdn_scratch, activation_fitted, profile_peak, cudagraph, overhead, model_offset, ProfilePeak) in bytes.
 
     ``profile_peak`` is the derived torch peak of vLLM's profile run and ``cudagraph`` the derived first
@@ -613,7 +620,7 @@ def _non_kv(arch, flags, tp, batched, max_model_len, coeffs, *, max_num_seqs: in
                       enable_expert_parallel=enable_expert_parallel, enforce_eager=enforce_eager, last_stage=last_stage,
                       sort_top_k_top_p=sort_top_k_top_p, full_cudagraphs=full_cudagraphs,
                       encoder_chunk_budget=encoder_chunk_budget, encoder_frame_loop=encoder_frame_loop,
-                      mm_limit=mm_limit, max_pixels=max_pixels)
+                      mm_limit=mm_limit, max_pixels=max_pixels, act_bytes=act_bytes)
     scratch = gdn_warmup_bytes(arch, tp)
     act = round(c.get("per_8k_batched_tokens_per_tp_gib", 0.0) * batched / 8192 / tp * GIB)
     graphs = pk.cudagraph + round(c.get("per_graph_mib", 0.0) * pk.num_graphs * 2**20)
@@ -933,12 +940,17 @@ def _weights_source(arch, model, a: dict, coeffs: dict, card_entry: dict | None,
         # the tensors its config.json + quantization_config imply, placed on rank 0 as vLLM shards them
         w, variant = checkpoint_weights_per_rank(arch, a["tp"], enable_expert_parallel=a["enable_expert_parallel"],
                                                  card=card_entry, vllm_version=vllm_version,
-                                                 dp=a["data_parallel_size"], skip_towers=a["_skip_towers"])
+                                                 dp=a["data_parallel_size"], skip_towers=a["_skip_towers"],
+                                                 dtype=a["dtype"], online_fp8=a["_online_fp8"])
         wgb = w.checkpoint_bytes / GB
         files = f"{wgb:.2f} GB of checkpoint files" if wgb >= 0.01 else f"{w.checkpoint_bytes:,} B of checkpoint files"
         notes = (f"weights: {w.total / GIB:.2f} GiB per card from the checkpoint's {variant} ({files}; per card as "
                  "vLLM loads and shards them)",) + tuple(f"weights: {n}" for n in w.notes)
         return _Weights(w, variant, wgb, 0.0, notes)
+    if a["dtype"] == "float32" or a["_online_fp8"]:  # a published size is its 16-bit / quantised files
+        raise KvMathError(("--dtype float32" if a["dtype"] == "float32" else "--quantization fp8") + " needs the "
+                          "checkpoint's own tensors (the HF repository, --weights-variant hf, or a folder): a "
+                          "published or given size is not what vLLM loads then")
     kernel, kernel_notes = _mxfp4_kernel_on_a_size(arch, a, card_entry, vllm_version)
     if a["weights_gb_total"] is None:
         variant, wgb = weights_gb(arch.name if arch.name in _deployments() else str(model), a["weights_variant"])
@@ -986,6 +998,88 @@ def _card_dtype(arch, kv_format: str, cc: int | None, card_id: str) -> tuple[str
     return ("fp16" if kv_format == "auto" else kv_format), (
         f"{card_id} (sm_{cc}) has no bfloat16: vLLM runs the bfloat16 checkpoint in float16 (config/model.py "
         "_resolve_auto_dtype, 'Falling back to torch.float16'), the same 2 bytes per element")
+
+
+def _dtype_and_quantization(arch, a: dict, kv_format: str, cc: int | None, card_id: str) -> tuple:
+    """(kv_format, attention_backend, activation bytes, card dtype note, float32 note) of ``budget``'s arguments
+    ``a`` on the card: :func:`_card_dtype`, :func:`_runtime_dtype_rules` for ``a["dtype"]`` (vLLM's ``--dtype`` as the
+    torch dtype: "auto", "float16", "bfloat16", "float32"); sets ``a["_online_fp8"]`` from ``a["quantization"]``
+    (``--quantization fp8`` of an unquantised checkpoint: :func:`_online_fp8_mode`). Raises KvMathError."""
+    if a["dtype"] == "float32" and a["quantization"]:
+        raise KvMathError("--dtype float32 with --quantization fp8: the FP8 kernels' float32 output is not modelled "
+                          "(valid here: --dtype auto, float16 or bfloat16)")
+    # a float32 run is float32 on every card (platforms/cuda.py supported_dtypes lists it from sm_60 down):
+    # the bf16 -> fp16 fallback below sm_80 (_card_dtype) is for the auto dtype
+    kv_format, dtype_note = (_card_dtype(arch, kv_format, cc, card_id) if a["dtype"] != "float32" or kv_format == "fp8"
+                             else (kv_format, None))
+    kv_format, backend, act_bytes, fp32_note = _runtime_dtype_rules(a["dtype"], kv_format, a["attention_backend"], cc,
+                                                                    card_id)
+    a["_online_fp8"] = _online_fp8_mode(arch, a["quantization"], cc, card_id)
+    return kv_format, backend, act_bytes, dtype_note, fp32_note
+
+
+VLLM_DTYPES = ("auto", "float16", "bfloat16", "float32")
+FP32_ATTENTION_BACKEND = "TRITON_ATTN"
+FP32_REFUSED_BACKENDS = ("FLASH_ATTN", "FLASHINFER")
+
+
+def _runtime_dtype_rules(dtype: str, kv_format: str, attention_backend: str | None, cc: int | None,
+                         card_id: str) -> tuple[str, str | None, int, str | None]:
+    """(kv_format, attention_backend, activation bytes per element, note) for vLLM's ``--dtype``.
+
+    ``float32`` (vLLM 0.19.0 and 0.24.0 read): ``platforms/cuda.py`` ``supported_dtypes`` takes float32 on every
+    NVIDIA card; the ``auto`` KV cache is the model dtype (4 bytes: P130 logged 175,296 tokens in 42.8 GiB,
+    262,144 B per token = 32 layers x 2 x 8 KV heads x 128 x 4 B); activations are float32 (``act_bytes`` 4,
+    ``activation.forward_terms`` / ``sampler_terms``). Attention: ``CudaPlatform.get_valid_backends`` walks
+    ``_get_backend_priorities`` (FLASH_ATTN, FLASHINFER, TRITON_ATTN, FLEX_ATTENTION; FLASHINFER first on sm_100)
+    and drops a backend whose ``supported_dtypes`` lacks the model dtype: flash_attn.py and flashinfer.py list
+    float16 / bfloat16 only, triton_attn.py float16 / bfloat16 / float32, so float32 runs TRITON_ATTN (kernel
+    block sizes MultipleOf(16): the default 16-token blocks). A ``--attention-backend`` FLASH_ATTN / FLASHINFER
+    with float32 is refused (vLLM: "not valid for this configuration"). A float32 model with
+    ``--kv-cache-dtype fp8`` is not modelled. Raises KvMathError."""
+    if dtype not in VLLM_DTYPES:
+        raise KvMathError(f"dtype {str(dtype)[:40]!r} is not one vLLM takes; valid: {', '.join(VLLM_DTYPES)}")
+    if dtype != "float32":
+        return kv_format, attention_backend, 2, None
+    if attention_backend in FP32_REFUSED_BACKENDS:
+        raise KvMathError(f"--attention-backend {attention_backend} with --dtype float32: vLLM refuses it (the "
+                          f"backend's supported_dtypes are float16 and bfloat16); valid here: {FP32_ATTENTION_BACKEND}")
+    if kv_format not in ("auto", "fp32"):
+        raise KvMathError(f"--dtype float32 with --kv-cache-dtype {kv_format}: not modelled (valid here: auto)")
+    return "fp32", attention_backend or FP32_ATTENTION_BACKEND, 4, (
+        "--dtype float32: weights, the auto KV cache (4 bytes per element) and activations in float32; attention "
+        f"{attention_backend or FP32_ATTENTION_BACKEND} (FlashAttention and FlashInfer take float16 / bfloat16 "
+        "only: v1/attention/backends/*.py supported_dtypes, platforms/cuda.py backend priorities, vLLM 0.19.0 / "
+        "0.24.0)")
+
+
+def _online_fp8_mode(arch, quantization: str | None, cc: int | None, card_id: str) -> str | None:
+    """None, or "native" / "marlin" for ``--quantization fp8`` of an unquantised checkpoint: FP8 tensor cores from
+    sm_89, Marlin weight-only below (``weights.ONLINE_FP8_MARLIN_BELOW_SM``). Raises KvMathError for another
+    method, a quantised checkpoint, or a card whose compute capability is not known."""
+    if quantization is None:
+        return None
+    if quantization != "fp8":
+        raise KvMathError(f"quantization {str(quantization)[:40]!r}: only online fp8 is priced here")
+    if config_quant_method(arch):
+        raise KvMathError(f"--quantization fp8 on a {config_quant_method(arch)} checkpoint: not online quantisation")
+    if arch.is_moe or arch.linear_layers() or arch.state_layers() or _checkpoint_has_towers(arch):
+        raise KvMathError(f"--quantization fp8 (online) on {arch.name}: priced for dense attention-only text models; "
+                          "its experts / recurrent mixers / vision tower layers under online FP8 are not modelled")
+    if cc is None:
+        raise KvMathError(f"--quantization fp8 on {card_id}: the kernel (FP8 or Marlin) depends on the compute "
+                          "capability; pass --card")
+    from .weights import ONLINE_FP8_MARLIN_BELOW_SM
+
+    return "marlin" if cc < ONLINE_FP8_MARLIN_BELOW_SM else "native"
+
+
+def _checkpoint_has_towers(arch) -> bool:
+    """Whether the model's config has a vision / audio tower (``activation._vision_cfg``, or an ``audio_config``)."""
+    from .activation import _vision_cfg
+
+    cfg = _checkpoint_config(arch) or {}
+    return _vision_cfg(arch) is not None or isinstance(cfg.get("audio_config"), dict)
 
 
 def _mxfp4_kernel_on_a_size(arch, a: dict, card_entry: dict | None, vllm_version) -> tuple[int, tuple[str, ...]]:
@@ -1122,7 +1216,7 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
            enable_expert_parallel: bool = False, last_stage: bool = True, weights_bytes: int | None = None,
            estimate_cudagraphs: bool = True, profile_release: str | None = None, data_parallel_size: int = 1,
            limit_mm_per_prompt: dict | None = None, mm_processor_kwargs: dict | None = None,
-           **vllm_settings) -> Budget:
+           dtype: str = "auto", quantization: str | None = None, **vllm_settings) -> Budget:
     """The per-card budget of ``model`` on vLLM and its verdict.
 
     ``model``: a known model id, a config.json path or dict. ``card``: a card id (``kvmath/data/cards.json``)
@@ -1155,9 +1249,8 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
     "video": 0}``; ``--language-model-only`` is every modality at 0): :func:`mm_limits` (the towers vLLM does not
     build leave the weights, the profiled modality's limit bounds the encoder's profiling batch).
     ``mm_processor_kwargs``: vLLM's ``--mm-processor-kwargs`` (``{"max_pixels": N}``): :func:`mm_processor_pixels`
-    (the Qwen 3.5 / 3.6 towers' profiling image).
-
-    Raises KvMathError on bad input.
+    (the Qwen 3.5 / 3.6 towers' profiling image). ``dtype`` / ``quantization``: vLLM's ``--dtype`` (the torch
+    dtype) and online ``--quantization fp8``: :func:`_dtype_and_quantization`. Raises KvMathError on bad input.
     """
     a = _check_arguments({k: v for k, v in locals().items() if k not in ("model", "vllm_settings")})
     tp, max_num_seqs, max_num_batched_tokens = a["tp"], a["max_num_seqs"], a["max_num_batched_tokens"]
@@ -1168,7 +1261,8 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
     max_pixels, pixels_note = mm_processor_pixels(arch, mm_processor_kwargs) if mm_limit else (None, None)
     coeffs = dict(COEFFICIENTS, **(coefficients or {}))
     c, total_gib, card_id, cc = _card_memory(card, total_gib)
-    kv_format, dtype_note = _card_dtype(arch, kv_format, cc, card_id)
+    kv_format, attention_backend, act_bytes, dtype_note, fp32_note = _dtype_and_quantization(arch, a, kv_format, cc,
+                                                                                              card_id)
     L = _max_model_len(arch, a["max_model_len"], allow_long_max_model_len)
     backend_note = _check_format_card(kv_format if kv_format != "auto" else "bf16", cc, card_id, attention_backend,
                                       flags["gemma4"]) if check_card else None
@@ -1186,7 +1280,6 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
     drafter = round(drafter_gb * GB / tp)
     draft_kv = round(draft_kv_gb * GB)
     from .activation import full_cudagraphs, release_rules
-
     rules = release_rules(profile_release or vllm_settings.get("vllm_version"))
     scratch, act, peak, graphs, over, off, _pk = _non_kv(
         arch, flags, tp, max_num_batched_tokens, L, coeffs, max_num_seqs=max_num_seqs,
@@ -1194,7 +1287,7 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
         enable_expert_parallel=enable_expert_parallel, last_stage=last_stage,
         sort_top_k_top_p=rules["sort_top_k_top_p"], encoder_frame_loop=rules["encoder_frame_loop"],
         encoder_chunk_budget=min(max(total - weights - drafter, 0) // 2, total // 10),  # gemma4_mm._encoder_chunk
-        mm_limit=mm_limit, max_pixels=max_pixels,
+        mm_limit=mm_limit, max_pixels=max_pixels, act_bytes=act_bytes,
         full_cudagraphs=full_cudagraphs(num_speculative_tokens, kv_format, cc, attention_backend, flags["gemma4"]))
     if not (estimate_cudagraphs and rules["estimate_cudagraphs"]):  # VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0
         graphs = 0
@@ -1213,7 +1306,7 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
     outcome, refusal, refusal_kind = _verdict(p, requested=requested, total=total, weights=weights,
                                               available=available, coeffs=coeffs, mem_util=mem_util,
                                               total_gib=total_gib)
-    notes = list(p.notes) + _weights_notes(W, a["weights_bytes"]) + [n for n in (dtype_note, mm_note, pixels_note, mla_note) if n] + _budget_notes(
+    notes = list(p.notes) + _weights_notes(W, a["weights_bytes"]) + [n for n in (dtype_note, fp32_note, mm_note, pixels_note, mla_note) if n] + _budget_notes(
         arch, a, W, coeffs, flags, outcome=outcome, total=total, requested=requested, backend_note=backend_note,
         batch_note=batch_note) + _coverage_notes(arch, W.variant, weights_gb_total, card_id)
     boots = outcome == "boots"

@@ -380,17 +380,14 @@ _VLLM_DTYPES = {"auto": "auto", "half": "float16", "float16": "float16", "bfloat
 
 
 def _dtype(text):
-    """vLLM's ``--dtype``, as the torch dtype it names (``half`` -> ``float16``). ``auto`` is the checkpoint's;
-    a 16-bit dtype is checked against the checkpoint's in :func:`_dtype_note` (same bytes when the checkpoint
-    is 16-bit too); ``float32`` doubles the weights and activations and is refused (not modelled)."""
+    """vLLM's ``--dtype``, as the torch dtype it names (``half`` -> ``float16``, ``float`` -> ``float32``).
+    ``auto`` is the checkpoint's; a 16-bit dtype is checked against the checkpoint's in :func:`_dtype_note` (same
+    bytes when the checkpoint is 16-bit too); ``float32`` is priced by the budget (``budget._runtime_dtype_rules``:
+    4-byte weights, auto KV cache and activations, Triton attention)."""
     key = text  # vLLM's argparse choices (ModelDType, vllm/config/model.py): exact, lower case, no spaces
     if key not in _VLLM_DTYPES:
         raise argparse.ArgumentTypeError(f"--dtype {_cut(text)} is not one vLLM takes; valid: "
                                          f"{', '.join(_VLLM_DTYPES)}")
-    if _VLLM_DTYPES[key] == "float32":
-        raise argparse.ArgumentTypeError(f"--dtype {_cut(text)} is not modelled (float32 weights and activations "
-                                         "are twice the checkpoint's 16-bit size); valid here: auto, half, float16, "
-                                         "bfloat16")
     return _VLLM_DTYPES[key]
 
 
@@ -400,6 +397,11 @@ def _dtype_note(dtype, arch) -> str | None:
     ``torch_dtype``) is not 16-bit: vLLM would then load the weights at another size."""
     if dtype in (None, "auto") or dtype == arch.dtype:
         return None
+    if dtype == "float32":
+        if arch.dtype not in ("float16", "bfloat16"):
+            raise KvMathError(f"--dtype float32 on a {arch.dtype} checkpoint: not modelled (valid here: auto)")
+        return (f"--dtype float32: vLLM upcasts the {arch.dtype} checkpoint's unquantised tensors to float32 as it "
+                "loads them (model_loader/weight_utils.py default_weight_loader copies into float32 parameters)")
     if arch.dtype not in ("float16", "bfloat16"):
         raise KvMathError(f"--dtype {dtype} on a {arch.dtype} checkpoint changes the weights' size; not modelled "
                           "(valid here: auto)")
@@ -442,10 +444,14 @@ def _quantization_note(name: str, arch, kw: dict) -> str:
                               f"here: {', '.join(methods) or 'none (leave the flag out)'}")
         return f"--quantization {asked}: the priced {variant} checkpoint's own method"
     own = config_quant_method(arch)
+    if not own and asked == "fp8":  # online FP8: weights.online_fp8_checkpoint prices what vLLM holds
+        kw["quantization"] = "fp8"
+        return (f"--quantization fp8 on {arch.name}'s unquantised checkpoint: vLLM quantises the linear layers to "
+                "FP8 (e4m3, one scale per layer) as it loads them")
     if not own:
         raise KvMathError(f"--quantization {_cut(asked)} on {arch.name}'s unquantised checkpoint is online "
-                          "quantisation (the weights change in memory), not modelled; give the quantised checkpoint "
-                          "(its Hub id or folder) or the size vLLM loads (--weights-gb)")
+                          "quantisation (the weights change in memory), not modelled (fp8 is); give the quantised "
+                          "checkpoint (its Hub id or folder) or the size vLLM loads (--weights-gb)")
     if _QUANT_ALIASES.get(asked, asked) != own:
         raise KvMathError(f"--quantization {_cut(asked)} does not match the checkpoint's quant_method {own!r} (vLLM "
                           f"refuses the mismatch at start-up); valid here: {own}")
@@ -574,8 +580,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument(flag, nargs="?", action=_refuse(flag, why), default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     _add_multimodal_flags(p)
     p.add_argument("--quantization", "-q", dest="quantization", default=None,
-                   help="vLLM --quantization: only the checkpoint's own method (online quantisation is not modelled)")
-    p.add_argument("--dtype", type=_dtype, default=None, help="vLLM --dtype: auto, half, float16 or bfloat16 (float32 is not modelled)")
+                   help="vLLM --quantization: the checkpoint's own method, or fp8 of an unquantised checkpoint (online FP8)")
+    p.add_argument("--dtype", type=_dtype, default=None, help="vLLM --dtype: auto, half, float16, bfloat16, float or float32")
     p.add_argument("-O", dest="opt_level", type=_opt_level, default=None, help="vLLM -O3 (its default) only")
     p.add_argument("--block-size", type=_vllm_int("--block-size", 1024), default=None,
                    help="vLLM --block-size (KV block in tokens; default 16, or the hybrid alignment)")
@@ -956,6 +962,8 @@ def _resolve(args, env=None) -> tuple[str, dict, list[str]]:
     dtype_note = _dtype_note(getattr(args, "dtype", None), arch)
     if dtype_note:
         notes.append(dtype_note)
+    if getattr(args, "dtype", None) == "float32":
+        kw["dtype"] = "float32"  # the budget prices the float32 run (budget._runtime_dtype_rules)
     _drafter(args, arch, vals, kw, notes)
     if args.weights_gb is not None:
         if args.weights_gb <= 0:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ...errors import KvMathError, choices
-from ...formats import BF16, F16, FP8_E4M3, FP8_E5M2, ElementFormat, KVFormat, lookup as _lookup
+from ...formats import BF16, F16, F32, FP8_E4M3, FP8_E5M2, ElementFormat, KVFormat, lookup as _lookup
 
 # --- vLLM -------------------------------------------------------------------------------------
 _VLLM_IFACE = "vllm/v1/kv_cache_interface.py (AttentionSpec.real_page_size_bytes), vLLM 0.20-0.25"
@@ -75,6 +75,15 @@ VLLM_FORMATS: dict[str, KVFormat] = {
 }
 TURBOQUANT_VLLM = tuple(n for n in VLLM_FORMATS if n.startswith("turboquant"))
 
+AUTO_ONLY_FORMATS: dict[str, KVFormat] = {
+    "fp32": _vllm("fp32", F32, F32, _VLLM_IFACE, ("float32",),
+                  "the auto cache of a --dtype float32 model: vllm/config/cache.py CacheDType has no float32, so only "
+                  "kv_cache_dtype auto gives it (the cache takes the model dtype, v1/worker/gpu_model_runner.py "
+                  "get_kv_cache_spec: kv_cache_dtype = model_config.dtype)"),
+}
+"""KV formats no ``--kv-cache-dtype`` names: reached only through ``auto`` (kept out of ``VLLM_FORMATS`` so the
+flag's parser, the book's tables and the format listings do not offer them)."""
+
 
 def vllm_format(name: str) -> KVFormat:
     """The vLLM format for a ``--kv-cache-dtype`` value (aliases accepted). Raises KvMathError.
@@ -82,6 +91,8 @@ def vllm_format(name: str) -> KVFormat:
     ``q4_0`` and the other GGML types are llama.cpp cache types; vLLM has no such kv_cache_dtype
     (``CacheDType`` in vllm/config/cache.py), so they are rejected here with that explanation.
     """
+    if isinstance(name, str) and name in AUTO_ONLY_FORMATS:
+        return AUTO_ONLY_FORMATS[name]
     try:
         return _lookup(VLLM_FORMATS, name, "vLLM --kv-cache-dtype")
     except KvMathError:

@@ -333,6 +333,67 @@ def _price(groups: dict, *, tp: int, expert_parallel: bool, local_experts: int, 
         else:  # vision_row
             acc["sharded" if tp > 1 else "replicated"] += count * shard(nb, key[2], on_rank)
     return acc
+ONLINE_FP8_MARLIN_BELOW_SM = 89
+"""Below sm_89 a card has no FP8 tensor cores and vLLM runs FP8 linears with the Marlin weight-only kernel
+(model_executor/kernels/linear selection of ``init_fp8_linear_kernel``, quantization/fp8.py ``use_marlin``, 0.19.0)."""
+
+
+ONLINE_FP8_FUSED_INTO = {"k_proj": "qkv_proj", "v_proj": "qkv_proj", "up_proj": "gate_up_proj"}
+"""Checkpoint linears vLLM loads into a fused layer (the model files' ``packed_modules_mapping``, e.g. llama.py
+``{"qkv_proj": ["q_proj", "k_proj", "v_proj"], "gate_up_proj": ["gate_proj", "up_proj"]}``): online FP8 quantises
+the fused weight once, so they add no scale of their own (the q_proj / gate_proj entry carries the layer's)."""
+
+
+def online_fp8_checkpoint(checkpoint: Checkpoint, *, marlin: bool = False, rt: str = "bf16") -> Checkpoint:
+    """The tensor table vLLM holds after ``--quantization fp8`` of an unquantised checkpoint (online FP8).
+
+    vLLM 0.19.0 quantization/fp8.py: ``Fp8Config.get_quant_method`` (l.174-203) gives every ``LinearBase`` layer
+    ``Fp8OnlineLinearMethod`` (no ``ignored_layers`` from the command line); the embedding and ``lm_head``
+    (``VocabParallelEmbedding`` / ``ParallelLMHead``, not ``LinearBase``) and the norms keep the model dtype.
+    ``Fp8OnlineLinearMethod`` (l.500-563) creates the weight on the meta device, materialises each layer while
+    loading (model_loader/reload/layerwise.py ``initialize_online_processing``) and its
+    ``process_weights_after_loading`` quantises it with ``ops.scaled_fp8_quant(layer.weight, scale=None)``:
+    float8_e4m3fn [out, in] plus one float32 ``weight_scale`` per layer (per tensor, dynamic: no input_scale).
+    So each linear ``.weight`` becomes 1 byte per element (``weights_per_rank`` places it as the fp8 checkpoints'
+    tensors) and each vLLM layer gains a scalar ``.weight_scale`` (fused layers one: ``ONLINE_FP8_FUSED_INTO``);
+    biases stay in the model dtype. Because the quantisation is
+    per layer during loading, the load never holds the whole model in 16 bits: the profiled baseline after
+    loading is the fp8 model (P129: "Model loading took 8.49 GiB").
+
+    ``marlin`` (a card below sm_89, ``ONLINE_FP8_MARLIN_BELOW_SM``): ``MarlinFP8ScaledMMLinearKernel``
+    repacks the weight (``gptq_marlin_repack`` with 8 bits: the same K x N bytes) and turns the per-tensor scale
+    into a per-channel one in the model dtype (quantization/utils/marlin_utils_fp8.py
+    ``prepare_fp8_layer_for_marlin``: ``scales.view(1, 1).repeat_interleave(part_size_n, 1)``, ``.to(orig_dtype)``):
+    ``.weight_scale`` [out] in ``rt``. Its per-layer ``workspace`` (``marlin_make_workspace_new``, a few KiB) is
+    not counted.
+
+    Raises KvMathError for a table with expert (MoE) tensors (``Fp8OnlineMoEMethod`` is not modelled) or an
+    already quantised table."""
+    if checkpoint.quant_method:
+        raise KvMathError(f"--quantization fp8 on a {checkpoint.quant_method} checkpoint: vLLM refuses a method that "
+                          "is not the checkpoint's own")
+    out = []
+    for t in checkpoint.tensors:
+        prefix, _, leaf = t.name.rpartition(".")
+        facts = _module_facts(prefix)
+        module, tower, expert = facts[0], facts[1], facts[2]
+        if expert:
+            raise KvMathError("--quantization fp8 (online) on a MoE checkpoint: Fp8OnlineMoEMethod's expert layout "
+                              "is not modelled; give an FP8 checkpoint or the size vLLM loads (--weights-gb)")
+        if tower is None and leaf == "weight" and (module in COLUMN or module in ROW) and t.dtype in FLOAT_DTYPES:
+            n = math.prod(t.shape)
+            out.append(type(t)(t.name, "f8_e4m3", t.shape, n, t.file))
+            if marlin:
+                rows = t.shape[0] if t.shape else 1
+                out.append(type(t)(f"{prefix}.weight_scale", rt, (rows,), rows * DTYPE_BITS[rt] // 8, t.file))
+            elif module not in ONLINE_FP8_FUSED_INTO:
+                out.append(type(t)(f"{prefix}.weight_scale", "f32", (), 4, t.file))
+        else:
+            out.append(t)
+    return Checkpoint(tuple(out), checkpoint.source, checkpoint.estimated, "fp8", None,
+                      dict(checkpoint.metadata))
+
+
 def weights_per_rank(checkpoint: Checkpoint, config: dict, *, tp: int = 1, enable_expert_parallel: bool = False,
                      dp: int = 1, dtype: str = "auto", shard_vision: bool = True,
                      skip_towers: tuple[str, ...] = ()) -> RankWeights:
@@ -479,15 +540,29 @@ def mxfp4_kernel_bytes(config: dict, backend: str, *, tp: int = 1, enable_expert
 
 
 def loaded_bytes_per_rank(checkpoint: Checkpoint, config: dict, *, mxfp4_backend: str | None = None,
-                          vllm_version: str | tuple | None = None, **kw) -> RankWeights:
+                          vllm_version: str | tuple | None = None, online_fp8: str | None = None,
+                          **kw) -> RankWeights:
     """What vLLM's "Model loading took X GiB" counts on rank 0: :func:`weights_per_rank` plus the rotary
     cache buffers, plus, for an MXFP4 checkpoint (gpt-oss) on a known ``mxfp4_backend``
     (:func:`mxfp4_backend`), the experts' kernel padding (:func:`mxfp4_kernel_bytes`, in ``experts``). The
-    hook ``kvmath.engines.vllm.budget.budget()`` calls for its weights term. Bytes."""
+    hook ``kvmath.engines.vllm.budget.budget()`` calls for its weights term. ``online_fp8`` ("native", or
+    "marlin" below sm_89): ``--quantization fp8`` of an unquantised checkpoint, priced on the table
+    :func:`online_fp8_checkpoint` makes of it. Bytes. Raises KvMathError."""
+    online_note = ()
+    if online_fp8:
+        checkpoint = online_fp8_checkpoint(checkpoint, marlin=online_fp8 == "marlin",
+                                           rt=_runtime_dtype(config, kw.get("dtype", "auto")))
+        online_note = (("online FP8 (--quantization fp8 of the unquantised checkpoint): linear weights float8_e4m3 "
+                        "with one float32 scale each, embeddings / lm_head / norms in the model dtype "
+                        "(quantization/fp8.py Fp8OnlineLinearMethod, vLLM 0.19.0)")
+                       + ("; Marlin below sm_89: per-channel scales in the model dtype (marlin_utils_fp8.py)"
+                          if online_fp8 == "marlin" else ""),)
     w = weights_per_rank(checkpoint, config, **kw)
     buf = rotary_cache_bytes(config, dtype=kw.get("dtype", "auto"))
-    notes, experts = w.notes, w.experts
-    if checkpoint.quant_method == "mxfp4":
+    notes, experts = w.notes + online_note, w.experts
+    if online_fp8:
+        pass
+    elif checkpoint.quant_method == "mxfp4":
         if mxfp4_backend is None:
             notes += ("no MXFP4 kernel known for this card (a custom card, or no vLLM kernel), so the experts' kernel "
                       "padding is not applied (Marlin adds several percent of the expert bytes); pass --card",)
