@@ -1154,7 +1154,13 @@ def run(argv=None) -> int:
     raw = list(sys.argv[1:] if argv is None else argv)
     argv = _strip_serve(raw)
     argv = [_dash_option(a) for a in argv]
+    try:
+        argv, screened = _screen_serve_flags(argv)  # every vllm serve flag of the release: kept, ignored or refused
+    except KvMathError as e:
+        print(f"kvmath-fit: error: {one_line(e)}", file=sys.stderr)
+        return 2
     argv, ignored = set_aside(argv, IGNORED_VLLM_FLAGS)  # serving-only flags: one linear pass, not argparse's
+    ignored = screened + ignored
     try:
         check_arg_count("kvmath-fit", argv)
     except KvMathError as e:
@@ -1225,6 +1231,28 @@ def run(argv=None) -> int:
     else:
         print(render_text(b, largest, anchor, notes, bd, args.compose, safe, model_max))
     return 0 if b.outcome == "boots" else 1
+
+
+def _screen_serve_flags(argv: list[str]) -> tuple[list[str], list[str]]:
+    """``argv`` without the vllm serve options that cannot change memory, and those options, for the release the
+    line is priced at (``--vllm-version``, else the default): kvmath.engines.vllm.flags.screen. A malformed or
+    uncovered ``--vllm-version`` is left to the parser's own message. Raises KvMathError (flags.screen)."""
+    from . import flags
+    from .releases import release
+
+    version = None
+    for j, a in enumerate(argv):
+        if a == "--vllm-version" and j + 1 < len(argv):
+            version = argv[j + 1]
+        elif a.startswith("--vllm-version="):
+            version = a.partition("=")[2]
+    try:
+        name = release(version).name
+    except KvMathError:
+        return argv, []
+    modelled = {o for a in build_parser()._actions for o in a.option_strings
+                if not isinstance(a, _Ignored) and type(a).__name__ != "_Refused"}
+    return flags.screen(argv, name, modelled)
 
 
 def _take_model_tag(args) -> bool:
