@@ -123,7 +123,7 @@ def _run(argv: list[str]) -> int:
         return vllm_run(argv)
     engine, n = match
     if any(a in ("-h", "--help") for a in argv[n:]) and engine.launch_flags():  # vLLM's parser has its own
-        print(engine.launch_help(argv[:n]))
+        print(engine.launch_help(argv[:n], FRONT_DOOR_FLAGS))
         return 0
     own = engine.front_door(argv[:n], argv[n:])
     if own is not None:

@@ -354,12 +354,11 @@ class Engine(ABC):
         (:meth:`launch_help`). Engines override it; the default names none."""
         return {}
 
-    def launch_help(self, words: Sequence[str]) -> str:
+    def launch_help(self, words: Sequence[str], front_door_flags: Sequence[str] = ()) -> str:
         """The text ``kvmath-fit <words> --help`` prints: the line's form, the flags kvmath reads
-        (:meth:`launch_flags`), the front door's own options and the exit statuses."""
+        (:meth:`launch_flags`), the front door's own options (``front_door_flags``: kvmath.fit passes its
+        ``FRONT_DOOR_FLAGS``) and the exit statuses."""
         import textwrap
-
-        from ..fit import FRONT_DOOR_FLAGS
 
         lines = [f"usage: kvmath-fit {' '.join(words)} [{self.label} flags ...] [--card NAME | --device-memory SIZE] "
                  "[--json] [--no-solve]", "",
@@ -368,7 +367,7 @@ class Engine(ABC):
             lines.append(f"{self.label} flags {what}:")
             lines += textwrap.wrap(", ".join(sorted(flags)), 110, initial_indent="  ", subsequent_indent="  ",
                                    break_on_hyphens=False)
-        lines += ["", "front-door options: " + ", ".join(FRONT_DOOR_FLAGS) + " (--card: a card name as nvidia-smi, "
+        lines += ["", "front-door options: " + ", ".join(front_door_flags) + " (--card: a card name as nvidia-smi, "
                   "rocm-smi or PyTorch print it; --device-memory: any device's memory, e.g. 24GiB)",
                   "exit status: 0 boots, 1 does not boot, 2 bad input, 3 internal error"]
         return "\n".join(lines)
