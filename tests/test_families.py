@@ -133,11 +133,16 @@ def _cut(text: dict) -> None:
     if "num_hidden_layers" not in text and text.get("model_type") == "llama":  # llava-1.5's sparse text_config
         text["num_hidden_layers"] = 2  # LlamaConfig's other defaults (4096 wide, 32 heads) still shape the cache
     n = text.get("num_hidden_layers")
-    if mt in ("mamba", "falcon_mamba", "jamba", "lfm2", "lfm2_moe") and text.get("hidden_size", 0) > STATE_HIDDEN:
+    if mt in ("mamba", "falcon_mamba", "jamba", "lfm2", "lfm2_moe", "zamba2") and text.get("hidden_size", 0) > STATE_HIDDEN:
         text["hidden_size"] = STATE_HIDDEN
         text.pop("intermediate_size", None) if mt in ("mamba", "falcon_mamba") else None
     if mt in ("mamba2", "falcon_h1", "bamba"):
         _cut_mamba2(text)
+    if mt == "zamba2":  # the derived widths the class writes out follow the cut hidden size (Zamba2Config's rules)
+        text.update(attention_head_dim=2 * text["hidden_size"] // text["num_attention_heads"], chunk_size=16,
+                    head_dim=2 * text["hidden_size"] // text["num_attention_heads"],  # else realcache writes h / heads
+                    mamba_headdim=text["mamba_expand"] * text["hidden_size"] // text["n_mamba_heads"])
+        text.pop("attention_hidden_size", None), text.pop("kv_channels", None), text.pop("hybrid_layer_ids", None)
     cut = 10 if mt == "gemma3n_text" else MAX_LAYERS
     if isinstance(n, int) and n > cut:
         for k, v in list(text.items()):
@@ -356,7 +361,8 @@ def test_config_only_estimate_refuses_the_layouts_it_does_not_write():
     from kvmath.model.checkpoint import estimate_checkpoint
 
     for case in (DEFAULTS + "olmo2", DEFAULTS + "cohere", "LGAI-EXAONE__EXAONE-4.0-32B", DEFAULTS + "starcoder2",
-                 "databricks__dbrx-instruct", "ibm-granite__granite-swash-2b"):
+                 "databricks__dbrx-instruct", "ibm-granite__granite-swash-2b", DEFAULTS + "olmo_hybrid",
+                 DEFAULTS + "zamba2"):
         with pytest.raises(KvMathError, match="estimates checkpoint tensors from config.json only for"):
             estimate_checkpoint(_config(case))
 
@@ -424,7 +430,7 @@ def test_granite_swa_default_layer_types_are_the_published_pattern():
     ("ibm-granite__granite-swash-2b", "llama.cpp"), (DEFAULTS + "granitemoe_swa", "llama.cpp"),
     (DEFAULTS + "ministral", "llama.cpp"), ("EleutherAI__gpt-neo-125M", "vllm"),
     ("EleutherAI__gpt-neo-125M", "llama.cpp"), (DEFAULTS + "codegen", "vllm"),
-    (DEFAULTS + "codegen", "llama.cpp")])
+    (DEFAULTS + "codegen", "llama.cpp"), (DEFAULTS + "olmo_hybrid", "llama.cpp")])
 def test_engines_refuse_a_family_whose_source_was_not_read(case, engine):
     arch = kvmath.load_architecture(_config(case))
     with pytest.raises(KvMathError, match=f"{engine}: kvmath does not price model_type") as e:
@@ -509,3 +515,53 @@ def test_starcoder2_window_per_engine():
     assert kvmath.derive(arch, engine="llama.cpp", max_ctx=16384).total_bytes == 201_326_592
     v = kvmath.derive(arch, engine="vllm", max_ctx=16384)
     assert [(g.layer_type, g.cells) for g in v.groups] == [("sliding_attention", 6160)]
+
+
+# --- fifth batch (hybrid / state-space decoders) ----------------------------------------------------------------
+
+
+def test_olmo_hybrid_vllm_state_by_hand_and_head_dim_vllm_does_not_read():
+    """OlmoHybridConfig's defaults: vLLM 0.24 (olmo_hybrid.py, gated_delta_net_state_shape) keeps per sequence and
+    Gated DeltaNet layer a conv state of (kernel 4 - 1) x (2 x 30 x 96 + 30 x 192) and a 30 x 96 x 192 state, both
+    bf16: 3 x 11,520 x 2 + 552,960 x 2 = 1,175,040 B (by hand). A written head_dim other than hidden_size /
+    num_attention_heads is what transformers caches but not vLLM (it computes hidden // heads): refused there."""
+    cfg = _config(DEFAULTS + "olmo_hybrid")
+    arch = kvmath.load_architecture(cfg)
+    assert arch.layer_type_counts() == {"linear_attention": 24, "full_attention": 8}
+    v = kvmath.derive(arch, engine="vllm", max_ctx=4096)
+    assert "(page padded from 1,175,040 B" in next(g.description for g in v.groups if g.kind == "gdn")
+    with pytest.raises(KvMathError, match="not head_dim 64") as e:
+        kvmath.derive(kvmath.load_architecture(dict(cfg, head_dim=64)), engine="vllm", max_ctx=4096)
+    assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("cfg,phrase", [
+    (_edit(DEFAULTS + "zamba2", head_dim=64), "attention_head_dim 160 and its alias head_dim 64"),
+    (_edit(DEFAULTS + "zamba2", layers_block_type=None, num_hidden_layers=8), "no layers_block_type"),
+    (_edit(DEFAULTS + "zamba2", layers_block_type=["mamba"] * 53 + ["attention"]), "contains full_attention; Zamba2Model builds only"),
+    (_edit(DEFAULTS + "zamba2", mamba_headdim=64), "n_mamba_heads 8 x mamba_headdim 64 must equal"),
+    (_edit(DEFAULTS + "zamba2", sliding_window=4096), "sets sliding_window 4096"),
+    (_edit(DEFAULTS + "olmo_hybrid", layer_types=["linear_attention"] * 32), "at least one linear_attention and one"),
+    (_edit(DEFAULTS + "olmo_hybrid", linear_num_key_heads=7), "not a multiple of linear_num_key_heads 7"),
+])
+def test_hybrid_configs_that_would_be_guessed_are_refused(cfg, phrase):
+    with pytest.raises(KvMathError, match=phrase) as e:
+        kvmath.load_architecture(cfg)
+    assert "\n" not in str(e.value)
+
+
+def test_zamba2_legacy_block_names_and_engines():
+    """Zamba2Config remaps the legacy ``mamba`` name to linear_attention (configuration_utils.py
+    remap_legacy_layer_types): the Hub's ['mamba', ..., 'hybrid'] lists read as the class default's layers. vLLM has
+    no rule for a layer holding attention and a Mamba-2 state side by side; llama.cpp's source was not read."""
+    cfg = _config(DEFAULTS + "zamba2")
+    legacy = dict(cfg, layers_block_type=["mamba" if t == "linear_attention" else t for t in cfg["layers_block_type"]])
+    assert kvmath.load_architecture(legacy).layers == kvmath.load_architecture(cfg).layers
+    arch = kvmath.load_architecture(cfg)
+    hybrid = arch.layers[6]
+    assert (hybrid.attention.num_kv_heads, hybrid.attention.head_dim, hybrid.mamba.num_heads, hybrid.mamba.head_dim) \
+        == (32, 160, 8, 640)
+    with pytest.raises(KvMathError, match="vllm has no rule for AttentionMamba2Layer"):
+        kvmath.derive(arch, engine="vllm", max_ctx=4096)
+    with pytest.raises(KvMathError, match="llama.cpp: kvmath does not price model_type zamba2"):
+        kvmath.derive(arch, engine="llama.cpp", max_ctx=4096)

@@ -466,6 +466,8 @@ UNCHECKED_MODEL_TYPES = {
         "granite_swa": "its sliding-window pattern in llama.cpp (b10514, ggml-org/llama.cpp#25505) was not read",
         "granitemoe_swa": "its sliding-window pattern in llama.cpp (b10514, ggml-org/llama.cpp#25505) was not read",
         "ministral": "which llama.cpp converter takes this type, and whether it keeps the window, was not read",
+        "olmo_hybrid": "no llama.cpp architecture for OLMo Hybrid (Gated DeltaNet + attention) was read",
+        "zamba2": "no llama.cpp architecture for Zamba2 (shared attention blocks over Mamba-2) was read",
     },
 }
 """engine -> {model_type: why} for families whose layers kvmath reads exactly (transformers' rules) but whose

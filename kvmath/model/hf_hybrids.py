@@ -1,0 +1,145 @@
+"""Family rules for hybrid and state-space decoders added in issue 20's fifth batch (one rule per family).
+
+Each rule reads a config as transformers 5.23 builds it (``models/<family>/configuration_*.py``
+``__post_init__`` and ``cache_utils.get_layer_types_and_kwargs``) and refuses, in one line, a key that would
+change the layout and that it does not model. tests/test_families.py checks every rule against transformers'
+real caches on the CPU. The engines price these layers by their spec kinds only where their own model files
+were read; the others refuse the family (``kvmath.engines.base.UNCHECKED_MODEL_TYPES``). Registered into
+``kvmath.model.hf``'s registry by ``@_family``.
+"""
+
+from __future__ import annotations
+
+from ..errors import KvMathError, choices
+from .hf import _Config, _arch, _family, _head_dim, _kv_heads, _no_window
+from .specs import FULL, HYBRID, LINEAR, AttentionLayer, AttentionMamba2Layer, GatedDeltaNetLayer, Mamba2Layer
+
+
+@_family("olmo_hybrid")
+def _olmo_hybrid(c: _Config, name: str, source: str):
+    """OLMo Hybrid (``olmo_hybrid``, AllenAI): Gated DeltaNet layers with full attention between them.
+
+    transformers 5.23 ``OlmoHybridConfig.__post_init__``: ``layer_types`` when given (``linear_attention`` /
+    ``full_attention``), else full attention iff ``i % 4 == 3`` and, when that leaves none, the last layer; at
+    least one of each kind (``validate_architecture``). Attention: ``num_key_value_heads`` (None: the heads) x
+    (``head_dim`` or ``hidden_size / num_attention_heads``, modeling_olmo_hybrid.py ``OlmoHybridAttention``), no
+    window. Gated DeltaNet (``OlmoHybridGatedDeltaNet``): ``linear_num_key_heads`` / ``linear_num_value_heads``
+    (None: ``num_attention_heads``), ``linear_key_head_dim`` (None: ``int(0.75 x hidden_size / key heads)``),
+    ``linear_value_head_dim`` (None: ``2 x key head dim``), conv over ``2 x key_dim + value_dim`` channels of
+    ``linear_conv_kernel_dim`` (4) columns, cached as Qwen3-Next's (``update_conv_state`` /
+    ``update_recurrent_state``). vLLM 0.24 (olmo_hybrid.py) sizes the same Gated DeltaNet state
+    (``gated_delta_net_state_shape`` / ``_dtype`` from the same keys) and attention heads of ``hidden_size //
+    num_attention_heads``, so it is priced generically unless ``head_dim`` says otherwise (then refused for vLLM);
+    llama.cpp refuses it (``UNCHECKED_MODEL_TYPES``). Raises KvMathError for a missing ``num_hidden_layers`` / ``hidden_size`` /
+    ``num_attention_heads``, a ``sliding_window``, other layer types, or value heads that are not whole groups
+    of key heads.
+    """
+    n = c.layer_count()
+    heads = c.int("num_attention_heads")
+    hidden = c.int("hidden_size")
+    _no_window(c)
+    types = c.layer_types(n, (FULL, LINEAR))
+    if types is None:
+        types = [FULL if i % 4 == 3 else LINEAR for i in range(n)]
+        if FULL not in types:
+            types[-1] = FULL
+    if LINEAR not in types or FULL not in types:
+        raise KvMathError("olmo_hybrid layer_types needs at least one linear_attention and one full_attention layer "
+                          "(OlmoHybridConfig.validate_architecture)")
+    kv = _kv_heads(c, heads)
+    head_dim = _head_dim(c)
+    nk, nv = c.int("linear_num_key_heads", heads), c.int("linear_num_value_heads", heads)
+    if nv % nk:
+        raise KvMathError(f"olmo_hybrid linear_num_value_heads {nv} is not a multiple of linear_num_key_heads {nk}; "
+                          "Gated DeltaNet repeats each key head over whole groups of value heads")
+    dk = c.int("linear_key_head_dim", int(0.75 * hidden / nk))
+    dv = c.int("linear_value_head_dim", 2 * dk)
+    kernel = c.int("linear_conv_kernel_dim", 4)
+    layers = [AttentionLayer(i, FULL, kv, head_dim, head_dim) if t == FULL else
+              GatedDeltaNetLayer(i, nk, nv, dk, dv, kernel) for i, t in enumerate(types)]
+    refusals = ()
+    if hidden % heads or head_dim != hidden // heads:
+        # vllm/model_executor/models/olmo_hybrid.py (0.24.0) OlmoHybridAttention: head_dim = hidden_size //
+        # num_attention_heads, after assert hidden_size % num_attention_heads == 0; it never reads head_dim
+        refusals = (("vllm", f"vLLM 0.24's OlmoHybridAttention caches hidden_size // num_attention_heads = "
+                             f"{hidden // heads} wide heads (and asserts they divide), not head_dim {head_dim}"),)
+    return _arch(c, name, source, layers, heads, engine_refusals=refusals)
+
+
+_LEGACY_TYPES = {"mamba": LINEAR, "attention": FULL}
+"""transformers 5.23 ``configuration_utils.remap_legacy_layer_types`` (the names a layer list may still use); a
+Zamba2 ``hybrid`` layer is a shared transformer block followed by a Mamba-2 mixer."""
+_ZAMBA2_DEFAULT = [LINEAR] + ([LINEAR] * 5 + [HYBRID]) * 7 + [LINEAR] * 4 + [HYBRID] + [LINEAR] * 3 + [HYBRID] + \
+    [LINEAR] * 2
+"""Zamba2Config's 54-layer ``layers_block_type`` when the config gives none (transformers 5.23)."""
+
+
+def _zamba2_types(c: _Config, n: int) -> list[str]:
+    """Layer types of a Zamba2 config: ``layers_block_type`` (or its alias ``layer_types``, Zamba2Config's
+    attribute_map), else the class's 54-layer default, which only a 54-layer config can take."""
+    listed = [c.raw(k) for k in ("layers_block_type", "layer_types") if c.has(k)]
+    if len(listed) == 2 and listed[0] != listed[1]:
+        raise KvMathError("zamba2 config sets both layers_block_type and layer_types, differently; they name the "
+                          "same field (Zamba2Config.attribute_map) and must agree")
+    if not listed:
+        if n != len(_ZAMBA2_DEFAULT):
+            raise KvMathError(f"zamba2 config has no layers_block_type, and Zamba2Config's default pattern has "
+                              f"{len(_ZAMBA2_DEFAULT)} layers, not num_hidden_layers {n}: write it out")
+        return list(_ZAMBA2_DEFAULT)
+    value = listed[0]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise KvMathError("zamba2 config field layers_block_type must be a list of strings")
+    if len(value) != n:
+        raise KvMathError(f"zamba2 layers_block_type has {len(value)} entries but num_hidden_layers is {n}; they "
+                          "must agree")
+    value = [_LEGACY_TYPES.get(v, v) for v in value]
+    bad = sorted(set(value) - {LINEAR, HYBRID})
+    if bad:
+        raise KvMathError(f"zamba2 layers_block_type contains {choices(bad)}; Zamba2Model builds only "
+                          f"{choices([HYBRID, LINEAR])} ('mamba') layers")
+    return value
+
+
+@_family("zamba2")
+def _zamba2(c: _Config, name: str, source: str):
+    """Zamba2 (``zamba2``, Zyphra): a Mamba-2 mixer on every layer, and on ``hybrid`` layers a shared attention block
+    before it, so a hybrid layer keeps both K/V and a Mamba-2 state (:class:`AttentionMamba2Layer`; transformers
+    5.23 caches it in one ``LinearAttentionAndFullAttentionLayer``).
+
+    transformers 5.23 ``Zamba2Config.__post_init__`` derives ``attention_head_dim = 2 x hidden_size //
+    num_attention_heads`` (the shared block attends over the concatenated ``2 x hidden_size`` input) and
+    ``mamba_headdim = int(mamba_expand x hidden_size) // n_mamba_heads``, but a value the config writes wins (the
+    extra keys are set after, by ``PreTrainedConfig.__post_init__``; ``head_dim`` is ``attention_head_dim``'s alias,
+    and of the two the key written last wins: checked on 5.23, so two different values are refused); ``num_key_value_heads`` None is the heads. The mixer (modeling_zamba2.py ``Zamba2MambaMixer``): width ``int(mamba_expand x hidden_size)``,
+    ``n_mamba_heads`` (8), ``mamba_d_state`` (64), ``mamba_ngroups`` (1), ``mamba_d_conv`` (4): the class defaults
+    transformers fills in, read here as it does. The shared blocks' weight tying (``num_mem_blocks``) and adapters
+    change no cache. Raises KvMathError for a missing ``num_hidden_layers`` / ``hidden_size`` /
+    ``num_attention_heads``, a ``sliding_window``, other layer types, or a mixer width the heads do not divide.
+    """
+    n = c.layer_count()
+    types = _zamba2_types(c, n)
+    hidden, heads = c.int("hidden_size"), c.int("num_attention_heads")
+    _no_window(c)
+    kv = _kv_heads(c, heads)
+    written = {k: c.int(k) for k in ("attention_head_dim", "head_dim") if c.has(k)}
+    if len(set(written.values())) > 1:
+        raise KvMathError(f"zamba2 config sets attention_head_dim {written['attention_head_dim']} and its alias head_dim "
+                          f"{written['head_dim']}; Zamba2Config keeps whichever key comes last, so write one")
+    head_dim = next(iter(written.values()), 2 * hidden // heads)
+    if head_dim < 1:
+        raise KvMathError(f"zamba2 attention_head_dim 2 x hidden_size {hidden} // num_attention_heads {heads} is 0")
+    inner = c.int("mamba_expand", 2) * hidden
+    m_heads = c.int("n_mamba_heads", 8)
+    groups = c.int("mamba_ngroups", 1)
+    m_dim = c.int("mamba_headdim") if c.has("mamba_headdim") else inner // m_heads
+    if m_heads * m_dim != inner or m_heads % groups:
+        raise KvMathError(f"zamba2 n_mamba_heads {m_heads} x mamba_headdim {m_dim} must equal the Mamba width "
+                          f"mamba_expand x hidden_size {inner} (Zamba2MambaMixer views it so), in whole groups of "
+                          f"mamba_ngroups {groups}")
+    state, conv = c.int("mamba_d_state", 64), c.int("mamba_d_conv", 4)
+    layers = []
+    for i, t in enumerate(types):
+        mixer = Mamba2Layer(i, m_heads, m_dim, state, groups, conv)
+        layers.append(mixer if t == LINEAR else
+                      AttentionMamba2Layer(i, AttentionLayer(i, FULL, kv, head_dim, head_dim), mixer))
+    return _arch(c, name, source, layers, heads, mamba_chunk_size=c.int("chunk_size", 256))
