@@ -468,6 +468,7 @@ UNCHECKED_MODEL_TYPES = {
         "ministral": "which llama.cpp converter takes this type, and whether it keeps the window, was not read",
         "olmo_hybrid": "no llama.cpp architecture for OLMo Hybrid (Gated DeltaNet + attention) was read",
         "zamba2": "no llama.cpp architecture for Zamba2 (shared attention blocks over Mamba-2) was read",
+        "bailing_hybrid": "no llama.cpp architecture for Ling 3.0 (bailing_hybrid: KDA + MLA) was read",
     },
 }
 """engine -> {model_type: why} for families whose layers kvmath reads exactly (transformers' rules) but whose

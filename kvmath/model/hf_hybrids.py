@@ -11,8 +11,11 @@ were read; the others refuse the family (``kvmath.engines.base.UNCHECKED_MODEL_T
 from __future__ import annotations
 
 from ..errors import KvMathError, choices
+from ..validate import MAX_LAYERS
 from .hf import _Config, _arch, _family, _head_dim, _kv_heads, _no_window
-from .specs import FULL, HYBRID, LINEAR, AttentionLayer, AttentionMamba2Layer, GatedDeltaNetLayer, Mamba2Layer
+from .specs import (
+    FULL, HYBRID, LINEAR, AttentionLayer, AttentionMamba2Layer, GatedDeltaNetLayer, KDALayer, Mamba2Layer, MLALayer,
+)
 
 
 @_family("olmo_hybrid")
@@ -143,3 +146,42 @@ def _zamba2(c: _Config, name: str, source: str):
         layers.append(mixer if t == LINEAR else
                       AttentionMamba2Layer(i, AttentionLayer(i, FULL, kv, head_dim, head_dim), mixer))
     return _arch(c, name, source, layers, heads, mamba_chunk_size=c.int("chunk_size", 256))
+
+
+@_family("bailing_hybrid")
+def _bailing_hybrid(c: _Config, name: str, source: str):
+    """Ling 3.0 (``bailing_hybrid``, inclusionAI): Kimi Delta Attention layers with MLA every ``layer_group_size``-th
+    layer.
+
+    transformers 5.23 ``BailingHybridConfig.__post_init__``: ``layer_types`` when given, else layer i is
+    ``full_attention`` (MLA) iff ``(i + 1) % layer_group_size == 0`` (6); the KDA widths are set from the config's
+    ``head_dim`` (128) and ``num_attention_heads`` and its ``short_conv_kernel_size`` (4) as ``linear_head_dim`` /
+    ``linear_num_heads`` / ``linear_conv_kernel_dim``, but those three, written, win (set after, by
+    ``PreTrainedConfig.__post_init__``), and ``head_dim`` is then overwritten with ``qk_rope_head_dim`` (so a config
+    transformers saved holds head_dim 64 and linear_head_dim 128). MLA (modeling_bailing_hybrid.py
+    ``BailingHybridAttention``) caches ``kv_nope [B, 1, T, kv_lora_rank]`` (512) and ``k_rot [B, 1, T,
+    qk_rope_head_dim]`` (64) as DeepSeek-V3 does; KDA (``BailingHybridDeltaAttention``) one conv state over ``3 x
+    heads x head_dim`` channels and a float32 ``[heads, head_dim, head_dim]`` state, as :class:`KDALayer`.
+    ``num_nextn_predict_layers`` (alias ``num_mtp_layers``) MTP modules are recorded, not layers. vLLM 0.24 registers
+    no class for it and llama.cpp's was not read: both refuse it; SGLang serves no such architecture.
+    """
+    n = c.layer_count()
+    heads = c.int("num_attention_heads")
+    _no_window(c)
+    types = c.layer_types(n, (FULL, LINEAR))
+    if types is None:
+        group = c.int("layer_group_size", 6)
+        types = [FULL if (i + 1) % group == 0 else LINEAR for i in range(n)]
+    kda_heads = c.int("linear_num_heads", heads)
+    kda_dim = c.int("linear_head_dim") if c.has("linear_head_dim") else c.int("head_dim", 128)
+    kernel = c.int("linear_conv_kernel_dim") if c.has("linear_conv_kernel_dim") else c.int("short_conv_kernel_size", 4)
+    mla = {"kv_lora_rank": c.int("kv_lora_rank", 512), "qk_rope_head_dim": c.int("qk_rope_head_dim", 64),
+           "qk_nope_head_dim": c.int("qk_nope_head_dim", 128), "v_head_dim": c.int("v_head_dim", 128)}
+    layers = [MLALayer(i, **mla) if t == FULL else KDALayer(i, kda_heads, kda_dim, kernel) for i, t in enumerate(types)]
+    mtp = [c.int(k, minimum=0, maximum=MAX_LAYERS) for k in ("num_nextn_predict_layers", "num_mtp_layers") if c.has(k)]
+    if len(set(mtp)) > 1:
+        raise KvMathError(f"bailing_hybrid config sets num_nextn_predict_layers and its alias num_mtp_layers to "
+                          f"{mtp[0]} and {mtp[1]}; write one")
+    why = "vLLM 0.24 registers no BailingHybrid / BailingMoeV3 model class (model_executor/models/registry.py)"
+    return _arch(c, name, source, layers, heads, mtp_num_hidden_layers=mtp[0] if mtp else 1,
+                 engine_refusals=(("vllm", why),))
