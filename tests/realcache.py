@@ -126,7 +126,7 @@ _DROP_KEYS = (
 _TOKEN_ID_KEYS = ("bos_token_id", "eos_token_id", "pad_token_id")
 # Model types whose hidden_size is part of the cache (state width = expand * hidden_size).
 _HIDDEN_IS_CACHE_RELEVANT = ("mamba", "mamba2", "falcon_mamba", "falcon_h1", "bamba", "granitemoehybrid", "zamba", "zamba2", "jamba",
-                             "lfm2", "lfm2_moe")
+                             "lfm2", "lfm2_moe", "lfm3")
 
 # Layer attributes that are bookkeeping, not cache state.
 _BOOKKEEPING_ATTRS = frozenset(

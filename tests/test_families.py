@@ -137,7 +137,7 @@ def _cut(text: dict) -> None:
     if "num_hidden_layers" not in text and text.get("model_type") == "llama":  # llava-1.5's sparse text_config
         text["num_hidden_layers"] = 2  # LlamaConfig's other defaults (4096 wide, 32 heads) still shape the cache
     n = text.get("num_hidden_layers")
-    if mt in ("mamba", "falcon_mamba", "jamba", "lfm2", "lfm2_moe", "zamba2") and text.get("hidden_size", 0) > STATE_HIDDEN:
+    if mt in ("mamba", "falcon_mamba", "jamba", "lfm2", "lfm2_moe", "zamba2", "lfm3") and text.get("hidden_size", 0) > STATE_HIDDEN:
         text["hidden_size"] = STATE_HIDDEN
         text.pop("intermediate_size", None) if mt in ("mamba", "falcon_mamba") else None
     if mt in ("mamba2", "falcon_h1", "bamba"):
@@ -370,7 +370,7 @@ def test_config_only_estimate_refuses_the_layouts_it_does_not_write():
 
     for case in (DEFAULTS + "olmo2", DEFAULTS + "cohere", "LGAI-EXAONE__EXAONE-4.0-32B", DEFAULTS + "starcoder2",
                  "databricks__dbrx-instruct", "ibm-granite__granite-swash-2b", DEFAULTS + "olmo_hybrid",
-                 DEFAULTS + "zamba2", "inclusionAI__Ling-3.0-tiny"):
+                 DEFAULTS + "zamba2", "inclusionAI__Ling-3.0-tiny", DEFAULTS + "lfm3"):
         with pytest.raises(KvMathError, match="estimates checkpoint tensors from config.json only for"):
             estimate_checkpoint(_config(case))
 
@@ -439,7 +439,7 @@ def test_granite_swa_default_layer_types_are_the_published_pattern():
     (DEFAULTS + "ministral", "llama.cpp"), ("EleutherAI__gpt-neo-125M", "vllm"),
     ("EleutherAI__gpt-neo-125M", "llama.cpp"), (DEFAULTS + "codegen", "vllm"),
     (DEFAULTS + "codegen", "llama.cpp"), (DEFAULTS + "olmo_hybrid", "llama.cpp"),
-    ("inclusionAI__Ling-3.0-tiny", "llama.cpp")])
+    ("inclusionAI__Ling-3.0-tiny", "llama.cpp"), (DEFAULTS + "lfm3", "llama.cpp")])
 def test_engines_refuse_a_family_whose_source_was_not_read(case, engine):
     arch = kvmath.load_architecture(_config(case))
     with pytest.raises(KvMathError, match=f"{engine}: kvmath does not price model_type") as e:
@@ -590,4 +590,24 @@ def test_bailing_hybrid_kda_widths_as_the_config_class_sets_them():
     saved = dict(cfg, head_dim=64, linear_head_dim=128, linear_num_heads=16)
     assert kvmath.load_architecture(saved).layers == arch.layers
     with pytest.raises(KvMathError, match="vLLM 0.24 registers no BailingHybrid"):
+        kvmath.derive(arch, engine="vllm", max_ctx=4096)
+
+
+def test_lfm3_sparse_config_reads_lfm3_config_class_defaults():
+    """A config that leaves the cache keys out is read with Lfm3Config's own defaults (the class-defaults file,
+    written by transformers 5.23's to_dict, is the independent side): 4 KV heads (not the 16 heads) x 128, window
+    256, conv kernel 7; layers 2, 6, ... full, 4, 8, ... sliding, the rest conv. A null window with sliding layers
+    and the engines without an LFM3 rule are refused in one line."""
+    full = _config(DEFAULTS + "lfm3")
+    sparse = {k: full[k] for k in ("model_type", "num_hidden_layers", "hidden_size")}
+    arch = kvmath.load_architecture(sparse)
+    assert arch.layers == kvmath.load_architecture(full).layers
+    assert [a.index for a in arch.layers_of("full_attention")] == [2, 6, 10, 14, 18, 22]
+    assert [a.index for a in arch.layers_of("sliding_attention")] == [4, 8, 12, 16, 20]
+    assert {(a.num_kv_heads, a.head_dim) for a in arch.attention_layers()} == {(4, 128)}
+    assert {a.sliding_window for a in arch.layers_of("sliding_attention")} == {256}
+    assert {(a.width, a.conv_kernel) for a in arch.layers_of("conv")} == {(2048, 7)}
+    with pytest.raises(KvMathError, match="sets sliding_window null but has sliding_attention layers"):
+        kvmath.load_architecture(dict(full, sliding_window=None))
+    with pytest.raises(KvMathError, match="vLLM 0.24 registers no LFM3"):
         kvmath.derive(arch, engine="vllm", max_ctx=4096)

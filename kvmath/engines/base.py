@@ -469,6 +469,7 @@ UNCHECKED_MODEL_TYPES = {
         "olmo_hybrid": "no llama.cpp architecture for OLMo Hybrid (Gated DeltaNet + attention) was read",
         "zamba2": "no llama.cpp architecture for Zamba2 (shared attention blocks over Mamba-2) was read",
         "bailing_hybrid": "no llama.cpp architecture for Ling 3.0 (bailing_hybrid: KDA + MLA) was read",
+        "lfm3": "no llama.cpp architecture for LFM3 (short convolutions, sliding and full attention) was read",
     },
 }
 """engine -> {model_type: why} for families whose layers kvmath reads exactly (transformers' rules) but whose

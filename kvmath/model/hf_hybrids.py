@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from ..errors import KvMathError, choices
 from ..validate import MAX_LAYERS
-from .hf import _Config, _arch, _family, _head_dim, _kv_heads, _no_window
+from .hf import _Config, _arch, _family, _head_dim, _kv_heads, _no_window, _window
 from .specs import (
-    FULL, HYBRID, LINEAR, AttentionLayer, AttentionMamba2Layer, GatedDeltaNetLayer, KDALayer, Mamba2Layer, MLALayer,
+    CONV, FULL, HYBRID, LINEAR, SLIDING, AttentionLayer, AttentionMamba2Layer, GatedDeltaNetLayer, KDALayer,
+    Mamba2Layer, MLALayer, ShortConvLayer,
 )
 
 
@@ -185,3 +186,44 @@ def _bailing_hybrid(c: _Config, name: str, source: str):
     why = "vLLM 0.24 registers no BailingHybrid / BailingMoeV3 model class (model_executor/models/registry.py)"
     return _arch(c, name, source, layers, heads, mtp_num_hidden_layers=mtp[0] if mtp else 1,
                  engine_refusals=(("vllm", why),))
+
+
+_LFM3_DEFAULTS = {"num_attention_heads": 16, "num_key_value_heads": 4, "head_dim": 128, "sliding_window": 256,
+                  "conv_L_cache": 7}
+"""Lfm3Config's class defaults for the keys that shape its cache (transformers 5.23 configuration_lfm3.py): what
+transformers builds when a config leaves them out (the KV heads default to 4, not to the heads)."""
+
+
+@_family("lfm3")
+def _lfm3(c: _Config, name: str, source: str):
+    """LFM3 (``lfm3``, LiquidAI): gated short convolutions, sliding-window and full GQA attention.
+
+    transformers 5.23 ``Lfm3Config.__post_init__``: ``layer_types`` when given (``conv`` / ``sliding_attention`` /
+    ``full_attention``), else full iff ``i % 4 == 2``, sliding iff ``i % 4 == 0 and i > 0``, conv elsewhere.
+    ``Lfm3ShortConv``: one conv state ``[B, hidden_size, conv_L_cache]`` (:class:`ShortConvLayer`); ``Lfm3Attention``:
+    ``num_key_value_heads`` x ``head_dim``, the sliding layers windowed by ``sliding_window``; class defaults in
+    :data:`_LFM3_DEFAULTS`, read as transformers fills them in. A written ``sliding_window`` null with sliding layers
+    is refused (transformers would build a window-less sliding cache layer). vLLM 0.24 registers no LFM3 class;
+    llama.cpp's was not read: both refuse it.
+    """
+    n = c.layer_count()
+    cfg = dict(c.cfg)
+    for key, default in _LFM3_DEFAULTS.items():
+        if key not in cfg:
+            cfg[key] = default
+    r = _Config(cfg, c.model_type)
+    types = r.layer_types(n, (CONV, SLIDING, FULL))
+    if types is None:
+        types = [FULL if i % 4 == 2 else SLIDING if i % 4 == 0 and i > 0 else CONV for i in range(n)]
+    if SLIDING in types and not r.has("sliding_window"):
+        raise KvMathError("lfm3 config sets sliding_window null but has sliding_attention layers; Lfm3Attention "
+                          "would build them without a window")
+    heads = r.int("num_attention_heads")
+    kv, head_dim = _kv_heads(r, heads), r.int("head_dim")
+    window = _window(r) if SLIDING in types else None
+    width, kernel = r.int("hidden_size"), r.int("conv_L_cache")
+    layers = [ShortConvLayer(i, width, kernel) if t == CONV else
+              AttentionLayer(i, t, kv, head_dim, head_dim, window if t == SLIDING else None)
+              for i, t in enumerate(types)]
+    why = "vLLM 0.24 registers no LFM3 model class (model_executor/models/registry.py)"
+    return _arch(r, name, source, layers, heads, engine_refusals=(("vllm", why),))
