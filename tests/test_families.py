@@ -122,6 +122,9 @@ def _cut(text: dict) -> None:
             if isinstance(text["ffn_config"].get("moe_normalize_expert_weights"), int):  # 5.23's strict DbrxFFNConfig
                 text["ffn_config"]["moe_normalize_expert_weights"] = 1.0  # takes a float only (dbrx-instruct writes 1)
         return
+    if mt == "hrm_text":  # 1 layer per stack x 2 H cycles x (3 + 1) = 8 cache slots, 2 heads of the real width
+        text.update(num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2)
+        return
     if mt in ("helium", "bitnet"):  # heads x head_dim must stay hidden_size: 4 heads of the real width, same grouping
         width = text.get("head_dim") or text["hidden_size"] // text["num_attention_heads"]
         group = text["num_attention_heads"] // text["num_key_value_heads"]
@@ -195,6 +198,9 @@ def _run(case: str):
         if arch.model_type == "bailing_hybrid":  # BailingHybridConfig reads head_dim as the KDA width, then sets it
             check = [x for x in check if x != {"field": "head_dim", "input": cfg.get("head_dim"),  # to the MLA rope
                                                "built": cfg.get("qk_rope_head_dim")}]      # width (its __post_init__)
+        if arch.model_type == "hrm_text":  # HrmTextConfig rewrites the per-stack depth to the cache slots it fills
+            check = [x for x in check if x != {"field": "num_hidden_layers", "input": cfg["num_hidden_layers"],
+                                               "built": arch.num_hidden_layers}]
         assert check == [], check
         d = kvmath.derive(arch, engine="transformers", max_ctx=PREFILL + DECODE, max_num_seqs=BATCH)
         _RUNS[case] = (arch, real, d)
@@ -224,7 +230,7 @@ def test_tally_of_real_configs():
     """Of the published configs (not the class-default files): how many read exactly, how many refused."""
     real = [c for c in CASES if not c.startswith(DEFAULTS)]
     read = [c for c in real if c not in REFUSED]
-    assert (len(real), len(read), len(real) - len(read)) == (54, 47, 7)
+    assert (len(real), len(read), len(real) - len(read)) == (55, 48, 7)
 
 
 def test_unknown_wrapper_is_refused_not_read_from_its_text_part():
@@ -370,7 +376,8 @@ def test_config_only_estimate_refuses_the_layouts_it_does_not_write():
 
     for case in (DEFAULTS + "olmo2", DEFAULTS + "cohere", "LGAI-EXAONE__EXAONE-4.0-32B", DEFAULTS + "starcoder2",
                  "databricks__dbrx-instruct", "ibm-granite__granite-swash-2b", DEFAULTS + "olmo_hybrid",
-                 DEFAULTS + "zamba2", "inclusionAI__Ling-3.0-tiny", DEFAULTS + "lfm3"):
+                 DEFAULTS + "zamba2", "inclusionAI__Ling-3.0-tiny", DEFAULTS + "lfm3",
+                 "sapientinc__HRM-Text-1B"):
         with pytest.raises(KvMathError, match="estimates checkpoint tensors from config.json only for"):
             estimate_checkpoint(_config(case))
 
@@ -611,3 +618,24 @@ def test_lfm3_sparse_config_reads_lfm3_config_class_defaults():
         kvmath.load_architecture(dict(full, sliding_window=None))
     with pytest.raises(KvMathError, match="vLLM 0.24 registers no LFM3"):
         kvmath.derive(arch, engine="vllm", max_ctx=4096)
+
+
+def test_hrm_text_caches_one_slot_per_attention_invocation():
+    """sapientinc/HRM-Text-1B: 16 layers per stack, H_cycles 2, L_cycles 3 -> 16 x 2 x (3 + 1) = 128 cache slots
+    (HrmTextConfig.__post_init__), each 12 heads x 128 (MHA). By hand per token: 128 x 12 x 128 x 2 (K, V) x 2 B =
+    786,432 B. Saved by transformers (num_layers_per_stack 16, num_hidden_layers 128) it reads the same; a saved
+    pair that disagrees, a window HrmTextConfig does not define, and the engines not read are refused."""
+    cfg = _config("sapientinc__HRM-Text-1B")
+    arch = kvmath.load_architecture(cfg)
+    assert arch.num_hidden_layers == 128
+    assert kvmath.derive(arch, engine="transformers", max_ctx=1000, max_num_seqs=1).total_bytes == 1000 * 786_432
+    saved = dict(cfg, num_layers_per_stack=16, num_hidden_layers=128)
+    assert kvmath.load_architecture(saved).layers == arch.layers
+    for bad, phrase in ((dict(cfg, num_layers_per_stack=16), "num_hidden_layers 16 is not num_layers_per_stack 16"),
+                        (dict(cfg, sliding_window=512), "sets sliding_window"),
+                        (dict(cfg, num_key_value_heads=4), "caches every head")):
+        with pytest.raises(KvMathError, match=phrase):
+            kvmath.load_architecture(bad)
+    for engine in ("vllm", "llama.cpp"):
+        with pytest.raises(KvMathError, match=f"{engine}: kvmath does not price model_type hrm_text"):
+            kvmath.derive(arch, engine=engine, max_ctx=4096)

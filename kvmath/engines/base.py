@@ -455,6 +455,7 @@ def merge_empty(groups: list[LayerGroup]) -> tuple[LayerGroup, ...]:
 
 UNCHECKED_MODEL_TYPES = {
     "vllm": {
+        "hrm_text": "vLLM 0.24's hrm_text.py (how it lays out the H / L cycles' caches) was not read",
         "gpt_neo": "vLLM 0.24 has no GPT-Neo model file, and whether its Transformers backend serves GPT-Neo's "
                    "mask-windowed local layers was not read",
         "codegen": "vLLM 0.24 has no CodeGen model file, and whether its Transformers backend serves CodeGen was "
@@ -470,6 +471,7 @@ UNCHECKED_MODEL_TYPES = {
         "zamba2": "no llama.cpp architecture for Zamba2 (shared attention blocks over Mamba-2) was read",
         "bailing_hybrid": "no llama.cpp architecture for Ling 3.0 (bailing_hybrid: KDA + MLA) was read",
         "lfm3": "no llama.cpp architecture for LFM3 (short convolutions, sliding and full attention) was read",
+        "hrm_text": "no llama.cpp architecture for HRM-Text was read",
     },
 }
 """engine -> {model_type: why} for families whose layers kvmath reads exactly (transformers' rules) but whose

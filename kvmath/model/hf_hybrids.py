@@ -227,3 +227,43 @@ def _lfm3(c: _Config, name: str, source: str):
               for i, t in enumerate(types)]
     why = "vLLM 0.24 registers no LFM3 model class (model_executor/models/registry.py)"
     return _arch(r, name, source, layers, heads, engine_refusals=(("vllm", why),))
+
+
+@_family("hrm_text")
+def _hrm_text(c: _Config, name: str, source: str):
+    """HRM-Text (``hrm_text``, Sapient): two attention stacks (H and L) iterated ``H_cycles x (L_cycles + 1)`` times
+    over the same tokens, each invocation of a layer caching its own K/V.
+
+    transformers 5.23 ``HrmTextConfig.__post_init__``: a config without ``num_layers_per_stack`` carries the real
+    per-stack depth in ``num_hidden_layers``; it is remembered as ``num_layers_per_stack`` and ``num_hidden_layers``
+    becomes ``num_layers_per_stack x H_cycles x (L_cycles + 1)`` (2 and 3 by default), one ``DynamicLayer`` slot per
+    attention invocation (modeling_hrm_text.py: slot ``(h x (L_cycles + 1) + l) x num_layers_per_stack + layer``).
+    A config that writes ``num_layers_per_stack`` (one transformers saved) must carry that product already.
+    ``HrmTextAttention`` is multi-head (every one of ``num_attention_heads`` heads cached; ``num_key_value_groups =
+    1``) of ``head_dim`` (class default 128). Each slot is one full-attention layer here. ``sliding_window``,
+    ``attention_chunk_size`` and ``layer_types`` are not HrmTextConfig fields but would shape transformers' cache
+    layers if written: refused, as is a ``num_key_value_heads`` other than the heads. vLLM 0.24 (hrm_text.py) and
+    llama.cpp were not read for it: both refuse it.
+    """
+    for key in ("sliding_window", "attention_chunk_size", "layer_types"):
+        if c.has(key):
+            raise KvMathError(f"hrm_text config sets {key}, which HrmTextConfig does not define but transformers' "
+                              "cache would read: remove it")
+    heads, hidden = c.int("num_attention_heads"), c.int("hidden_size")
+    if hidden % heads:
+        raise KvMathError(f"hrm_text hidden_size {hidden} is not a multiple of num_attention_heads {heads} "
+                          "(HrmTextConfig.validate_architecture)")
+    if c.has("num_key_value_heads") and c.int("num_key_value_heads") != heads:
+        raise KvMathError(f"hrm_text num_key_value_heads {c.int('num_key_value_heads')} is not num_attention_heads "
+                          f"{heads}: HrmTextAttention caches every head (no GQA)")
+    cycles = c.int("H_cycles", 2) * (c.int("L_cycles", 3) + 1)
+    per_stack = c.int("num_layers_per_stack", 0, minimum=0)
+    slots = c.layer_count() if per_stack else c.layer_count() * cycles
+    if per_stack and slots != per_stack * cycles:
+        raise KvMathError(f"hrm_text num_hidden_layers {slots} is not num_layers_per_stack {per_stack} x H_cycles x "
+                          f"(L_cycles + 1) = {per_stack * cycles}, the cache slots transformers fills")
+    if slots > MAX_LAYERS:
+        raise KvMathError(f"hrm_text caches {slots} attention invocations; kvmath reads at most {MAX_LAYERS} layers")
+    head_dim = c.int("head_dim", 128)
+    layers = [AttentionLayer(i, FULL, heads, head_dim, head_dim) for i in range(slots)]
+    return _arch(c, name, source, layers, heads)
