@@ -60,6 +60,9 @@ OVERRIDES = {  # fields transformers needs to build the shrunk model that do not
     "adept__persimmon-8b-base": {"hidden_size": 128}, "EleutherAI__gpt-neo-125M": {"hidden_size": 128},
     # Ling: 5.23 takes kda_lower_bound as a float only; pad 156892 lies outside the shrunk vocabulary; the KDA heads
     # are num_attention_heads (BailingHybridConfig), which realcache would cut to 8 as for any MLA model
+    # CohereCompassTextConfig's default rope_parameters {} cannot build the model (one entry per layer type is read)
+    DEFAULTS + "cohere_compass_text": {"rope_parameters": {t: {"rope_type": "default", "rope_theta": 10000.0}
+                                                            for t in ("full_attention", "sliding_attention")}},
     "inclusionAI__Ling-3.0-tiny": {"kda_lower_bound": -5.0, "pad_token_id": None, "num_attention_heads": 16,
                                    "num_key_value_heads": 16},
 }
@@ -377,7 +380,7 @@ def test_config_only_estimate_refuses_the_layouts_it_does_not_write():
     for case in (DEFAULTS + "olmo2", DEFAULTS + "cohere", "LGAI-EXAONE__EXAONE-4.0-32B", DEFAULTS + "starcoder2",
                  "databricks__dbrx-instruct", "ibm-granite__granite-swash-2b", DEFAULTS + "olmo_hybrid",
                  DEFAULTS + "zamba2", "inclusionAI__Ling-3.0-tiny", DEFAULTS + "lfm3",
-                 "sapientinc__HRM-Text-1B"):
+                 "sapientinc__HRM-Text-1B", DEFAULTS + "aria_text", DEFAULTS + "cohere_compass_text"):
         with pytest.raises(KvMathError, match="estimates checkpoint tensors from config.json only for"):
             estimate_checkpoint(_config(case))
 
@@ -446,7 +449,8 @@ def test_granite_swa_default_layer_types_are_the_published_pattern():
     (DEFAULTS + "ministral", "llama.cpp"), ("EleutherAI__gpt-neo-125M", "vllm"),
     ("EleutherAI__gpt-neo-125M", "llama.cpp"), (DEFAULTS + "codegen", "vllm"),
     (DEFAULTS + "codegen", "llama.cpp"), (DEFAULTS + "olmo_hybrid", "llama.cpp"),
-    ("inclusionAI__Ling-3.0-tiny", "llama.cpp"), (DEFAULTS + "lfm3", "llama.cpp")])
+    ("inclusionAI__Ling-3.0-tiny", "llama.cpp"), (DEFAULTS + "lfm3", "llama.cpp"),
+    (DEFAULTS + "aria_text", "llama.cpp")])
 def test_engines_refuse_a_family_whose_source_was_not_read(case, engine):
     arch = kvmath.load_architecture(_config(case))
     with pytest.raises(KvMathError, match=f"{engine}: kvmath does not price model_type") as e:
@@ -559,6 +563,10 @@ def test_olmo_hybrid_vllm_state_by_hand_and_head_dim_vllm_does_not_read():
     (_edit(DEFAULTS + "zamba2", sliding_window=4096), "sets sliding_window 4096"),
     (_edit(DEFAULTS + "olmo_hybrid", layer_types=["linear_attention"] * 32), "at least one linear_attention and one"),
     (_edit(DEFAULTS + "olmo_hybrid", linear_num_key_heads=7), "not a multiple of linear_num_key_heads 7"),
+    (_edit(DEFAULTS + "aria_text", sliding_window=4096), "AriaTextConfig does not define"),
+    (_edit(DEFAULTS + "aria_text", hidden_size=4001), "not a multiple of num_attention_heads"),
+    (dict(_config(DEFAULTS + "cohere_compass_text"), sliding_window=None, layer_types=["sliding_attention"] * 40),
+     "sliding_window null but has sliding_attention"),
 ])
 def test_hybrid_configs_that_would_be_guessed_are_refused(cfg, phrase):
     with pytest.raises(KvMathError, match=phrase) as e:
@@ -638,4 +646,28 @@ def test_hrm_text_caches_one_slot_per_attention_invocation():
             kvmath.load_architecture(bad)
     for engine in ("vllm", "llama.cpp"):
         with pytest.raises(KvMathError, match=f"{engine}: kvmath does not price model_type hrm_text"):
+            kvmath.derive(arch, engine=engine, max_ctx=4096)
+
+
+def test_cohere_compass_text_sliding_layers_equal_transformers():
+    """CohereCompassTextConfig's defaults with 3 sliding : 1 full layer_types, window 16, 8 layers: the sliding layers
+    keep the last 15 tokens (plus the int64 window), the full ones all 43, layer by layer as transformers holds them.
+    By hand, a full layer: 64 KV heads x 128 x 2 (K, V) x 2 B x 43 tokens x 2 sequences = 2,818,048 B. Without
+    layer_types every layer is full (its sliding_window_pattern fallback never runs in 5.23)."""
+    cfg = _config(DEFAULTS + "cohere_compass_text")
+    assert kvmath.load_architecture(dict(cfg, layer_types=None, sliding_window_pattern=4)).layer_type_counts() == \
+        {"full_attention": 40}
+    types = ["sliding_attention"] * 3 + ["full_attention"]
+    cfg = dict(cfg, num_hidden_layers=8, layer_types=types * 2, sliding_window=WINDOW)
+    arch = kvmath.load_architecture(cfg)
+    real = transformers_cache_bytes(cfg, batch=BATCH, seq_len=PREFILL, decode_steps=DECODE, dtype=arch.dtype,
+                                    overrides=OVERRIDES[DEFAULTS + "cohere_compass_text"], threads=1)
+    assert real["config_check"] == []
+    d = kvmath.derive(arch, engine="transformers", max_ctx=PREFILL + DECODE, max_num_seqs=BATCH)
+    per_layer = {i: g.bytes // g.n_layers for g in d.groups for i in g.layers}
+    assert {layer["index"]: layer["bytes"] for layer in real["layers"]} == per_layer
+    assert per_layer[3] == 64 * 128 * 2 * 2 * 43 * 2
+    for engine, phrase in (("vllm", "registers no Cohere text-only model class"),
+                           ("llama.cpp", "does not price model_type cohere_compass_text")):
+        with pytest.raises(KvMathError, match=phrase):
             kvmath.derive(arch, engine=engine, max_ctx=4096)

@@ -472,6 +472,8 @@ UNCHECKED_MODEL_TYPES = {
         "bailing_hybrid": "no llama.cpp architecture for Ling 3.0 (bailing_hybrid: KDA + MLA) was read",
         "lfm3": "no llama.cpp architecture for LFM3 (short convolutions, sliding and full attention) was read",
         "hrm_text": "no llama.cpp architecture for HRM-Text was read",
+        "aria_text": "no llama.cpp architecture for Aria's text decoder was read",
+        "cohere_compass_text": "no llama.cpp architecture for Cohere Compass's text decoder was read",
     },
 }
 """engine -> {model_type: why} for families whose layers kvmath reads exactly (transformers' rules) but whose

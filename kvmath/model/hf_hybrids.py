@@ -267,3 +267,61 @@ def _hrm_text(c: _Config, name: str, source: str):
     head_dim = c.int("head_dim", 128)
     layers = [AttentionLayer(i, FULL, heads, head_dim, head_dim) for i in range(slots)]
     return _arch(c, name, source, layers, heads)
+
+
+# --- text decoders of 2026 multimodal wrappers (read as text configs; the wrappers are read elsewhere) ----------
+
+
+def _no_engine_class(model_type: str, what: str) -> tuple[tuple[str, str], ...]:
+    """The vLLM refusal of a text decoder vLLM 0.24 serves only inside its wrapper (or not at all)."""
+    return (("vllm", f"vLLM 0.24 registers no {what} text-only model class for {model_type} "
+                     "(model_executor/models/registry.py)"),)
+
+
+@_family("aria_text")
+def _aria_text(c: _Config, name: str, source: str):
+    """Aria's text decoder (``aria_text``, rhymes-ai/Aria's ``text_config``): full GQA attention on every layer
+    (transformers 5.23 ``AriaTextConfig.__post_init__``: ``head_dim`` None is ``hidden_size / num_attention_heads``,
+    ``num_key_value_heads`` None the heads; ``validate_architecture`` wants whole heads), MoE MLPs (``moe_num_experts``,
+    ``moe_topk``, ``moe_num_shared_experts``) that cache nothing. No window: a ``sliding_window`` is refused. vLLM
+    0.24 serves Aria only as ``AriaForConditionalGeneration`` and llama.cpp was not read: both refuse it."""
+    hidden, heads = c.int("hidden_size"), c.int("num_attention_heads")
+    if hidden % heads:
+        raise KvMathError(f"aria_text hidden_size {hidden} is not a multiple of num_attention_heads {heads} "
+                          "(AriaTextConfig.validate_architecture)")
+    n = c.layer_count()
+    c.layer_types(n, (FULL,))
+    if c.has("sliding_window"):
+        raise KvMathError("aria_text config sets sliding_window, which AriaTextConfig does not define but "
+                          "transformers' cache would apply to every layer: remove it")
+    kv = _kv_heads(c, heads)
+    head_dim = _head_dim(c)
+    layers = [AttentionLayer(i, FULL, kv, head_dim, head_dim) for i in range(n)]
+    return _arch(c, name, source, layers, heads, engine_refusals=_no_engine_class("aria_text", "Aria"))
+
+
+@_family("cohere_compass_text")
+def _cohere_compass_text(c: _Config, name: str, source: str):
+    """Cohere Compass's text decoder (``cohere_compass_text``, CohereLabs/North-*-Vision's ``text_config``).
+
+    transformers 5.23 ``CohereCompassTextConfig.__post_init__``: ``layer_types`` when given (``full_attention`` /
+    ``sliding_attention``), else every layer full (its ``sliding_window_pattern`` fallback sits after that default
+    and never runs, so the key changes nothing); ``num_key_value_heads`` None is the heads; ``head_dim`` is set to
+    ``hidden_size // num_attention_heads`` but a written ``head_dim`` wins (set after, by
+    ``PreTrainedConfig.__post_init__``). Sliding layers keep ``sliding_window`` (class default 4096) tokens
+    (modeling_cohere_compass.py ``CohereCompassTextAttention``). vLLM 0.24 has no Cohere Compass class and
+    llama.cpp was not read: both refuse it."""
+    n = c.layer_count()
+    heads = c.int("num_attention_heads")
+    types = c.layer_types(n, (FULL, SLIDING)) or [FULL] * n
+    cfg = dict(c.cfg)
+    if "sliding_window" not in cfg:
+        cfg["sliding_window"] = 4096  # CohereCompassTextConfig's class default
+    r = _Config(cfg, c.model_type)
+    if SLIDING in types and not r.has("sliding_window"):
+        raise KvMathError("cohere_compass_text config sets sliding_window null but has sliding_attention layers")
+    kv, head_dim = _kv_heads(r, heads), _head_dim(r)
+    window = _window(r) if SLIDING in types else None
+    layers = [AttentionLayer(i, t, kv, head_dim, head_dim, window if t == SLIDING else None)
+              for i, t in enumerate(types)]
+    return _arch(r, name, source, layers, heads, engine_refusals=_no_engine_class("cohere_compass_text", "Cohere"))
