@@ -125,6 +125,11 @@ def _cut(text: dict) -> None:
             if isinstance(text["ffn_config"].get("moe_normalize_expert_weights"), int):  # 5.23's strict DbrxFFNConfig
                 text["ffn_config"]["moe_normalize_expert_weights"] = 1.0  # takes a float only (dbrx-instruct writes 1)
         return
+    if mt == "recurrent_gemma":  # 2 heads of the real width (GQA grouping kept), the RG-LRU 256 channels wide
+        width = text.get("head_dim") or text["hidden_size"] // text["num_attention_heads"]
+        group = text["num_attention_heads"] // (text.get("num_key_value_heads") or text["num_attention_heads"])
+        text.update(num_attention_heads=2, num_key_value_heads=max(1, 2 // group), hidden_size=2 * width,
+                    lru_width=256, head_dim=width, attention_window_size=WINDOW)
     if mt == "hrm_text":  # 1 layer per stack x 2 H cycles x (3 + 1) = 8 cache slots, 2 heads of the real width
         text.update(num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2)
         return
@@ -196,7 +201,11 @@ def _run(case: str):
         cfg = _test_config(case)
         arch = kvmath.load_architecture(cfg)
         real = transformers_cache_bytes(cfg, batch=BATCH, seq_len=PREFILL, decode_steps=DECODE, dtype=arch.dtype,
-                                        overrides=OVERRIDES.get(case), threads=1)
+                                        overrides=OVERRIDES.get(case), threads=1,
+                                        module_states=arch.model_type == "recurrent_gemma")
+        for layer in real["layers"] if "module_states" in real else ():  # RecurrentGemma keeps its recurrent state
+            layer["bytes"] += real["module_states"][layer["index"]]     # on the module, not in the DynamicCache
+            real["total_bytes"] += real["module_states"][layer["index"]]
         check = real["config_check"]
         if arch.model_type == "bailing_hybrid":  # BailingHybridConfig reads head_dim as the KDA width, then sets it
             check = [x for x in check if x != {"field": "head_dim", "input": cfg.get("head_dim"),  # to the MLA rope
@@ -233,7 +242,7 @@ def test_tally_of_real_configs():
     """Of the published configs (not the class-default files): how many read exactly, how many refused."""
     real = [c for c in CASES if not c.startswith(DEFAULTS)]
     read = [c for c in real if c not in REFUSED]
-    assert (len(real), len(read), len(real) - len(read)) == (55, 48, 7)
+    assert (len(real), len(read), len(real) - len(read)) == (56, 49, 7)
 
 
 def test_unknown_wrapper_is_refused_not_read_from_its_text_part():
@@ -380,7 +389,8 @@ def test_config_only_estimate_refuses_the_layouts_it_does_not_write():
     for case in (DEFAULTS + "olmo2", DEFAULTS + "cohere", "LGAI-EXAONE__EXAONE-4.0-32B", DEFAULTS + "starcoder2",
                  "databricks__dbrx-instruct", "ibm-granite__granite-swash-2b", DEFAULTS + "olmo_hybrid",
                  DEFAULTS + "zamba2", "inclusionAI__Ling-3.0-tiny", DEFAULTS + "lfm3",
-                 "sapientinc__HRM-Text-1B", DEFAULTS + "aria_text", DEFAULTS + "cohere_compass_text"):
+                 "sapientinc__HRM-Text-1B", DEFAULTS + "aria_text", DEFAULTS + "cohere_compass_text",
+                 "google__recurrentgemma-2b"):
         with pytest.raises(KvMathError, match="estimates checkpoint tensors from config.json only for"):
             estimate_checkpoint(_config(case))
 
@@ -671,3 +681,27 @@ def test_cohere_compass_text_sliding_layers_equal_transformers():
                            ("llama.cpp", "does not price model_type cohere_compass_text")):
         with pytest.raises(KvMathError, match=phrase):
             kvmath.derive(arch, engine=engine, max_ctx=4096)
+
+
+def test_recurrent_gemma_state_and_window_by_hand():
+    """google/recurrentgemma-2b: block_types cycled to 26 layers (attention at 2, 5, ..., 23), every attention layer
+    local over attention_window_size 2048. By hand at 4,096 tokens, one sequence: an RG-LRU layer 2,560 x (4 - 1)
+    x 2 B conv + 2,560 x 4 B state = 25,600 B; an attention layer 2,047 tokens x 1 KV head x 256 x 2 x 2 B + the
+    8-byte window = 2,096,136 B. Engines without an RG-LRU rule refuse it; the Hub's _block_types must agree with
+    block_types (transformers ignores it)."""
+    cfg = _config("google__recurrentgemma-2b")
+    arch = kvmath.load_architecture(cfg)
+    assert [a.index for a in arch.layers_of("sliding_attention")] == [2, 5, 8, 11, 14, 17, 20, 23]
+    d = kvmath.derive(arch, engine="transformers", max_ctx=4096, max_num_seqs=1)
+    per_layer = {i: g.bytes // g.n_layers for g in d.groups for i in g.layers}
+    assert (per_layer[0], per_layer[2]) == (25_600, 2_096_136)
+    assert d.total_bytes == 18 * 25_600 + 8 * 2_096_136
+    for engine in ("vllm", "llama.cpp"):
+        with pytest.raises(KvMathError, match=f"{engine} has no rule for RGLRULayer"):
+            kvmath.derive(arch, engine=engine, max_ctx=4096)
+    for bad, phrase in ((dict(cfg, _block_types=["recurrent", "attention"]), "transformers 5.23 ignores"),
+                        (dict(cfg, block_types=["recurrent", "mamba"]), "block_types must be"),
+                        (dict(cfg, sliding_window=1024), "attention_window_size and its alias sliding_window"),
+                        (dict(cfg, layer_types=["sliding_attention"] * 26), "derives it from block_types")):
+        with pytest.raises(KvMathError, match=phrase):
+            kvmath.load_architecture(bad)

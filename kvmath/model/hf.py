@@ -34,7 +34,7 @@ transformers; vLLM and llama.cpp refuse it). Hybrid and state-space decoders in 
 (``olmo_hybrid``: Gated DeltaNet and full attention), Zamba2 (``zamba2``: Mamba-2 on every layer, a shared attention
 block before it on ``hybrid`` layers), Ling 3.0 (``bailing_hybrid``: KDA and MLA), LFM3 (``lfm3``: short convolutions,
 sliding and full attention), HRM-Text (``hrm_text``: one K/V slot per attention invocation of its H / L
-cycles); the text decoders ``aria_text`` (full GQA) and ``cohere_compass_text`` (full / sliding ``layer_types``).
+cycles), RecurrentGemma (``recurrent_gemma``: RG-LRU blocks and local attention); the text decoders ``aria_text`` (full GQA) and ``cohere_compass_text`` (full / sliding ``layer_types``).
 ``minimax_m3`` (a model_type transformers 5.23 does not build) is
 refused naming the fields a spec would need. Malformed, truncated or contradictory configs raise KvMathError
 (tests/test_fuzz_config.py fuzzes this); counts are bounded by ``MAX_LAYERS`` / ``MAX_INT``.

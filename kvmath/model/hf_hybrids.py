@@ -15,7 +15,7 @@ from ..validate import MAX_LAYERS
 from .hf import _Config, _arch, _family, _head_dim, _kv_heads, _no_window, _window
 from .specs import (
     CONV, FULL, HYBRID, LINEAR, SLIDING, AttentionLayer, AttentionMamba2Layer, GatedDeltaNetLayer, KDALayer,
-    Mamba2Layer, MLALayer, ShortConvLayer,
+    Mamba2Layer, MLALayer, RGLRULayer, ShortConvLayer,
 )
 
 
@@ -325,3 +325,47 @@ def _cohere_compass_text(c: _Config, name: str, source: str):
     layers = [AttentionLayer(i, t, kv, head_dim, head_dim, window if t == SLIDING else None)
               for i, t in enumerate(types)]
     return _arch(r, name, source, layers, heads, engine_refusals=_no_engine_class("cohere_compass_text", "Cohere"))
+
+
+@_family("recurrent_gemma")
+def _recurrent_gemma(c: _Config, name: str, source: str):
+    """RecurrentGemma (``recurrent_gemma``, Google's Griffin models): RG-LRU recurrent blocks and local attention.
+
+    transformers 5.23 ``RecurrentGemmaConfig``: ``block_types`` (default ``recurrent, recurrent, attention``) repeated
+    to ``num_hidden_layers`` (``layers_block_type``: ``recurrent`` -> linear_attention, ``attention`` ->
+    sliding_attention, windowed by ``attention_window_size``, 2048, alias ``sliding_window``); attention
+    ``num_key_value_heads`` (None: the heads) x ``hidden_size // num_attention_heads`` (``__post_init__``; a written
+    ``head_dim`` wins, being no field); recurrent blocks keep a conv state of ``lru_width`` (None: ``hidden_size``)
+    channels over ``conv1d_width - 1`` (class default 4) columns and a float32 ``lru_width`` state
+    (:class:`RGLRULayer`). ``layer_types`` / ``layers_block_type`` is a derived property there: a written one is
+    refused; the Hub's ``_block_types`` (google/recurrentgemma-*) is no field and is ignored, so it must agree with
+    ``block_types``. vLLM, SGLang and llama.cpp have no rule for the RG-LRU kind and refuse it.
+    """
+    n = c.layer_count()
+    for key in ("layer_types", "layers_block_type"):
+        if c.has(key):
+            raise KvMathError(f"recurrent_gemma config sets {key}; RecurrentGemmaConfig derives it from block_types "
+                              "(write block_types instead)")
+    blocks = c.raw("block_types", ["recurrent", "recurrent", "attention"])
+    if not isinstance(blocks, list) or not blocks or any(b not in ("recurrent", "attention") for b in blocks):
+        raise KvMathError("recurrent_gemma block_types must be a non-empty list of 'recurrent' / 'attention'")
+    legacy = c.raw("_block_types")
+    if legacy is not None and legacy != blocks:
+        raise KvMathError(f"recurrent_gemma config sets _block_types {legacy!r}, which transformers 5.23 ignores (it "
+                          f"reads block_types, here {blocks!r}): they must agree")
+    types = (blocks * (n // len(blocks) + 1))[:n]
+    window_keys = [k for k in ("attention_window_size", "sliding_window") if c.has(k)]
+    if len({c.int(k) for k in window_keys}) > 1:
+        raise KvMathError("recurrent_gemma config sets attention_window_size and its alias sliding_window differently")
+    cfg = dict(c.cfg, sliding_window=c.int(window_keys[0]) if window_keys else 2048)
+    r = _Config(cfg, c.model_type)
+    heads, hidden = r.int("num_attention_heads"), r.int("hidden_size")
+    kv = _kv_heads(r, heads)
+    head_dim = r.int("head_dim") if r.has("head_dim") else hidden // heads
+    window = _window(r)
+    lru, kernel = r.int("lru_width", hidden), r.int("conv1d_width", 4)
+    if kernel < 2:
+        raise KvMathError("recurrent_gemma conv1d_width must be >= 2 (its conv state keeps conv1d_width - 1 columns)")
+    layers = [RGLRULayer(i, lru, kernel) if t == "recurrent" else
+              AttentionLayer(i, SLIDING, kv, head_dim, head_dim, window) for i, t in enumerate(types)]
+    return _arch(r, name, source, layers, heads)
