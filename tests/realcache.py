@@ -126,7 +126,7 @@ _DROP_KEYS = (
 _TOKEN_ID_KEYS = ("bos_token_id", "eos_token_id", "pad_token_id")
 # Model types whose hidden_size is part of the cache (state width = expand * hidden_size).
 _HIDDEN_IS_CACHE_RELEVANT = ("mamba", "mamba2", "falcon_mamba", "falcon_h1", "bamba", "granitemoehybrid", "zamba", "zamba2", "jamba",
-                             "lfm2", "lfm2_moe")
+                             "lfm2", "lfm2_moe", "lfm3")
 
 # Layer attributes that are bookkeeping, not cache state.
 _BOOKKEEPING_ATTRS = frozenset(
@@ -142,6 +142,9 @@ _BOOKKEEPING_ATTRS = frozenset(
 )
 
 _TOWER_SUFFIX = "_text"
+# Models whose forward fills a past_key_values it is given but returns a CausalLMOutput without one (transformers
+# 5.23 RecurrentGemmaForCausalLM); their recurrent state lives on the modules (``module_states=True``).
+_CACHE_NOT_RETURNED = ("recurrent_gemma",)
 
 
 def _text_part(config: dict) -> tuple[dict, str | None]:
@@ -449,6 +452,7 @@ def transformers_cache_bytes(
     threads: int | None = None,
     attn_implementation: str | None = None,
     shrink_mla_heads: bool = True,
+    module_states: bool = False,
 ) -> dict:
     """Run a scaled-down random transformers model and measure its cache.
 
@@ -519,7 +523,14 @@ def transformers_cache_bytes(
     gen = torch.Generator().manual_seed(seed)
     ids = torch.randint(0, vocab, (batch, seq_len), generator=gen)
     with torch.no_grad():
-        out = model(input_ids=ids, use_cache=True)
+        if model_type in _CACHE_NOT_RETURNED:  # the model fills a cache it is given but returns none
+            from transformers import DynamicCache
+
+            given = DynamicCache(config=model.config)
+            out = model(input_ids=ids, use_cache=True, past_key_values=given)
+            out.past_key_values = given
+        else:
+            out = model(input_ids=ids, use_cache=True)
         # Mamba-1 models (models/mamba, falcon_mamba) return their cache as ``cache_params``
         key = "cache_params" if getattr(out, "past_key_values", None) is None and \
             getattr(out, "cache_params", None) is not None else "past_key_values"
@@ -528,7 +539,7 @@ def transformers_cache_bytes(
         for _ in range(decode_steps):
             nxt = torch.randint(0, vocab, (batch, 1), generator=gen)
             out = model(input_ids=nxt, use_cache=True, **{key: cache})
-            cache = getattr(out, key)
+            cache = getattr(out, key, None) if model_type not in _CACHE_NOT_RETURNED else cache
     t3 = time.perf_counter()
 
     if cache is None:
@@ -559,8 +570,27 @@ def transformers_cache_bytes(
             },
         }
     )
+    if module_states:
+        res["module_states"] = _module_states(model)
     del model
     return res
+
+
+def _module_states(model) -> dict[int, int]:
+    """Bytes of the state tensors decoder layer i keeps as plain module attributes, outside ``past_key_values``
+    (not parameters or buffers: RecurrentGemma's ``conv1d_state`` and ``rg_lru.recurrent_states``), by layer."""
+    import torch
+
+    layers = getattr(getattr(model, "model", model), "layers", [])
+    out = {}
+    for i, layer in enumerate(layers):
+        total = 0
+        for mod in layer.modules():
+            for name, value in vars(mod).items():
+                if isinstance(value, torch.Tensor) and not name.startswith("_") and value.dim() >= 1:
+                    total += value.numel() * value.element_size()
+        out[i] = total
+    return out
 
 
 def summarize(res: dict) -> list[dict]:

@@ -64,6 +64,13 @@ OVERRIDES = {  # fields transformers needs to build the shrunk model that do not
     # fit its own mrope_section [8, 12, 12]: GLM-4.1V's partial_rotary_factor 0.5 (RoPE only, no cache field)
     DEFAULTS + "glm4v": {"hidden_size": 256, "rope_parameters": {"rope_theta": 10000.0, "rope_type": "default",
                                                                  "partial_rotary_factor": 0.5}},
+    # Ling: 5.23 takes kda_lower_bound as a float only; pad 156892 lies outside the shrunk vocabulary; the KDA heads
+    # are num_attention_heads (BailingHybridConfig), which realcache would cut to 8 as for any MLA model
+    # CohereCompassTextConfig's default rope_parameters {} cannot build the model (one entry per layer type is read)
+    DEFAULTS + "cohere_compass_text": {"rope_parameters": {t: {"rope_type": "default", "rope_theta": 10000.0}
+                                                            for t in ("full_attention", "sliding_attention")}},
+    "inclusionAI__Ling-3.0-tiny": {"kda_lower_bound": -5.0, "pad_token_id": None, "num_attention_heads": 16,
+                                   "num_key_value_heads": 16},
 }
 CASES = sorted(p.stem for p in CONFIGS.glob("*.json"))
 READ = [c for c in CASES if c not in REFUSED]
@@ -130,6 +137,14 @@ def _cut(text: dict) -> None:
         width = text["hidden_size"] // text["num_attention_heads"]
         text.update(num_attention_heads=text["num_key_value_heads"],
                     hidden_size=text["num_key_value_heads"] * width)
+    if mt == "recurrent_gemma":  # 2 heads of the real width (GQA grouping kept), the RG-LRU 256 channels wide
+        width = text.get("head_dim") or text["hidden_size"] // text["num_attention_heads"]
+        group = text["num_attention_heads"] // (text.get("num_key_value_heads") or text["num_attention_heads"])
+        text.update(num_attention_heads=2, num_key_value_heads=max(1, 2 // group), hidden_size=2 * width,
+                    lru_width=256, head_dim=width, attention_window_size=WINDOW)
+    if mt == "hrm_text":  # 1 layer per stack x 2 H cycles x (3 + 1) = 8 cache slots, 2 heads of the real width
+        text.update(num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2)
+        return
     if mt in ("helium", "bitnet"):  # heads x head_dim must stay hidden_size: 4 heads of the real width, same grouping
         width = text.get("head_dim") or text["hidden_size"] // text["num_attention_heads"]
         group = text["num_attention_heads"] // text["num_key_value_heads"]
@@ -145,11 +160,16 @@ def _cut(text: dict) -> None:
     if "num_hidden_layers" not in text and mt in ("llama", "mistral"):  # llava-1.5 / 1.6 sparse text_config
         text["num_hidden_layers"] = 2  # LlamaConfig's other defaults (4096 wide, 32 heads) still shape the cache
     n = text.get("num_hidden_layers")
-    if mt in ("mamba", "falcon_mamba", "jamba", "lfm2", "lfm2_moe") and text.get("hidden_size", 0) > STATE_HIDDEN:
+    if mt in ("mamba", "falcon_mamba", "jamba", "lfm2", "lfm2_moe", "zamba2", "lfm3") and text.get("hidden_size", 0) > STATE_HIDDEN:
         text["hidden_size"] = STATE_HIDDEN
         text.pop("intermediate_size", None) if mt in ("mamba", "falcon_mamba") else None
     if mt in ("mamba2", "falcon_h1", "bamba"):
         _cut_mamba2(text)
+    if mt == "zamba2":  # the derived widths the class writes out follow the cut hidden size (Zamba2Config's rules)
+        text.update(attention_head_dim=2 * text["hidden_size"] // text["num_attention_heads"], chunk_size=16,
+                    head_dim=2 * text["hidden_size"] // text["num_attention_heads"],  # else realcache writes h / heads
+                    mamba_headdim=text["mamba_expand"] * text["hidden_size"] // text["n_mamba_heads"])
+        text.pop("attention_hidden_size", None), text.pop("kv_channels", None), text.pop("hybrid_layer_ids", None)
     cut = 10 if mt == "gemma3n_text" else MAX_LAYERS
     if isinstance(n, int) and n > cut:
         for k, v in list(text.items()):
@@ -193,8 +213,19 @@ def _run(case: str):
         cfg = _test_config(case)
         arch = kvmath.load_architecture(cfg)
         real = transformers_cache_bytes(cfg, batch=BATCH, seq_len=PREFILL, decode_steps=DECODE, dtype=arch.dtype,
-                                        overrides=OVERRIDES.get(case), threads=1)
-        assert real["config_check"] == [], real["config_check"]
+                                        overrides=OVERRIDES.get(case), threads=1,
+                                        module_states=arch.model_type == "recurrent_gemma")
+        for layer in real["layers"] if "module_states" in real else ():  # RecurrentGemma keeps its recurrent state
+            layer["bytes"] += real["module_states"][layer["index"]]     # on the module, not in the DynamicCache
+            real["total_bytes"] += real["module_states"][layer["index"]]
+        check = real["config_check"]
+        if arch.model_type == "bailing_hybrid":  # BailingHybridConfig reads head_dim as the KDA width, then sets it
+            check = [x for x in check if x != {"field": "head_dim", "input": cfg.get("head_dim"),  # to the MLA rope
+                                               "built": cfg.get("qk_rope_head_dim")}]      # width (its __post_init__)
+        if arch.model_type == "hrm_text":  # HrmTextConfig rewrites the per-stack depth to the cache slots it fills
+            check = [x for x in check if x != {"field": "num_hidden_layers", "input": cfg["num_hidden_layers"],
+                                               "built": arch.num_hidden_layers}]
+        assert check == [], check
         d = kvmath.derive(arch, engine="transformers", max_ctx=PREFILL + DECODE, max_num_seqs=BATCH)
         _RUNS[case] = (arch, real, d)
     return _RUNS[case]
@@ -223,7 +254,7 @@ def test_tally_of_real_configs():
     """Of the published configs (not the class-default files): how many read exactly, how many refused."""
     real = [c for c in CASES if not c.startswith(DEFAULTS)]
     read = [c for c in real if c not in REFUSED]
-    assert (len(real), len(read), len(real) - len(read)) == (57, 50, 7)
+    assert (len(real), len(read), len(real) - len(read)) == (60, 53, 7)
 
 
 def test_unknown_wrapper_is_refused_not_read_from_its_text_part():
@@ -408,7 +439,10 @@ def test_config_only_estimate_refuses_the_layouts_it_does_not_write():
     from kvmath.model.checkpoint import estimate_checkpoint
 
     for case in (DEFAULTS + "olmo2", DEFAULTS + "cohere", "LGAI-EXAONE__EXAONE-4.0-32B", DEFAULTS + "starcoder2",
-                 "databricks__dbrx-instruct", "ibm-granite__granite-swash-2b"):
+                 "databricks__dbrx-instruct", "ibm-granite__granite-swash-2b", DEFAULTS + "olmo_hybrid",
+                 DEFAULTS + "zamba2", "inclusionAI__Ling-3.0-tiny", DEFAULTS + "lfm3",
+                 "sapientinc__HRM-Text-1B", DEFAULTS + "aria_text", DEFAULTS + "cohere_compass_text",
+                 "google__recurrentgemma-2b"):
         with pytest.raises(KvMathError, match="estimates checkpoint tensors from config.json only for"):
             estimate_checkpoint(_config(case))
 
@@ -476,7 +510,9 @@ def test_granite_swa_default_layer_types_are_the_published_pattern():
     ("ibm-granite__granite-swash-2b", "llama.cpp"), (DEFAULTS + "granitemoe_swa", "llama.cpp"),
     (DEFAULTS + "ministral", "llama.cpp"), ("EleutherAI__gpt-neo-125M", "vllm"),
     ("EleutherAI__gpt-neo-125M", "llama.cpp"), (DEFAULTS + "codegen", "vllm"),
-    (DEFAULTS + "codegen", "llama.cpp")])
+    (DEFAULTS + "codegen", "llama.cpp"), (DEFAULTS + "olmo_hybrid", "llama.cpp"),
+    ("inclusionAI__Ling-3.0-tiny", "llama.cpp"), (DEFAULTS + "lfm3", "llama.cpp"),
+    (DEFAULTS + "aria_text", "llama.cpp")])
 def test_engines_refuse_a_family_whose_source_was_not_read(case, engine):
     arch = kvmath.load_architecture(_config(case))
     with pytest.raises(KvMathError, match=f"{engine}: kvmath does not price model_type") as e:
@@ -714,3 +750,163 @@ def test_wrappers_kvmath_does_not_read_are_refused_naming_why():
     with pytest.raises(KvMathError, match="cross_attention_layers cache the image") as e:
         kvmath.load_architecture(cfg)
     assert "\n" not in str(e.value) and "known wrappers" not in str(e.value)
+
+
+# --- fifth batch (hybrid / state-space decoders) ----------------------------------------------------------------
+
+
+def test_olmo_hybrid_vllm_state_by_hand_and_head_dim_vllm_does_not_read():
+    """OlmoHybridConfig's defaults: vLLM 0.24 (olmo_hybrid.py, gated_delta_net_state_shape) keeps per sequence and
+    Gated DeltaNet layer a conv state of (kernel 4 - 1) x (2 x 30 x 96 + 30 x 192) and a 30 x 96 x 192 state, both
+    bf16: 3 x 11,520 x 2 + 552,960 x 2 = 1,175,040 B (by hand). A written head_dim other than hidden_size /
+    num_attention_heads is what transformers caches but not vLLM (it computes hidden // heads): refused there."""
+    cfg = _config(DEFAULTS + "olmo_hybrid")
+    arch = kvmath.load_architecture(cfg)
+    assert arch.layer_type_counts() == {"linear_attention": 24, "full_attention": 8}
+    v = kvmath.derive(arch, engine="vllm", max_ctx=4096)
+    assert "(page padded from 1,175,040 B" in next(g.description for g in v.groups if g.kind == "gdn")
+    with pytest.raises(KvMathError, match="not head_dim 64") as e:
+        kvmath.derive(kvmath.load_architecture(dict(cfg, head_dim=64)), engine="vllm", max_ctx=4096)
+    assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("cfg,phrase", [
+    (_edit(DEFAULTS + "zamba2", head_dim=64), "attention_head_dim 160 and its alias head_dim 64"),
+    (_edit(DEFAULTS + "zamba2", layers_block_type=None, num_hidden_layers=8), "no layers_block_type"),
+    (_edit(DEFAULTS + "zamba2", layers_block_type=["mamba"] * 53 + ["attention"]), "contains full_attention; Zamba2Model builds only"),
+    (_edit(DEFAULTS + "zamba2", mamba_headdim=64), "n_mamba_heads 8 x mamba_headdim 64 must equal"),
+    (_edit(DEFAULTS + "zamba2", sliding_window=4096), "sets sliding_window 4096"),
+    (_edit(DEFAULTS + "olmo_hybrid", layer_types=["linear_attention"] * 32), "at least one linear_attention and one"),
+    (_edit(DEFAULTS + "olmo_hybrid", linear_num_key_heads=7), "not a multiple of linear_num_key_heads 7"),
+    (_edit(DEFAULTS + "aria_text", sliding_window=4096), "AriaTextConfig does not define"),
+    (_edit(DEFAULTS + "aria_text", hidden_size=4001), "not a multiple of num_attention_heads"),
+    (dict(_config(DEFAULTS + "cohere_compass_text"), sliding_window=None, layer_types=["sliding_attention"] * 40),
+     "sliding_window null but has sliding_attention"),
+])
+def test_hybrid_configs_that_would_be_guessed_are_refused(cfg, phrase):
+    with pytest.raises(KvMathError, match=phrase) as e:
+        kvmath.load_architecture(cfg)
+    assert "\n" not in str(e.value)
+
+
+def test_zamba2_legacy_block_names_and_engines():
+    """Zamba2Config remaps the legacy ``mamba`` name to linear_attention (configuration_utils.py
+    remap_legacy_layer_types): the Hub's ['mamba', ..., 'hybrid'] lists read as the class default's layers. vLLM has
+    no rule for a layer holding attention and a Mamba-2 state side by side; llama.cpp's source was not read."""
+    cfg = _config(DEFAULTS + "zamba2")
+    legacy = dict(cfg, layers_block_type=["mamba" if t == "linear_attention" else t for t in cfg["layers_block_type"]])
+    assert kvmath.load_architecture(legacy).layers == kvmath.load_architecture(cfg).layers
+    arch = kvmath.load_architecture(cfg)
+    hybrid = arch.layers[6]
+    assert (hybrid.attention.num_kv_heads, hybrid.attention.head_dim, hybrid.mamba.num_heads, hybrid.mamba.head_dim) \
+        == (32, 160, 8, 640)
+    with pytest.raises(KvMathError, match="vllm has no rule for AttentionMamba2Layer"):
+        kvmath.derive(arch, engine="vllm", max_ctx=4096)
+    with pytest.raises(KvMathError, match="llama.cpp: kvmath does not price model_type zamba2"):
+        kvmath.derive(arch, engine="llama.cpp", max_ctx=4096)
+
+
+def test_bailing_hybrid_kda_widths_as_the_config_class_sets_them():
+    """BailingHybridConfig.__post_init__ (5.23): KDA heads x width = num_attention_heads x head_dim unless
+    linear_num_heads / linear_head_dim are written (a config transformers saved: head_dim 64 = qk_rope_head_dim,
+    linear_head_dim 128), MLA every layer_group_size-th layer. Ling-3.0-tiny: 16 x 128, MLA at 3, 7, ..., 23.
+    By hand per sequence: KDA conv 3 x 16 x 128 x 4 x 2 B + state 16 x 128 x 128 x 4 B = 1,097,728 B."""
+    cfg = _config("inclusionAI__Ling-3.0-tiny")
+    arch = kvmath.load_architecture(cfg)
+    assert [a.index for a in arch.layers_of("full_attention")] == [3, 7, 11, 15, 19, 23]
+    assert (arch.layers[0].num_heads, arch.layers[0].head_dim, arch.mtp_num_hidden_layers) == (16, 128, 1)
+    d = kvmath.derive(arch, engine="transformers", max_ctx=1, max_num_seqs=1)
+    assert next(g.bytes // g.n_layers for g in d.groups if g.kind == "kda") == 1_097_728
+    saved = dict(cfg, head_dim=64, linear_head_dim=128, linear_num_heads=16)
+    assert kvmath.load_architecture(saved).layers == arch.layers
+    with pytest.raises(KvMathError, match="vLLM 0.24 registers no BailingHybrid"):
+        kvmath.derive(arch, engine="vllm", max_ctx=4096)
+
+
+def test_lfm3_sparse_config_reads_lfm3_config_class_defaults():
+    """A config that leaves the cache keys out is read with Lfm3Config's own defaults (the class-defaults file,
+    written by transformers 5.23's to_dict, is the independent side): 4 KV heads (not the 16 heads) x 128, window
+    256, conv kernel 7; layers 2, 6, ... full, 4, 8, ... sliding, the rest conv. A null window with sliding layers
+    and the engines without an LFM3 rule are refused in one line."""
+    full = _config(DEFAULTS + "lfm3")
+    sparse = {k: full[k] for k in ("model_type", "num_hidden_layers", "hidden_size")}
+    arch = kvmath.load_architecture(sparse)
+    assert arch.layers == kvmath.load_architecture(full).layers
+    assert [a.index for a in arch.layers_of("full_attention")] == [2, 6, 10, 14, 18, 22]
+    assert [a.index for a in arch.layers_of("sliding_attention")] == [4, 8, 12, 16, 20]
+    assert {(a.num_kv_heads, a.head_dim) for a in arch.attention_layers()} == {(4, 128)}
+    assert {a.sliding_window for a in arch.layers_of("sliding_attention")} == {256}
+    assert {(a.width, a.conv_kernel) for a in arch.layers_of("conv")} == {(2048, 7)}
+    with pytest.raises(KvMathError, match="sets sliding_window null but has sliding_attention layers"):
+        kvmath.load_architecture(dict(full, sliding_window=None))
+    with pytest.raises(KvMathError, match="vLLM 0.24 registers no LFM3"):
+        kvmath.derive(arch, engine="vllm", max_ctx=4096)
+
+
+def test_hrm_text_caches_one_slot_per_attention_invocation():
+    """sapientinc/HRM-Text-1B: 16 layers per stack, H_cycles 2, L_cycles 3 -> 16 x 2 x (3 + 1) = 128 cache slots
+    (HrmTextConfig.__post_init__), each 12 heads x 128 (MHA). By hand per token: 128 x 12 x 128 x 2 (K, V) x 2 B =
+    786,432 B. Saved by transformers (num_layers_per_stack 16, num_hidden_layers 128) it reads the same; a saved
+    pair that disagrees, a window HrmTextConfig does not define, and the engines not read are refused."""
+    cfg = _config("sapientinc__HRM-Text-1B")
+    arch = kvmath.load_architecture(cfg)
+    assert arch.num_hidden_layers == 128
+    assert kvmath.derive(arch, engine="transformers", max_ctx=1000, max_num_seqs=1).total_bytes == 1000 * 786_432
+    saved = dict(cfg, num_layers_per_stack=16, num_hidden_layers=128)
+    assert kvmath.load_architecture(saved).layers == arch.layers
+    for bad, phrase in ((dict(cfg, num_layers_per_stack=16), "num_hidden_layers 16 is not num_layers_per_stack 16"),
+                        (dict(cfg, sliding_window=512), "sets sliding_window"),
+                        (dict(cfg, num_key_value_heads=4), "caches every head")):
+        with pytest.raises(KvMathError, match=phrase):
+            kvmath.load_architecture(bad)
+    for engine in ("vllm", "llama.cpp"):
+        with pytest.raises(KvMathError, match=f"{engine}: kvmath does not price model_type hrm_text"):
+            kvmath.derive(arch, engine=engine, max_ctx=4096)
+
+
+def test_cohere_compass_text_sliding_layers_equal_transformers():
+    """CohereCompassTextConfig's defaults with 3 sliding : 1 full layer_types, window 16, 8 layers: the sliding layers
+    keep the last 15 tokens (plus the int64 window), the full ones all 43, layer by layer as transformers holds them.
+    By hand, a full layer: 64 KV heads x 128 x 2 (K, V) x 2 B x 43 tokens x 2 sequences = 2,818,048 B. Without
+    layer_types every layer is full (its sliding_window_pattern fallback never runs in 5.23)."""
+    cfg = _config(DEFAULTS + "cohere_compass_text")
+    assert kvmath.load_architecture(dict(cfg, layer_types=None, sliding_window_pattern=4)).layer_type_counts() == \
+        {"full_attention": 40}
+    types = ["sliding_attention"] * 3 + ["full_attention"]
+    cfg = dict(cfg, num_hidden_layers=8, layer_types=types * 2, sliding_window=WINDOW)
+    arch = kvmath.load_architecture(cfg)
+    real = transformers_cache_bytes(cfg, batch=BATCH, seq_len=PREFILL, decode_steps=DECODE, dtype=arch.dtype,
+                                    overrides=OVERRIDES[DEFAULTS + "cohere_compass_text"], threads=1)
+    assert real["config_check"] == []
+    d = kvmath.derive(arch, engine="transformers", max_ctx=PREFILL + DECODE, max_num_seqs=BATCH)
+    per_layer = {i: g.bytes // g.n_layers for g in d.groups for i in g.layers}
+    assert {layer["index"]: layer["bytes"] for layer in real["layers"]} == per_layer
+    assert per_layer[3] == 64 * 128 * 2 * 2 * 43 * 2
+    for engine, phrase in (("vllm", "registers no Cohere text-only model class"),
+                           ("llama.cpp", "does not price model_type cohere_compass_text")):
+        with pytest.raises(KvMathError, match=phrase):
+            kvmath.derive(arch, engine=engine, max_ctx=4096)
+
+
+def test_recurrent_gemma_state_and_window_by_hand():
+    """google/recurrentgemma-2b: block_types cycled to 26 layers (attention at 2, 5, ..., 23), every attention layer
+    local over attention_window_size 2048. By hand at 4,096 tokens, one sequence: an RG-LRU layer 2,560 x (4 - 1)
+    x 2 B conv + 2,560 x 4 B state = 25,600 B; an attention layer 2,047 tokens x 1 KV head x 256 x 2 x 2 B + the
+    8-byte window = 2,096,136 B. Engines without an RG-LRU rule refuse it; the Hub's _block_types must agree with
+    block_types (transformers ignores it)."""
+    cfg = _config("google__recurrentgemma-2b")
+    arch = kvmath.load_architecture(cfg)
+    assert [a.index for a in arch.layers_of("sliding_attention")] == [2, 5, 8, 11, 14, 17, 20, 23]
+    d = kvmath.derive(arch, engine="transformers", max_ctx=4096, max_num_seqs=1)
+    per_layer = {i: g.bytes // g.n_layers for g in d.groups for i in g.layers}
+    assert (per_layer[0], per_layer[2]) == (25_600, 2_096_136)
+    assert d.total_bytes == 18 * 25_600 + 8 * 2_096_136
+    for engine in ("vllm", "llama.cpp"):
+        with pytest.raises(KvMathError, match=f"{engine} has no rule for RGLRULayer"):
+            kvmath.derive(arch, engine=engine, max_ctx=4096)
+    for bad, phrase in ((dict(cfg, _block_types=["recurrent", "attention"]), "transformers 5.23 ignores"),
+                        (dict(cfg, block_types=["recurrent", "mamba"]), "block_types must be"),
+                        (dict(cfg, sliding_window=1024), "attention_window_size and its alias sliding_window"),
+                        (dict(cfg, layer_types=["sliding_attention"] * 26), "derives it from block_types")):
+        with pytest.raises(KvMathError, match=phrase):
+            kvmath.load_architecture(bad)

@@ -32,12 +32,13 @@ from ..formats import DTYPE_BYTES, KVFormat
 from ..model.specs import FULL, LINEAR, SLIDING, Architecture
 
 GROUP_KINDS = ("attention", "mla", "gdn", "mamba2", "kda", "mamba1", "conv", "lightning", "none", "padding",
-               "compressed")
+               "compressed", "rglru")
 """``LayerGroup.kind`` values: softmax attention, MLA latent, Gated DeltaNet, Mamba-2, Kimi Delta
 Attention state, Mamba-1 state, short-conv state (LFM2), lightning-attention state (MiniMax-Text-01), blocks
 without a cache (a Falcon-H1 hybrid layer gives an attention group and a Mamba-2 group over the same index), vLLM's
-padding layers (empty group slots that still take their share of every block), and ``compressed``: DeepSeek-V4's
-window plus compressor tensors (transformers only)."""
+padding layers (empty group slots that still take their share of every block), ``compressed``: DeepSeek-V4's
+window plus compressor tensors (transformers only), and ``rglru``: RecurrentGemma's conv and RG-LRU state
+(transformers only)."""
 
 
 @dataclass(frozen=True)
@@ -454,6 +455,7 @@ def merge_empty(groups: list[LayerGroup]) -> tuple[LayerGroup, ...]:
 
 UNCHECKED_MODEL_TYPES = {
     "vllm": {
+        "hrm_text": "vLLM 0.24's hrm_text.py (how it lays out the H / L cycles' caches) was not read",
         "gpt_neo": "vLLM 0.24 has no GPT-Neo model file, and whether its Transformers backend serves GPT-Neo's "
                    "mask-windowed local layers was not read",
         "codegen": "vLLM 0.24 has no CodeGen model file, and whether its Transformers backend serves CodeGen was "
@@ -465,6 +467,13 @@ UNCHECKED_MODEL_TYPES = {
         "granite_swa": "its sliding-window pattern in llama.cpp (b10514, ggml-org/llama.cpp#25505) was not read",
         "granitemoe_swa": "its sliding-window pattern in llama.cpp (b10514, ggml-org/llama.cpp#25505) was not read",
         "ministral": "which llama.cpp converter takes this type, and whether it keeps the window, was not read",
+        "olmo_hybrid": "no llama.cpp architecture for OLMo Hybrid (Gated DeltaNet + attention) was read",
+        "zamba2": "no llama.cpp architecture for Zamba2 (shared attention blocks over Mamba-2) was read",
+        "bailing_hybrid": "no llama.cpp architecture for Ling 3.0 (bailing_hybrid: KDA + MLA) was read",
+        "lfm3": "no llama.cpp architecture for LFM3 (short convolutions, sliding and full attention) was read",
+        "hrm_text": "no llama.cpp architecture for HRM-Text was read",
+        "aria_text": "no llama.cpp architecture for Aria's text decoder was read",
+        "cohere_compass_text": "no llama.cpp architecture for Cohere Compass's text decoder was read",
     },
 }
 """engine -> {model_type: why} for families whose layers kvmath reads exactly (transformers' rules) but whose

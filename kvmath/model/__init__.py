@@ -8,5 +8,6 @@ from .specs import *  # noqa: F403  (the spec classes, Architecture and the laye
 from .hf import supported_model_types
 from . import hf_families  # noqa: F401  (registers the remaining families in hf's table; kvmath.model.hf
                            # is always imported through this package, so every reader sees them)
+from . import hf_hybrids  # noqa: F401  (hybrid / state-space families, registered the same way)
 
 __all__ = ["load_architecture", "supported_model_types", *specs.__all__]

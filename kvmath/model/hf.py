@@ -33,7 +33,12 @@ the vision tower's size; any other outer ``model_type`` holding a ``text_config`
 layout); Arcee Trinity (``afmoe``: 3 sliding to 1 full, written ``layer_types``), Granite SWA (``granite_swa``,
 ``granitemoe_swa``: full every 4th layer from layer 0), ``ministral`` (one window for every layer, or
 ``layer_types``), ``gpt_neo`` (its local layers windowed by the mask only: every layer caches every token in
-transformers; vLLM and llama.cpp refuse it). ``minimax_m3`` (a model_type transformers 5.23 does not build) is
+transformers; vLLM and llama.cpp refuse it). Hybrid and state-space decoders in ``hf_hybrids``: OLMo Hybrid
+(``olmo_hybrid``: Gated DeltaNet and full attention), Zamba2 (``zamba2``: Mamba-2 on every layer, a shared attention
+block before it on ``hybrid`` layers), Ling 3.0 (``bailing_hybrid``: KDA and MLA), LFM3 (``lfm3``: short convolutions,
+sliding and full attention), HRM-Text (``hrm_text``: one K/V slot per attention invocation of its H / L
+cycles), RecurrentGemma (``recurrent_gemma``: RG-LRU blocks and local attention); the text decoders ``aria_text`` (full GQA) and ``cohere_compass_text`` (full / sliding ``layer_types``).
+``minimax_m3`` (a model_type transformers 5.23 does not build) is
 refused naming the fields a spec would need. Malformed, truncated or contradictory configs raise KvMathError
 (tests/test_fuzz_config.py fuzzes this); counts are bounded by ``MAX_LAYERS`` / ``MAX_INT``.
 """
@@ -275,6 +280,23 @@ _NEEDED_DEFAULT = "layer_types, num_key_value_heads, head_dim, sliding_window, a
 _NEEDED_FIELDS = {
     # known architectures kvmath has no rules for, with the fields their cache depends on
     "rwkv": "an RWKV state per layer (hidden_size, attention_hidden_size, num_hidden_layers); it has no KV cache",
+    # transformers 5.23 types read but not given a rule (issue 20's fifth batch): what their caches hold beyond K/V
+    "xlstm": ("an mLSTM state per block (transformers' xLSTMCache: C, n and m per head in inference_state_dtype, "
+              "from num_heads, qk_dim_factor, v_dim_factor, embedding_dim); it has no KV cache and kvmath no spec"),
+    "zamba": ("hybrid layers holding a shared attention block's K/V beside a Mamba-1 state split over n_mamba_heads "
+              "(layers_block_type, attn_layer_period / attn_layer_offset, mamba_d_state, mamba_d_conv, mamba_expand); "
+              "kvmath has no spec for attention beside a Mamba-1 state"),
+    "zaya": ("CCA conv and delayed-value states beside K/V on its hybrid / hybrid_sliding layers (layer_types, "
+             "cca_time0, cca_time1, sliding_window), for which kvmath has no spec"),
+    "inkling_text": "its hybrid / hybrid_sliding layer_types, whose cache layers kvmath has not read",
+    "inkling2_text": "its hybrid / hybrid_sliding layer_types, whose cache layers kvmath has not read",
+    "dots3_note_text": ("indexed_attention layers that keep an indexer key cache beside K/V (layer_types, the indexer "
+                        "widths), which kvmath has not read for this family"),
+    "minimax_m3_vl_text": ("its minimax_m3_sparse layers keep a block-indexer key cache beside K/V "
+                           "(MiniMaxM3VLSparseCacheLayer, sparse_attention_config), for which kvmath has no spec"),
+    "gemma4_unified_text": ("Gemma 4 layers whose window Gemma4UnifiedTextConfig can halve (use_bidirectional_attention) "
+                            "and whose full layers take global widths per layer; its rule was not written"),
+    "gemma4_assistant": "a Gemma 4 drafter (assistant) model whose cache layout kvmath has not read",
     # MiniMax-M3's published config.json (MiniMaxM3ForCausalLM, remote code): transformers 5.23 has no minimax_m3,
     # only minimax_m3_vl / minimax_m3_vl_text, and does not map one onto the other; vLLM 0.24 registers
     # MiniMaxM3SparseForCausalLM and caches an indexer key beside K/V on the sparse layers

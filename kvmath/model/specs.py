@@ -440,6 +440,29 @@ class CompressedAttentionLayer:
 
 
 @dataclass(frozen=True)
+class RGLRULayer:
+    """A Griffin / RecurrentGemma recurrent block (``recurrent`` in ``block_types``): a causal conv over ``lru_width``
+    channels and the RG-LRU's hidden state, ``lru_width`` elements per sequence (De et al., "Griffin", 2024;
+    transformers 5.23 models/recurrent_gemma ``RecurrentGemmaRecurrentBlock``: ``conv1d_state [B, lru_width,
+    conv1d_width - 1]`` in the activation dtype, ``rg_lru.recurrent_states [B, lru_width]`` in float32). transformers
+    keeps both on the module, not in the ``DynamicCache``. An engine without a rule for this kind refuses it."""
+
+    kind: ClassVar[str] = "rglru"
+
+    index: int
+    lru_width: int
+    conv_kernel: int
+    layer_type: str = LINEAR
+
+    @property
+    def owns_cache(self) -> bool:
+        return True
+
+    def describe(self) -> str:
+        return f"RG-LRU: {self.lru_width} channels, conv width {self.conv_kernel}"
+
+
+@dataclass(frozen=True)
 class VisionTower:
     """The vision encoder's size, as its ``vision_config`` states it (0 where the config does not say).
 
@@ -463,10 +486,10 @@ class VisionTower:
 
 LayerSpec = (AttentionLayer | GatedDeltaNetLayer | MLALayer | Mamba2Layer | KDALayer | NoCacheLayer
              | ChunkedAttentionLayer | Mamba1Layer | ShortConvLayer | DSALayer | AttentionMamba2Layer | LightningLayer
-             | CompressedAttentionLayer)
+             | CompressedAttentionLayer | RGLRULayer)
 LAYER_KINDS = (AttentionLayer, GatedDeltaNetLayer, MLALayer, Mamba2Layer, KDALayer, NoCacheLayer,
                ChunkedAttentionLayer, Mamba1Layer, ShortConvLayer, DSALayer, AttentionMamba2Layer, LightningLayer,
-               CompressedAttentionLayer)
+               CompressedAttentionLayer, RGLRULayer)
 """Every layer spec class. Engines never name them: they key their rules by the class's ``kind``
 (``Engine.rules``) and refuse a kind they have no rule for (``engines.base.require_kinds``)."""
 StateLayer = GatedDeltaNetLayer | Mamba2Layer | KDALayer

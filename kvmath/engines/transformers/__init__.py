@@ -16,7 +16,9 @@ head_dim]`` in float32. MLP/MoE-only blocks get a ``DummyLayer`` holding nothing
 (models/falcon_h1, ``LinearAttentionAndFullAttentionLayer``) hold both the attention keys / values and the
 Mamba-2 conv and SSM states; they are reported as two groups (attention, Mamba-2) over the same layer index.
 MiniMax-Text-01's lightning layers (models/minimax ``MiniMaxCache.linear_cache``) keep one ``[B, heads,
-head_dim, head_dim]`` state in the model dtype, its full-attention layers a ``DynamicLayer``. The allocation is
+head_dim, head_dim]`` state in the model dtype, its full-attention layers a ``DynamicLayer``. RecurrentGemma's
+RG-LRU blocks keep a conv state ``[B, lru_width, conv1d_width - 1]`` (model dtype) and a ``[B, lru_width]`` float32
+state as module attributes beside the cache (models/recurrent_gemma). The allocation is
 these tensors layer by layer; tests/test_realcache.py builds the real caches on the CPU and compares.
 """
 
@@ -89,7 +91,8 @@ class TransformersEngine(Engine):
     setting_names = ()
     rules = {"attention": "_attention", "mla": "_mla", "gdn": "_gdn", "mamba2": "_mamba2", "kda": "_kda",
              "none": "_none", "chunked": "_chunked", "dsa": "_dsa", "mamba1": "_mamba1", "conv": "_short_conv",
-             "attention_mamba2": "_attention_mamba2", "lightning": "_lightning", "compressed": "_compressed"}
+             "attention_mamba2": "_attention_mamba2", "lightning": "_lightning", "compressed": "_compressed",
+             "rglru": "_rglru"}
 
     def settings(self, arch, *, max_ctx, max_num_seqs, tp, kv_format, cache_type_k=None, cache_type_v=None, **kw):
         if cache_type_k is not None or cache_type_v is not None:
@@ -178,6 +181,14 @@ class TransformersEngine(Engine):
         # dtype=value_states.dtype), stored by MiniMaxCache.set_linear_cache; no conv state
         return LayerCache(layer.index, "lightning", state=(
             StateTensor("linear_cache", (layer.num_heads, layer.head_dim, layer.head_dim), arch.dtype),))
+
+    def _rglru(self, layer, arch, s, fmt):
+        # RecurrentGemmaRecurrentBlock (module attributes, not the DynamicCache): conv1d_state [B, lru_width,
+        # conv1d_width - 1] in the activation dtype (the prefill pads / crops x_branch to width - 1 columns) and
+        # rg_lru.recurrent_states [B, lru_width] in float32
+        return LayerCache(layer.index, "rglru", state=(
+            StateTensor("conv1d_state", (layer.lru_width, layer.conv_kernel - 1), arch.dtype),
+            StateTensor("recurrent_states", (layer.lru_width,), "float32")))
 
     def _none(self, layer, arch, s, fmt):
         return LayerCache(layer.index, "none")
