@@ -30,7 +30,13 @@ other outer ``model_type`` holding a ``text_config`` is refused. Older layouts: 
 layout); Arcee Trinity (``afmoe``: 3 sliding to 1 full, written ``layer_types``), Granite SWA (``granite_swa``,
 ``granitemoe_swa``: full every 4th layer from layer 0), ``ministral`` (one window for every layer, or
 ``layer_types``), ``gpt_neo`` (its local layers windowed by the mask only: every layer caches every token in
-transformers; vLLM and llama.cpp refuse it). ``minimax_m3`` (a model_type transformers 5.23 does not build) is
+transformers; vLLM and llama.cpp refuse it). Batch D, with their config classes' defaults for absent keys: full
+attention in ``solar_open``, ``hy_v3``, ``iquestcoder``, ``jais2``, ``diffllama``, ``doge``, ``jetmoe``
+(``num_key_value_heads`` x ``kv_channels``), and every head in ``xglm``, ``biogpt``, ``ctrl``,
+``gpt_neox_japanese``; full / sliding by each class's own rule in ``dots1``, ``exaone_moe``, ``cohere2_moe``,
+``cwm``, ``vaultgemma``, ``laguna``, ``mellum``, and ``afmoe`` without ``layer_types``; MLA latents in
+``minicpm3``, ``youtu`` and ``longcat_flash`` (two MLA sublayers per decoder layer). ``openai-gpt`` (GPT-1 keeps no
+cache) is refused. ``minimax_m3`` (a model_type transformers 5.23 does not build) is
 refused naming the fields a spec would need. Malformed, truncated or contradictory configs raise KvMathError
 (tests/test_fuzz_config.py fuzzes this); counts are bounded by ``MAX_LAYERS`` / ``MAX_INT``.
 """
@@ -204,6 +210,8 @@ def _vision_tower(cfg: dict) -> "VisionTower | None":
 
 _NEEDED_DEFAULT = "layer_types, num_key_value_heads, head_dim, sliding_window, and any state fields"
 _NEEDED_FIELDS = {
+    # GPT-1: transformers 5.23's OpenAIGPTModel takes no past_key_values and returns none (modeling_openai.py)
+    "openai-gpt": "a KV cache: transformers 5.23's OpenAIGPTModel (GPT-1) keeps none, so there is no cache to size",
     # known architectures kvmath has no rules for, with the fields their cache depends on
     "rwkv": "an RWKV state per layer (hidden_size, attention_hidden_size, num_hidden_layers); it has no KV cache",
     # MiniMax-M3's published config.json (MiniMaxM3ForCausalLM, remote code): transformers 5.23 has no minimax_m3,
