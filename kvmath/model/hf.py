@@ -34,8 +34,9 @@ transformers; vLLM and llama.cpp refuse it). Batch D, with their config classes'
 attention in ``solar_open``, ``hy_v3``, ``iquestcoder``, ``jais2``, ``diffllama``, ``doge``, ``jetmoe``
 (``num_key_value_heads`` x ``kv_channels``), and every head in ``xglm``, ``biogpt``, ``ctrl``,
 ``gpt_neox_japanese``; full / sliding by each class's own rule in ``dots1``, ``exaone_moe``, ``cohere2_moe``,
-``cwm``, ``vaultgemma``, ``laguna``, ``mellum``, and ``afmoe`` without ``layer_types``; MLA latents in
-``minicpm3``, ``youtu`` and ``longcat_flash`` (two MLA sublayers per decoder layer). ``openai-gpt`` (GPT-1 keeps no
+``cwm``, ``vaultgemma``, ``laguna``, ``mellum``, ``flint``, ``kolibri1``, and ``afmoe`` without ``layer_types``;
+MLA latents in ``minicpm3``, ``youtu``, ``axk1`` and ``longcat_flash`` (two MLA sublayers per decoder layer); MLA
+with the DSA indexer in ``axk2`` and ``hy_v4`` (its ``shared`` layers cache no indexer keys). ``openai-gpt`` (GPT-1 keeps no
 cache) is refused. ``minimax_m3`` (a model_type transformers 5.23 does not build) is
 refused naming the fields a spec would need. Malformed, truncated or contradictory configs raise KvMathError
 (tests/test_fuzz_config.py fuzzes this); counts are bounded by ``MAX_LAYERS`` / ``MAX_INT``.

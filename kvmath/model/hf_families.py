@@ -1299,7 +1299,8 @@ def _exaone_moe(c: _Config, name: str, source: str):
     null ``sliding_window`` (the class then sets the pattern to 0 and takes ``(i + 1) % 0``) fails in transformers:
     refused. Head width ``getattr(config, "head_dim", hidden_size // num_attention_heads)``. vLLM 0.24
     (models/exaone_moe.py: ``Exaone4Attention``, window iff ``config.layer_types[i]`` is sliding, the same head
-    width) is priced generically; llama.cpp is refused."""
+    width) is priced generically when the config writes ``is_moe_layer`` (the published ones do; vLLM's layers
+    read it), and refused without it; llama.cpp is refused."""
     c = _class_filled(c, {"num_key_value_heads": 32, "sliding_window": 4096, "sliding_window_pattern": 4})
     if c.raw("layer_types") is None:
         pattern = c.raw("sliding_window_pattern")
@@ -1311,8 +1312,12 @@ def _exaone_moe(c: _Config, name: str, source: str):
             raise KvMathError(f"exaone_moe config has sliding_window_pattern {pattern!r} and no layer_types; "
                               "transformers 5.23 reads an integer pattern: write layer_types")
     p = c.int("sliding_window_pattern", 4, maximum=MAX_LAYERS) if c.raw("layer_types") is None else 1
+    moe = c.raw("is_moe_layer")
+    engines = ("llama.cpp",) if isinstance(moe, list) and len(moe) == c.layer_count() else ("vllm", "llama.cpp")
+    why = ("vLLM 0.24 models/exaone_moe.py reads config.is_moe_layer (one flag per layer), which this config does not "
+           "write (transformers' ExaoneMoeConfig derives mlp_layer_types instead): vLLM cannot build it")
     return _typed_filled(c, name, source, lambda n: [SLIDING if (i + 1) % p else FULL for i in range(n)],
-                         _engines_unread(c, "llama.cpp"))
+                         _engines_unread(c, *engines, why=why))
 
 
 @_family("cohere2_moe")
@@ -1526,4 +1531,72 @@ def _old_mha(c: _Config, name: str, source: str):
     r = _Config(cfg, c.model_type)
     cfg["head_dim"] = _head_dim(r)
     arch = _full_only(_Config(cfg, c.model_type), name, source)
+    return replace(arch, engine_refusals=_engines_unread(c, "vllm", "llama.cpp", why=_NO_VLLM_FILE))
+
+
+@_family("axk1")
+def _axk1(c: _Config, name: str, source: str):
+    """A.X K1 (``axk1``): MLA on every layer, the latent ``kv_nope`` ``[B, 1, T, kv_lora_rank]`` and ``k_rot``
+    ``[B, 1, T, qk_rope_head_dim]`` cached (transformers 5.23 modeling_axk1.py; class defaults 512 and 64,
+    ``qk_nope_head_dim`` 128, ``v_head_dim`` 128). vLLM 0.24 serves ``AXK1ForCausalLM`` with its own config class
+    (transformers_utils/configs/AXK1.py, model_type ``AXK1``), whose reading of this config was not checked:
+    refused there, and on llama.cpp (not read)."""
+    c = _class_filled(c, {"kv_lora_rank": 512, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128, "v_head_dim": 128})
+    why = "vLLM 0.24 reads AXK1 through its own config class (model_type 'AXK1'), whose defaults were not checked"
+    return _mla_filled(c, name, source, c.layer_count(), _engines_unread(c, "vllm", "llama.cpp", why=why))
+
+
+@_family("flint", "kolibri1")
+def _flint_kolibri(c: _Config, name: str, source: str):
+    """Flint (``flint``) and Kolibri 1 (``kolibri1``): ``layer_types``, else transformers 5.23's
+    ``__post_init__`` rule: Flint full on layers 0 and 1, every ``i % 4 == 1`` and the last layer, sliding elsewhere;
+    Kolibri full iff ``(i + 1) % 5 == 0``. Class defaults ``num_key_value_heads`` 4, ``head_dim`` 128,
+    ``sliding_window`` 513. vLLM 0.24 has no model file for either and llama.cpp's rules were not read: both
+    refused."""
+    c = _class_filled(c, {"num_key_value_heads": 4, "head_dim": 128, "sliding_window": 513})
+    if c.model_type == "flint":
+        def default(n):
+            return [FULL if i < 2 or i % 4 == 1 or i == n - 1 else SLIDING for i in range(n)]
+    else:
+        def default(n):
+            return [FULL if (i + 1) % 5 == 0 else SLIDING for i in range(n)]
+    return _typed_filled(c, name, source, default, _engines_unread(c, "vllm", "llama.cpp", why=_NO_VLLM_FILE))
+
+
+_DSA_DEFAULTS = {
+    "axk2": {"kv_lora_rank": 128, "qk_rope_head_dim": 32, "qk_nope_head_dim": 64, "v_head_dim": 64,
+             "index_head_dim": 128, "index_n_heads": 16, "index_topk": 2048},
+    "hy_v4": {"kv_lora_rank": 512, "qk_rope_head_dim": 64, "qk_nope_head_dim": 192, "v_head_dim": 256,
+              "index_head_dim": 128, "index_n_heads": 16, "index_topk": 2048},
+}
+"""transformers 5.23 ``AXK2Config`` / ``HYV4Config`` field defaults for the MLA and indexer widths."""
+
+
+@_family(*_DSA_DEFAULTS)
+def _dsa_defaulted(c: _Config, name: str, source: str):
+    """A.X K2 (``axk2``) and Hunyuan 4 (``hy_v4``): MLA with DeepSeek Sparse Attention's indexer, ``layer_types``
+    all ``indexed_attention`` (``DynamicIndexedLayer``: latent keys, RoPE values, ``indexer_keys [B, 1, T,
+    index_head_dim]``), with the config classes' defaults (:data:`_DSA_DEFAULTS`). A.X K2 runs its indexer on every
+    layer (modeling_axk2.py); Hunyuan 4 only where ``indexer_types`` is ``"full"``, default layer 0 and every
+    ``(i - 1) % 4 == 0`` (``HYV4Config.__post_init__``), the ``"shared"`` layers reusing the previous top-k and
+    caching no indexer keys (modeling_hy_v4.py ``skip_topk``). vLLM 0.24 has no model file for ``HYV4ForCausalLM``
+    or A.X K2 and llama.cpp's rules were not read: both refused."""
+    from dataclasses import replace
+
+    c = _class_filled(c, _DSA_DEFAULTS[c.model_type])
+    n = c.layer_count()
+    c.layer_types(n, ("indexed_attention",))
+    _no_window(c)
+    mla = _mla_fields(c)
+    idx = {k: c.int(k) for k in ("index_head_dim", "index_n_heads", "index_topk")}
+    modes = c.raw("indexer_types") if c.model_type == "hy_v4" else None
+    if modes is None:
+        modes = ["full" if c.model_type == "axk2" or i == 0 or (i - 1) % 4 == 0 else "shared" for i in range(n)]
+    if not isinstance(modes, list) or len(modes) != n or set(modes) - {"full", "shared"}:
+        raise KvMathError(f"{c.model_type} indexer_types must list 'full' / 'shared' for each of the {n} layers")
+    layers = [DSALayer(i, mla["kv_lora_rank"], mla["qk_rope_head_dim"], **idx, qk_nope_head_dim=mla["qk_nope_head_dim"],
+                       v_head_dim=mla["v_head_dim"]) if mode == "full" else
+              MLALayer(i, mla["kv_lora_rank"], mla["qk_rope_head_dim"], mla["qk_nope_head_dim"], mla["v_head_dim"])
+              for i, mode in enumerate(modes)]
+    arch = _arch(c, name, source, layers, c.int("num_attention_heads"))
     return replace(arch, engine_refusals=_engines_unread(c, "vllm", "llama.cpp", why=_NO_VLLM_FILE))
