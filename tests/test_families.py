@@ -62,7 +62,7 @@ OVERRIDES = {  # fields transformers needs to build the shrunk model that do not
     "adept__persimmon-8b-base": {"hidden_size": 128}, "EleutherAI__gpt-neo-125M": {"hidden_size": 128},
     # BioGPT and GPT-NeoX-Japanese cache hidden_size / num_attention_heads per head: keep _cut's 2 heads of 64 / 80
     DEFAULTS + "biogpt": {"hidden_size": 128}, DEFAULTS + "gpt_neox_japanese": {"hidden_size": 160},
-    # CwmConfig / IQuestCoderConfig / Jais2Config check hidden_size % heads (head_dim is written): a multiple of 48 / 40 / 26
+    # CwmConfig / IQuestCoderConfig / Jais2Config check hidden_size % heads (head_dim is written): 48 / 40 / 26 divide it
     DEFAULTS + "cwm": {"hidden_size": 96}, DEFAULTS + "iquestcoder": {"hidden_size": 80},
     DEFAULTS + "jais2": {"hidden_size": 52},
     DEFAULTS + "jetmoe": {"head_dim": 128},  # realcache writes head_dim = hidden / heads, JetMoE's alias of kv_channels
@@ -106,7 +106,7 @@ def _cut(text: dict) -> None:
     256-wide hidden size (their state is ``expand x hidden_size`` / ``hidden_size`` wide: kvmath reads the same
     cut dict, so the rule is still checked). Gemma 3n keeps 4 of its layers KV-shared."""
     mt = text.get("model_type")
-    if mt in ("gpt2", "gptj", "gpt_bigcode", "codegen"):  # GPT-2's key names: 2 heads of the real width, 4 layers
+    if mt in ("gpt2", "gptj", "gpt_bigcode", "codegen", "gpt-sw3"):  # GPT-2's key names: 2 heads of the real width, 4 layers
         width = text["n_embd"] // text["n_head"]
         heads = 4 if mt == "codegen" else 2  # CodeGenAttention splits its fused qkv into mp_num = 4 parts
         text.update(n_embd=heads * width, n_head=heads, n_inner=None, n_layer=min(text["n_layer"], 4))
@@ -564,6 +564,8 @@ _S, _F = "sliding_attention", "full_attention"
     # FlintConfig: full on layers 0, 1, every i % 4 == 1 and the last; Kolibri1Config: full iff (i + 1) % 5 == 0
     (DEFAULTS + "flint", {"layer_types": None}, [_F, _F, _S, _S, _S, _F, _S, _F]),
     (DEFAULTS + "kolibri1", {"layer_types": None}, [_S, _S, _S, _S, _F, _S, _S, _S]),
+    # GPT-SW3 is GPT2Config under its own model_type (CONFIG_MAPPING['gpt-sw3']): every head, every token
+    ("openai-community__gpt2", {"model_type": "gpt-sw3"}, [_F] * 4),
     # AfmoeConfig without layer_types: (i + 1) % global_attn_every_n_layers 4, as Trinity publishes them
     ("arcee-ai__Trinity-Nano-Preview", {"layer_types": None}, [_S, _S, _S, _F] * 2),
 ])
@@ -588,7 +590,7 @@ def test_minicpm3_latent_by_hand_and_engines():
         assert "\n" not in str(e.value)
 
 
-_VLLM_PRICED = ["hy_v3", "iquestcoder", "jais2", "cohere2_moe", "cwm", "laguna"]
+_VLLM_PRICED = ["hy_v3", "iquestcoder", "jais2", "cohere2_moe", "cwm", "laguna", "hyperclovax"]
 _VLLM_REFUSED = ["solar_open", "diffllama", "jetmoe", "xglm", "biogpt", "ctrl", "gpt_neox_japanese", "vaultgemma",
                  "mellum", "youtu", "longcat_flash", "exaone_moe", "axk1", "flint", "kolibri1",
                  "axk2", "hy_v4"]
@@ -644,7 +646,7 @@ def test_k_exaone_vllm_reads_is_moe_layer():
     (_edit(DEFAULTS + "minicpm3", sliding_window=1024), "has no sliding window"),
     (_edit(DEFAULTS + "hy_v4", indexer_types=["full", "sometimes"] * 17), "must list 'full' / 'shared'"),
     (_edit(DEFAULTS + "axk2", layer_types=["full_attention"] * 48), "valid layer types: indexed_attention"),
-    ({"model_type": "openai-gpt", "n_embd": 768, "n_layer": 12, "n_head": 12}, "keeps none, so there is no cache to size"),
+    ({"model_type": "openai-gpt", "n_embd": 768, "n_layer": 12, "n_head": 12}, "keeps none, so there is no cache"),
 ])
 def test_batch_d_configs_that_would_be_guessed_are_refused(cfg, phrase):
     with pytest.raises(KvMathError, match=phrase) as e:

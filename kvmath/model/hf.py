@@ -22,8 +22,8 @@ attention), Mamba-1 (``mamba``, ``falcon_mamba``, ``jamba``) and LFM2's short co
 (``_WRAPPERS``: Qwen-VL, Gemma 3 / 3n / 4, Llama 4, Mistral 3, LFM2-VL, LLaVA, Voxtral, Kimi K2.5, Step 3.7 whose
 ``step3p5`` text decoder is full / sliding GQA) are read from their text part, with the vision tower's size; any
 other outer ``model_type`` holding a ``text_config`` is refused. Older layouts: ``gpt2``, ``gptj``, ``gpt_bigcode``
-(GPT-2's key names; ``codegen`` under the same names), ``opt`` (``ffn_dim``), ``bloom`` (``n_layer`` /
-``n_head``), ``falcon`` (the multi-query 7B; 40B's broadcast cache is refused), ``dbrx`` and ``mpt`` (MosaicML's
+(GPT-2's key names; ``gpt-sw3`` is GPT-2, ``codegen`` under the same names), ``opt`` (``ffn_dim``), ``bloom``
+(``n_layer`` / ``n_head``), ``falcon`` (the multi-query 7B; 40B's broadcast cache is refused), ``dbrx`` and ``mpt`` (MosaicML's
 ``d_model`` / ``n_heads`` / ``n_layers``, DBRX's ``attn_config.kv_n_heads``), ``persimmon`` (every head,
 ``hidden_size / heads`` wide), and plain attention in ``gpt_neox``, ``olmo``, ``stablelm``, ``nemotron``,
 ``apertus``, ``arcee``, ``flex_olmo``, ``nanochat``, ``bitnet``, ``helium``, ``glm`` (GLM-4-9B's transformers
@@ -31,13 +31,13 @@ layout); Arcee Trinity (``afmoe``: 3 sliding to 1 full, written ``layer_types``)
 ``granitemoe_swa``: full every 4th layer from layer 0), ``ministral`` (one window for every layer, or
 ``layer_types``), ``gpt_neo`` (its local layers windowed by the mask only: every layer caches every token in
 transformers; vLLM and llama.cpp refuse it). Batch D, with their config classes' defaults for absent keys: full
-attention in ``solar_open``, ``hy_v3``, ``iquestcoder``, ``jais2``, ``diffllama``, ``doge``, ``jetmoe``
+attention in ``solar_open``, ``hy_v3``, ``iquestcoder``, ``jais2``, ``hyperclovax``, ``diffllama``, ``doge``, ``jetmoe``
 (``num_key_value_heads`` x ``kv_channels``), and every head in ``xglm``, ``biogpt``, ``ctrl``,
 ``gpt_neox_japanese``; full / sliding by each class's own rule in ``dots1``, ``exaone_moe``, ``cohere2_moe``,
 ``cwm``, ``vaultgemma``, ``laguna``, ``mellum``, ``flint``, ``kolibri1``, and ``afmoe`` without ``layer_types``;
 MLA latents in ``minicpm3``, ``youtu``, ``axk1`` and ``longcat_flash`` (two MLA sublayers per decoder layer); MLA
-with the DSA indexer in ``axk2`` and ``hy_v4`` (its ``shared`` layers cache no indexer keys). ``openai-gpt`` (GPT-1 keeps no
-cache) is refused. ``minimax_m3`` (a model_type transformers 5.23 does not build) is
+with the DSA indexer in ``axk2`` and ``hy_v4`` (its ``shared`` layers cache no indexer keys). ``openai-gpt`` (GPT-1
+keeps no cache) is refused. ``minimax_m3`` (a model_type transformers 5.23 does not build) is
 refused naming the fields a spec would need. Malformed, truncated or contradictory configs raise KvMathError
 (tests/test_fuzz_config.py fuzzes this); counts are bounded by ``MAX_LAYERS`` / ``MAX_INT``.
 """

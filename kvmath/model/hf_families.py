@@ -141,11 +141,12 @@ _GPT_KEYS = {"n_embd": "hidden_size", "n_layer": "num_hidden_layers", "n_head": 
              "n_positions": "max_position_embeddings"}
 """GPT-2-style key names -> the HF names kvmath reads (transformers 5.23 ``GPT2Config`` / ``GPTJConfig`` /
 ``GPTBigCodeConfig`` ``attribute_map``)."""
-_GPT_DEFAULTS = {"gpt2": (768, 12, 12, 1024), "gptj": (4096, 28, 16, 2048), "gpt_bigcode": (768, 12, 12, 1024)}
+_GPT_DEFAULTS = {"gpt2": (768, 12, 12, 1024), "gptj": (4096, 28, 16, 2048), "gpt_bigcode": (768, 12, 12, 1024),
+                 "gpt-sw3": (768, 12, 12, 1024)}
 """The config classes' own defaults of n_embd, n_layer, n_head, n_positions (a config must write them out)."""
 
 
-@_family("gpt2", "gptj", "gpt_bigcode")
+@_family("gpt2", "gptj", "gpt_bigcode", "gpt-sw3")
 def _gpt2(c: _Config, name: str, source: str):
     """GPT-2, GPT-J and GPTBigCode (StarCoder 1, SantaCoder): full attention on every layer under GPT-2's key names
     (``n_embd``, ``n_layer``, ``n_head``, ``n_positions``; :data:`_GPT_KEYS`), head width ``n_embd / n_head``,
@@ -153,7 +154,9 @@ def _gpt2(c: _Config, name: str, source: str):
     modeling_gpt_bigcode.py, transformers 5.23). KV heads: ``n_head``, and 1 for GPTBigCode with ``multi_query``
     (modeling_gpt_bigcode.py ``kv_heads = 1 if self.multi_query else self.num_heads``; vLLM's
     ``ModelConfig.get_total_num_kv_heads`` returns 1 for ``multi_query``; llama.cpp's converter writes
-    ``head_count_kv`` 1). A config leaving a size or ``multi_query`` to its class default is refused."""
+    ``head_count_kv`` 1). GPT-SW3 (``gpt-sw3``) is GPT-2 (transformers 5.23 ``CONFIG_MAPPING['gpt-sw3']`` is
+    ``GPT2Config``, built as ``GPT2LMHeadModel``). A config leaving a size or ``multi_query`` to its class default is
+    refused."""
     cfg = dict(c.cfg)
     for (old, new), default in zip(_GPT_KEYS.items(), _GPT_DEFAULTS[c.model_type]):
         _needs_written(c, old, default)
@@ -1214,7 +1217,8 @@ def _class_filled(c: _Config, defaults: dict) -> _Config:
 def _engines_unread(c: _Config, *engines: str, why: str = "") -> tuple[tuple[str, str], ...]:
     """``Architecture.engine_refusals`` for engines whose source for this family kvmath has not read."""
     reasons = {"vllm": why or f"vLLM 0.24's model file for {c.model_type} was not read",
-               "llama.cpp": f"which llama.cpp converter and loader take {c.model_type}, and what they cache, was not read"}
+               "llama.cpp": f"which llama.cpp converter and loader take {c.model_type}, and what they cache, was "
+                            "not read"}
     return tuple((e, reasons[e]) for e in engines)
 
 
@@ -1229,6 +1233,7 @@ _BATCH_D = {
     "jais2": ({}, None),
     "diffllama": ({}, _NO_VLLM_FILE),
     "doge": ({}, _NO_VLLM_FILE),
+    "hyperclovax": ({}, None),
 }
 """Families with full attention on every layer and no window field (a ``sliding_window`` key would window every
 layer's cache in transformers 5.23, ``cache_utils.get_layer_types_and_kwargs``, so it is refused), each with the
@@ -1236,7 +1241,9 @@ keys its config class defaults to a value that is not derived from the heads or 
 ``hy_v3`` (models/hy_v3.py: ``Attention`` of ``num_key_value_heads`` x ``config.head_dim``), ``iquestcoder``
 (registry: ``IQuestCoderForCausalLM`` -> models/llama.py, no ``layer_types``, no window) and ``jais2``
 (models/jais2.py: ``num_key_value_heads`` x ``head_dim``; a window only from ``interleaved_sliding_window``, which
-is refused for vLLM) generically; the others have no vLLM model file and are refused there."""
+is refused for vLLM) and ``hyperclovax`` (models/hyperclovax.py: ``num_key_value_heads`` x ``head_dim``, a null
+``head_dim`` / KV-head count becoming ``hidden_size / heads`` / the heads in its config class as in transformers')
+generically; the others have no vLLM model file and are refused there."""
 
 
 @_family(*_BATCH_D)
@@ -1244,7 +1251,8 @@ def _batch_d_full(c: _Config, name: str, source: str):
     """Full attention on every layer, ``num_key_value_heads`` x (``head_dim`` or ``hidden_size /
     num_attention_heads``), with the config class's defaults for absent keys (:data:`_BATCH_D`): Solar Open
     (``solar_open``), Hunyuan 3 (``hy_v3``), IQuest-Coder (``iquestcoder``, built as ``LlamaForCausalLM``), Jais 2
-    (``jais2``), DiffLlama (``diffllama``: the differential attention splits V after the cache, which holds
+    (``jais2``), HyperCLOVA X (``hyperclovax``), DiffLlama (``diffllama``: the differential attention splits V after
+    the cache, which holds
     ``num_key_value_heads`` x ``head_dim`` K and V, modeling_diffllama.py) and Doge (``doge``: its dynamic mask and
     ``keep_window_size`` select keys from the whole cache, which keeps every token). transformers 5.23's modeling
     files read ``getattr(config, "head_dim", hidden_size // num_attention_heads)``. llama.cpp is refused."""
