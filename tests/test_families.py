@@ -641,6 +641,9 @@ def test_k_exaone_vllm_reads_is_moe_layer():
     (_edit(DEFAULTS + "ctrl", n_head=None), "no n_head"),
     (_edit(DEFAULTS + "biogpt", num_key_value_heads=4), "does not read"),
     (_edit(DEFAULTS + "solar_open", sliding_window=4096), "sets sliding_window 4096"),
+    # an explicit null where the config class keeps None (SolarOpenConfig.head_dim: int = 128, no __post_init__ rule)
+    (dict(_config(DEFAULTS + "solar_open"), head_dim=None), "sets head_dim null"),
+    (dict(_config(DEFAULTS + "vaultgemma"), num_key_value_heads=None), "sets num_key_value_heads null"),
     (_edit(DEFAULTS + "laguna", num_attention_heads_per_layer=[12] * 40), "not a multiple of num_key_value_heads 8"),
     (_edit(DEFAULTS + "laguna", num_attention_heads_per_layer=[48] * 3), "one head count per layer"),
     (_edit(DEFAULTS + "minicpm3", sliding_window=1024), "has no sliding window"),

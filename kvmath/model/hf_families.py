@@ -1203,14 +1203,19 @@ def _codegen(c: _Config, name: str, source: str):
 
 # --- decoder families of batch D (issue 20): read with their config classes' own defaults -------------------
 
-def _class_filled(c: _Config, defaults: dict) -> _Config:
+def _class_filled(c: _Config, defaults: dict, nullable: tuple[str, ...] = ()) -> _Config:
     """``c`` with every key of ``defaults`` that the config leaves out set to the config class's default, as
-    transformers 5.23 builds the config (a dataclass field's default applies to an absent key only; an explicit
-    null stays null and is read as the class's ``__post_init__`` reads it)."""
+    transformers 5.23 builds the config (a dataclass field's default applies to an absent key only). An explicit
+    null stays null where the class's ``__post_init__`` gives it a meaning (``nullable``: the heads for
+    ``num_key_value_heads``, ``hidden_size / heads`` for ``head_dim``, no window for ``sliding_window``); anywhere
+    else transformers keeps None and its attention cannot be built, so it is refused (KvMathError)."""
     cfg = dict(c.cfg)
     for key, value in defaults.items():
         if key not in cfg:
             cfg[key] = value
+        elif cfg[key] is None and key not in nullable:
+            raise KvMathError(f"{c.model_type} config sets {key} null: transformers 5.23's config class keeps None "
+                              f"there (its default is {value!r}) and the model cannot be built; write a value")
     return _Config(cfg, c.model_type)
 
 
@@ -1229,7 +1234,7 @@ _BATCH_D = {
     # model_type: (class defaults of the cache-shaping keys, transformers 5.23 configuration_<type>.py; vLLM note)
     "solar_open": ({"num_key_value_heads": 8, "head_dim": 128}, _NO_VLLM_FILE),
     "hy_v3": ({"num_key_value_heads": 8, "head_dim": 128}, None),
-    "iquestcoder": ({"num_key_value_heads": 8, "head_dim": 128}, None),
+    "iquestcoder": ({"num_key_value_heads": 8, "head_dim": 128}, None),  # __post_init__ fills a null pair
     "jais2": ({}, None),
     "diffllama": ({}, _NO_VLLM_FILE),
     "doge": ({}, _NO_VLLM_FILE),
@@ -1257,7 +1262,7 @@ def _batch_d_full(c: _Config, name: str, source: str):
     ``keep_window_size`` select keys from the whole cache, which keeps every token). transformers 5.23's modeling
     files read ``getattr(config, "head_dim", hidden_size // num_attention_heads)``. llama.cpp is refused."""
     defaults, vllm_note = _BATCH_D[c.model_type]
-    c = _class_filled(c, defaults)
+    c = _class_filled(c, defaults, ("num_key_value_heads", "head_dim") if c.model_type == "iquestcoder" else ())
     engines = ("llama.cpp",) if vllm_note is None else ("vllm", "llama.cpp")
     if c.model_type == "jais2" and c.has("interleaved_sliding_window"):
         engines = ("vllm", "llama.cpp")
@@ -1291,7 +1296,8 @@ def _dots1(c: _Config, name: str, source: str):
     is not read). Head width ``getattr(config, "head_dim", hidden_size // num_attention_heads)``
     (modeling_dots1.py). vLLM 0.23.0 removed ``Dots1ForCausalLM`` (0.24's registry lists it among the previously
     supported models), and llama.cpp's rules were not read: both refused."""
-    c = _class_filled(c, {"num_key_value_heads": 32, "sliding_window": 4096, "max_window_layers": 62})
+    c = _class_filled(c, {"num_key_value_heads": 32, "sliding_window": 4096, "max_window_layers": 62},
+                      ("num_key_value_heads", "sliding_window"))
     window = c.has("sliding_window")
     first = c.int("max_window_layers", minimum=0, maximum=MAX_LAYERS) if window else 0
     return _typed_filled(c, name, source, lambda n: [SLIDING if window and i >= first else FULL for i in range(n)],
@@ -1309,7 +1315,8 @@ def _exaone_moe(c: _Config, name: str, source: str):
     (models/exaone_moe.py: ``Exaone4Attention``, window iff ``config.layer_types[i]`` is sliding, the same head
     width) is priced generically when the config writes ``is_moe_layer`` (the published ones do; vLLM's layers
     read it), and refused without it; llama.cpp is refused."""
-    c = _class_filled(c, {"num_key_value_heads": 32, "sliding_window": 4096, "sliding_window_pattern": 4})
+    c = _class_filled(c, {"num_key_value_heads": 32, "sliding_window": 4096, "sliding_window_pattern": 4},
+                      ("sliding_window", "sliding_window_pattern"))
     if c.raw("layer_types") is None:
         pattern = c.raw("sliding_window_pattern")
         if not c.has("sliding_window") or pattern is None:
@@ -1338,7 +1345,7 @@ def _cohere2_moe(c: _Config, name: str, source: str):
     (models/cohere2_moe.py: window iff ``config.layer_types[i]`` is sliding, ``num_key_value_heads`` x
     ``head_dim``, on transformers' own config class) is priced generically; llama.cpp is refused."""
     c = _class_filled(c, {"sliding_window": 4096, "sliding_window_pattern": 4, "head_dim": 128,
-                          "prefix_dense_sliding_window_pattern": 1})
+                          "prefix_dense_sliding_window_pattern": 1}, ("sliding_window",))
     k = c.int("first_k_dense_replace", 0, minimum=0, maximum=MAX_LAYERS)
     pre = c.int("prefix_dense_sliding_window_pattern", maximum=MAX_LAYERS)
     p = c.int("sliding_window_pattern", maximum=MAX_LAYERS)
@@ -1359,7 +1366,8 @@ def _cwm(c: _Config, name: str, source: str):
     ``num_key_value_heads`` 8, a null ``head_dim`` / KV-head count becoming ``hidden_size / heads`` / the heads).
     vLLM 0.24 serves ``CwmForCausalLM`` with models/llama.py, which windows layer i iff ``config.layer_types[i]``
     is sliding, on transformers' config class: priced generically; llama.cpp is refused."""
-    c = _class_filled(c, {"sliding_window": 8192, "head_dim": 128, "num_key_value_heads": 8})
+    c = _class_filled(c, {"sliding_window": 8192, "head_dim": 128, "num_key_value_heads": 8},
+                      ("sliding_window", "head_dim", "num_key_value_heads"))
     return _typed_filled(c, name, source, lambda n: [FULL if i % 4 == 0 else SLIDING for i in range(n)],
                          _engines_unread(c, "llama.cpp"))
 
@@ -1370,7 +1378,7 @@ def _vaultgemma(c: _Config, name: str, source: str):
     2``, transformers 5.23 ``VaultGemmaConfig.__post_init__``); class defaults ``num_key_value_heads`` 4,
     ``head_dim`` 256, ``sliding_window`` 4096. vLLM 0.24 has no model file for it and llama.cpp's rules were not
     read: both refused."""
-    c = _class_filled(c, {"num_key_value_heads": 4, "head_dim": 256, "sliding_window": 4096})
+    c = _class_filled(c, {"num_key_value_heads": 4, "head_dim": 256, "sliding_window": 4096}, ("sliding_window",))
     return _typed_filled(c, name, source, lambda n: [SLIDING if (i + 1) % 2 else FULL for i in range(n)],
                          _engines_unread(c, "vllm", "llama.cpp", why=_NO_VLLM_FILE))
 
@@ -1385,7 +1393,7 @@ def _laguna(c: _Config, name: str, source: str):
     ``config.layer_types[i]`` is sliding (models/laguna.py): priced generically, except a sliding layer with no
     written ``sliding_window`` (transformers 512, vLLM none), refused there. llama.cpp is refused."""
     raw_window = c.has("sliding_window")
-    c = _class_filled(c, {"num_key_value_heads": 8, "head_dim": 128, "sliding_window": 512})
+    c = _class_filled(c, {"num_key_value_heads": 8, "head_dim": 128, "sliding_window": 512}, ("sliding_window",))
     n = c.layer_count()
     per_layer = c.raw("num_attention_heads_per_layer")
     if per_layer is not None and (not isinstance(per_layer, list) or len(per_layer) != n):
@@ -1408,7 +1416,7 @@ def _mellum(c: _Config, name: str, source: str):
     ``MellumConfig.__post_init__``); class defaults ``num_key_value_heads`` 4, ``head_dim`` 128, ``sliding_window``
     1024. vLLM 0.24 builds its own ``MellumConfig`` on ``Qwen3MoeConfig`` (transformers_utils/configs/mellum.py),
     whose defaults were not checked against these: refused there, and on llama.cpp."""
-    c = _class_filled(c, {"num_key_value_heads": 4, "head_dim": 128, "sliding_window": 1024})
+    c = _class_filled(c, {"num_key_value_heads": 4, "head_dim": 128, "sliding_window": 1024}, ("sliding_window",))
     return _typed_filled(c, name, source, lambda n: [FULL] * n,
                          _engines_unread(c, "vllm", "llama.cpp", why="vLLM 0.24 builds its own MellumConfig on "
                                          "Qwen3MoeConfig, whose defaults kvmath has not checked against "
@@ -1561,7 +1569,7 @@ def _flint_kolibri(c: _Config, name: str, source: str):
     Kolibri full iff ``(i + 1) % 5 == 0``. Class defaults ``num_key_value_heads`` 4, ``head_dim`` 128,
     ``sliding_window`` 513. vLLM 0.24 has no model file for either and llama.cpp's rules were not read: both
     refused."""
-    c = _class_filled(c, {"num_key_value_heads": 4, "head_dim": 128, "sliding_window": 513})
+    c = _class_filled(c, {"num_key_value_heads": 4, "head_dim": 128, "sliding_window": 513}, ("sliding_window",))
     if c.model_type == "flint":
         def default(n):
             return [FULL if i < 2 or i % 4 == 1 or i == n - 1 else SLIDING for i in range(n)]
