@@ -621,6 +621,10 @@ def test_vllm_prices_hy_v3_and_cwm_by_hand():
     cwm = kvmath.derive(kvmath.load_architecture(_config(DEFAULTS + "cwm")), engine="vllm", max_ctx=16384)
     assert {g.layer_type: sum(len(x.layers) for x in cwm.groups if x.layer_type == g.layer_type)
             for g in cwm.groups} == {_F: 16, _S: 48}
+    # Laguna XS 2.1 (models/laguna.py: window iff layer_types[i] is sliding): 10 full layers of 16,384 cells and 30
+    # windowed at 512, whose SlidingWindowSpec holds cdiv(511 + 2,048 batched tokens, 16) + 1 = 161 blocks of 16
+    lag = kvmath.derive(kvmath.load_architecture(_config("poolside__Laguna-XS-2.1")), engine="vllm", max_ctx=16384)
+    assert sorted((g.layer_type, len(g.layers), g.cells) for g in lag.groups) == [(_F, 10, 16384), (_S, 30, 2576)]
 
 
 def test_k_exaone_vllm_reads_is_moe_layer():
