@@ -48,6 +48,8 @@ FAMILY_CONFIGS = pathlib.Path(__file__).parent / "fixtures" / "configs"
     ("tiiuae__falcon-7b-instruct", 4 * 4544, False),
     ("microsoft__phi-1", 8192, False),
     ("stabilityai__stablelm-2-zephyr-1_6b", 5632, True),
+    # Jais2MLP: up_proj -> ReLUSquaredActivation -> down_proj (jais2.py, 0.24.0); the class default 26,624 wide
+    ("transformers-5.23-defaults__jais2", 26624, False),
 ])
 def test_mlp_live_set_follows_the_model_files_mlp(config, width, gated):
     """An ungated MLP holds its up projection [T, I] and the activation's output [T, I]; a gated one

@@ -319,7 +319,9 @@ def test_config_estimate_refuses_layouts_it_does_not_write():
     from kvmath.model.checkpoint import ESTIMATED_MODEL_TYPES
 
     for mt in ("falcon_h1", "minimax", "jamba", "mamba2", "bamba", "deepseek_v4", "mimo_v2_flash", "step3p5",
-               "step3p7"):
+               "step3p7", "minicpm3", "longcat_flash", "youtu", "jetmoe", "dots1", "exaone_moe", "cohere2_moe", "cwm",
+               "vaultgemma", "laguna", "mellum", "hy_v3", "solar_open", "xglm", "ctrl", "biogpt", "axk1", "flint",
+               "kolibri1", "axk2", "hy_v4", "hyperclovax"):
         assert mt not in ESTIMATED_MODEL_TYPES
         with pytest.raises(KvMathError, match="safetensors headers"):
             estimate_checkpoint({"model_type": mt, "hidden_size": 64, "num_hidden_layers": 2,

@@ -44,6 +44,8 @@ REFUSED = {  # config -> a phrase the one-line refusal must contain (the model_t
     DEFAULTS + "lfm2_moe": "lfm2_moe config needs layer_types",
     # Glm4vMoeTextConfig's defaults: 96 heads of a 4096 hidden size and no head_dim (GLM-4.5V writes 128)
     DEFAULTS + "glm4v_moe": "hidden_size 4096 is not a multiple of num_attention_heads 96",
+    # DogeConfig writes num_experts 16384 (read only with is_moe): kvmath's size guard refuses it before the family rule
+    DEFAULTS + "doge": "config field num_experts must be <= 4,096",
 }
 OVERRIDES = {  # fields transformers needs to build the shrunk model that do not shape the cache
     "meta-llama__Meta-Llama-3.1-405B": {"hidden_size": 128},  # 128 heads: hidden must be a multiple
@@ -71,6 +73,12 @@ OVERRIDES = {  # fields transformers needs to build the shrunk model that do not
                                                             for t in ("full_attention", "sliding_attention")}},
     "inclusionAI__Ling-3.0-tiny": {"kda_lower_bound": -5.0, "pad_token_id": None, "num_attention_heads": 16,
                                    "num_key_value_heads": 16},
+    # BioGPT and GPT-NeoX-Japanese cache hidden_size / num_attention_heads per head: keep _cut's 2 heads of 64 / 80
+    DEFAULTS + "biogpt": {"hidden_size": 128}, DEFAULTS + "gpt_neox_japanese": {"hidden_size": 160},
+    # CwmConfig / IQuestCoderConfig / Jais2Config check hidden_size % heads (head_dim is written): 48 / 40 / 26 divide it
+    DEFAULTS + "cwm": {"hidden_size": 96}, DEFAULTS + "iquestcoder": {"hidden_size": 80},
+    DEFAULTS + "jais2": {"hidden_size": 52},
+    DEFAULTS + "jetmoe": {"head_dim": 128},  # realcache writes head_dim = hidden / heads, JetMoE's alias of kv_channels
 }
 CASES = sorted(p.stem for p in CONFIGS.glob("*.json"))
 READ = [c for c in CASES if c not in REFUSED]
@@ -113,7 +121,7 @@ def _cut(text: dict) -> None:
     256-wide hidden size (their state is ``expand x hidden_size`` / ``hidden_size`` wide: kvmath reads the same
     cut dict, so the rule is still checked). Gemma 3n keeps 4 of its layers KV-shared."""
     mt = text.get("model_type")
-    if mt in ("gpt2", "gptj", "gpt_bigcode", "codegen"):  # GPT-2's key names: 2 heads of the real width, 4 layers
+    if mt in ("gpt2", "gptj", "gpt_bigcode", "codegen", "gpt-sw3"):  # GPT-2's key names: 2 heads of the real width, 4 layers
         width = text["n_embd"] // text["n_head"]
         heads = 4 if mt == "codegen" else 2  # CodeGenAttention splits its fused qkv into mp_num = 4 parts
         text.update(n_embd=heads * width, n_head=heads, n_inner=None, n_layer=min(text["n_layer"], 4))
@@ -122,6 +130,15 @@ def _cut(text: dict) -> None:
         width = text["hidden_size"] // text["num_heads"]
         text.update(hidden_size=2 * width, num_heads=2, num_layers=4, attention_types=[[["global", "local"], 2]])
         text.pop("attention_layers", None)
+        return
+    if mt in ("xglm", "ctrl"):  # their own key names: 4 layers, 2 heads of the real width (every head cached)
+        keys = {"xglm": ("d_model", "attention_heads", "num_layers", "ffn_dim"),
+                "ctrl": ("n_embd", "n_head", "n_layer", "dff")}[mt]
+        width = text[keys[0]] // text[keys[1]]
+        text.update({keys[0]: 2 * width, keys[1]: 2, keys[2]: min(text[keys[2]], 4), keys[3]: 256})
+        return
+    if mt == "longcat_flash":  # num_layers decoder layers of two MLA sublayers: 4 of them, 8 cache layers
+        text["num_layers"] = min(text["num_layers"], 4)
         return
     if mt in ("dbrx", "mpt"):  # MosaicML's key names: 4 layers, 2 KV heads of the real width (DBRX: 4 query heads)
         width = text["d_model"] // text["n_heads"]
@@ -153,7 +170,7 @@ def _cut(text: dict) -> None:
     if mt == "persimmon" and 2 * width < text["hidden_size"]:  # every head cached at hidden / heads: 2 real-width heads
         text.update(hidden_size=2 * width, num_attention_heads=2, num_key_value_heads=2)
         text.pop("intermediate_size", None)
-    if mt in ("gpt_neox", "opt", "falcon") and 2 * width < text["hidden_size"]:  # 2 heads of the real width
+    if mt in ("gpt_neox", "opt", "falcon", "biogpt", "gpt_neox_japanese") and 2 * width < text["hidden_size"]:  # 2 heads of the real width
         text.update(hidden_size=2 * width, num_attention_heads=2)
         text.pop("intermediate_size", None), text.pop("ffn_dim", None), text.pop("word_embed_proj_dim", None)
         text.pop("num_kv_heads", None) if mt == "falcon" else None
@@ -254,7 +271,7 @@ def test_tally_of_real_configs():
     """Of the published configs (not the class-default files): how many read exactly, how many refused."""
     real = [c for c in CASES if not c.startswith(DEFAULTS)]
     read = [c for c in real if c not in REFUSED]
-    assert (len(real), len(read), len(real) - len(read)) == (60, 53, 7)
+    assert (len(real), len(read), len(real) - len(read)) == (64, 57, 7)
 
 
 def test_unknown_wrapper_is_refused_not_read_from_its_text_part():
@@ -531,8 +548,7 @@ def _edit(case, **changes):
 
 
 @pytest.mark.parametrize("cfg,phrase", [
-    # vLLM's AfmoeConfig keeps layer_types as given; llama.cpp hardcodes 3 sliding : 1 full
-    (_edit("arcee-ai__Trinity-Nano-Preview", layer_types=None), "no layer_types"),
+    # llama.cpp hardcodes 3 sliding : 1 full (a config without layer_types: test_afmoe_without_layer_types_...)
     (_edit("arcee-ai__Trinity-Nano-Preview", layer_types=["sliding_attention", "full_attention"] * 4),
      "not 3 sliding layers to 1 full"),
     (_edit("arcee-ai__Trinity-Nano-Preview", sliding_window=None), "no sliding_window"),
@@ -789,6 +805,140 @@ def test_hybrid_configs_that_would_be_guessed_are_refused(cfg, phrase):
     assert "\n" not in str(e.value)
 
 
+def _real_equals_kvmath(cfg: dict, overrides: dict | None = None):
+    """kvmath's transformers derivation of ``cfg`` (cut by ``_cut``) against transformers' real cache, layer by
+    layer; returns (arch, total bytes)."""
+    _cut(cfg)
+    arch = kvmath.load_architecture(cfg)
+    if cfg.get("sliding_window") and arch.layers_of("sliding_attention"):
+        cfg["sliding_window"] = WINDOW
+        arch = kvmath.load_architecture(cfg)
+    real = transformers_cache_bytes(cfg, batch=BATCH, seq_len=PREFILL, decode_steps=DECODE, dtype=arch.dtype,
+                                    overrides=overrides, threads=1)
+    assert real["config_check"] == [], real["config_check"]
+    d = kvmath.derive(arch, engine="transformers", max_ctx=PREFILL + DECODE, max_num_seqs=BATCH)
+    assert {layer["index"]: layer["bytes"] for layer in real["layers"]} == \
+        {i: g.bytes // g.n_layers for g in d.groups for i in g.layers}
+    assert d.total_bytes == real["total_bytes"]
+    return arch, d.total_bytes
+
+
+_S, _F = "sliding_attention", "full_attention"
+
+
+@pytest.mark.parametrize("case,changes,types", [
+    # no layer_types: each config class's own __post_init__ rule, against transformers' real cache
+    (DEFAULTS + "exaone_moe", {"layer_types": None}, [_S, _S, _S, _F] * 2),  # (i + 1) % sliding_window_pattern 4
+    (DEFAULTS + "cwm", {"layer_types": None}, [_F, _S, _S, _S] * 2),  # full iff i % 4 == 0
+    (DEFAULTS + "vaultgemma", {"layer_types": None}, [_S, _F] * 4),  # sliding iff (i + 1) % 2
+    # Cohere2MoeConfig: first_k_dense_replace 2 layers on prefix_dense_sliding_window_pattern 2, the rest on 4
+    (DEFAULTS + "cohere2_moe", {"layer_types": None, "mlp_layer_types": None, "first_k_dense_replace": 2,
+                                "prefix_dense_sliding_window_pattern": 2}, [_S, _F, _S, _S, _S, _F, _S, _S]),
+    # Dots1Config: sliding iff sliding_window is set and i >= max_window_layers (dots.llm1 with 4 of 8 windowed)
+    ("rednote-hilab__dots.llm1.inst", {"sliding_window": 4096, "max_window_layers": 4}, [_F] * 4 + [_S] * 4),
+    # written layer_types with sliding layers (the class defaults have none)
+    (DEFAULTS + "laguna", {"layer_types": [_S, _S, _S, _F] * 10}, [_S, _S, _S, _F] * 2),
+    (DEFAULTS + "mellum", {"layer_types": [_F, _S] * 14}, [_F, _S] * 4),
+    # FlintConfig: full on layers 0, 1, every i % 4 == 1 and the last; Kolibri1Config: full iff (i + 1) % 5 == 0
+    (DEFAULTS + "flint", {"layer_types": None}, [_F, _F, _S, _S, _S, _F, _S, _F]),
+    (DEFAULTS + "kolibri1", {"layer_types": None}, [_S, _S, _S, _S, _F, _S, _S, _S]),
+    # GPT-SW3 is GPT2Config under its own model_type (CONFIG_MAPPING['gpt-sw3']): every head, every token
+    ("openai-community__gpt2", {"model_type": "gpt-sw3"}, [_F] * 4),
+    # AfmoeConfig without layer_types: (i + 1) % global_attn_every_n_layers 4, as Trinity publishes them
+    ("arcee-ai__Trinity-Nano-Preview", {"layer_types": None}, [_S, _S, _S, _F] * 2),
+])
+def test_batch_d_layer_rules_equal_transformers_real_cache(case, changes, types):
+    cfg = _edit(case, **{k: v for k, v in changes.items() if v is not None})
+    for key in [k for k, v in changes.items() if v is None]:
+        cfg.pop(key, None)
+    arch, _ = _real_equals_kvmath(cfg, OVERRIDES.get(case))
+    assert [layer.layer_type for layer in arch.layers] == types
+
+
+def test_minicpm3_latent_by_hand_and_engines():
+    """MiniCPM3-4B (the published fields): transformers caches kv_lora_rank 256 + qk_rope_head_dim 32 per token and
+    layer, 62 layers x 288 x 2 B = 35,712 B a token at bf16; vLLM 0.24 caches 40 heads x 96 for K and for V instead
+    (models/minicpm3.py), which kvmath does not model: refused in one line, as is llama.cpp."""
+    arch = kvmath.load_architecture(_config("openbmb__MiniCPM3-4B"))
+    assert {(a.kv_lora_rank, a.qk_rope_head_dim, a.v_head_dim) for a in arch.layers} == {(256, 32, 64)}
+    assert kvmath.derive(arch, engine="transformers", max_ctx=1000, max_num_seqs=1).total_bytes == 1000 * 62 * 288 * 2
+    for engine, phrase in (("vllm", "not the MLA latent"), ("llama.cpp", "was not read")):
+        with pytest.raises(KvMathError, match=f"^{engine}: kvmath does not price minicpm3 .*{phrase}") as e:
+            kvmath.derive(arch, engine=engine, max_ctx=4096)
+        assert "\n" not in str(e.value)
+
+
+_VLLM_PRICED = ["hy_v3", "iquestcoder", "jais2", "cohere2_moe", "cwm", "laguna", "hyperclovax"]
+_VLLM_REFUSED = ["solar_open", "diffllama", "jetmoe", "xglm", "biogpt", "ctrl", "gpt_neox_japanese", "vaultgemma",
+                 "mellum", "youtu", "longcat_flash", "exaone_moe", "axk1", "flint", "kolibri1",
+                 "axk2", "hy_v4"]
+
+
+@pytest.mark.parametrize("mt", _VLLM_PRICED + _VLLM_REFUSED)
+def test_batch_d_engines_price_or_refuse_in_one_line(mt):
+    """llama.cpp refuses every batch-D type (no converter read); vLLM 0.24 prices the types whose model file
+    allocates what transformers caches and refuses the rest in one line (the defaults exaone_moe writes no
+    is_moe_layer, which vLLM's model file reads)."""
+    arch = kvmath.load_architecture(_config(DEFAULTS + mt))
+    engines = ["llama.cpp"] + (["vllm"] if mt in _VLLM_REFUSED else [])
+    for engine in engines:
+        with pytest.raises(KvMathError, match=f"^{engine}: kvmath does not price {mt} ") as e:
+            kvmath.derive(arch, engine=engine, max_ctx=2048)
+        assert "\n" not in str(e.value)
+    if mt in _VLLM_PRICED:
+        kv = kvmath.derive(arch, engine="vllm", max_ctx=2048)
+        assert kv.total_bytes > 0
+
+
+def test_vllm_prices_hy_v3_and_cwm_by_hand():
+    """hy_v3's class defaults at 16,384 tokens: 80 layers x 8 KV heads x 128 x (K + V) x 2 B x 16,384 =
+    5,368,709,120 B (vLLM models/hy_v3.py: Attention of num_key_value_heads x config.head_dim); CWM's 64 layers
+    keep 16 full layers of 16,384 cells and 48 windowed at 8,192 (models/llama.py: layer_types[i])."""
+    arch = kvmath.load_architecture(_config(DEFAULTS + "hy_v3"))
+    assert kvmath.derive(arch, engine="vllm", max_ctx=16384).total_bytes == 80 * 8 * 128 * 2 * 2 * 16384
+    cwm = kvmath.derive(kvmath.load_architecture(_config(DEFAULTS + "cwm")), engine="vllm", max_ctx=16384)
+    assert {g.layer_type: sum(len(x.layers) for x in cwm.groups if x.layer_type == g.layer_type)
+            for g in cwm.groups} == {_F: 16, _S: 48}
+    # Laguna XS 2.1 (models/laguna.py: window iff layer_types[i] is sliding): 10 full layers of 16,384 cells and 30
+    # windowed at 512, whose SlidingWindowSpec holds cdiv(511 + 2,048 batched tokens, 16) + 1 = 161 blocks of 16
+    lag = kvmath.derive(kvmath.load_architecture(_config("poolside__Laguna-XS-2.1")), engine="vllm", max_ctx=16384)
+    assert sorted((g.layer_type, len(g.layers), g.cells) for g in lag.groups) == [(_F, 10, 16384), (_S, 30, 2576)]
+
+
+def test_k_exaone_vllm_reads_is_moe_layer():
+    arch = kvmath.load_architecture(_config("LGAI-EXAONE__K-EXAONE-236B-A23B"))
+    assert kvmath.derive(arch, engine="vllm", max_ctx=2048).total_bytes > 0
+    with pytest.raises(KvMathError, match="reads config.is_moe_layer"):
+        kvmath.derive(kvmath.load_architecture(_edit("LGAI-EXAONE__K-EXAONE-236B-A23B", is_moe_layer=None)),
+                      engine="vllm", max_ctx=2048)
+
+
+@pytest.mark.parametrize("cfg,phrase", [
+    (_edit(DEFAULTS + "exaone_moe", layer_types=None, sliding_window_pattern="LLLG"), "reads an integer pattern"),
+    (dict(_edit(DEFAULTS + "exaone_moe", layer_types=None), sliding_window=None), "divides by a pattern of 0"),
+    (_edit(DEFAULTS + "longcat_flash", num_hidden_layers=28), "num_hidden_layers 28 and num_layers 28"),
+    (_edit(DEFAULTS + "longcat_flash", num_layers=None), "no num_layers"),
+    (_edit(DEFAULTS + "jetmoe", head_dim=64), "head_dim and kv_channels differently"),
+    (_edit(DEFAULTS + "xglm", d_model=None), "no d_model"),
+    (_edit(DEFAULTS + "ctrl", n_head=None), "no n_head"),
+    (_edit(DEFAULTS + "biogpt", num_key_value_heads=4), "does not read"),
+    (_edit(DEFAULTS + "solar_open", sliding_window=4096), "sets sliding_window 4096"),
+    # an explicit null where the config class keeps None (SolarOpenConfig.head_dim: int = 128, no __post_init__ rule)
+    (dict(_config(DEFAULTS + "solar_open"), head_dim=None), "sets head_dim null"),
+    (dict(_config(DEFAULTS + "vaultgemma"), num_key_value_heads=None), "sets num_key_value_heads null"),
+    (_edit(DEFAULTS + "laguna", num_attention_heads_per_layer=[12] * 40), "not a multiple of num_key_value_heads 8"),
+    (_edit(DEFAULTS + "laguna", num_attention_heads_per_layer=[48] * 3), "one head count per layer"),
+    (_edit(DEFAULTS + "minicpm3", sliding_window=1024), "has no sliding window"),
+    (_edit(DEFAULTS + "hy_v4", indexer_types=["full", "sometimes"] * 17), "must list 'full' / 'shared'"),
+    (_edit(DEFAULTS + "axk2", layer_types=["full_attention"] * 48), "valid layer types: indexed_attention"),
+    ({"model_type": "openai-gpt", "n_embd": 768, "n_layer": 12, "n_head": 12}, "keeps none, so there is no cache"),
+])
+def test_batch_d_configs_that_would_be_guessed_are_refused(cfg, phrase):
+    with pytest.raises(KvMathError, match=phrase) as e:
+        kvmath.load_architecture(cfg)
+    assert "\n" not in str(e.value)
+
+
 def test_zamba2_legacy_block_names_and_engines():
     """Zamba2Config remaps the legacy ``mamba`` name to linear_attention (configuration_utils.py
     remap_legacy_layer_types): the Hub's ['mamba', ..., 'hybrid'] lists read as the class default's layers. vLLM has
@@ -910,3 +1060,23 @@ def test_recurrent_gemma_state_and_window_by_hand():
                         (dict(cfg, layer_types=["sliding_attention"] * 26), "derives it from block_types")):
         with pytest.raises(KvMathError, match=phrase):
             kvmath.load_architecture(bad)
+
+
+def test_batch_d_absent_keys_take_the_config_class_defaults():
+    """A sparse config reads as transformers 5.23's config classes fill it: SolarOpenConfig 8 KV heads x head_dim
+    128, VaultGemmaConfig 4 x 256 with sliding_window 4096 on even layers, JetMoeConfig 16 KV heads x kv_channels
+    128, MiniCPM3Config kv_lora_rank 256 + qk_rope_head_dim 32 (the transformers objects built from the same dicts
+    agree: checked here)."""
+    from transformers import AutoConfig
+
+    base = {"hidden_size": 1024, "num_attention_heads": 16, "num_hidden_layers": 4, "intermediate_size": 256}
+    for mt, expect in (("solar_open", {(8, 128, None)}), ("vaultgemma", {(4, 256, 4096), (4, 256, None)}),
+                       ("jetmoe", {(16, 128, None)})):
+        cfg = dict(base, model_type=mt)
+        arch = kvmath.load_architecture(cfg)
+        assert {(a.num_kv_heads, a.head_dim, a.sliding_window) for a in arch.layers} == expect
+        hf = AutoConfig.for_model(mt, **{k: v for k, v in cfg.items() if k != "model_type"})
+        assert (hf.num_key_value_heads, getattr(hf, "head_dim", None) or hf.kv_channels) == \
+            (arch.layers[0].num_kv_heads, arch.layers[0].head_dim)
+    arch = kvmath.load_architecture(dict(base, model_type="minicpm3"))
+    assert {(a.kv_lora_rank, a.qk_rope_head_dim) for a in arch.layers} == {(256, 32)}

@@ -79,6 +79,23 @@ MINIMAL = {
                       "sliding_window_size": 16, "swa_num_key_value_heads": 4, "hybrid_layer_pattern": [0, 1, 1, 1, 1, 0, 1]},
 }
 
+MINIMAL.update({  # batch D families: each class's own layer rule, with a window, and the MLA / two-sublayer layouts
+    "exaone_moe": {"model_type": "exaone_moe", "num_hidden_layers": 8, "num_attention_heads": 8,
+                   "num_key_value_heads": 2, "head_dim": 64, "sliding_window": 16, "sliding_window_pattern": 4},
+    "cohere2_moe": {"model_type": "cohere2_moe", "num_hidden_layers": 6, "num_attention_heads": 8,
+                    "num_key_value_heads": 2, "head_dim": 64, "sliding_window": 16, "sliding_window_pattern": 3},
+    "dots1": {"model_type": "dots1", "num_hidden_layers": 6, "num_attention_heads": 8, "num_key_value_heads": 2,
+              "hidden_size": 512, "sliding_window": 16, "max_window_layers": 3},
+    "cwm": {"model_type": "cwm", "num_hidden_layers": 6, "num_attention_heads": 8, "num_key_value_heads": 2,
+            "head_dim": 64, "sliding_window": 16},
+    "vaultgemma": {"model_type": "vaultgemma", "num_hidden_layers": 5, "num_attention_heads": 8,
+                   "num_key_value_heads": 2, "head_dim": 64, "sliding_window": 16},
+    "minicpm3": {"model_type": "minicpm3", "num_hidden_layers": 3, "num_attention_heads": 8, "hidden_size": 512,
+                 "kv_lora_rank": 64, "qk_rope_head_dim": 16, "qk_nope_head_dim": 32},
+    "longcat_flash": {"model_type": "longcat_flash", "num_layers": 2, "num_attention_heads": 8, "kv_lora_rank": 64,
+                      "qk_rope_head_dim": 16, "qk_nope_head_dim": 32, "v_head_dim": 32},
+})
+
 
 def _seeds() -> dict[str, dict]:
     seeds = {f"min:{k}": v for k, v in MINIMAL.items()}
@@ -203,11 +220,37 @@ def declared_layer_count(t: dict) -> int:
         for key in ("layers_block_type", "layer_types", "hybrid_override_pattern"):
             if t.get(key) is not None:
                 return len(t[key])
+    if t.get("model_type") == "longcat_flash":  # LongcatFlashConfig.num_hidden_layers is 2 x num_layers (two MLA each)
+        n = _num(t.get("num_layers"))
+        return None if n is None else 2 * n
     return _num(t.get("num_hidden_layers"))
 
 
+CLASS_DEFAULTED = ("solar_open", "hy_v3", "iquestcoder", "jais2", "diffllama", "doge", "dots1", "exaone_moe",
+                   "cohere2_moe", "cwm", "vaultgemma", "laguna", "mellum", "minicpm3", "youtu", "longcat_flash",
+                   "jetmoe", "axk1", "flint", "kolibri1", "axk2", "hy_v4", "hyperclovax")
+"""Families kvmath reads with their config classes' defaults for absent keys (batch D)."""
+
+
+def with_class_defaults(t: dict) -> dict:
+    """``t`` with the cache-shaping keys it leaves out set to transformers 5.23's own config-class field defaults
+    (read from the installed class, ``__dataclass_fields__``), for the :data:`CLASS_DEFAULTED` families."""
+    mt = t.get("model_type")
+    if mt not in CLASS_DEFAULTED:
+        return t
+    from transformers import CONFIG_MAPPING
+
+    fields = getattr(CONFIG_MAPPING[mt], "__dataclass_fields__", {})
+    out = dict(t)
+    for k in ("num_key_value_heads", "head_dim", "sliding_window", "kv_lora_rank", "qk_rope_head_dim", "kv_channels"):
+        default = fields[k].default if k in fields else None
+        if k not in t and isinstance(default, int) and not isinstance(default, bool):
+            out[k] = default
+    return out
+
+
 def check_layers_match_fields(arch, cfg: dict) -> None:
-    t = _text(cfg)
+    t = with_class_defaults(_text(cfg))
     assert arch.num_hidden_layers == declared_layer_count(t)
     assert [layer.index for layer in arch.layers] == list(range(arch.num_hidden_layers))
     assert any(layer.owns_cache for layer in arch.layers)
@@ -220,7 +263,7 @@ def check_layers_match_fields(arch, cfg: dict) -> None:
         if isinstance(layer, AttentionLayer):
             kv_heads = val("num_key_value_heads", "num_global_key_value_heads") | {heads}
             assert layer.num_kv_heads in kv_heads | ({2 * k for k in kv_heads} if mimo else set())
-            widths = val("head_dim", "global_head_dim", "attention_head_dim") | {512}
+            widths = val("head_dim", "global_head_dim", "attention_head_dim", "kv_channels") | {512}
             if hidden and heads:
                 widths.add(hidden // heads)
             assert layer.head_dim in widths

@@ -25,7 +25,7 @@ GLM-4.1V / 4.5V / 4.6V (``glm4v_text``, ``glm4v_moe_text``), Voxtral, Kimi K2.5,
 text decoder is full / sliding GQA) are read from their text part (a sparse one with its text class's defaults), with
 the vision tower's size; any other outer ``model_type`` holding a ``text_config`` is refused. Older layouts:
 ``gpt2``, ``gptj``, ``gpt_bigcode``
-(GPT-2's key names; ``codegen`` under the same names), ``opt`` (``ffn_dim``), ``bloom`` (``n_layer`` /
+(GPT-2's key names; ``gpt-sw3`` is GPT-2, ``codegen`` under the same names), ``opt`` (``ffn_dim``), ``bloom`` (``n_layer`` /
 ``n_head``), ``falcon`` (the multi-query 7B; 40B's broadcast cache is refused), ``dbrx`` and ``mpt`` (MosaicML's
 ``d_model`` / ``n_heads`` / ``n_layers``, DBRX's ``attn_config.kv_n_heads``), ``persimmon`` (every head,
 ``hidden_size / heads`` wide), and plain attention in ``gpt_neox``, ``olmo``, ``stablelm``, ``nemotron``,
@@ -38,7 +38,14 @@ transformers; vLLM and llama.cpp refuse it). Hybrid and state-space decoders in 
 block before it on ``hybrid`` layers), Ling 3.0 (``bailing_hybrid``: KDA and MLA), LFM3 (``lfm3``: short convolutions,
 sliding and full attention), HRM-Text (``hrm_text``: one K/V slot per attention invocation of its H / L
 cycles), RecurrentGemma (``recurrent_gemma``: RG-LRU blocks and local attention); the text decoders ``aria_text`` (full GQA) and ``cohere_compass_text`` (full / sliding ``layer_types``).
-``minimax_m3`` (a model_type transformers 5.23 does not build) is
+Read with their config classes' defaults for absent keys: full
+attention in ``solar_open``, ``hy_v3``, ``iquestcoder``, ``jais2``, ``hyperclovax``, ``diffllama``, ``doge``, ``jetmoe``
+(``num_key_value_heads`` x ``kv_channels``), and every head in ``xglm``, ``biogpt``, ``ctrl``,
+``gpt_neox_japanese``; full / sliding by each class's own rule in ``dots1``, ``exaone_moe``, ``cohere2_moe``,
+``cwm``, ``vaultgemma``, ``laguna``, ``mellum``, ``flint``, ``kolibri1``, and ``afmoe`` without ``layer_types``;
+MLA latents in ``minicpm3``, ``youtu``, ``axk1`` and ``longcat_flash`` (two MLA sublayers per decoder layer); MLA
+with the DSA indexer in ``axk2`` and ``hy_v4`` (its ``shared`` layers cache no indexer keys). ``openai-gpt`` (GPT-1
+keeps no cache) is refused. ``minimax_m3`` (a model_type transformers 5.23 does not build) is
 refused naming the fields a spec would need. Malformed, truncated or contradictory configs raise KvMathError
 (tests/test_fuzz_config.py fuzzes this); counts are bounded by ``MAX_LAYERS`` / ``MAX_INT``.
 """
@@ -278,6 +285,8 @@ def _vision_tower(cfg: dict) -> "VisionTower | None":
 
 _NEEDED_DEFAULT = "layer_types, num_key_value_heads, head_dim, sliding_window, and any state fields"
 _NEEDED_FIELDS = {
+    # GPT-1: transformers 5.23's OpenAIGPTModel takes no past_key_values and returns none (modeling_openai.py)
+    "openai-gpt": "a KV cache: transformers 5.23's OpenAIGPTModel (GPT-1) keeps none, so there is no cache to size",
     # known architectures kvmath has no rules for, with the fields their cache depends on
     "rwkv": "an RWKV state per layer (hidden_size, attention_hidden_size, num_hidden_layers); it has no KV cache",
     # transformers 5.23 types read but not given a rule (issue 20's fifth batch): what their caches hold beyond K/V

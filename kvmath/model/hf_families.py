@@ -141,11 +141,12 @@ _GPT_KEYS = {"n_embd": "hidden_size", "n_layer": "num_hidden_layers", "n_head": 
              "n_positions": "max_position_embeddings"}
 """GPT-2-style key names -> the HF names kvmath reads (transformers 5.23 ``GPT2Config`` / ``GPTJConfig`` /
 ``GPTBigCodeConfig`` ``attribute_map``)."""
-_GPT_DEFAULTS = {"gpt2": (768, 12, 12, 1024), "gptj": (4096, 28, 16, 2048), "gpt_bigcode": (768, 12, 12, 1024)}
+_GPT_DEFAULTS = {"gpt2": (768, 12, 12, 1024), "gptj": (4096, 28, 16, 2048), "gpt_bigcode": (768, 12, 12, 1024),
+                 "gpt-sw3": (768, 12, 12, 1024)}
 """The config classes' own defaults of n_embd, n_layer, n_head, n_positions (a config must write them out)."""
 
 
-@_family("gpt2", "gptj", "gpt_bigcode")
+@_family("gpt2", "gptj", "gpt_bigcode", "gpt-sw3")
 def _gpt2(c: _Config, name: str, source: str):
     """GPT-2, GPT-J and GPTBigCode (StarCoder 1, SantaCoder): full attention on every layer under GPT-2's key names
     (``n_embd``, ``n_layer``, ``n_head``, ``n_positions``; :data:`_GPT_KEYS`), head width ``n_embd / n_head``,
@@ -153,7 +154,9 @@ def _gpt2(c: _Config, name: str, source: str):
     modeling_gpt_bigcode.py, transformers 5.23). KV heads: ``n_head``, and 1 for GPTBigCode with ``multi_query``
     (modeling_gpt_bigcode.py ``kv_heads = 1 if self.multi_query else self.num_heads``; vLLM's
     ``ModelConfig.get_total_num_kv_heads`` returns 1 for ``multi_query``; llama.cpp's converter writes
-    ``head_count_kv`` 1). A config leaving a size or ``multi_query`` to its class default is refused."""
+    ``head_count_kv`` 1). GPT-SW3 (``gpt-sw3``) is GPT-2 (transformers 5.23 ``CONFIG_MAPPING['gpt-sw3']`` is
+    ``GPT2Config``, built as ``GPT2LMHeadModel``). A config leaving a size or ``multi_query`` to its class default is
+    refused."""
     cfg = dict(c.cfg)
     for (old, new), default in zip(_GPT_KEYS.items(), _GPT_DEFAULTS[c.model_type]):
         _needs_written(c, old, default)
@@ -1048,8 +1051,7 @@ def _afmoe(c: _Config, name: str, source: str):
     """
     n = c.layer_count()
     if c.raw("layer_types") is None:
-        raise KvMathError("afmoe config has no layer_types: transformers derives them from global_attn_every_n_layers "
-                          "but vLLM's AfmoeConfig does not (its attention indexes config.layer_types); write them out")
+        return _afmoe_derived(c, name, source)
     types = c.layer_types(n, (FULL, SLIDING))
     if types != [SLIDING if (i + 1) % 4 else FULL for i in range(n)]:
         raise KvMathError("afmoe layer_types is not 3 sliding layers to 1 full: llama.cpp's loader sets that pattern "
@@ -1058,6 +1060,31 @@ def _afmoe(c: _Config, name: str, source: str):
     if SLIDING in types:
         _needs_written(c, "sliding_window", 1024)
     return _typed(c, name, source, lambda n: [FULL] * n, head_dim=c.int("head_dim"))
+
+
+def _afmoe_derived(c: _Config, name: str, source: str):
+    """An ``afmoe`` config without ``layer_types``, read as transformers 5.23's ``AfmoeConfig.__post_init__`` builds
+    it: layer i sliding iff ``(i + 1) % global_attn_every_n_layers`` (default 4), ``sliding_window`` 1024 and
+    ``head_dim`` 128 by default. vLLM 0.24 keeps ``layer_types`` None (its own AfmoeConfig) and models/afmoe.py
+    indexes ``config.layer_types[layer_idx]``, so it cannot load such a config: refused there. llama.cpp's loader
+    sets its 3 sliding : 1 full pattern whatever the config says: priced only when transformers' pattern is that
+    one and the window and head width are written (what its converter reads), else refused."""
+    from dataclasses import replace
+
+    written = c.has("sliding_window") and c.has("head_dim")
+    c = _class_filled(c, {"global_attn_every_n_layers": 4, "sliding_window": 1024, "head_dim": 128})
+    every = c.int("global_attn_every_n_layers", maximum=MAX_LAYERS)
+    n = c.layer_count()
+    types = [SLIDING if (i + 1) % every else FULL for i in range(n)]
+    arch = _arch(c, name, source, _attention_layers(c, types, head_dim=c.int("head_dim")),
+                 c.int("num_attention_heads"))
+    refusals = [("vllm", "vLLM 0.24's AfmoeConfig keeps layer_types None and models/afmoe.py indexes "
+                         "config.layer_types[layer_idx]: it cannot load a config without layer_types")]
+    if types != [SLIDING if (i + 1) % 4 else FULL for i in range(n)] or not written:
+        refusals.append(("llama.cpp", "its loader sets 3 sliding layers to 1 full and its converter reads "
+                                      "sliding_window and head_dim; this config's derived pattern or those fields "
+                                      "differ from that"))
+    return replace(arch, engine_refusals=tuple(refusals))
 
 
 @_family("granite_swa", "granitemoe_swa")
@@ -1202,3 +1229,420 @@ def _glm4v_moe_text(c: _Config, name: str, source: str):
     0.24 glm4_1v.py serves the glm4v_moe wrapper with ``Glm4MoeForCausalLM``."""
     _needs_written(c, "num_key_value_heads", 8)
     return _full_only(c, name, source)
+
+
+# --- decoder families of batch D (issue 20): read with their config classes' own defaults -------------------
+
+def _class_filled(c: _Config, defaults: dict, nullable: tuple[str, ...] = ()) -> _Config:
+    """``c`` with every key of ``defaults`` that the config leaves out set to the config class's default, as
+    transformers 5.23 builds the config (a dataclass field's default applies to an absent key only). An explicit
+    null stays null where the class's ``__post_init__`` gives it a meaning (``nullable``: the heads for
+    ``num_key_value_heads``, ``hidden_size / heads`` for ``head_dim``, no window for ``sliding_window``); anywhere
+    else transformers keeps None and its attention cannot be built, so it is refused (KvMathError)."""
+    cfg = dict(c.cfg)
+    for key, value in defaults.items():
+        if key not in cfg:
+            cfg[key] = value
+        elif cfg[key] is None and key not in nullable:
+            raise KvMathError(f"{c.model_type} config sets {key} null: transformers 5.23's config class keeps None "
+                              f"there (its default is {value!r}) and the model cannot be built; write a value")
+    return _Config(cfg, c.model_type)
+
+
+def _engines_unread(c: _Config, *engines: str, why: str = "") -> tuple[tuple[str, str], ...]:
+    """``Architecture.engine_refusals`` for engines whose source for this family kvmath has not read."""
+    reasons = {"vllm": why or f"vLLM 0.24's model file for {c.model_type} was not read",
+               "llama.cpp": f"which llama.cpp converter and loader take {c.model_type}, and what they cache, was "
+                            "not read"}
+    return tuple((e, reasons[e]) for e in engines)
+
+
+_NO_VLLM_FILE = "vLLM 0.24 registers no model class for it (model_executor/models/registry.py), and whether its " \
+                "Transformers backend serves it was not read"
+
+_BATCH_D = {
+    # model_type: (class defaults of the cache-shaping keys, transformers 5.23 configuration_<type>.py; vLLM note)
+    "solar_open": ({"num_key_value_heads": 8, "head_dim": 128}, _NO_VLLM_FILE),
+    "hy_v3": ({"num_key_value_heads": 8, "head_dim": 128}, None),
+    "iquestcoder": ({"num_key_value_heads": 8, "head_dim": 128}, None),  # __post_init__ fills a null pair
+    "jais2": ({}, None),
+    "diffllama": ({}, _NO_VLLM_FILE),
+    "doge": ({}, _NO_VLLM_FILE),
+    "hyperclovax": ({}, None),
+}
+"""Families with full attention on every layer and no window field (a ``sliding_window`` key would window every
+layer's cache in transformers 5.23, ``cache_utils.get_layer_types_and_kwargs``, so it is refused), each with the
+keys its config class defaults to a value that is not derived from the heads or the hidden size. vLLM 0.24 prices
+``hy_v3`` (models/hy_v3.py: ``Attention`` of ``num_key_value_heads`` x ``config.head_dim``), ``iquestcoder``
+(registry: ``IQuestCoderForCausalLM`` -> models/llama.py, no ``layer_types``, no window) and ``jais2``
+(models/jais2.py: ``num_key_value_heads`` x ``head_dim``; a window only from ``interleaved_sliding_window``, which
+is refused for vLLM) and ``hyperclovax`` (models/hyperclovax.py: ``num_key_value_heads`` x ``head_dim``, a null
+``head_dim`` / KV-head count becoming ``hidden_size / heads`` / the heads in its config class as in transformers')
+generically; the others have no vLLM model file and are refused there."""
+
+
+@_family(*_BATCH_D)
+def _batch_d_full(c: _Config, name: str, source: str):
+    """Full attention on every layer, ``num_key_value_heads`` x (``head_dim`` or ``hidden_size /
+    num_attention_heads``), with the config class's defaults for absent keys (:data:`_BATCH_D`): Solar Open
+    (``solar_open``), Hunyuan 3 (``hy_v3``), IQuest-Coder (``iquestcoder``, built as ``LlamaForCausalLM``), Jais 2
+    (``jais2``), HyperCLOVA X (``hyperclovax``), DiffLlama (``diffllama``: the differential attention splits V after
+    the cache, which holds
+    ``num_key_value_heads`` x ``head_dim`` K and V, modeling_diffllama.py) and Doge (``doge``: its dynamic mask and
+    ``keep_window_size`` select keys from the whole cache, which keeps every token). transformers 5.23's modeling
+    files read ``getattr(config, "head_dim", hidden_size // num_attention_heads)``. llama.cpp is refused."""
+    defaults, vllm_note = _BATCH_D[c.model_type]
+    c = _class_filled(c, defaults, ("num_key_value_heads", "head_dim") if c.model_type == "iquestcoder" else ())
+    engines = ("llama.cpp",) if vllm_note is None else ("vllm", "llama.cpp")
+    if c.model_type == "jais2" and c.has("interleaved_sliding_window"):
+        engines = ("vllm", "llama.cpp")
+        vllm_note = ("vLLM 0.24 models/jais2.py windows layers by interleaved_sliding_window, which transformers 5.23 "
+                     "does not read; kvmath does not price the difference")
+    if c.model_type == "doge" and not c.bool("is_moe"):  # DogeMLP, not DogeCDMoE: the expert keys are not read
+        c = _Config({k: v for k, v in c.cfg.items() if k not in ("num_experts", "num_experts_per_tok")}, c.model_type)
+    arch = _full_only(c, name, source)
+    from dataclasses import replace
+
+    return replace(arch, engine_refusals=_engines_unread(c, *engines, why=vllm_note or ""))
+
+
+def _typed_filled(c: _Config, name: str, source: str, default, refusals=()):
+    """Full / sliding attention layers of ``layer_types``, else ``default(n)`` (the config class's own
+    ``__post_init__`` rule), ``num_key_value_heads`` x (``head_dim`` or ``hidden_size / num_attention_heads``), the
+    sliding ones windowed by ``sliding_window``; ``refusals`` become ``Architecture.engine_refusals``."""
+    from dataclasses import replace
+
+    n = c.layer_count()
+    types = c.layer_types(n, (FULL, SLIDING)) or default(n)
+    arch = _arch(c, name, source, _attention_layers(c, types), c.int("num_attention_heads"))
+    return replace(arch, engine_refusals=tuple(refusals))
+
+
+@_family("dots1")
+def _dots1(c: _Config, name: str, source: str):
+    """dots.llm1 (``dots1``): ``layer_types``, else layer i sliding iff ``sliding_window`` is set and ``i >=
+    max_window_layers`` (transformers 5.23 ``Dots1Config.__post_init__``; class defaults ``sliding_window`` 4096,
+    ``max_window_layers`` 62, ``num_key_value_heads`` 32; ``use_sliding_window`` is not a Dots1Config field and
+    is not read). Head width ``getattr(config, "head_dim", hidden_size // num_attention_heads)``
+    (modeling_dots1.py). vLLM 0.23.0 removed ``Dots1ForCausalLM`` (0.24's registry lists it among the previously
+    supported models), and llama.cpp's rules were not read: both refused."""
+    c = _class_filled(c, {"num_key_value_heads": 32, "sliding_window": 4096, "max_window_layers": 62},
+                      ("num_key_value_heads", "sliding_window"))
+    window = c.has("sliding_window")
+    first = c.int("max_window_layers", minimum=0, maximum=MAX_LAYERS) if window else 0
+    return _typed_filled(c, name, source, lambda n: [SLIDING if window and i >= first else FULL for i in range(n)],
+                         _engines_unread(c, "vllm", "llama.cpp", why="vLLM 0.23.0 removed Dots1ForCausalLM "
+                                         "(model_executor/models/registry.py _PREVIOUSLY_SUPPORTED_MODELS, 0.24.0)"))
+
+
+@_family("exaone_moe")
+def _exaone_moe(c: _Config, name: str, source: str):
+    """K-EXAONE (``exaone_moe``): ``layer_types``, else with an integer ``sliding_window_pattern`` p (class default
+    4) layer i sliding iff ``(i + 1) % p`` (transformers 5.23 ``ExaoneMoeConfig.__post_init__``, ``sliding_window``
+    default 4096, ``num_key_value_heads`` default 32). Without ``layer_types`` a string pattern (``"LLLG"``) or a
+    null ``sliding_window`` (the class then sets the pattern to 0 and takes ``(i + 1) % 0``) fails in transformers:
+    refused. Head width ``getattr(config, "head_dim", hidden_size // num_attention_heads)``. vLLM 0.24
+    (models/exaone_moe.py: ``Exaone4Attention``, window iff ``config.layer_types[i]`` is sliding, the same head
+    width) is priced generically when the config writes ``is_moe_layer`` (the published ones do; vLLM's layers
+    read it), and refused without it; llama.cpp is refused."""
+    c = _class_filled(c, {"num_key_value_heads": 32, "sliding_window": 4096, "sliding_window_pattern": 4},
+                      ("sliding_window", "sliding_window_pattern"))
+    if c.raw("layer_types") is None:
+        pattern = c.raw("sliding_window_pattern")
+        if not c.has("sliding_window") or pattern is None:
+            raise KvMathError("exaone_moe config has no layer_types and a null sliding_window or "
+                              "sliding_window_pattern: transformers 5.23's ExaoneMoeConfig then divides by a pattern "
+                              "of 0 and cannot build it; write layer_types")
+        if isinstance(pattern, str):
+            raise KvMathError(f"exaone_moe config has sliding_window_pattern {pattern!r} and no layer_types; "
+                              "transformers 5.23 reads an integer pattern: write layer_types")
+    p = c.int("sliding_window_pattern", 4, maximum=MAX_LAYERS) if c.raw("layer_types") is None else 1
+    moe = c.raw("is_moe_layer")
+    engines = ("llama.cpp",) if isinstance(moe, list) and len(moe) == c.layer_count() else ("vllm", "llama.cpp")
+    why = ("vLLM 0.24 models/exaone_moe.py reads config.is_moe_layer (one flag per layer), which this config does not "
+           "write (transformers' ExaoneMoeConfig derives mlp_layer_types instead): vLLM cannot build it")
+    return _typed_filled(c, name, source, lambda n: [SLIDING if (i + 1) % p else FULL for i in range(n)],
+                         _engines_unread(c, *engines, why=why))
+
+
+@_family("cohere2_moe")
+def _cohere2_moe(c: _Config, name: str, source: str):
+    """Command A MoE (``cohere2_moe``): ``layer_types``, else the first ``first_k_dense_replace`` layers sliding
+    iff ``(i + 1) % prefix_dense_sliding_window_pattern`` and the rest iff ``(j + 1) % sliding_window_pattern``
+    counted from the first MoE layer (transformers 5.23 ``Cohere2MoeConfig.__post_init__``; defaults 0, 1, 4,
+    ``sliding_window`` 4096, ``head_dim`` 128; ``num_key_value_heads`` None becomes the heads). Unlike ``cohere2``
+    the head width is ``head_dim`` (modeling_cohere2_moe.py ``getattr(config, "head_dim", ...)``). vLLM 0.24
+    (models/cohere2_moe.py: window iff ``config.layer_types[i]`` is sliding, ``num_key_value_heads`` x
+    ``head_dim``, on transformers' own config class) is priced generically; llama.cpp is refused."""
+    c = _class_filled(c, {"sliding_window": 4096, "sliding_window_pattern": 4, "head_dim": 128,
+                          "prefix_dense_sliding_window_pattern": 1}, ("sliding_window",))
+    k = c.int("first_k_dense_replace", 0, minimum=0, maximum=MAX_LAYERS)
+    pre = c.int("prefix_dense_sliding_window_pattern", maximum=MAX_LAYERS)
+    p = c.int("sliding_window_pattern", maximum=MAX_LAYERS)
+
+    def default(n):
+        if k > n:
+            raise KvMathError(f"cohere2_moe first_k_dense_replace {k} exceeds num_hidden_layers {n}")
+        return [SLIDING if (i + 1) % pre else FULL for i in range(k)] + \
+            [SLIDING if (j + 1) % p else FULL for j in range(n - k)]
+
+    return _typed_filled(c, name, source, default, _engines_unread(c, "llama.cpp"))
+
+
+@_family("cwm")
+def _cwm(c: _Config, name: str, source: str):
+    """Code World Model (``cwm``): ``layer_types``, else full iff ``i % 4 == 0`` (layer 0 full) and sliding
+    elsewhere (transformers 5.23 ``CwmConfig.__post_init__``; defaults ``sliding_window`` 8192, ``head_dim`` 128,
+    ``num_key_value_heads`` 8, a null ``head_dim`` / KV-head count becoming ``hidden_size / heads`` / the heads).
+    vLLM 0.24 serves ``CwmForCausalLM`` with models/llama.py, which windows layer i iff ``config.layer_types[i]``
+    is sliding, on transformers' config class: priced generically; llama.cpp is refused."""
+    c = _class_filled(c, {"sliding_window": 8192, "head_dim": 128, "num_key_value_heads": 8},
+                      ("sliding_window", "head_dim", "num_key_value_heads"))
+    return _typed_filled(c, name, source, lambda n: [FULL if i % 4 == 0 else SLIDING for i in range(n)],
+                         _engines_unread(c, "llama.cpp"))
+
+
+@_family("vaultgemma")
+def _vaultgemma(c: _Config, name: str, source: str):
+    """VaultGemma (``vaultgemma``): ``layer_types``, else sliding on even layers and full on odd ones (``(i + 1) %
+    2``, transformers 5.23 ``VaultGemmaConfig.__post_init__``); class defaults ``num_key_value_heads`` 4,
+    ``head_dim`` 256, ``sliding_window`` 4096. vLLM 0.24 has no model file for it and llama.cpp's rules were not
+    read: both refused."""
+    c = _class_filled(c, {"num_key_value_heads": 4, "head_dim": 256, "sliding_window": 4096}, ("sliding_window",))
+    return _typed_filled(c, name, source, lambda n: [SLIDING if (i + 1) % 2 else FULL for i in range(n)],
+                         _engines_unread(c, "vllm", "llama.cpp", why=_NO_VLLM_FILE))
+
+
+@_family("laguna")
+def _laguna(c: _Config, name: str, source: str):
+    """Laguna (``laguna``, poolside): ``layer_types``, else every layer full (transformers 5.23
+    ``LagunaConfig.__post_init__``); ``num_key_value_heads`` (default 8) x ``head_dim`` (default 128) on every
+    layer, the query heads per layer (``num_attention_heads_per_layer``) not cached; ``sliding_window`` default
+    512. vLLM 0.24 reads its own ``LagunaConfig`` (transformers_utils/configs/laguna.py: the same KV-head and head
+    defaults, ``sliding_window`` default None, ``layer_types`` as given) and windows layer i iff
+    ``config.layer_types[i]`` is sliding (models/laguna.py): priced generically, except a sliding layer with no
+    written ``sliding_window`` (transformers 512, vLLM none), refused there. llama.cpp is refused."""
+    raw_window = c.has("sliding_window")
+    c = _class_filled(c, {"num_key_value_heads": 8, "head_dim": 128, "sliding_window": 512}, ("sliding_window",))
+    n = c.layer_count()
+    per_layer = c.raw("num_attention_heads_per_layer")
+    if per_layer is not None and (not isinstance(per_layer, list) or len(per_layer) != n):
+        raise KvMathError(f"laguna num_attention_heads_per_layer must list one head count per layer ({n})")
+    kv = c.int("num_key_value_heads")
+    for h in per_layer or []:
+        if isinstance(h, bool) or not isinstance(h, int) or h < 1 or h % kv:
+            raise KvMathError(f"laguna num_attention_heads_per_layer entry {h!r} is not a multiple of "
+                              f"num_key_value_heads {kv}")
+    types = c.layer_types(n, (FULL, SLIDING)) or [FULL] * n
+    refusals = ["llama.cpp"] + (["vllm"] if SLIDING in types and not raw_window else [])
+    why = "the config leaves sliding_window out: transformers windows its sliding layers at 512, vLLM 0.24's " \
+          "LagunaConfig defaults it to None"
+    return _typed_filled(c, name, source, lambda n: types, _engines_unread(c, *refusals, why=why))
+
+
+@_family("mellum")
+def _mellum(c: _Config, name: str, source: str):
+    """Mellum (``mellum``, JetBrains): ``layer_types``, else every layer full (transformers 5.23
+    ``MellumConfig.__post_init__``); class defaults ``num_key_value_heads`` 4, ``head_dim`` 128, ``sliding_window``
+    1024. vLLM 0.24 builds its own ``MellumConfig`` on ``Qwen3MoeConfig`` (transformers_utils/configs/mellum.py),
+    whose defaults were not checked against these: refused there, and on llama.cpp."""
+    c = _class_filled(c, {"num_key_value_heads": 4, "head_dim": 128, "sliding_window": 1024}, ("sliding_window",))
+    return _typed_filled(c, name, source, lambda n: [FULL] * n,
+                         _engines_unread(c, "vllm", "llama.cpp", why="vLLM 0.24 builds its own MellumConfig on "
+                                         "Qwen3MoeConfig, whose defaults kvmath has not checked against "
+                                         "transformers' MellumConfig"))
+
+
+def _mla_filled(c: _Config, name: str, source: str, n: int, refusals, **kw):
+    """``n`` MLA layers (the latent ``kv_lora_rank`` and the shared RoPE key ``qk_rope_head_dim`` cached, as
+    transformers 5.23 caches ``kv_nope`` / ``k_pass`` as keys and ``k_rot`` as values)."""
+    from dataclasses import replace
+
+    _no_window(c)
+    mla = _mla_fields(c)
+    arch = _arch(c, name, source, [MLALayer(i, **mla) for i in range(n)], c.int("num_attention_heads"), **kw)
+    return replace(arch, engine_refusals=tuple(refusals))
+
+
+@_family("minicpm3")
+def _minicpm3(c: _Config, name: str, source: str):
+    """MiniCPM3 (``minicpm3``): MLA on every layer. transformers 5.23 ``MiniCPM3Attention`` caches the latent
+    ``kv_nope`` ``[B, 1, T, kv_lora_rank]`` and ``k_rot`` ``[B, 1, T, qk_rope_head_dim]`` (class defaults 256 and
+    32, ``qk_nope_head_dim`` 64; ``v_head_dim`` None becomes ``hidden_size / num_attention_heads``). vLLM 0.24
+    (models/minicpm3.py) does not cache the latent: its ``Attention`` holds ``num_attention_heads`` K and V heads of
+    ``qk_nope_head_dim + qk_rope_head_dim`` (V zero-padded to that width), a layout kvmath's MLA layer does not
+    carry: refused there, and on llama.cpp (not read)."""
+    c = _class_filled(c, {"kv_lora_rank": 256, "qk_rope_head_dim": 32, "qk_nope_head_dim": 64})
+    cfg = dict(c.cfg)
+    if cfg.get("v_head_dim") is None:
+        hidden, heads = c.int("hidden_size"), c.int("num_attention_heads")
+        cfg["v_head_dim"] = hidden // heads
+    c = _Config(cfg, c.model_type)
+    vllm = ("vLLM 0.24 models/minicpm3.py caches num_attention_heads K and V heads of qk_nope_head_dim + "
+            "qk_rope_head_dim each (V zero-padded), not the MLA latent; kvmath does not model that layout")
+    return _mla_filled(c, name, source, c.layer_count(), _engines_unread(c, "vllm", "llama.cpp", why=vllm))
+
+
+@_family("youtu")
+def _youtu(c: _Config, name: str, source: str):
+    """Youtu-LLM (``youtu``): MLA on every layer, the latent ``kv_nope`` and ``k_rot`` cached (transformers 5.23
+    modeling_youtu.py; class defaults ``kv_lora_rank`` 512, ``qk_rope_head_dim`` 64, ``qk_nope_head_dim`` 128,
+    ``v_head_dim`` 128). vLLM 0.24 has no model file for it and llama.cpp's rules were not read: both refused."""
+    c = _class_filled(c, {"kv_lora_rank": 512, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128, "v_head_dim": 128})
+    return _mla_filled(c, name, source, c.layer_count(), _engines_unread(c, "vllm", "llama.cpp", why=_NO_VLLM_FILE))
+
+
+@_family("longcat_flash")
+def _longcat_flash(c: _Config, name: str, source: str):
+    """LongCat-Flash (``longcat_flash``): ``num_layers`` decoder layers of two MLA sublayers each, so ``2 x
+    num_layers`` cache layers (transformers 5.23 ``LongcatFlashConfig.num_hidden_layers`` is the property ``2 *
+    num_layers``; ``LongcatFlashMLA`` caches ``k_pass`` ``[B, 1, T, kv_lora_rank]`` and ``k_rot`` ``[B, 1, T,
+    qk_rope_head_dim]``, class defaults 512 and 64; ``num_layers`` default 28 must be written). A
+    ``num_hidden_layers`` key must equal ``2 x num_layers`` (transformers' setter would halve it into
+    ``num_layers``). vLLM 0.24 (models/longcat_flash.py) builds ``config.num_hidden_layers`` decoder layers of
+    two MLA each and has its own config class beside transformers' property: which one it loads was not read, so
+    it is refused, and so is llama.cpp. MTP layers are not built by transformers."""
+    _needs_written(c, "num_layers", 28)
+    layers = c.int("num_layers", maximum=MAX_LAYERS // 2)
+    if c.has("num_hidden_layers") and c.int("num_hidden_layers", maximum=MAX_LAYERS) != 2 * layers:
+        raise KvMathError(f"longcat_flash config sets num_hidden_layers {c.raw('num_hidden_layers')!r} and num_layers "
+                          f"{layers}: transformers 5.23 reads num_hidden_layers as 2 x num_layers; they must agree")
+    c = _class_filled(c, {"kv_lora_rank": 512, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128, "v_head_dim": 128})
+    c.layer_types(2 * layers, (FULL,))
+    vllm = ("vLLM 0.24 models/longcat_flash.py builds config.num_hidden_layers decoder layers of two MLA each, and "
+            "whether it reads that as num_layers (its own config class) or 2 x num_layers (transformers') was not read")
+    return _mla_filled(c, name, source, 2 * layers, _engines_unread(c, "vllm", "llama.cpp", why=vllm))
+
+
+@_family("jetmoe")
+def _jetmoe(c: _Config, name: str, source: str):
+    """JetMoE (``jetmoe``): mixture-of-attention-heads; the cache holds ``num_key_value_heads`` (default 16) K and V
+    heads of ``kv_channels`` (default 128; ``JetMoeConfig.attribute_map`` names it ``head_dim``) on every layer
+    (transformers 5.23 modeling_jetmoe.py: ``kv_proj`` to ``2 x kv_channels x num_key_value_heads``), and
+    ``num_attention_heads`` is ``num_key_value_heads x num_experts_per_tok`` (default 2; ``__post_init__``). vLLM
+    0.24 has no model file for it and llama.cpp's rules were not read: both refused."""
+    from dataclasses import replace
+
+    c = _class_filled(c, {"num_key_value_heads": 16, "kv_channels": 128, "num_experts_per_tok": 2})
+    if c.has("head_dim") and c.raw("head_dim") != c.raw("kv_channels"):
+        raise KvMathError("jetmoe config sets head_dim and kv_channels differently; they name one field")
+    kv = c.int("num_key_value_heads")
+    cfg = dict(c.cfg, head_dim=c.int("kv_channels"), num_attention_heads=kv * c.int("num_experts_per_tok"))
+    arch = _full_only(_Config(cfg, c.model_type), name, source)
+    return replace(arch, engine_refusals=_engines_unread(c, "vllm", "llama.cpp", why=_NO_VLLM_FILE))
+
+
+_OLD_MHA = {
+    # model_type: ({its key -> kvmath's key}, {kvmath's key: class default}, MLP width key or None)
+    "xglm": ({"d_model": "hidden_size", "attention_heads": "num_attention_heads", "num_layers": "num_hidden_layers",
+              "ffn_dim": "intermediate_size"}, {"hidden_size": 1024, "num_attention_heads": 16,
+                                                "num_hidden_layers": 24}),
+    "biogpt": ({}, {"hidden_size": 1024, "num_attention_heads": 16, "num_hidden_layers": 24}),
+    "ctrl": ({"n_embd": "hidden_size", "n_head": "num_attention_heads", "n_layer": "num_hidden_layers",
+              "dff": "intermediate_size", "n_positions": "max_position_embeddings"},
+             {"hidden_size": 1280, "num_attention_heads": 16, "num_hidden_layers": 48}),
+    "gpt_neox_japanese": ({}, {"hidden_size": 2560, "num_attention_heads": 32, "num_hidden_layers": 32}),
+}
+"""Older multi-head decoders: key names (transformers 5.23 ``attribute_map`` / the modeling files' reads) and the
+class defaults of the sizes a config must write out."""
+
+
+@_family(*_OLD_MHA)
+def _old_mha(c: _Config, name: str, source: str):
+    """XGLM, BioGPT, CTRL and GPT-NeoX-Japanese: every head cached on every layer, ``hidden_size /
+    num_attention_heads`` wide, no window (transformers 5.23: modeling_xglm.py ``head_dim = embed_dim //
+    num_heads``, modeling_biogpt.py likewise, modeling_ctrl.py ``d_model_size / num_heads``,
+    modeling_gpt_neox_japanese.py ``head_size = hidden_size // num_attention_heads``; each model's cache is
+    ``DynamicCache(config=...)`` and its config class has no ``sliding_window``), under their own key names
+    (:data:`_OLD_MHA`). A config leaving a size to its class default, or setting a KV-head count or ``head_dim``
+    the models do not read, is refused. vLLM 0.24 has no model file for these and llama.cpp's rules were not read:
+    both refused."""
+    from dataclasses import replace
+
+    renames, sizes = _OLD_MHA[c.model_type]
+    cfg = dict(c.cfg)
+    for old, new in renames.items():
+        if c.has(old):
+            if c.has(new) and c.cfg[new] != c.cfg[old]:
+                raise KvMathError(f"{c.model_type} config sets both {old} and {new}, differently; they name one field")
+            cfg[new] = c.cfg[old]
+    back = {new: old for old, new in renames.items()}
+    for key, default in sizes.items():
+        if cfg.get(key) is None:
+            raise KvMathError(f"{c.model_type} config has no {back.get(key, key)}; transformers' config class would "
+                              f"default it to {default!r}: write it out")
+    for key in ("num_key_value_heads", "head_dim"):
+        if c.has(key):
+            raise KvMathError(f"{c.model_type} config sets {key}, which its attention does not read: remove it")
+    r = _Config(cfg, c.model_type)
+    cfg["head_dim"] = _head_dim(r)
+    arch = _full_only(_Config(cfg, c.model_type), name, source)
+    return replace(arch, engine_refusals=_engines_unread(c, "vllm", "llama.cpp", why=_NO_VLLM_FILE))
+
+
+@_family("axk1")
+def _axk1(c: _Config, name: str, source: str):
+    """A.X K1 (``axk1``): MLA on every layer, the latent ``kv_nope`` ``[B, 1, T, kv_lora_rank]`` and ``k_rot``
+    ``[B, 1, T, qk_rope_head_dim]`` cached (transformers 5.23 modeling_axk1.py; class defaults 512 and 64,
+    ``qk_nope_head_dim`` 128, ``v_head_dim`` 128). vLLM 0.24 serves ``AXK1ForCausalLM`` with its own config class
+    (transformers_utils/configs/AXK1.py, model_type ``AXK1``), whose reading of this config was not checked:
+    refused there, and on llama.cpp (not read)."""
+    c = _class_filled(c, {"kv_lora_rank": 512, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128, "v_head_dim": 128})
+    why = "vLLM 0.24 reads AXK1 through its own config class (model_type 'AXK1'), whose defaults were not checked"
+    return _mla_filled(c, name, source, c.layer_count(), _engines_unread(c, "vllm", "llama.cpp", why=why))
+
+
+@_family("flint", "kolibri1")
+def _flint_kolibri(c: _Config, name: str, source: str):
+    """Flint (``flint``) and Kolibri 1 (``kolibri1``): ``layer_types``, else transformers 5.23's
+    ``__post_init__`` rule: Flint full on layers 0 and 1, every ``i % 4 == 1`` and the last layer, sliding elsewhere;
+    Kolibri full iff ``(i + 1) % 5 == 0``. Class defaults ``num_key_value_heads`` 4, ``head_dim`` 128,
+    ``sliding_window`` 513. vLLM 0.24 has no model file for either and llama.cpp's rules were not read: both
+    refused."""
+    c = _class_filled(c, {"num_key_value_heads": 4, "head_dim": 128, "sliding_window": 513}, ("sliding_window",))
+    if c.model_type == "flint":
+        def default(n):
+            return [FULL if i < 2 or i % 4 == 1 or i == n - 1 else SLIDING for i in range(n)]
+    else:
+        def default(n):
+            return [FULL if (i + 1) % 5 == 0 else SLIDING for i in range(n)]
+    return _typed_filled(c, name, source, default, _engines_unread(c, "vllm", "llama.cpp", why=_NO_VLLM_FILE))
+
+
+_DSA_DEFAULTS = {
+    "axk2": {"kv_lora_rank": 128, "qk_rope_head_dim": 32, "qk_nope_head_dim": 64, "v_head_dim": 64,
+             "index_head_dim": 128, "index_n_heads": 16, "index_topk": 2048},
+    "hy_v4": {"kv_lora_rank": 512, "qk_rope_head_dim": 64, "qk_nope_head_dim": 192, "v_head_dim": 256,
+              "index_head_dim": 128, "index_n_heads": 16, "index_topk": 2048},
+}
+"""transformers 5.23 ``AXK2Config`` / ``HYV4Config`` field defaults for the MLA and indexer widths."""
+
+
+@_family(*_DSA_DEFAULTS)
+def _dsa_defaulted(c: _Config, name: str, source: str):
+    """A.X K2 (``axk2``) and Hunyuan 4 (``hy_v4``): MLA with DeepSeek Sparse Attention's indexer, ``layer_types``
+    all ``indexed_attention`` (``DynamicIndexedLayer``: latent keys, RoPE values, ``indexer_keys [B, 1, T,
+    index_head_dim]``), with the config classes' defaults (:data:`_DSA_DEFAULTS`). A.X K2 runs its indexer on every
+    layer (modeling_axk2.py); Hunyuan 4 only where ``indexer_types`` is ``"full"``, default layer 0 and every
+    ``(i - 1) % 4 == 0`` (``HYV4Config.__post_init__``), the ``"shared"`` layers reusing the previous top-k and
+    caching no indexer keys (modeling_hy_v4.py ``skip_topk``). vLLM 0.24 has no model file for ``HYV4ForCausalLM``
+    or A.X K2 and llama.cpp's rules were not read: both refused."""
+    from dataclasses import replace
+
+    c = _class_filled(c, _DSA_DEFAULTS[c.model_type])
+    n = c.layer_count()
+    c.layer_types(n, ("indexed_attention",))
+    _no_window(c)
+    mla = _mla_fields(c)
+    idx = {k: c.int(k) for k in ("index_head_dim", "index_n_heads", "index_topk")}
+    modes = c.raw("indexer_types") if c.model_type == "hy_v4" else None
+    if modes is None:
+        modes = ["full" if c.model_type == "axk2" or i == 0 or (i - 1) % 4 == 0 else "shared" for i in range(n)]
+    if not isinstance(modes, list) or len(modes) != n or set(modes) - {"full", "shared"}:
+        raise KvMathError(f"{c.model_type} indexer_types must list 'full' / 'shared' for each of the {n} layers")
+    layers = [DSALayer(i, mla["kv_lora_rank"], mla["qk_rope_head_dim"], **idx, qk_nope_head_dim=mla["qk_nope_head_dim"],
+                       v_head_dim=mla["v_head_dim"]) if mode == "full" else
+              MLALayer(i, mla["kv_lora_rank"], mla["qk_rope_head_dim"], mla["qk_nope_head_dim"], mla["v_head_dim"])
+              for i, mode in enumerate(modes)]
+    arch = _arch(c, name, source, layers, c.int("num_attention_heads"))
+    return replace(arch, engine_refusals=_engines_unread(c, "vllm", "llama.cpp", why=_NO_VLLM_FILE))

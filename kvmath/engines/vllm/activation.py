@@ -158,6 +158,7 @@ UNGATED_MLP = {
     "starcoder2": "starcoder2.py Starcoder2MLP c_fc", "apertus": "apertus.py ApertusMLP up_proj (xIELU)",
     "arcee": "arcee.py ArceeMLP up_proj (ReLU^2)", "mpt": "mpt.py MPTMLP up_proj",
     "persimmon": "persimmon.py PersimmonMLP dense_h_to_4h",
+    "jais2": "jais2.py Jais2MLP up_proj (ReLU^2)", "gpt-sw3": "gpt2.py GPT2MLP c_fc",
 }
 """Dense model_types whose vLLM MLP is not gated (model_executor/models/<file> at 0.24.0): one up projection
 [T, I] and the activation's own output [T, I] (the activation ops write a new tensor), where a gated MLP holds
