@@ -306,6 +306,10 @@ CONFIG_RULES: dict[str, Rule] = {
     "in_channels": count(1, 1024), "num_channels": count(1, 1024), "in_chans": count(1, 1024),
     "num_position_embeddings": count(0, 2**24), "position_embedding_size": count(1, 2**24),
     "vision_soft_tokens_per_image": count(0, 2**24),
+    # Gemma 4 vision tower (transformers 5.23 Gemma4VisionConfig.pooling_kernel_size: int = 3; the checkpoints'
+    # default_output_length 280): vLLM's encoder budget reads tokens x kernel^2 patches, so 0 / a list was
+    # priced with a fallback (kernel 1, the soft-token count) instead of refused
+    "pooling_kernel_size": count(1, 64), "default_output_length": count(1, 2**24),
     # lists and strings
     "layer_types": Rule("strs", max_len=2 * MAX_LAYERS), "layers_block_type": Rule("strs", max_len=2 * MAX_LAYERS),
     "hybrid_override_pattern": Rule("str", max_len=MAX_LAYERS), "mlp_only_layers": Rule("ints", 0, MAX_LAYERS,

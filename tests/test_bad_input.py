@@ -1406,3 +1406,20 @@ def test_vllm_kv_cache_dtype_that_kvmath_does_not_price_is_named_so():
     code, _, err = run_cli_in_process("kvmath-fit", ["vllm", "serve", "Qwen/Qwen3-32B", "--card", "h100",
                                                      "--kv-cache-dtype", "fp8_inc"])
     assert code == 2 and "'fp8_inc' is a vLLM kv_cache_dtype kvmath does not price" in err, err
+
+
+# --- fourth held-out probe (issue 25; kept outside the repository; its findings as regressions) -------------
+
+GEMMA4_CFG = json.loads((ROOT / "data" / "configs" / "google__gemma-4-26B-A4B.json").read_text())
+
+
+@pytest.mark.parametrize("field,value", [("pooling_kernel_size", 0), ("pooling_kernel_size", [8]),
+                                         ("pooling_kernel_size", -1), ("default_output_length", "8"),
+                                         ("default_output_length", 0)])
+def test_gemma4_vision_pooling_fields_checked(field, value):
+    # transformers 5.23 Gemma4VisionConfig declares pooling_kernel_size: int = 3 (@strict); vLLM's encoder
+    # budget takes default_output_length x pooling_kernel_size^2 patches, so neither can be 0 or a list.
+    # activation._int used to fall back to kernel 1 / the soft-token count for any such value
+    cfg = dict(GEMMA4_CFG, vision_config=dict(GEMMA4_CFG["vision_config"], **{field: value}))
+    with pytest.raises(KvMathError, match=f"vision_config.{field} must be"):
+        kvmath.load_architecture(cfg)
