@@ -269,6 +269,9 @@ CONFIG_RULES: dict[str, Rule] = {
     "num_kv_shared_layers": layers(0), "first_k_dense_replace": layers(0), "max_window_layers": layers(0),
     "full_attention_interval": layers(),
     "sliding_window_pattern": Rule("either", options=(layers(), Rule("str", max_len=MAX_LAYERS))), "decoder_sparse_step": layers(),
+    # DeepSeek V2/V3, Kimi Linear: an MoE block every moe_layer_freq layers (vLLM deepseek_v2.py layer_idx %
+    # moe_layer_freq); dots3_note / step3p7 (transformers 5.23) take a list of 0/1 flags, one per layer
+    "moe_layer_freq": Rule("either", options=(count(1, 2**31 - 1), Rule("ints", 0, 1, MAX_LAYERS))),
     # attention
     "num_attention_heads": count(1, HEADS), "n_head": count(1, HEADS), "num_key_value_heads": count(1, HEADS),
     "num_global_key_value_heads": count(1, HEADS), "num_heads": count(1, HEADS),

@@ -1411,6 +1411,7 @@ def test_vllm_kv_cache_dtype_that_kvmath_does_not_price_is_named_so():
 # --- fourth held-out probe (issue 25; kept outside the repository; its findings as regressions) -------------
 
 GEMMA4_CFG = json.loads((ROOT / "data" / "configs" / "google__gemma-4-26B-A4B.json").read_text())
+DSV3_CFG = json.loads((ROOT / "data" / "configs" / "deepseek-ai__DeepSeek-V3.json").read_text())
 
 
 @pytest.mark.parametrize("field,value", [("pooling_kernel_size", 0), ("pooling_kernel_size", [8]),
@@ -1423,3 +1424,34 @@ def test_gemma4_vision_pooling_fields_checked(field, value):
     cfg = dict(GEMMA4_CFG, vision_config=dict(GEMMA4_CFG["vision_config"], **{field: value}))
     with pytest.raises(KvMathError, match=f"vision_config.{field} must be"):
         kvmath.load_architecture(cfg)
+
+
+def _moe_layers(cfg):
+    from kvmath.model.checkpoint import estimate_checkpoint
+
+    return sorted({int(m.group(1)) for t in estimate_checkpoint(cfg).tensors
+                   if (m := re.search(r"layers\.(\d+)\.mlp\.experts\.", t.name))})
+
+
+@pytest.mark.parametrize("freq, expected", [
+    # vLLM 0.24 deepseek_v2.py DeepseekV2DecoderLayer: MoE when layer_idx >= first_k_dense_replace (3) and
+    # layer_idx % moe_layer_freq == 0, over num_hidden_layers 61: freq 1 -> 3..60, freq 2 -> 4, 6, ..., 60,
+    # freq 1000 -> none (layer 0 is below 3). transformers 5.23's DeepseekV3Config does not read the key
+    (1, list(range(3, 61))), (2, list(range(4, 61, 2))), (1000, []),
+])
+def test_deepseek_moe_layer_freq_read_as_vllm_builds_the_layers(freq, expected):
+    from kvmath.engines.vllm.activation import forward_terms
+
+    cfg = dict(DSV3_CFG, moe_layer_freq=freq)
+    assert _moe_layers(cfg) == expected
+    names = [t.name for t in forward_terms(kvmath.load_architecture(cfg), 8192, tp=8)]
+    assert any(n.startswith("fused MoE") for n in names) == bool(expected), names
+
+
+@pytest.mark.parametrize("value", ["x", 0, [1, 0], 2.5])
+def test_deepseek_moe_layer_freq_must_be_an_integer(value):
+    # vLLM computes layer_idx % moe_layer_freq: a string or a list raises, 0 divides by zero
+    with pytest.raises(KvMathError, match="moe_layer_freq must be"):
+        from kvmath.model.checkpoint import estimate_checkpoint
+
+        estimate_checkpoint(kvmath.validate.check_config(dict(DSV3_CFG, moe_layer_freq=value)))

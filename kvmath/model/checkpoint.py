@@ -608,6 +608,31 @@ def _quant_method(config: dict) -> str | None:
     return str(q.get("quant_method") or q.get("quant_algo") or "unknown").lower()
 
 
+MOE_LAYER_FREQ_TYPES = ("deepseek_v2", "deepseek_v3", "deepseek_v32", "kimi_linear", "kimi_k2")
+"""model_types whose vLLM 0.24 model file reads ``moe_layer_freq`` (``deepseek_v2.py`` ``getattr(config,
+"moe_layer_freq", 1)``, ``kimi_linear.py`` ``config.moe_layer_freq``, default 1 in
+``transformers_utils/configs/kimi_linear.py``)."""
+
+
+def moe_layer_flags(tc: dict, layers: int) -> list[bool]:
+    """Which of the ``layers`` decoder layers hold routed experts, as vLLM 0.24 builds them: ``deepseek_v2.py``
+    ``DeepseekV2DecoderLayer`` / ``kimi_linear.py`` ``KimiDecoderLayer`` put the MoE block on layer ``i`` when
+    the config has experts, ``i >= first_k_dense_replace`` and ``i % moe_layer_freq == 0`` (the last only for
+    :data:`MOE_LAYER_FREQ_TYPES`; elsewhere every layer from ``first_k_dense_replace`` on). ``tc``: the
+    decoder's config. Raises KvMathError for a ``moe_layer_freq`` that is not an integer >= 1 there (vLLM's
+    ``%`` would raise on a list or divide by 0)."""
+    E = _int(tc, "num_local_experts", "num_experts", "n_routed_experts", default=0)
+    first = _int(tc, "first_k_dense_replace", default=0)
+    freq = 1
+    if str(tc.get("model_type", "")) in MOE_LAYER_FREQ_TYPES and tc.get("moe_layer_freq") is not None:
+        freq = tc["moe_layer_freq"]
+        if not isinstance(freq, int) or isinstance(freq, bool) or freq < 1:
+            raise KvMathError(f"config field moe_layer_freq must be an integer >= 1 for {tc.get('model_type')} "
+                              f"(vLLM 0.24 deepseek_v2.py / kimi_linear.py: layer_idx % moe_layer_freq), got "
+                              f"{_short(freq)}")
+    return [bool(E) and i >= first and i % freq == 0 for i in range(layers)]
+
+
 def _int(c: dict, *keys, default=None):
     for k in keys:
         v = c.get(k)
@@ -1153,7 +1178,6 @@ def _estimate_table(config: dict) -> Checkpoint:
     moe_inter = _int(tc, "moe_intermediate_size", default=inter)
     shared_inter = _int(tc, "shared_expert_intermediate_size", default=0)
     n_shared = _int(tc, "n_shared_experts", "num_shared_experts", default=0)
-    first_dense = _int(tc, "first_k_dense_replace", default=0)
     qkv_bias = bool(tc.get("attention_bias", mt in _QKV_BIAS))
     tied = tied_embeddings(config)
     base = "model.language_model" if tc is not config else "model"
@@ -1163,6 +1187,7 @@ def _estimate_table(config: dict) -> Checkpoint:
     mxfp4 = lin.method == "mxfp4"
     gdn = mt in _GDN_TYPES
     kinds = _layer_kinds(config) if gdn else None
+    moe = moe_layer_flags(tc, L)
     for i in range(L):
         p = f"{base}.layers.{i}"
         rows += [(f"{p}.input_layernorm.weight", dt, (H,)), (f"{p}.post_attention_layernorm.weight", dt, (H,))]
@@ -1194,7 +1219,7 @@ def _estimate_table(config: dict) -> Checkpoint:
             if mt == "gpt_oss":
                 rows.append((f"{a}.sinks", dt, (nh,)))
         m = f"{p}.mlp"
-        if E and i >= first_dense:
+        if moe[i]:
             rows += _moe_mlp(lin, m, tc, mt, H, E, moe_inter, shared_inter, n_shared, dt, mxfp4)
         else:
             rows += lin.tensors(f"{m}.gate_proj", inter, H) + lin.tensors(f"{m}.up_proj", inter, H)
