@@ -174,6 +174,13 @@ def _engine_block(d, extra: dict):
     return get_engine(d.engine).cli_block(d, extra)
 
 
+ALIASED_DESTS = (("tp", "tp_size"), ("max_ctx", "context_length"),
+                 ("max_num_seqs", "max_running_requests"))
+"""kvmath's common flags and an engine's own name for the same setting (SGLang ``--tp-size``,
+``--context-length``, ``--max-running-requests``): both given with different values are refused
+(the engine's one would win silently)."""
+
+
 def _flag_names(parser) -> dict[str, str]:
     """dest -> the flag spellings shown in errors (``-c/--ctx-size``)."""
     out: dict[str, str] = {}
@@ -209,7 +216,13 @@ def run(argv=None) -> int:
         return 2
     parser, owned = build_parser()
     args = parser.parse_args(argv)
+    seen = dict(getattr(args, "_kvmath_seen", {}))
     drop_private(args)
+    for a, b in ALIASED_DESTS:  # --tp 1 --tp-size 2: two names of one engine setting, given different values
+        if a in seen and b in seen and seen[a][1] != seen[b][1]:
+            print(f"kvmath: error: {seen[a][0]} and {seen[b][0]} name one setting and are given different values "
+                  f"({seen[a][1]} and {seen[b][1]}); give it once", file=sys.stderr)
+            return 2
     if args.offline:  # kvmath.hub reads HF_HUB_OFFLINE at call time
         os.environ["HF_HUB_OFFLINE"] = "1"
     given_all = vars(args)

@@ -1455,3 +1455,94 @@ def test_deepseek_moe_layer_freq_must_be_an_integer(value):
         from kvmath.model.checkpoint import estimate_checkpoint
 
         estimate_checkpoint(kvmath.validate.check_config(dict(DSV3_CFG, moe_layer_freq=value)))
+
+
+@pytest.mark.parametrize("env, argv, expected", [
+    # llama.cpp common/arg.cpp common_params_parse_ex: LLAMA_ARG_* first ("handle environment variables"), then
+    # the command line, which wins
+    ({"LLAMA_ARG_CTX_SIZE": "1024"}, [], {"n_ctx": 1024}),
+    ({"LLAMA_ARG_CTX_SIZE": "1024"}, ["-c", "2048"], {"n_ctx": 2048}),
+    ({"LLAMA_ARG_N_PARALLEL": "7"}, [], {"n_parallel": 7}),
+    ({"LLAMA_ARG_NO_KV_UNIFIED": "1"}, [], {"kv_unified": False}),  # get_value_from_env: LLAMA_ARG_NO_<X> is "0"
+    ({"LLAMA_ARG_KV_UNIFIED": "on"}, [], {"kv_unified": True}),
+    ({"LLAMA_ARG_THREADS": "4"}, [], {"n_ctx": 0}),  # -t: threads, no memory; n_ctx stays the default
+])
+def test_llama_arg_environment_read_as_llama_cpp_reads_it(env, argv, expected):
+    from kvmath.engines.llamacpp.launch import parse_launch
+
+    s = parse_launch(["-m", "qwen3.6-27b", *argv], env).settings
+    assert {k: s[k] for k in expected} == expected
+
+
+@pytest.mark.parametrize("env, contains", [
+    ({"LLAMA_ARG_KV_OFFLOAD": "0"}, "--no-kv-offload"),       # the cache in host memory: not priced
+    ({"LLAMA_ARG_N_CPU_FFN": "3"}, "-ncffn, which kvmath does not model"),
+    ({"LLAMA_ARG_KV_UNIFIED": "maybe"}, "takes a boolean"),   # parse_bool_value: "invalid boolean value"
+    ({"LLAMA_ARG_CTX_SIZE": "1k"}, "takes an integer"),       # std::stoi on the value
+])
+def test_llama_arg_environment_kvmath_does_not_price_is_refused(env, contains):
+    from kvmath.engines.llamacpp.launch import parse_launch
+
+    with pytest.raises(KvMathError, match=re.escape(contains)):
+        parse_launch(["-m", "qwen3.6-27b"], env)
+
+
+def _front_door(*argv):
+    """``python -m kvmath.fit ARGV`` (the front door that takes pasted lines): (status, stdout, stderr)."""
+    r = subprocess.run([sys.executable, "-m", "kvmath.fit", *argv], capture_output=True, text=True, timeout=120,
+                       cwd=ROOT)
+    return r.returncode, r.stdout, r.stderr
+
+
+def test_pasted_llama_arg_words_change_the_answer():
+    code, out, err = _front_door("LLAMA_ARG_CTX_SIZE=1024", "llama-server", "-m", "qwen3.6-27b", "--card", "h100")
+    assert code in (0, 1) and "n_ctx 1,024" in out and "LLAMA_ARG_CTX_SIZE='1024' read as -c 1024" in out + err, out[-800:]
+
+
+def test_vllm_pp_layer_partition_environment_is_the_partition():
+    # vllm/distributed/utils.py get_pp_indices: partitions = [int(x) for x in VLLM_PP_LAYER_PARTITION.split(",")]
+    code, out, err = _front_door("VLLM_PP_LAYER_PARTITION=40,24", "vllm", "serve", "Qwen/Qwen3.6-27B", "--card", "h100",
+                                 "-pp", "2", "--max-model-len", "8192")
+    assert "stage 0: 40 layers" in out and "stage 1: 24 layers" in out, (code, out[-1500:], err)
+
+
+@pytest.mark.parametrize("argv, contains", [
+    # one GPU twice would be priced as two devices of the card's memory (ggml_backend_dev_by_name is
+    # case-insensitive, so cuda0 is CUDA0)
+    (["-dev", "CUDA0,CUDA0"], "-dev names CUDA0 twice"), (["-dev", "CUDA0,cuda0"], "-dev names cuda0 twice"),
+    # llama_max_devices() = 16 (src/llama.cpp): no backend numbers a device 99
+    (["-dev", "CUDA99"], "at most 16 devices"),
+    # switches given both ways: llama.cpp keeps the last, which hides a typo
+    (["--mmap", "--no-mmap"], "--no-mmap contradicts"), (["--kv-unified", "--no-kv-unified"], "--no-kv-unified contradicts"),
+])
+def test_llamacpp_devices_and_switches_refused(argv, contains):
+    from kvmath.engines.llamacpp.launch import parse_launch
+
+    with pytest.raises(KvMathError, match=re.escape(contains)):
+        parse_launch(["-m", "qwen3.6-27b", *argv])
+    parse_launch(["-m", "qwen3.6-27b", "-dev", "CUDA1"])  # the second GPU alone is a real launch
+    parse_launch(["-m", "qwen3.6-27b", "--mmap", "--mmap"])
+
+
+@pytest.mark.parametrize("argv, contains", [
+    # SGLang server_args.py: --tp-size / --tensor-parallel-size are one argparse dest (tp_size), as are
+    # --dp-size / --data-parallel-size; argparse keeps the last value silently
+    (["--tp-size", "1", "--tensor-parallel-size", "2"], "--tp-size and --tensor-parallel-size (one setting)"),
+    (["--dp-size", "1", "--data-parallel-size", "2"], "--dp-size and --data-parallel-size (one setting)"),
+])
+def test_sglang_aliases_with_two_values_refused(argv, contains):
+    from kvmath.engines.sglang.launch import parse
+
+    with pytest.raises(KvMathError, match=re.escape(contains)):
+        parse(["--model-path", "Qwen/Qwen3.6-27B", *argv], {})
+    assert parse(["--model-path", "Qwen/Qwen3.6-27B", "--tp-size", "2", "--tensor-parallel-size", "2"],
+                 {}).settings["tp_size"] == 2
+
+
+@pytest.mark.parametrize("argv, contains", [
+    (["--tp-size", "2", "--tp", "1"], "--tp and --tp-size name one setting"),
+    (["--context-length", "4096", "--max-ctx", "8192"], "--max-ctx and --context-length name one setting"),
+])
+def test_kvmath_common_flag_and_engine_alias_refused(argv, contains):
+    r = cli("kvmath", "--config", "qwen3.6-27b", "--engine", "sglang", *argv)
+    assert_one_line_error(r, "kvmath", contains=contains)

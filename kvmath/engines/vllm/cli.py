@@ -894,10 +894,19 @@ def _drafter(args, arch, vals: dict, kw: dict, notes: list) -> None:
 
 def _resolve(args, env=None) -> tuple[str, dict, list[str]]:
     """(model id or config path, budget keyword arguments, notes); ``env``: the environment the command
-    read (``VLLM_ALLOW_LONG_MAX_MODEL_LEN``), passed in. Raises KvMathError."""
+    read (``VLLM_ALLOW_LONG_MAX_MODEL_LEN``, ``VLLM_PP_LAYER_PARTITION``, which fills ``--layer-partition``),
+    passed in. Raises KvMathError."""
     from . import budget as B
 
     notes: list[str] = []
+    part = (env or {}).get("VLLM_PP_LAYER_PARTITION")
+    if part is not None and getattr(args, "layer_partition", None) is None:
+        # vllm/distributed/utils.py get_pp_indices reads envs.VLLM_PP_LAYER_PARTITION ("a,b,c", one per stage)
+        args.layer_partition = part
+        notes.append(f"VLLM_PP_LAYER_PARTITION={part[:60]} read as --layer-partition (vLLM's get_pp_indices reads it)")
+    elif part is not None and part != args.layer_partition:
+        raise KvMathError(f"VLLM_PP_LAYER_PARTITION={part[:60]!r} and --layer-partition {args.layer_partition[:60]!r} "
+                          "disagree; vLLM reads only the environment variable")
     _check_flags(args)
     vllm_mode = getattr(args, "vllm_mode", True)  # vLLM's defaults unless --anchor-defaults / --compose
     model, as_repo = _model_named(args, vllm_mode)
