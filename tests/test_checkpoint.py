@@ -416,6 +416,9 @@ def test_partial_downloads_and_stray_files_are_refused(tmp_path):
     ("awq", "quantization_config must be an object"),
     ({"quant_method": "gptq", "bits": 0}, "bits = 0 is not a width"),
     ({"quant_method": "awq", "bits": -4}, "bits = -4 is not a width"),
+    # vLLM 0.24 quantization/auto_awq.py AutoAWQConfig.TYPE_MAP = {4: uint4}: "Unsupported num_bits = 8"
+    ({"quant_method": "awq", "bits": 8}, "bits = 8 is not a width awq stores; valid: 4$"),
+    ({"quant_method": "awq", "w_bit": 3}, "w_bit = 3 is not a width awq stores"),
     ({"quant_method": "gptq", "bits": 4, "group_size": 0}, "group size is -1"),
     ({"quant_method": "gptq", "bits": "4"}, "bits must be an integer"),
 ])

@@ -682,7 +682,9 @@ class _Linear:
             self.static = str(self.q.get("activation_scheme", "dynamic")) == "static"
             self.method = "fp8"
         elif m in ("awq", "gptq", "auto-round", "autoround", "auto_round"):
-            self.bits = _q_int(self.q, ("bits", "w_bit"), 4, (2, 3, 4, 8), m)
+            # vLLM 0.24 quantization/auto_awq.py AutoAWQConfig (awq, awq_marlin, auto_awq): TYPE_MAP = {4: uint4},
+            # "Unsupported num_bits" (8-bit AWQ only with a Marlin backend named at launch, not modelled)
+            self.bits = _q_int(self.q, ("bits", "w_bit"), 4, (4,) if m == "awq" else (2, 3, 4, 8), m)
             self.group = _q_int(self.q, ("group_size", "q_group_size"), 128, None, m)
             fmt = str(self.q.get("packing_format") or self.q.get("backend") or "")
             self.kind = "awq" if m == "awq" or "awq" in fmt else "gptq"
