@@ -1546,3 +1546,15 @@ def test_sglang_aliases_with_two_values_refused(argv, contains):
 def test_kvmath_common_flag_and_engine_alias_refused(argv, contains):
     r = cli("kvmath", "--config", "qwen3.6-27b", "--engine", "sglang", *argv)
     assert_one_line_error(r, "kvmath", contains=contains)
+
+
+def test_negative_kv_memory_is_worded_not_printed_negative():
+    # -5 bytes is -4.66e-9 GiB: rounded to two places it is zero, and '-0.00 GiB' is not a size
+    assert kvmath.fmt_bytes(-5) == "0.00 GiB" and kvmath.fmt_bytes(-2**30) == "-1.00 GiB"
+    assert kvmath.fmt_bytes(-5, "B") == "-5 B"
+    # qwen3.6-27b over PP 2 on 24 GiB cards: each stage's 25.49 GiB of weights exceed the 21.79 GiB requested
+    code, out, err = run_cli_in_process("kvmath-fit", ["--model", "qwen3.6-27b", "--card", "rtx3090", "-pp", "2"])
+    stages = [line for line in out.splitlines() if line.lstrip().startswith("stage ")]
+    assert code == 1 and len(stages) == 2, (code, out[-1500:], err)
+    assert all("available KV none (" in s and "GiB short)" in s for s in stages), stages
+    assert "available KV -" not in out

@@ -892,6 +892,14 @@ def _drafter(args, arch, vals: dict, kw: dict, notes: list) -> None:
         kw["dflash"] = True
 
 
+def _available_words(available_kv: int) -> str:
+    """The KV memory left, as the single-stage breakdown words it: ``12.34 GiB``, or ``none (X GiB short)`` when the
+    rest of the budget already exceeds the requested memory (a negative figure is not a cache size)."""
+    if available_kv < 0:
+        return f"none ({-available_kv / GIB:.2f} GiB short)"
+    return f"{available_kv / GIB:.2f} GiB"
+
+
 def _resolve(args, env=None) -> tuple[str, dict, list[str]]:
     """(model id or config path, budget keyword arguments, notes); ``env``: the environment the command
     read (``VLLM_ALLOW_LONG_MAX_MODEL_LEN``, ``VLLM_PP_LAYER_PARTITION``, which fills ``--layer-partition``),
@@ -1368,7 +1376,7 @@ def _print_parallel(model, kw, notes, args) -> int:
               f"gpu_memory_utilization={s0.mem_util}, max_num_batched_tokens={s0.max_num_batched_tokens:,}")
         for i, (n, b) in enumerate(zip(pb.layers, pb.stages)):
             print(f"  stage {i}: {n} layers, weights {b.weights / GIB:.2f} GiB, activation {b.profile_peak / GIB:.2f} GiB,"
-                  f" CUDA graphs {b.cudagraph / GIB:.2f} GiB, available KV {b.available_kv / GIB:.2f} GiB, "
+                  f" CUDA graphs {b.cudagraph / GIB:.2f} GiB, available KV {_available_words(b.available_kv)}, "
                   f"{b.plan.num_blocks if b.plan else 0:,} blocks, {b.outcome}"
                   + (f" ({b.refusal})" if b.refusal else ""))
         print(f"Pool: {pb.num_blocks:,} blocks on every worker (the smallest stage's), {pb.pool_tokens:,} tokens per "
