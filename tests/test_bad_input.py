@@ -1558,3 +1558,13 @@ def test_negative_kv_memory_is_worded_not_printed_negative():
     assert code == 1 and len(stages) == 2, (code, out[-1500:], err)
     assert all("available KV none (" in s and "GiB short)" in s for s in stages), stages
     assert "available KV -" not in out
+
+
+@pytest.mark.parametrize("env", [{5: "x"}, "x", ["A"], {"A=B": "1"}, {"": "1"}, {"X": "\0"}, {"X": object()}])
+def test_pagecalc_env_that_os_environ_cannot_take_is_refused(env):
+    # os.environ.update raised TypeError (int name, str env) / ValueError (NUL); run() promises never to raise
+    from kvmath import pagecalc
+
+    r = pagecalc.run(["kvmath", "--config", "qwen3.6-27b", "--max-ctx", "8192"], env)
+    assert r["exit_code"] == 2 and r["stdout"] == "" and r["stderr"].startswith("kvmathQuery: env must be a dict")
+    assert "Traceback" not in r["stderr"]
