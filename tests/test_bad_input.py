@@ -1568,3 +1568,12 @@ def test_pagecalc_env_that_os_environ_cannot_take_is_refused(env):
     r = pagecalc.run(["kvmath", "--config", "qwen3.6-27b", "--max-ctx", "8192"], env)
     assert r["exit_code"] == 2 and r["stdout"] == "" and r["stderr"].startswith("kvmathQuery: env must be a dict")
     assert "Traceback" not in r["stderr"]
+
+
+def test_no_solve_on_a_vllm_serve_line_is_the_verdict_only():
+    # kvmath/fit.py documents --no-solve (the verdict only) for every front-door line; vllm serve lines refused it
+    code, out, err = _front_door("vllm", "serve", "Qwen/Qwen3-32B", "--card", "h100", "--max-model-len", "8192",
+                                 "--no-solve")
+    assert code in (0, 1) and "Verdict:" in out and "Largest max_model_len" not in out, (code, out[-800:], err)
+    code, out, err = _front_door("vllm", "serve", "Qwen/Qwen3-32B", "--card", "h100", "--no-solve", "--solve-max-ctx")
+    assert code == 2 and "--no-solve and --solve-max-ctx" in err

@@ -607,6 +607,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--calibration", action="store_true",
                    help="predicted vs measured for every measured boot, with the logged weights and with kvmath's own")
     p.add_argument("--solve-max-ctx", action="store_true", help="largest max_model_len that boots")
+    p.add_argument("--no-solve", action="store_true",
+                   help="the verdict only: the largest max_model_len is not searched (the front door's option)")
     p.add_argument("--json", action="store_true", help="JSON output")
     p.add_argument("--offline", action="store_true",
                    help="a Hub id is answered from the HF cache only, as with HF_HUB_OFFLINE=1")
@@ -1082,7 +1084,7 @@ def _none_reason(b) -> str:
 NON_KV_REASON = "the non-KV terms alone exceed the budget"
 
 
-def render_text(b, largest: int, anchor, notes, breakdown=None, compose=None, safe: int | None = None,
+def render_text(b, largest: int | None, anchor, notes, breakdown=None, compose=None, safe: int | None = None,
                 model_max: int | None = None) -> str:
     from .budget import CALIBRATION_ERROR_GIB
 
@@ -1123,9 +1125,10 @@ def render_text(b, largest: int, anchor, notes, breakdown=None, compose=None, sa
         lines.append(f"  marginal: {abs(b.margin_bytes) / GIB:.2f} GiB {'above' if b.margin_bytes >= 0 else 'below'} "
                      f"what one max_model_len request needs, inside kvmath's calibration error of "
                      f"+/-{CALIBRATION_ERROR_GIB} GiB: it may or may not boot")
-    lines.append(f"Largest max_model_len that boots: {largest:,} tokens"
-                 + (" (the model maximum)" if largest and largest == model_max else "") if largest else
-                 "Largest max_model_len that boots: none (" + _none_reason(b) + ")")
+    if largest is not None:  # None: not searched (--no-solve)
+        lines.append(f"Largest max_model_len that boots: {largest:,} tokens"
+                     + (" (the model maximum)" if largest and largest == model_max else "") if largest else
+                     "Largest max_model_len that boots: none (" + _none_reason(b) + ")")
     if largest and safe is not None and safe != largest:
         lines.append(f"  with {CALIBRATION_ERROR_GIB} GiB of headroom for kvmath's calibration error: "
                      + (f"{safe:,} tokens" if safe else "none"))
@@ -1214,8 +1217,10 @@ def run(argv=None) -> int:
         arch = load_architecture(model)
         model_max = arch.derived_max_model_len or arch.max_position_embeddings or 0  # vLLM's derived maximum
         top = max(b.max_model_len, model_max)
-        largest = solve_max_model_len(b, upper=top)
-        safe = solve_max_model_len_with_headroom(b, upper=top)
+        if args.no_solve and args.solve_max_ctx:
+            raise KvMathError("--no-solve and --solve-max-ctx ask opposite things; give one")
+        largest = None if args.no_solve else solve_max_model_len(b, upper=top)
+        safe = None if args.no_solve else solve_max_model_len_with_headroom(b, upper=top)
         anchor = _anchor(arch.name, b, kw, args)
         bd = _breakdown(args, b, arch) if args.kv_breakdown else None
         sb = budget(model, **dict(kw, max_model_len=largest)) if args.solve_max_ctx and largest else b
