@@ -1577,3 +1577,21 @@ def test_no_solve_on_a_vllm_serve_line_is_the_verdict_only():
     assert code in (0, 1) and "Verdict:" in out and "Largest max_model_len" not in out, (code, out[-800:], err)
     code, out, err = _front_door("vllm", "serve", "Qwen/Qwen3-32B", "--card", "h100", "--no-solve", "--solve-max-ctx")
     assert code == 2 and "--no-solve and --solve-max-ctx" in err
+
+
+@pytest.mark.parametrize("call", [lambda: kvmath.derive("qwen3-32b", max_ctx=8192, block_size=7),
+                                  lambda: kvmath.vllm_plan("qwen3-32b", 11 * 2**30, max_model_len=8192, block_size=7)])
+def test_api_block_size_checked_as_the_cli_checks_it(call):
+    # vllm/config/cache.py BlockSize: 1, 8, 16, 32, 64, 128, 256; one check in VllmSettings for CLI and API
+    with pytest.raises(KvMathError, match="block_size .* 7 is not one vLLM takes"):
+        call()
+    r = cli("kvmath", "--config", "qwen3-32b", "--block-size", "7")
+    assert_one_line_error(r, "kvmath", contains="7 is not one vLLM takes")
+
+
+def test_api_integral_float_tp_is_the_integer():
+    # vLLM's ParallelConfig is a pydantic dataclass (lax int: 2.0 -> 2); kvmath keeps the int, never 2.0
+    s = kvmath.derive("qwen3-32b", max_ctx=8192, tp=2.0).settings
+    assert s.tensor_parallel_size == 2 and type(s.tensor_parallel_size) is int
+    with pytest.raises(KvMathError, match="positive integer"):
+        kvmath.derive("qwen3-32b", max_ctx=8192, tp=2.5)

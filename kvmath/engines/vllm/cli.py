@@ -960,12 +960,7 @@ def _resolve(args, env=None) -> tuple[str, dict, list[str]]:
 
     if long_max_model_len_allowed(env):
         kw["allow_long_max_model_len"] = True  # as vllm serve reads the environment (vllm/envs.py)
-    if args.block_size is not None:
-        from .settings import VLLM_BLOCK_SIZES
-
-        if args.block_size not in VLLM_BLOCK_SIZES:  # vllm/config/cache.py BlockSize
-            raise KvMathError(f"--block-size {args.block_size} is not one vLLM takes; valid: "
-                              f"{', '.join(map(str, VLLM_BLOCK_SIZES))}")
+    if args.block_size is not None:  # checked with the other settings (VllmSettings: vLLM's BlockSize)
         kw["block_size"] = args.block_size
     if args.enable_prefix_caching is not None:
         kw["enable_prefix_caching"] = args.enable_prefix_caching
