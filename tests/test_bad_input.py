@@ -1595,3 +1595,24 @@ def test_api_integral_float_tp_is_the_integer():
     assert s.tensor_parallel_size == 2 and type(s.tensor_parallel_size) is int
     with pytest.raises(KvMathError, match="positive integer"):
         kvmath.derive("qwen3-32b", max_ctx=8192, tp=2.5)
+
+
+@pytest.mark.parametrize("argv, contains", [
+    (["--vllm-version", "1.5"], "newer than the newest vLLM release read (0.34.0)"),
+    (["--vllm-version", "0.99.0"], "newer than the newest vLLM release read"),
+    (["--vllm-version", "9.9.9"], "vLLM releases 0.10.1-0.34.0"),
+    (["--vllm-version", "0.35.0rc1"], "pre-release of a version newer than the newest"),
+    (["--engine", "sglang", "--sglang-version", "0.5.99"], "newer than the newest SGLang release read (0.5.23)"),
+])
+def test_releases_that_were_not_read_are_refused(argv, contains):
+    r = cli("kvmath", "--config", "qwen3-32b", *argv)
+    assert_one_line_error(r, "kvmath", contains=contains)
+
+
+def test_release_candidate_is_read_as_its_release_with_a_note():
+    from kvmath.engines.vllm.releases import TABLE
+
+    c = TABLE.choose("0.24.0rc1")
+    assert c.release.name == "0.24.0" and "pre-release of 0.24.0" in c.note
+    with pytest.raises(KvMathError, match="newer than the newest"):
+        kvmath.derive("qwen3-32b", max_ctx=8192, vllm_version="0.99.0")
