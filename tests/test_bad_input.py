@@ -1616,3 +1616,12 @@ def test_release_candidate_is_read_as_its_release_with_a_note():
     assert c.release.name == "0.24.0" and "pre-release of 0.24.0" in c.note
     with pytest.raises(KvMathError, match="newer than the newest"):
         kvmath.derive("qwen3-32b", max_ctx=8192, vllm_version="0.99.0")
+
+
+def test_torch_dtype_beside_dtype_must_still_be_a_dtype():
+    # transformers 5.23 PreTrainedConfig keeps dtype and drops torch_dtype when both are stated, so
+    # "bfloat17" there was read past; kvmath refuses a value that names no dtype wherever it is
+    with pytest.raises(KvMathError, match="torch_dtype must be one of .* got 'bfloat17'"):
+        kvmath.load_architecture(_text(HYBRID_CFG, dtype="bfloat16", torch_dtype="bfloat17"))
+    # both stated and both dtypes: dtype wins, as in transformers
+    assert kvmath.load_architecture(_text(HYBRID_CFG, dtype="float16", torch_dtype="bfloat16")).dtype == "float16"
