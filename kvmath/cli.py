@@ -247,6 +247,12 @@ def run(argv=None) -> int:
         cache_k, cache_v = settings.pop("cache_type_k", None), settings.pop("cache_type_v", None)
         from .derive import derive
 
+        if eng.name == "llama.cpp" and str(args.config).endswith(".gguf") and os.path.isfile(args.config):
+            # the blocks llama.cpp loads, checked as the front door's verdict checks them (a header with no tensor
+            # of a declared block, or none at all, does not load: "missing tensor 'blk.0.*'")
+            from .model.gguf import check_blocks, read_gguf, read_header
+
+            check_blocks(read_gguf(args.config), [t.name for t in read_header(args.config).tensors])
         d = derive(args.config, engine=eng, kv_format=args.kv_format, cache_type_k=cache_k, cache_type_v=cache_v,
                    tp=args.tp, max_ctx=max_ctx, max_num_seqs=seqs, **settings)
         block = _engine_block(d, extra)

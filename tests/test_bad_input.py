@@ -1625,3 +1625,20 @@ def test_torch_dtype_beside_dtype_must_still_be_a_dtype():
         kvmath.load_architecture(_text(HYBRID_CFG, dtype="bfloat16", torch_dtype="bfloat17"))
     # both stated and both dtypes: dtype wins, as in transformers
     assert kvmath.load_architecture(_text(HYBRID_CFG, dtype="float16", torch_dtype="bfloat16")).dtype == "float16"
+
+
+def test_gguf_without_tensors_refused_by_the_cache_cli_as_by_the_front_door(tmp_path):
+    # llama.cpp load_tensors asks for each declared block's tensors (create_tensor: "missing tensor 'blk.0.*'");
+    # kvmath-fit llama-server refused such a file, kvmath --engine llama.cpp printed its cache
+    import gguf
+
+    p = tmp_path / "t0.gguf"
+    w = gguf.GGUFWriter(str(p), "llama")
+    for k, v in (("block_count", 2), ("embedding_length", 64), ("attention.head_count", 4),
+                 ("attention.head_count_kv", 2), ("context_length", 2048)):
+        w.add_uint32(f"llama.{k}", v)
+    w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
+    r = cli("kvmath", "--config", str(p), "--engine", "llama.cpp")
+    assert_one_line_error(r, "kvmath", contains="holds no tensor of block 0")
+    code, out, err = _front_door("llama-server", "-m", str(p), "--card", "h100")
+    assert code == 2 and "holds no tensor of block 0" in err
