@@ -1642,3 +1642,15 @@ def test_gguf_without_tensors_refused_by_the_cache_cli_as_by_the_front_door(tmp_
     assert_one_line_error(r, "kvmath", contains="holds no tensor of block 0")
     code, out, err = _front_door("llama-server", "-m", str(p), "--card", "h100")
     assert code == 2 and "holds no tensor of block 0" in err
+
+
+def test_sglang_ratios_bounded_as_sglang_bounds_them():
+    from kvmath.engines.sglang.settings import SglangSettings
+
+    # sglang 0.5.23 arg_groups/kv_cache_hook.py: if not (0 < swa_full_tokens_ratio <= 1.0): raise ValueError(
+    # "--swa-full-tokens-ratio should be in range (0, 1.0].") (0.5.9 server_args.py the same; 0.5.6 has no check)
+    with pytest.raises(KvMathError, match=re.escape("--swa-full-tokens-ratio should be in range (0, 1.0]")):
+        SglangSettings(context_length=8192, swa_full_tokens_ratio=1.5)
+    SglangSettings(context_length=8192, swa_full_tokens_ratio=1.5, sglang_version="0.5.6")
+    # --mamba-full-memory-ratio has no upper bound there (kv_cache_configurator.py: ratio / (1 + ratio))
+    assert SglangSettings(context_length=8192, mamba_full_memory_ratio=1.5).mamba_full_memory_ratio == 1.5
