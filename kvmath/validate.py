@@ -403,12 +403,40 @@ def check_config(cfg, where: str = "config") -> dict:
                               f"{MAX_LAYER_EXPERTS:,} (num_hidden_layers x num_experts)")
         _check_experts(holder, fixes, holder_path, e, where)
     _check_quant_config(cfg)
+    _check_rope_keys(cfg)
     for sec in ("vision_config", "audio_config"):  # towers: one MLP width
         sub = cfg.get(sec)
         if isinstance(sub, dict) and isinstance(sub.get("intermediate_size"), list):
             raise KvMathError(f"config field {sec}.intermediate_size must be an integer (valid: an integer in "
                               f"[1, {WIDTH:,}]), got {_short(sub['intermediate_size'])}")
     return _apply(cfg, fixes) if fixes else cfg
+
+
+ROPE_REQUIRED = {"linear": ("factor",), "dynamic": ("factor",), "yarn": ("factor",),
+                 "llama3": ("factor", "low_freq_factor", "high_freq_factor"), "longrope": ("short_factor", "long_factor")}
+"""Keys each scaled RoPE type needs (transformers 5.23 modeling_rope_utils.py ``_validate_<type>_rope_parameters``
+``required_keys``; ``_check_received_keys`` raises KeyError "Missing required keys in `rope_parameters`"; rope_theta
+and original_max_position_embeddings are filled in before, by ``standardize_rope_params``)."""
+
+
+def _check_rope_keys(cfg: dict) -> None:
+    """A ``rope_scaling`` / ``rope_parameters`` (top level or ``text_config``, also per layer type) whose
+    ``rope_type`` (or ``type``) is one of :data:`ROPE_REQUIRED` holds its required keys, as transformers requires
+    before vLLM reads the config. Raises KvMathError naming the key."""
+    for prefix, holder in (("", cfg), ("text_config.", cfg.get("text_config"))):
+        if not isinstance(holder, dict):
+            continue
+        for name in ("rope_scaling", "rope_parameters"):
+            rp = holder.get(name)
+            if not isinstance(rp, dict):
+                continue
+            subs = [(f"{name}.{k}", v) for k, v in rp.items() if isinstance(v, dict)] or [(name, rp)]
+            for where, d in subs:
+                kind = d.get("rope_type", d.get("type"))
+                missing = [k for k in ROPE_REQUIRED.get(kind, ()) if k not in d] if isinstance(kind, str) else []
+                if missing:
+                    raise KvMathError(f"config field {prefix}{where} has rope_type {kind!r} but no {missing[0]} "
+                                      f"(transformers refuses it: \"Missing required keys in `rope_parameters`\")")
 
 
 def _check_quant_config(cfg: dict) -> None:

@@ -1654,3 +1654,13 @@ def test_sglang_ratios_bounded_as_sglang_bounds_them():
     SglangSettings(context_length=8192, swa_full_tokens_ratio=1.5, sglang_version="0.5.6")
     # --mamba-full-memory-ratio has no upper bound there (kv_cache_configurator.py: ratio / (1 + ratio))
     assert SglangSettings(context_length=8192, mamba_full_memory_ratio=1.5).mamba_full_memory_ratio == 1.5
+
+
+@pytest.mark.parametrize("rope, missing", [({"rope_type": "yarn"}, "factor"), ({"type": "linear"}, "factor"),
+                                           ({"rope_type": "llama3", "factor": 8.0}, "low_freq_factor")])
+def test_scaled_rope_without_its_keys_refused(rope, missing):
+    # transformers 5.23 modeling_rope_utils.py _validate_yarn_rope_parameters: required_keys {"rope_type",
+    # "factor", "original_max_position_embeddings"} (the last filled from max_position_embeddings);
+    # _check_received_keys raises KeyError "Missing required keys in `rope_parameters`"
+    with pytest.raises(KvMathError, match=f"but no {missing} "):
+        kvmath.load_architecture(dict(DENSE_CFG, rope_scaling=rope))
