@@ -1664,3 +1664,11 @@ def test_scaled_rope_without_its_keys_refused(rope, missing):
     # _check_received_keys raises KeyError "Missing required keys in `rope_parameters`"
     with pytest.raises(KvMathError, match=f"but no {missing} "):
         kvmath.load_architecture(dict(DENSE_CFG, rope_scaling=rope))
+
+
+@pytest.mark.parametrize("argv, contains", [(["--indexer-head-dim", "-1"], "--indexer-head-dim must be > 0"),
+                                            (["--compressed-head-dim", "0"], "--compressed-head-dim must be > 0")])
+def test_inert_width_flags_still_range_checked(argv, contains):
+    # without --compressed-layers / --indexer-ratio-layers the widths price nothing, but a width <= 0 is no width
+    r = cli("kvmath-fit", "--model", "qwen3-32b", "--card", "h100", *argv)
+    assert_one_line_error(r, "kvmath-fit", contains=contains)

@@ -657,6 +657,9 @@ def _check_flags(args) -> None:
         raise KvMathError("pass --model or --config, not both")
     if args.config and args.compose:
         raise KvMathError("--compose presets belong to --model ids, not to --config files")
+    for name, v in (("--compressed-head-dim", args.compressed_head_dim), ("--indexer-head-dim", args.indexer_head_dim)):
+        if v is not None and v <= 0:  # a width, range-checked whether or not a layer count uses it
+            raise KvMathError(f"{name} must be > 0 (a head width), got {v}")
     for name, v in (("--compressed-layers", args.compressed_layers), ("--indexer-ratio-layers", args.indexer_ratio_layers)):
         if v < 0:
             raise KvMathError(f"{name} must be >= 0, got {v}")
