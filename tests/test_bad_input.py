@@ -1286,18 +1286,26 @@ def test_user_model_entries_checked(content, contains, tmp_path, monkeypatch):
     monkeypatch.setenv("KVMATH_USER_DATA_DIR", str(tmp_path))
     facts.forget_models()
     try:
+        # issue 25: the broken file no longer takes the built-in models down; asking for it names the file
+        assert "qwen3-32b" in kvmath.known_models()
+        assert re.search(contains, facts.broken_user_models()["zz"]), facts.broken_user_models()
         with pytest.raises(KvMathError, match=contains):
-            kvmath.known_models()
+            facts.resolve_model("zz")
     finally:
         monkeypatch.delenv("KVMATH_USER_DATA_DIR")
         facts.forget_models()
 
 
-def test_user_model_entry_broken_is_one_line_for_a_packaged_id(tmp_path):
+def test_user_model_entry_broken_does_not_break_a_packaged_id(tmp_path):
+    # issue 25: one unreadable file under models/ refused every command, built-in models too; now only the id it
+    # holds (its file name, as --add-model writes <id>.json) is refused, naming the file
     (tmp_path / "models").mkdir()
     (tmp_path / "models" / "zz.json").write_text("{not json")
-    r = cli("kvmath", "--config", "qwen3-32b", env=dict(os.environ, KVMATH_USER_DATA_DIR=str(tmp_path)))
-    assert_one_line_error(r, "kvmath", contains="zz.json")
+    env = dict(os.environ, KVMATH_USER_DATA_DIR=str(tmp_path))
+    r = cli("kvmath", "--config", "qwen3-32b", "--max-ctx", "8192", env=env)
+    assert r.returncode == 0 and "total cache" in r.stdout, r.stderr[-500:]
+    r = cli("kvmath", "--config", "zz", env=env)
+    assert_one_line_error(r, "kvmath", contains="zz.json: not valid JSON")
 
 
 @pytest.mark.parametrize("argv,contains", [
