@@ -1680,3 +1680,36 @@ def test_inert_width_flags_still_range_checked(argv, contains):
     # without --compressed-layers / --indexer-ratio-layers the widths price nothing, but a width <= 0 is no width
     r = cli("kvmath-fit", "--model", "qwen3-32b", "--card", "h100", *argv)
     assert_one_line_error(r, "kvmath-fit", contains=contains)
+
+
+def _status(main, argv) -> int:
+    """``main(argv)``'s exit status, whether returned or raised as SystemExit."""
+    try:
+        return main(argv)
+    except SystemExit as e:
+        return e.code
+
+
+def test_add_model_unusable_places_are_one_line(tmp_path, monkeypatch, capsys):
+    from kvmath import facts
+    from kvmath.book import model_chapter
+
+    cfg = config_file(tmp_path, DENSE_CFG)
+    monkeypatch.setenv("KVMATH_USER_DATA_DIR", "/proc")  # mkdir there: FileNotFoundError, was exit 3
+    try:
+        for argv, contains in ((["--add-model", cfg, "--id", "probe-y", "--revision", "unrecorded"],
+                                "cannot write the model to /proc/configs"),
+                               (["--add-model", "/tmp/" + "x" * 300 + "/config.json", "--id", "probe-y", "--revision",
+                                 "unrecorded"], "File name too long")):
+            assert _status(model_chapter.main, argv) == 2
+            err = capsys.readouterr().err.strip().splitlines()
+            assert len(err) == 1 and contains in err[0], err
+        # a model folder whose config.json links out of it: refused as kvmath.model.checkpoint.check_link refuses
+        folder = tmp_path / "m"
+        folder.mkdir()
+        (folder / "config.json").symlink_to(cfg)
+        monkeypatch.setenv("KVMATH_USER_DATA_DIR", str(tmp_path / "ud"))
+        assert _status(model_chapter.main, ["--add-model", str(folder), "--id", "probe-y", "--revision", "unrecorded"]) == 2
+        assert "a symbolic link out of the model folder" in capsys.readouterr().err
+    finally:
+        facts.forget_models()
