@@ -606,12 +606,10 @@ def build_parser() -> argparse.ArgumentParser:
                    "decides only whether the KV format runs on the card")
     p.add_argument("--calibration", action="store_true",
                    help="predicted vs measured for every measured boot, with the logged weights and with kvmath's own")
-    p.add_argument("--solve-max-ctx", action="store_true", help="largest max_model_len that boots")
-    p.add_argument("--no-solve", action="store_true",
-                   help="the verdict only: the largest max_model_len is not searched (the front door's option)")
-    p.add_argument("--json", action="store_true", help="JSON output")
-    p.add_argument("--offline", action="store_true",
-                   help="a Hub id is answered from the HF cache only, as with HF_HUB_OFFLINE=1")
+    for flag, text in (("--solve-max-ctx", "largest max_model_len that boots"), ("--json", "JSON output"),
+                       ("--no-solve", "the verdict only: the largest max_model_len is not searched (front door option)"),
+                       ("--offline", "a Hub id is answered from the HF cache only, as with HF_HUB_OFFLINE=1")):
+        p.add_argument(flag, action="store_true", help=text)
     p.add_argument("--kv-breakdown", action="store_true", help="cache buckets (demand) and vLLM's pool groups")
     p.add_argument("--kv-layout", choices=KV_LAYOUTS, default="auto", help="label only (auto: from the config)")
     p.add_argument("--include-draft-kv", action="store_true", help="reserve --draft-kv-gb out of the KV memory")
