@@ -174,6 +174,13 @@ def _engine_block(d, extra: dict):
     return get_engine(d.engine).cli_block(d, extra)
 
 
+ALIASED_DESTS = (("tp", "tp_size"), ("max_ctx", "context_length"),
+                 ("max_num_seqs", "max_running_requests"))
+"""kvmath's common flags and an engine's own name for the same setting (SGLang ``--tp-size``,
+``--context-length``, ``--max-running-requests``): both given with different values are refused
+(the engine's one would win silently)."""
+
+
 def _flag_names(parser) -> dict[str, str]:
     """dest -> the flag spellings shown in errors (``-c/--ctx-size``)."""
     out: dict[str, str] = {}
@@ -209,7 +216,13 @@ def run(argv=None) -> int:
         return 2
     parser, owned = build_parser()
     args = parser.parse_args(argv)
+    seen = dict(getattr(args, "_kvmath_seen", {}))
     drop_private(args)
+    for a, b in ALIASED_DESTS:  # --tp 1 --tp-size 2: two names of one engine setting, given different values
+        if a in seen and b in seen and seen[a][1] != seen[b][1]:
+            print(f"kvmath: error: {seen[a][0]} and {seen[b][0]} name one setting and are given different values "
+                  f"({seen[a][1]} and {seen[b][1]}); give it once", file=sys.stderr)
+            return 2
     if args.offline:  # kvmath.hub reads HF_HUB_OFFLINE at call time
         os.environ["HF_HUB_OFFLINE"] = "1"
     given_all = vars(args)
@@ -234,6 +247,12 @@ def run(argv=None) -> int:
         cache_k, cache_v = settings.pop("cache_type_k", None), settings.pop("cache_type_v", None)
         from .derive import derive
 
+        if eng.name == "llama.cpp" and str(args.config).endswith(".gguf") and os.path.isfile(args.config):
+            # the blocks llama.cpp loads, checked as the front door's verdict checks them (a header with no tensor
+            # of a declared block, or none at all, does not load: "missing tensor 'blk.0.*'")
+            from .model.gguf import check_blocks, read_gguf, read_header
+
+            check_blocks(read_gguf(args.config), [t.name for t in read_header(args.config).tensors])
         d = derive(args.config, engine=eng, kv_format=args.kv_format, cache_type_k=cache_k, cache_type_v=cache_v,
                    tp=args.tp, max_ctx=max_ctx, max_num_seqs=seqs, **settings)
         block = _engine_block(d, extra)

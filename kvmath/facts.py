@@ -104,10 +104,26 @@ def _models() -> dict[str, dict]:
         entry = json.loads(path.read_text(encoding="utf-8"))
         out.setdefault(entry["id"], entry)
     folder = user_data_dir() / "models"
+    _BROKEN.clear()
     for path in sorted(folder.glob("*.json")) if folder.is_dir() else ():
-        entry = _user_entry(path)
+        try:
+            entry = _user_entry(path)
+        except KvMathError as e:  # one bad file must not take every built-in model down with it
+            _BROKEN[path.stem.lower()] = str(e)
+            continue
         out.setdefault(entry["id"], entry)
     return out
+
+
+_BROKEN: dict[str, str] = {}
+"""User model entries that could not be read, by file stem (``--add-model`` names the file ``<id>.json``): the
+message naming the file. Filled by :func:`_models`; a lookup of that id, or of an unknown one, names them."""
+
+
+def broken_user_models() -> dict[str, str]:
+    """The user data folder's unreadable model entries: file stem -> the one-line reason naming the file."""
+    _models()
+    return dict(_BROKEN)
 
 
 USER_ENTRY_BYTES = 16 * 2**20
@@ -195,12 +211,15 @@ def model_entry(name: str) -> dict:
     if found is not None:
         return found
     models = _models()
+    if key in _BROKEN:  # the model asked for is the unreadable user entry itself
+        raise KvMathError(_BROKEN[key])
     hint = suggest_model(name)
     if hint:
         raise KvMathError(f"unknown model {name!r}: did you mean {hint}? (or pass the path of a config.json)")
+    unread = f"; unreadable user entries: {'; '.join(list(_BROKEN.values())[:2])}" if _BROKEN else ""
     raise KvMathError(
         f"unknown model {name!r}: not a file and not a known model id; known: {choices(models)} "
-        "(or pass the path of a config.json)"
+        f"(or pass the path of a config.json){unread}"
     )
 
 

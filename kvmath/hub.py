@@ -529,7 +529,7 @@ def _headers(ref: HubRef, commit: str, wanted, offline: bool) -> list:
 def _checkpoint(ref: HubRef, commit: str, files: tuple[str, ...], config: dict | None, offline: bool):
     """The tensor table of the repository's top-level safetensors files (all shards the index names), or None
     when it holds none. Raises KvMathError for an index naming files the repository does not hold."""
-    from .model.checkpoint import Checkpoint, _check_layers_present, _quant_method
+    from .model.checkpoint import Checkpoint, _quant_method, check_tensor_files
 
     top = [f for f in files if "/" not in f]
     index = None
@@ -553,8 +553,7 @@ def _checkpoint(ref: HubRef, commit: str, files: tuple[str, ...], config: dict |
         tensors.extend(t)
         meta.update(m)
     where = f"{ref.repo}@{commit[:12]}"
-    if isinstance(config, dict):
-        _check_layers_present(where, tensors, config)
+    check_tensor_files(where, tensors, index["weight_map"] if index is not None else None, config)
     total = (index or {}).get("metadata", {}).get("total_size") if isinstance((index or {}).get("metadata"), dict) else None
     total = total if isinstance(total, int) and not isinstance(total, bool) else None
     quant = _quant_method(config) if isinstance(config, dict) else None

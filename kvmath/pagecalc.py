@@ -51,7 +51,8 @@ def run(argv, env: dict | None = None) -> dict:
     command whose output goes to a pipe. The exit code follows ``sys.exit``'s rules (the function's
     return value, or a ``SystemExit``'s code); an exception the command does not handle is printed as
     Python prints it and gives 1. An argv that is not a list of strings naming a known program gives
-    one line on stderr naming the valid programs, exit 2. Never raises (except KeyboardInterrupt).
+    one line on stderr naming the valid programs, exit 2; so does an ``env`` that is not a dict of string names.
+    Never raises (except KeyboardInterrupt).
     """
     out, err = io.StringIO(), io.StringIO()
     if (not isinstance(argv, (list, tuple)) or not argv or not all(isinstance(a, str) for a in argv)):
@@ -62,6 +63,12 @@ def run(argv, env: dict | None = None) -> dict:
         shown = prog if len(prog) <= 60 else prog[:60] + "..."
         return {"stdout": "", "stderr": f"kvmathQuery: unknown program {shown!r}; valid: "
                 f"{', '.join(PROGRAMS)}\n", "exit_code": 2}
+    if env is not None and (not isinstance(env, dict)
+                            or not all(isinstance(k, str) and k and "=" not in k and "\0" not in k for k in env)
+                            or not all(isinstance(v, (str, int, float)) and "\0" not in str(v) for v in env.values())):
+        # os.environ takes str names only (a name with '=' or NUL cannot be set): refused here, not raised
+        return {"stdout": "", "stderr": "kvmathQuery: env must be a dict of variable names (strings without '=') to "
+                "string or number values (no NUL)\n", "exit_code": 2}
     module, func = PROGRAMS[prog].split(":")
     env = {"COLUMNS": _COLUMNS, **(env or {})}
     saved_env = {k: os.environ.get(k) for k in env}

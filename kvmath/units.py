@@ -36,7 +36,10 @@ def fmt_bytes(n: int | float, unit: str = "GiB", digits: int = 2) -> str:
         raise KvMathError("a byte count must be below 2^100 in magnitude")
     if unit == "B":
         return f"{int(n):,} B"
-    return f"{n / UNITS[unit]:,.{digits}f} {unit}"
+    text = f"{n / UNITS[unit]:,.{digits}f}"
+    if text.startswith("-") and not text.strip("-0.,"):  # -5 B is '-0.00 GiB': rounded to zero, no sign
+        text = text[1:]
+    return f"{text} {unit}"
 
 
 def ceil_div(a: int, b: int) -> int:

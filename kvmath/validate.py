@@ -269,6 +269,9 @@ CONFIG_RULES: dict[str, Rule] = {
     "num_kv_shared_layers": layers(0), "first_k_dense_replace": layers(0), "max_window_layers": layers(0),
     "full_attention_interval": layers(),
     "sliding_window_pattern": Rule("either", options=(layers(), Rule("str", max_len=MAX_LAYERS))), "decoder_sparse_step": layers(),
+    # DeepSeek V2/V3, Kimi Linear: an MoE block every moe_layer_freq layers (vLLM deepseek_v2.py layer_idx %
+    # moe_layer_freq); dots3_note / step3p7 (transformers 5.23) take a list of 0/1 flags, one per layer
+    "moe_layer_freq": Rule("either", options=(count(1, 2**31 - 1), Rule("ints", 0, 1, MAX_LAYERS))),
     # attention
     "num_attention_heads": count(1, HEADS), "n_head": count(1, HEADS), "num_key_value_heads": count(1, HEADS),
     "num_global_key_value_heads": count(1, HEADS), "num_heads": count(1, HEADS),
@@ -306,6 +309,10 @@ CONFIG_RULES: dict[str, Rule] = {
     "in_channels": count(1, 1024), "num_channels": count(1, 1024), "in_chans": count(1, 1024),
     "num_position_embeddings": count(0, 2**24), "position_embedding_size": count(1, 2**24),
     "vision_soft_tokens_per_image": count(0, 2**24),
+    # Gemma 4 vision tower (transformers 5.23 Gemma4VisionConfig.pooling_kernel_size: int = 3; the checkpoints'
+    # default_output_length 280): vLLM's encoder budget reads tokens x kernel^2 patches, so 0 / a list was
+    # priced with a fallback (kernel 1, the soft-token count) instead of refused
+    "pooling_kernel_size": count(1, 64), "default_output_length": count(1, 2**24),
     # lists and strings
     "layer_types": Rule("strs", max_len=2 * MAX_LAYERS), "layers_block_type": Rule("strs", max_len=2 * MAX_LAYERS),
     "hybrid_override_pattern": Rule("str", max_len=MAX_LAYERS), "mlp_only_layers": Rule("ints", 0, MAX_LAYERS,
@@ -396,12 +403,40 @@ def check_config(cfg, where: str = "config") -> dict:
                               f"{MAX_LAYER_EXPERTS:,} (num_hidden_layers x num_experts)")
         _check_experts(holder, fixes, holder_path, e, where)
     _check_quant_config(cfg)
+    _check_rope_keys(cfg)
     for sec in ("vision_config", "audio_config"):  # towers: one MLP width
         sub = cfg.get(sec)
         if isinstance(sub, dict) and isinstance(sub.get("intermediate_size"), list):
             raise KvMathError(f"config field {sec}.intermediate_size must be an integer (valid: an integer in "
                               f"[1, {WIDTH:,}]), got {_short(sub['intermediate_size'])}")
     return _apply(cfg, fixes) if fixes else cfg
+
+
+ROPE_REQUIRED = {"linear": ("factor",), "dynamic": ("factor",), "yarn": ("factor",),
+                 "llama3": ("factor", "low_freq_factor", "high_freq_factor"), "longrope": ("short_factor", "long_factor")}
+"""Keys each scaled RoPE type needs (transformers 5.23 modeling_rope_utils.py ``_validate_<type>_rope_parameters``
+``required_keys``; ``_check_received_keys`` raises KeyError "Missing required keys in `rope_parameters`"; rope_theta
+and original_max_position_embeddings are filled in before, by ``standardize_rope_params``)."""
+
+
+def _check_rope_keys(cfg: dict) -> None:
+    """A ``rope_scaling`` / ``rope_parameters`` (top level or ``text_config``, also per layer type) whose
+    ``rope_type`` (or ``type``) is one of :data:`ROPE_REQUIRED` holds its required keys, as transformers requires
+    before vLLM reads the config. Raises KvMathError naming the key."""
+    for prefix, holder in (("", cfg), ("text_config.", cfg.get("text_config"))):
+        if not isinstance(holder, dict):
+            continue
+        for name in ("rope_scaling", "rope_parameters"):
+            rp = holder.get(name)
+            if not isinstance(rp, dict):
+                continue
+            subs = [(f"{name}.{k}", v) for k, v in rp.items() if isinstance(v, dict)] or [(name, rp)]
+            for where, d in subs:
+                kind = d.get("rope_type", d.get("type"))
+                missing = [k for k in ROPE_REQUIRED.get(kind, ()) if k not in d] if isinstance(kind, str) else []
+                if missing:
+                    raise KvMathError(f"config field {prefix}{where} has rope_type {kind!r} but no {missing[0]} "
+                                      f"(transformers refuses it: \"Missing required keys in `rope_parameters`\")")
 
 
 def _check_quant_config(cfg: dict) -> None:

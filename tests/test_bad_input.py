@@ -1286,18 +1286,26 @@ def test_user_model_entries_checked(content, contains, tmp_path, monkeypatch):
     monkeypatch.setenv("KVMATH_USER_DATA_DIR", str(tmp_path))
     facts.forget_models()
     try:
+        # issue 25: the broken file no longer takes the built-in models down; asking for it names the file
+        assert "qwen3-32b" in kvmath.known_models()
+        assert re.search(contains, facts.broken_user_models()["zz"]), facts.broken_user_models()
         with pytest.raises(KvMathError, match=contains):
-            kvmath.known_models()
+            facts.resolve_model("zz")
     finally:
         monkeypatch.delenv("KVMATH_USER_DATA_DIR")
         facts.forget_models()
 
 
-def test_user_model_entry_broken_is_one_line_for_a_packaged_id(tmp_path):
+def test_user_model_entry_broken_does_not_break_a_packaged_id(tmp_path):
+    # issue 25: one unreadable file under models/ refused every command, built-in models too; now only the id it
+    # holds (its file name, as --add-model writes <id>.json) is refused, naming the file
     (tmp_path / "models").mkdir()
     (tmp_path / "models" / "zz.json").write_text("{not json")
-    r = cli("kvmath", "--config", "qwen3-32b", env=dict(os.environ, KVMATH_USER_DATA_DIR=str(tmp_path)))
-    assert_one_line_error(r, "kvmath", contains="zz.json")
+    env = dict(os.environ, KVMATH_USER_DATA_DIR=str(tmp_path))
+    r = cli("kvmath", "--config", "qwen3-32b", "--max-ctx", "8192", env=env)
+    assert r.returncode == 0 and "total cache" in r.stdout, r.stderr[-500:]
+    r = cli("kvmath", "--config", "zz", env=env)
+    assert_one_line_error(r, "kvmath", contains="zz.json: not valid JSON")
 
 
 @pytest.mark.parametrize("argv,contains", [
@@ -1406,3 +1414,302 @@ def test_vllm_kv_cache_dtype_that_kvmath_does_not_price_is_named_so():
     code, _, err = run_cli_in_process("kvmath-fit", ["vllm", "serve", "Qwen/Qwen3-32B", "--card", "h100",
                                                      "--kv-cache-dtype", "fp8_inc"])
     assert code == 2 and "'fp8_inc' is a vLLM kv_cache_dtype kvmath does not price" in err, err
+
+
+# --- fourth held-out probe (issue 25; kept outside the repository; its findings as regressions) -------------
+
+GEMMA4_CFG = json.loads((ROOT / "data" / "configs" / "google__gemma-4-26B-A4B.json").read_text())
+DSV3_CFG = json.loads((ROOT / "data" / "configs" / "deepseek-ai__DeepSeek-V3.json").read_text())
+
+
+@pytest.mark.parametrize("field,value", [("pooling_kernel_size", 0), ("pooling_kernel_size", [8]),
+                                         ("pooling_kernel_size", -1), ("default_output_length", "8"),
+                                         ("default_output_length", 0)])
+def test_gemma4_vision_pooling_fields_checked(field, value):
+    # transformers 5.23 Gemma4VisionConfig declares pooling_kernel_size: int = 3 (@strict); vLLM's encoder
+    # budget takes default_output_length x pooling_kernel_size^2 patches, so neither can be 0 or a list.
+    # activation._int used to fall back to kernel 1 / the soft-token count for any such value
+    cfg = dict(GEMMA4_CFG, vision_config=dict(GEMMA4_CFG["vision_config"], **{field: value}))
+    with pytest.raises(KvMathError, match=f"vision_config.{field} must be"):
+        kvmath.load_architecture(cfg)
+
+
+def _moe_layers(cfg):
+    from kvmath.model.checkpoint import estimate_checkpoint
+
+    return sorted({int(m.group(1)) for t in estimate_checkpoint(cfg).tensors
+                   if (m := re.search(r"layers\.(\d+)\.mlp\.experts\.", t.name))})
+
+
+@pytest.mark.parametrize("freq, expected", [
+    # vLLM 0.24 deepseek_v2.py DeepseekV2DecoderLayer: MoE when layer_idx >= first_k_dense_replace (3) and
+    # layer_idx % moe_layer_freq == 0, over num_hidden_layers 61: freq 1 -> 3..60, freq 2 -> 4, 6, ..., 60,
+    # freq 1000 -> none (layer 0 is below 3). transformers 5.23's DeepseekV3Config does not read the key
+    (1, list(range(3, 61))), (2, list(range(4, 61, 2))), (1000, []),
+])
+def test_deepseek_moe_layer_freq_read_as_vllm_builds_the_layers(freq, expected):
+    from kvmath.engines.vllm.activation import forward_terms
+
+    cfg = dict(DSV3_CFG, moe_layer_freq=freq)
+    assert _moe_layers(cfg) == expected
+    names = [t.name for t in forward_terms(kvmath.load_architecture(cfg), 8192, tp=8)]
+    assert any(n.startswith("fused MoE") for n in names) == bool(expected), names
+
+
+@pytest.mark.parametrize("value", ["x", 0, [1, 0], 2.5])
+def test_deepseek_moe_layer_freq_must_be_an_integer(value):
+    # vLLM computes layer_idx % moe_layer_freq: a string or a list raises, 0 divides by zero
+    with pytest.raises(KvMathError, match="moe_layer_freq must be"):
+        from kvmath.model.checkpoint import estimate_checkpoint
+
+        estimate_checkpoint(kvmath.validate.check_config(dict(DSV3_CFG, moe_layer_freq=value)))
+
+
+@pytest.mark.parametrize("env, argv, expected", [
+    # llama.cpp common/arg.cpp common_params_parse_ex: LLAMA_ARG_* first ("handle environment variables"), then
+    # the command line, which wins
+    ({"LLAMA_ARG_CTX_SIZE": "1024"}, [], {"n_ctx": 1024}),
+    ({"LLAMA_ARG_CTX_SIZE": "1024"}, ["-c", "2048"], {"n_ctx": 2048}),
+    ({"LLAMA_ARG_N_PARALLEL": "7"}, [], {"n_parallel": 7}),
+    ({"LLAMA_ARG_NO_KV_UNIFIED": "1"}, [], {"kv_unified": False}),  # get_value_from_env: LLAMA_ARG_NO_<X> is "0"
+    ({"LLAMA_ARG_KV_UNIFIED": "on"}, [], {"kv_unified": True}),
+    ({"LLAMA_ARG_THREADS": "4"}, [], {"n_ctx": 0}),  # -t: threads, no memory; n_ctx stays the default
+])
+def test_llama_arg_environment_read_as_llama_cpp_reads_it(env, argv, expected):
+    from kvmath.engines.llamacpp.launch import parse_launch
+
+    s = parse_launch(["-m", "qwen3.6-27b", *argv], env).settings
+    assert {k: s[k] for k in expected} == expected
+
+
+@pytest.mark.parametrize("env, contains", [
+    ({"LLAMA_ARG_KV_OFFLOAD": "0"}, "--no-kv-offload"),       # the cache in host memory: not priced
+    ({"LLAMA_ARG_N_CPU_FFN": "3"}, "-ncffn, which kvmath does not model"),
+    ({"LLAMA_ARG_KV_UNIFIED": "maybe"}, "takes a boolean"),   # parse_bool_value: "invalid boolean value"
+    ({"LLAMA_ARG_CTX_SIZE": "1k"}, "takes an integer"),       # std::stoi on the value
+])
+def test_llama_arg_environment_kvmath_does_not_price_is_refused(env, contains):
+    from kvmath.engines.llamacpp.launch import parse_launch
+
+    with pytest.raises(KvMathError, match=re.escape(contains)):
+        parse_launch(["-m", "qwen3.6-27b"], env)
+
+
+def _front_door(*argv):
+    """``python -m kvmath.fit ARGV`` (the front door that takes pasted lines): (status, stdout, stderr)."""
+    r = subprocess.run([sys.executable, "-m", "kvmath.fit", *argv], capture_output=True, text=True, timeout=120,
+                       cwd=ROOT)
+    return r.returncode, r.stdout, r.stderr
+
+
+def test_pasted_llama_arg_words_change_the_answer():
+    code, out, err = _front_door("LLAMA_ARG_CTX_SIZE=1024", "llama-server", "-m", "qwen3.6-27b", "--card", "h100")
+    assert code in (0, 1) and "n_ctx 1,024" in out and "LLAMA_ARG_CTX_SIZE='1024' read as -c 1024" in out + err, out[-800:]
+
+
+def test_vllm_pp_layer_partition_environment_is_the_partition():
+    # vllm/distributed/utils.py get_pp_indices: partitions = [int(x) for x in VLLM_PP_LAYER_PARTITION.split(",")]
+    code, out, err = _front_door("VLLM_PP_LAYER_PARTITION=40,24", "vllm", "serve", "Qwen/Qwen3.6-27B", "--card", "h100",
+                                 "-pp", "2", "--max-model-len", "8192")
+    assert "stage 0: 40 layers" in out and "stage 1: 24 layers" in out, (code, out[-1500:], err)
+
+
+@pytest.mark.parametrize("argv, contains", [
+    # one GPU twice would be priced as two devices of the card's memory (ggml_backend_dev_by_name is
+    # case-insensitive, so cuda0 is CUDA0)
+    (["-dev", "CUDA0,CUDA0"], "-dev names CUDA0 twice"), (["-dev", "CUDA0,cuda0"], "-dev names cuda0 twice"),
+    # llama_max_devices() = 16 (src/llama.cpp): no backend numbers a device 99
+    (["-dev", "CUDA99"], "at most 16 devices"),
+    # switches given both ways: llama.cpp keeps the last, which hides a typo
+    (["--mmap", "--no-mmap"], "--no-mmap contradicts"), (["--kv-unified", "--no-kv-unified"], "--no-kv-unified contradicts"),
+])
+def test_llamacpp_devices_and_switches_refused(argv, contains):
+    from kvmath.engines.llamacpp.launch import parse_launch
+
+    with pytest.raises(KvMathError, match=re.escape(contains)):
+        parse_launch(["-m", "qwen3.6-27b", *argv])
+    parse_launch(["-m", "qwen3.6-27b", "-dev", "CUDA1"])  # the second GPU alone is a real launch
+    parse_launch(["-m", "qwen3.6-27b", "--mmap", "--mmap"])
+
+
+@pytest.mark.parametrize("argv, contains", [
+    # SGLang server_args.py: --tp-size / --tensor-parallel-size are one argparse dest (tp_size), as are
+    # --dp-size / --data-parallel-size; argparse keeps the last value silently
+    (["--tp-size", "1", "--tensor-parallel-size", "2"], "--tp-size and --tensor-parallel-size (one setting)"),
+    (["--dp-size", "1", "--data-parallel-size", "2"], "--dp-size and --data-parallel-size (one setting)"),
+])
+def test_sglang_aliases_with_two_values_refused(argv, contains):
+    from kvmath.engines.sglang.launch import parse
+
+    with pytest.raises(KvMathError, match=re.escape(contains)):
+        parse(["--model-path", "Qwen/Qwen3.6-27B", *argv], {})
+    assert parse(["--model-path", "Qwen/Qwen3.6-27B", "--tp-size", "2", "--tensor-parallel-size", "2"],
+                 {}).settings["tp_size"] == 2
+
+
+@pytest.mark.parametrize("argv, contains", [
+    (["--tp-size", "2", "--tp", "1"], "--tp and --tp-size name one setting"),
+    (["--context-length", "4096", "--max-ctx", "8192"], "--max-ctx and --context-length name one setting"),
+])
+def test_kvmath_common_flag_and_engine_alias_refused(argv, contains):
+    r = cli("kvmath", "--config", "qwen3.6-27b", "--engine", "sglang", *argv)
+    assert_one_line_error(r, "kvmath", contains=contains)
+
+
+def test_negative_kv_memory_is_worded_not_printed_negative():
+    # -5 bytes is -4.66e-9 GiB: rounded to two places it is zero, and '-0.00 GiB' is not a size
+    assert kvmath.fmt_bytes(-5) == "0.00 GiB" and kvmath.fmt_bytes(-2**30) == "-1.00 GiB"
+    assert kvmath.fmt_bytes(-5, "B") == "-5 B"
+    # qwen3.6-27b over PP 2 on 24 GiB cards: each stage's 25.49 GiB of weights exceed the 21.79 GiB requested
+    code, out, err = run_cli_in_process("kvmath-fit", ["--model", "qwen3.6-27b", "--card", "rtx3090", "-pp", "2"])
+    stages = [line for line in out.splitlines() if line.lstrip().startswith("stage ")]
+    assert code == 1 and len(stages) == 2, (code, out[-1500:], err)
+    assert all("available KV none (" in s and "GiB short)" in s for s in stages), stages
+    assert "available KV -" not in out
+
+
+@pytest.mark.parametrize("env", [{5: "x"}, "x", ["A"], {"A=B": "1"}, {"": "1"}, {"X": "\0"}, {"X": object()}])
+def test_pagecalc_env_that_os_environ_cannot_take_is_refused(env):
+    # os.environ.update raised TypeError (int name, str env) / ValueError (NUL); run() promises never to raise
+    from kvmath import pagecalc
+
+    r = pagecalc.run(["kvmath", "--config", "qwen3.6-27b", "--max-ctx", "8192"], env)
+    assert r["exit_code"] == 2 and r["stdout"] == "" and r["stderr"].startswith("kvmathQuery: env must be a dict")
+    assert "Traceback" not in r["stderr"]
+
+
+def test_no_solve_on_a_vllm_serve_line_is_the_verdict_only():
+    # kvmath/fit.py documents --no-solve (the verdict only) for every front-door line; vllm serve lines refused it
+    code, out, err = _front_door("vllm", "serve", "Qwen/Qwen3-32B", "--card", "h100", "--max-model-len", "8192",
+                                 "--no-solve")
+    assert code in (0, 1) and "Verdict:" in out and "Largest max_model_len" not in out, (code, out[-800:], err)
+    code, out, err = _front_door("vllm", "serve", "Qwen/Qwen3-32B", "--card", "h100", "--no-solve", "--solve-max-ctx")
+    assert code == 2 and "--no-solve and --solve-max-ctx" in err
+
+
+@pytest.mark.parametrize("call", [lambda: kvmath.derive("qwen3-32b", max_ctx=8192, block_size=7),
+                                  lambda: kvmath.vllm_plan("qwen3-32b", 11 * 2**30, max_model_len=8192, block_size=7)])
+def test_api_block_size_checked_as_the_cli_checks_it(call):
+    # vllm/config/cache.py BlockSize: 1, 8, 16, 32, 64, 128, 256; one check in VllmSettings for CLI and API
+    with pytest.raises(KvMathError, match="block_size .* 7 is not one vLLM takes"):
+        call()
+    r = cli("kvmath", "--config", "qwen3-32b", "--block-size", "7")
+    assert_one_line_error(r, "kvmath", contains="7 is not one vLLM takes")
+
+
+def test_api_integral_float_tp_is_the_integer():
+    # vLLM's ParallelConfig is a pydantic dataclass (lax int: 2.0 -> 2); kvmath keeps the int, never 2.0
+    s = kvmath.derive("qwen3-32b", max_ctx=8192, tp=2.0).settings
+    assert s.tensor_parallel_size == 2 and type(s.tensor_parallel_size) is int
+    with pytest.raises(KvMathError, match="positive integer"):
+        kvmath.derive("qwen3-32b", max_ctx=8192, tp=2.5)
+
+
+@pytest.mark.parametrize("argv, contains", [
+    (["--vllm-version", "1.5"], "newer than the newest vLLM release read (0.34.0)"),
+    (["--vllm-version", "0.99.0"], "newer than the newest vLLM release read"),
+    (["--vllm-version", "9.9.9"], "vLLM releases 0.10.1-0.34.0"),
+    (["--vllm-version", "0.35.0rc1"], "pre-release of a version newer than the newest"),
+    (["--engine", "sglang", "--sglang-version", "0.5.99"], "newer than the newest SGLang release read (0.5.23)"),
+])
+def test_releases_that_were_not_read_are_refused(argv, contains):
+    r = cli("kvmath", "--config", "qwen3-32b", *argv)
+    assert_one_line_error(r, "kvmath", contains=contains)
+
+
+def test_release_candidate_is_read_as_its_release_with_a_note():
+    from kvmath.engines.vllm.releases import TABLE
+
+    c = TABLE.choose("0.24.0rc1")
+    assert c.release.name == "0.24.0" and "pre-release of 0.24.0" in c.note
+    with pytest.raises(KvMathError, match="newer than the newest"):
+        kvmath.derive("qwen3-32b", max_ctx=8192, vllm_version="0.99.0")
+
+
+def test_torch_dtype_beside_dtype_must_still_be_a_dtype():
+    # transformers 5.23 PreTrainedConfig keeps dtype and drops torch_dtype when both are stated, so
+    # "bfloat17" there was read past; kvmath refuses a value that names no dtype wherever it is
+    with pytest.raises(KvMathError, match="torch_dtype must be one of .* got 'bfloat17'"):
+        kvmath.load_architecture(_text(HYBRID_CFG, dtype="bfloat16", torch_dtype="bfloat17"))
+    # both stated and both dtypes: dtype wins, as in transformers
+    assert kvmath.load_architecture(_text(HYBRID_CFG, dtype="float16", torch_dtype="bfloat16")).dtype == "float16"
+
+
+def test_gguf_without_tensors_refused_by_the_cache_cli_as_by_the_front_door(tmp_path):
+    # llama.cpp load_tensors asks for each declared block's tensors (create_tensor: "missing tensor 'blk.0.*'");
+    # kvmath-fit llama-server refused such a file, kvmath --engine llama.cpp printed its cache
+    import gguf
+
+    p = tmp_path / "t0.gguf"
+    w = gguf.GGUFWriter(str(p), "llama")
+    for k, v in (("block_count", 2), ("embedding_length", 64), ("attention.head_count", 4),
+                 ("attention.head_count_kv", 2), ("context_length", 2048)):
+        w.add_uint32(f"llama.{k}", v)
+    w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
+    r = cli("kvmath", "--config", str(p), "--engine", "llama.cpp")
+    assert_one_line_error(r, "kvmath", contains="holds no tensor of block 0")
+    code, out, err = _front_door("llama-server", "-m", str(p), "--card", "h100")
+    assert code == 2 and "holds no tensor of block 0" in err
+
+
+def test_sglang_ratios_bounded_as_sglang_bounds_them():
+    from kvmath.engines.sglang.settings import SglangSettings
+
+    # sglang 0.5.23 arg_groups/kv_cache_hook.py: if not (0 < swa_full_tokens_ratio <= 1.0): raise ValueError(
+    # "--swa-full-tokens-ratio should be in range (0, 1.0].") (0.5.9 server_args.py the same; 0.5.6 has no check)
+    with pytest.raises(KvMathError, match=re.escape("--swa-full-tokens-ratio should be in range (0, 1.0]")):
+        SglangSettings(context_length=8192, swa_full_tokens_ratio=1.5)
+    SglangSettings(context_length=8192, swa_full_tokens_ratio=1.5, sglang_version="0.5.6")
+    # --mamba-full-memory-ratio has no upper bound there (kv_cache_configurator.py: ratio / (1 + ratio))
+    assert SglangSettings(context_length=8192, mamba_full_memory_ratio=1.5).mamba_full_memory_ratio == 1.5
+
+
+@pytest.mark.parametrize("rope, missing", [({"rope_type": "yarn"}, "factor"), ({"type": "linear"}, "factor"),
+                                           ({"rope_type": "llama3", "factor": 8.0}, "low_freq_factor")])
+def test_scaled_rope_without_its_keys_refused(rope, missing):
+    # transformers 5.23 modeling_rope_utils.py _validate_yarn_rope_parameters: required_keys {"rope_type",
+    # "factor", "original_max_position_embeddings"} (the last filled from max_position_embeddings);
+    # _check_received_keys raises KeyError "Missing required keys in `rope_parameters`"
+    with pytest.raises(KvMathError, match=f"but no {missing} "):
+        kvmath.load_architecture(dict(DENSE_CFG, rope_scaling=rope))
+
+
+@pytest.mark.parametrize("argv, contains", [(["--indexer-head-dim", "-1"], "--indexer-head-dim must be > 0"),
+                                            (["--compressed-head-dim", "0"], "--compressed-head-dim must be > 0")])
+def test_inert_width_flags_still_range_checked(argv, contains):
+    # without --compressed-layers / --indexer-ratio-layers the widths price nothing, but a width <= 0 is no width
+    r = cli("kvmath-fit", "--model", "qwen3-32b", "--card", "h100", *argv)
+    assert_one_line_error(r, "kvmath-fit", contains=contains)
+
+
+def _status(main, argv) -> int:
+    """``main(argv)``'s exit status, whether returned or raised as SystemExit."""
+    try:
+        return main(argv)
+    except SystemExit as e:
+        return e.code
+
+
+def test_add_model_unusable_places_are_one_line(tmp_path, monkeypatch, capsys):
+    from kvmath import facts
+    from kvmath.book import model_chapter
+
+    cfg = config_file(tmp_path, DENSE_CFG)
+    monkeypatch.setenv("KVMATH_USER_DATA_DIR", "/proc")  # mkdir there: FileNotFoundError, was exit 3
+    try:
+        for argv, contains in ((["--add-model", cfg, "--id", "probe-y", "--revision", "unrecorded"],
+                                "cannot write the model to /proc/configs"),
+                               (["--add-model", "/tmp/" + "x" * 300 + "/config.json", "--id", "probe-y", "--revision",
+                                 "unrecorded"], "File name too long")):
+            assert _status(model_chapter.main, argv) == 2
+            err = capsys.readouterr().err.strip().splitlines()
+            assert len(err) == 1 and contains in err[0], err
+        # a model folder whose config.json links out of it: refused as kvmath.model.checkpoint.check_link refuses
+        folder = tmp_path / "m"
+        folder.mkdir()
+        (folder / "config.json").symlink_to(cfg)
+        monkeypatch.setenv("KVMATH_USER_DATA_DIR", str(tmp_path / "ud"))
+        assert _status(model_chapter.main, ["--add-model", str(folder), "--id", "probe-y", "--revision", "unrecorded"]) == 2
+        assert "a symbolic link out of the model folder" in capsys.readouterr().err
+    finally:
+        facts.forget_models()

@@ -418,6 +418,9 @@ def test_partial_downloads_and_stray_files_are_refused(tmp_path):
     ("awq", "quantization_config must be an object"),
     ({"quant_method": "gptq", "bits": 0}, "bits = 0 is not a width"),
     ({"quant_method": "awq", "bits": -4}, "bits = -4 is not a width"),
+    # vLLM 0.24 quantization/auto_awq.py AutoAWQConfig.TYPE_MAP = {4: uint4}: "Unsupported num_bits = 8"
+    ({"quant_method": "awq", "bits": 8}, "bits = 8 is not a width awq stores; valid: 4$"),
+    ({"quant_method": "awq", "w_bit": 3}, "w_bit = 3 is not a width awq stores"),
     ({"quant_method": "gptq", "bits": 4, "group_size": 0}, "group size is -1"),
     ({"quant_method": "gptq", "bits": "4"}, "bits must be an integer"),
 ])
@@ -540,7 +543,7 @@ def test_bulk_header_checks_name_the_first_refused_entry():
 
     def head(entries):
         raw = json.dumps(entries).encode()
-        return struct.pack("<Q", len(raw)) + raw, 8 + len(raw) + 10**6
+        return struct.pack("<Q", len(raw)) + raw, 8 + len(raw) + 600  # 50 x 12 bytes, back to back
 
     good = {f"t{i}": {"dtype": "BF16", "shape": [2, 3], "data_offsets": [12 * i, 12 * i + 12]} for i in range(50)}
     tensors, _ = parse_safetensors_header(*head(good), "h")
@@ -601,7 +604,12 @@ def test_layer_check_by_prefix_matches_the_per_name_search(names):
             C._check_layers_present("f", tensors, {"num_hidden_layers": L})
     else:
         C._check_layers_present("f", tensors, {"num_hidden_layers": L})
-    C._check_layers_present("f", tensors, {"num_hidden_layers": 1} if 0 in by_name else {"num_hidden_layers": -1})
+    # layers past num_hidden_layers (+ num_nextn_predict_layers) are refused: vLLM's load_weights has no
+    # parameter for them (params_dict[name] -> KeyError)
+    if 0 in by_name:
+        with pytest.raises(KvMathError, match=f"hold decoder layer {min(by_name - {0})} "):
+            C._check_layers_present("f", tensors, {"num_hidden_layers": 1})
+    C._check_layers_present("f", tensors, {"num_hidden_layers": -1})
 
 
 FAMILY_CONFIGS = Path(__file__).parent / "fixtures" / "configs"
@@ -661,3 +669,101 @@ def test_config_estimate_refuses_wrapper_towers_it_does_not_write(config):
     with pytest.raises(KvMathError, match="does not estimate the vision tower and projector of") as e:
         estimate_checkpoint(json.loads((FAMILY_CONFIGS / f"{config}.json").read_text()))
     assert "\n" not in str(e.value)
+
+
+def _tiny_layers(layers=range(2), skip=()):
+    """TINY's tensors (embeddings, two decoder layers, norm, head) as ``{name: (dtype, shape)}``."""
+    t = {"model.embed_tokens.weight": ("bf16", (1000, 64)), "lm_head.weight": ("bf16", (1000, 64)),
+         "model.norm.weight": ("bf16", (64,))}
+    for i in layers:
+        for n, s in (("self_attn.q_proj", (64, 64)), ("self_attn.k_proj", (16, 64)), ("self_attn.v_proj", (16, 64)),
+                     ("self_attn.o_proj", (64, 64)), ("mlp.gate_proj", (160, 64)), ("mlp.up_proj", (160, 64)),
+                     ("mlp.down_proj", (64, 160)), ("input_layernorm", (64,)), ("post_attention_layernorm", (64,))):
+            t[f"model.layers.{i}.{n}.weight"] = ("bf16", s)
+    return {k: v for k, v in t.items() if k not in skip}
+
+
+def _index(folder, weight_map):
+    (folder / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
+
+
+def test_index_names_the_files_read_as_vllm_filters_them(tmp_path):
+    # Mistral-7B-Instruct-v0.3's layout: shards + their index + consolidated.safetensors (the same weights in
+    # Mistral's names). vLLM 0.24 weight_utils.py filter_duplicate_safetensors_files keeps only files the
+    # weight_map names; kvmath summed all three files (twice the weights)
+    (tmp_path / "config.json").write_text(json.dumps(TINY))
+    all_t = _tiny_layers()
+    first = {k: v for k, v in all_t.items() if ".layers.1." not in k}
+    second = {k: v for k, v in all_t.items() if ".layers.1." in k}
+    write(tmp_path / "model-00001-of-00002.safetensors", first)
+    write(tmp_path / "model-00002-of-00002.safetensors", second)
+    write(tmp_path / "consolidated.safetensors", {k.replace("model.", ""): v for k, v in all_t.items()})
+    _index(tmp_path, {**{k: "model-00001-of-00002.safetensors" for k in first},
+                      **{k: "model-00002-of-00002.safetensors" for k in second}})
+    ck = read_checkpoint(tmp_path)
+    # by hand, bf16 = 2 bytes: embed + head 2 x 1000 x 64, norm 64; per layer q,o 64x64, k,v 16x64,
+    # gate,up,down 160x64, two norms 64
+    per_layer = 2 * (2 * 64 * 64 + 2 * 16 * 64 + 3 * 160 * 64 + 2 * 64)
+    assert ck.total_bytes == 2 * (2 * 1000 * 64 + 64) + 2 * per_layer
+    assert {t.file for t in ck.tensors} == {"model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"}
+    assert len(ck.notes) == 1 and "consolidated.safetensors" in ck.notes[0]
+    # the index says a tensor is in a shard that does not hold it: refused, naming it
+    _index(tmp_path, {**{k: "model-00001-of-00002.safetensors" for k in all_t}})
+    with pytest.raises(KvMathError, match="puts tensor 'model.layers.1.*in model-00001-of-00002.safetensors, but"):
+        read_checkpoint(tmp_path)
+
+
+def test_a_tensor_in_two_files_is_refused(tmp_path):
+    # model.safetensors beside the shards of the same weights, no index: vLLM globs *.safetensors and loads
+    # every file (default_loader.py _prepare_weights); each tensor would be priced twice
+    (tmp_path / "config.json").write_text(json.dumps(TINY))
+    all_t = _tiny_layers()
+    write(tmp_path / "model.safetensors", all_t)
+    write(tmp_path / "model-00001-of-00001.safetensors", {"model.norm.weight": ("bf16", (64,))})
+    with pytest.raises(KvMathError, match="'model.norm.weight' is in both model-00001-of-00001.safetensors and "
+                                          "model.safetensors"):
+        read_checkpoint(tmp_path)
+
+
+def test_layers_past_num_hidden_layers_are_refused(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps(TINY))
+    write(tmp_path / "model.safetensors", _tiny_layers(range(3)))
+    with pytest.raises(KvMathError, match="hold decoder layer 2 .* config has 2 layers"):
+        read_checkpoint(tmp_path)
+    # DeepSeek V3's MTP layer is stored as layers.<num_hidden_layers> (vLLM deepseek_v2.py
+    # get_spec_layer_idx_from_weight_name skips it): not an extra layer
+    (tmp_path / "config.json").write_text(json.dumps(dict(TINY, num_nextn_predict_layers=1)))
+    assert read_checkpoint(tmp_path).total_bytes > 0
+
+
+@pytest.mark.parametrize("offsets, message", [
+    # safetensors/src/tensor.rs Metadata::validate: sorted by offsets, each begin must be the previous end
+    ([[0, 128], [0, 128]], "overlaps the tensor before it"),
+    ([[0, 128], [256, 384]], "leaves bytes 128..256 unused"),
+    # SafeTensors::deserialize: the data must end where the last tensor ends (MetadataIncompleteBuffer)
+    ([[0, 128], [128, 256]], "the tensors end at byte 256 of 384"),
+])
+def test_offsets_must_tile_the_data(tmp_path, offsets, message):
+    entries = {f"t{i}": {"dtype": "BF16", "shape": [8, 8], "data_offsets": o} for i, o in enumerate(offsets)}
+    raw = json.dumps(entries).encode()
+    p = tmp_path / "x.safetensors"
+    p.write_bytes(struct.pack("<Q", len(raw)) + raw + bytes(384))
+    with pytest.raises(KvMathError, match=message):
+        read_safetensors_header(p)
+    with pytest.raises(safetensors.SafetensorError):  # the format's own reader refuses the same file
+        safetensors.safe_open(str(p), "np")
+
+
+def test_metadata_values_must_be_strings(tmp_path):
+    p = write(tmp_path / "x.safetensors", {"t": ("bf16", (8, 8))})
+    data = p.read_bytes()
+    (n,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8:8 + n])
+    header["__metadata__"] = {"format": 5}
+    raw = json.dumps(header).encode()
+    raw += b" " * (-len(raw) % 8)
+    p.write_bytes(struct.pack("<Q", len(raw)) + raw + data[8 + n:])
+    with pytest.raises(KvMathError, match=r"__metadata__\['format'\] is 5, not a string"):
+        read_safetensors_header(p)
+    with pytest.raises(Exception):  # safetensors' Metadata is a map of strings to strings
+        safetensors.safe_open(str(p), "np")

@@ -135,7 +135,8 @@ def test_release_table():
     assert TABLE.choose("0.5.7").release.name == "0.5.6"
     assert TABLE.choose("0.4.3.post2").release.name == "0.4.3"
     assert TABLE.choose("0.4.3.post4").release.name == "0.4.3.post4"
-    assert "newer than the newest" in TABLE.choose("0.6.0").note
+    with pytest.raises(kvmath.KvMathError, match="newer than the newest SGLang release read"):  # issue 25: refused
+        TABLE.choose("0.6.0")
     # every record cites the wheel it was read from
     assert all(r.source.startswith(f"sglang {r.name} wheel") for r in TABLE.releases)
 

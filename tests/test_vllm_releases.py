@@ -75,7 +75,7 @@ def test_no_inline_version_comparison_in_the_vllm_engine():
 
 
 @pytest.mark.parametrize("version, record", [("0.24.0", "0.24.0"), ("0.27.1", "0.27.0"), ("v0.26", "0.26.0"),
-                                             ("0.30.0", "0.29.0"), ("0.32.5", "0.29.0"), ("0.99.0", "0.34.0"),
+                                             ("0.30.0", "0.29.0"), ("0.32.5", "0.29.0"), ("0.34.2", "0.34.0"),
                                              ((0, 25), "0.25.0"), ("0.20.0rc1", "0.20.0")])
 def test_a_version_takes_the_newest_record_not_after_it(version, record):
     assert releases.release(version).name == record
@@ -102,14 +102,18 @@ def test_notes_name_the_record_taken_and_what_it_does_not_model():
 def test_header_and_note_state_the_covered_range_one_way():
     """The issue's case: ``--vllm-version 0.99.0`` said "0.20-0.26 read" in the header and "(0.20-0.27)" in
     its note."""
-    out = subprocess.run([sys.executable, "-m", "kvmath.cli", "--config", "qwen3.6-27b", "--vllm-version", "0.99.0"],
+    out = subprocess.run([sys.executable, "-m", "kvmath.cli", "--config", "qwen3.6-27b", "--vllm-version", "0.34.0"],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     header = next(line for line in out.stdout.splitlines() if line.strip().startswith("engine:"))
     assert ("vLLM 0.20.0-0.27.0 read in full, 0.28.0-0.34.0 in part, 0.10.1-0.19.0 in part for full and "
             "sliding-window attention") in header
-    assert "newer than the newest release read (0.34.0)" in out.stdout
     assert "0.20-0.26" not in out.stdout and "(0.20-0.27)" not in out.stdout
+    # issue 25: a release past the newest read (0.99.0 does not exist) is refused, naming the range
+    new = subprocess.run([sys.executable, "-m", "kvmath.cli", "--config", "qwen3.6-27b", "--vllm-version", "0.99.0"],
+                         capture_output=True, text=True, timeout=120)
+    assert new.returncode == 2 and "newer than the newest vLLM release read (0.34.0); vLLM releases 0.10.1-0.34.0" \
+        in new.stderr
     bad = subprocess.run([sys.executable, "-m", "kvmath.cli", "--config", "qwen3.6-27b", "--vllm-version", "0.9.0"],
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1

@@ -158,7 +158,14 @@ def write_model_facts(config_path: str | Path, model_id: str, *, title: str = ""
 
     config_path = Path(config_path)
     check_onboarding(model_id, hf_repo, revision, title)
-    if config_path.is_dir():  # a model folder: its config.json
+    try:
+        is_folder = config_path.is_dir()
+    except OSError as e:  # ENAMETOOLONG and the like: is_dir raises rather than answers
+        raise KvMathError(f"{str(config_path)[:120]}: cannot read it ({e.strerror})") from None
+    if is_folder:  # a model folder: its config.json, a link followed only as the folder readers follow one
+        from ..model.checkpoint import check_link
+
+        check_link(config_path, config_path / "config.json")
         config_path = config_path / "config.json"
     if config_path.suffix == ".gguf":
         raise KvMathError(f"{config_path.name}: --add-model takes a config.json (or a folder holding one), not a GGUF "
@@ -200,9 +207,9 @@ def write_model_facts(config_path: str | Path, model_id: str, *, title: str = ""
         out_dir.mkdir(parents=True, exist_ok=True)
         out = Path(out_dir) / f"{model_id}.json"
         out.write_text(json.dumps(entry, indent=1) + "\n")
-    except (NotADirectoryError, FileExistsError, PermissionError, IsADirectoryError) as e:
+    except OSError as e:  # a file, a device, /proc, a read-only or full disk, a name too long
         # $KVMATH_USER_DATA_DIR naming a file (or a device such as /dev/full) was an internal error
-        raise KvMathError(f"cannot write the model to {e.filename}: {e.strerror} (the user data folder is "
+        raise KvMathError(f"cannot write the model to {str(e.filename)[:200]}: {e.strerror} (the user data folder is "
                           "$KVMATH_USER_DATA_DIR, else platformdirs.user_data_dir('kvmath'); it must be a folder)") from None
     facts.forget_models()
     return out

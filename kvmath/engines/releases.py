@@ -28,6 +28,8 @@ from ..errors import KvMathError, choices
 # \d and int() would read Arabic-Indic or fullwidth digits ("٠.٢٤.٠") as a real release
 _SEMVER = re.compile(r"^[vV]?(\d{1,4})\.(\d{1,4})(?:\.(\d{1,4}))?(?:\.?(?:post|rc|a|b|dev)\d{0,4})?$", re.ASCII)
 _BUILD = re.compile(r"^[bB](\d{1,6})$", re.ASCII)
+_PRE = re.compile(r"\d\.?(?:rc|a|b|dev)\d{0,4}$", re.ASCII)
+"""A pre-release suffix (``0.24.0rc1``, ``0.8.5.dev169``): read as its final release, with a note."""
 
 
 @lru_cache(maxsize=512)
@@ -92,9 +94,11 @@ class Chosen:
 class ReleaseTable:
     """The read releases of one engine, oldest first; ``default`` is the newest unless given.
 
-    ``flag`` is the option that chooses a release (``--vllm-version``), used in messages."""
+    ``flag`` is the option that chooses a release (``--vllm-version``), used in messages. ``allow_newer``: True
+    takes a version past the newest read with the newest's rules (and a note); False refuses it; ``"patch"``
+    takes only a patch release of the newest line read (vLLM 0.34.2 of 0.34.0) and refuses a newer line."""
 
-    def __init__(self, engine: str, releases, *, flag: str, default: str | None = None, allow_newer: bool = True):
+    def __init__(self, engine: str, releases, *, flag: str, default: str | None = None, allow_newer: bool | str = True):
         rel = sorted(releases, key=lambda r: r.key)
         if not rel:
             raise ValueError(f"{engine}: a release table needs at least one release")
@@ -136,11 +140,19 @@ class ReleaseTable:
         if key < self.oldest.key:
             raise KvMathError(f"{self.flag} {version[:40]} is older than the oldest {self.engine} release read "
                               f"({self.oldest.name}); {self.covers}")
+        pre = _PRE.search(version.strip())
+        if pre is not None and key > self.newest.key and self.allow_newer is not True:
+            raise KvMathError(f"{self.flag} {version[:40]} is a pre-release of a version newer than the newest "
+                              f"{self.engine} release read ({self.newest.name}); {self.covers}")
         exact = next((r for r in self.releases if r.key == key), None)
         if exact is not None:
-            return Chosen(version, exact)
+            # a release candidate / dev build of X.Y.Z is cut from X.Y.Z's release branch: X.Y.Z's rules, said
+            return Chosen(version, exact, f"{self.engine} {version[:40]} is a pre-release of {exact.name}: priced with "
+                                          f"{exact.name}'s rules" if pre else "")
         if key > self.newest.key:
-            if not self.allow_newer:
+            # a patch release of the newest line read (0.34.2 of 0.34.0) takes its rules; a newer line is refused
+            if self.allow_newer is False or (self.allow_newer == "patch"
+                                             and (len(key) == 1 or key[:2] != self.newest.key[:2])):
                 raise KvMathError(f"{self.flag} {version[:40]} is newer than the newest {self.engine} release read "
                                   f"({self.newest.name}); {self.covers}")
             return Chosen(version, self.newest,
@@ -148,4 +160,5 @@ class ReleaseTable:
                           f"its rules are {self.newest.name}'s")
         prev = [r for r in self.releases if r.key < key][-1]
         return Chosen(version, prev, f"{self.engine} {version[:40]} takes the rules of {prev.name}, the newest "
-                                     "read release before it")
+                                     "read release before it" + (" (a pre-release, read as its final release)"
+                                                                 if pre else ""))

@@ -41,7 +41,7 @@ from operator import attrgetter
 from pathlib import Path
 
 from ..errors import KvMathError, choices
-from ..validate import check_regular_file, gc_paused, keep_for_run, open_regular, parse_json, read_bounded
+from ..validate import _short, check_regular_file, gc_paused, keep_for_run, open_regular, parse_json, read_bounded
 
 # safetensors dtype (lower-cased: the header's "BF16" is "bf16" here) -> bits per element (huggingface/safetensors safetensors/src/tensor.rs ``Dtype``,
 # 0.6+: F4 = float4_e2m1 packed two per byte, F6_* six bits, E8M0 the MX scale)
@@ -93,6 +93,8 @@ class Checkpoint:
     quant_method: str | None = None
     index_total_size: int | None = None
     metadata: dict = field(default_factory=dict)
+    notes: tuple = ()
+    """Lines for the user about how the table was read (safetensors files the index leaves out)."""
 
     @cached_property
     def total_bytes(self) -> int:
@@ -205,6 +207,10 @@ def parse_safetensors_header(head: bytes, size: int, where: str, file: str = "")
     meta = header.pop("__metadata__", None) or {}
     if not isinstance(meta, dict):
         raise KvMathError(f"{where}: __metadata__ is not an object")
+    bad = next((k for k, v in meta.items() if not isinstance(v, str)), None)
+    if bad is not None:  # the crate's Metadata holds Option<HashMap<String, String>>: a number there fails to parse
+        raise KvMathError(f"{where}: __metadata__[{bad[:60]!r}] is {_short(meta[bad])}, not a string (safetensors "
+                          "headers map metadata names to strings)")
     data_len = size - 8 - n
     tensors = _tensors_checked_at_once(header, data_len, file)
     if tensors is None:  # some entry is refused: the entries one by one, in order, name the first
@@ -221,7 +227,7 @@ def _tensors_checked_at_once(header: dict, data_len: int, file: str) -> list[Ten
 
     infos = list(header.values())
     if not infos:
-        return []
+        return [] if data_len == 0 else None
     if set(map(type, infos)) != {dict}:
         return None
     dtypes, shapes, offs = (list(map(dict.get, infos, repeat(k))) for k in ("dtype", "shape", "data_offsets"))
@@ -242,6 +248,9 @@ def _tensors_checked_at_once(header: dict, data_len: int, file: str) -> list[Ten
     nbytes = list(map(size.__getitem__, kinds))
     begins, ends = ends[0::2], ends[1::2]
     if list(map(int.__sub__, ends, begins)) != nbytes or max(ends) > data_len:
+        return None
+    spans = sorted(zip(begins, ends))
+    if [b for b, _ in spans] != [0] + [e for _, e in spans[:-1]] or spans[-1][1] != data_len:
         return None
     return list(map(_tensor, header, dtypes, shapes, nbytes, repeat(file)))
 
@@ -278,7 +287,26 @@ def _tensors_checked_one_by_one(header: dict, data_len: int, where: str, file: s
         if offs[1] > data_len:
             raise KvMathError(f"{where}: tensor {name[:80]!r} ends at byte {offs[1]:,}, past the data ({data_len:,})")
         tensors.append(Tensor(name, dtype, tuple(shape), nbytes, file))
+    _check_tiling(header, data_len, where)
     return tensors
+
+
+def _check_tiling(header: dict, data_len: int, where: str) -> None:
+    """The tensors' ``data_offsets`` tile the data exactly, as the ``safetensors`` crate requires before it opens
+    a file (huggingface/safetensors ``safetensors/src/tensor.rs``: ``Metadata::validate`` sorts the entries by
+    offsets and refuses any whose begin is not the previous end, ``InvalidOffset``; ``SafeTensors::deserialize``
+    refuses data longer or shorter than the last end, ``MetadataIncompleteBuffer``). Two tensors over the same
+    bytes would otherwise be priced twice. KvMathError naming the first tensor out of place."""
+    start = 0
+    for name, (b, e) in sorted(((n, tuple(i["data_offsets"])) for n, i in header.items()), key=lambda x: x[1]):
+        if b != start:
+            how = "overlaps the tensor before it" if b < start else f"leaves bytes {start:,}..{b:,} unused"
+            raise KvMathError(f"{where}: tensor {name[:80]!r} at data_offsets [{b:,}, {e:,}] {how} (the safetensors "
+                              "format stores tensors back to back: InvalidOffset)")
+        start = e
+    if start != data_len:
+        raise KvMathError(f"{where}: the tensors end at byte {start:,} of {data_len:,} bytes of data (the safetensors "
+                          "format refuses a file longer than its tensors: MetadataIncompleteBuffer)")
 
 
 def _read_json(path: Path, what: str, limit: int = 64 * 2**20):
@@ -417,26 +445,70 @@ def _read_checkpoint(folder: Path, listing: FolderListing) -> Checkpoint:
         config = check_config(config, str(cfg_path))
     quant = _quant_method(config) if isinstance(config, dict) else None
     if files:
-        if index is not None:
-            wanted = sorted({str(v) for v in index.get("weight_map", {}).values()})
+        notes: tuple = ()
+        weight_map = index.get("weight_map", {}) if index is not None else None
+        if weight_map is not None:
+            wanted = sorted({str(v) for v in weight_map.values()})
             have = {p.name for p in files}
             missing = [w for w in wanted if w not in have]
             if missing:
                 raise KvMathError(f"{folder}: the index names {missing[0][:200]} but the folder does not hold it "
                                   f"({len(missing)} of {len(wanted)} files missing)")
+            if not wanted:
+                raise KvMathError(f"{index_path}: its weight_map names no file (vLLM reads only the files it names, "
+                                  "weight_utils.py filter_duplicate_safetensors_files: none would load)")
+            notes = index_notes([p.name for p in files if p.name not in wanted])
+            files = [p for p in files if p.name in wanted]
         _check_shards(folder, listing.safetensors)
         tensors, meta = [], {}
         for p in files:
             t, m = read_safetensors_header(p)
             tensors.extend(t)
             meta.update(m)
-        if isinstance(config, dict):
-            _check_layers_present(folder, tensors, config)
-        return Checkpoint(tuple(tensors), str(folder), False, quant, total, meta)
+        check_tensor_files(folder, tensors, weight_map, config)
+        return Checkpoint(tuple(tensors), str(folder), False, quant, total, meta, notes)
     if not isinstance(config, dict):
         raise KvMathError(f"{folder}: no *.safetensors files and no config.json to estimate them from")
     est = estimate_checkpoint(config)
     return Checkpoint(est.tensors, f"{folder} (estimated from config.json)", True, est.quant_method, total)
+
+
+def index_notes(skipped) -> tuple:
+    """The note for safetensors files a folder holds that its ``model.safetensors.index.json`` does not name
+    (vLLM 0.24 ``model_loader/weight_utils.py`` ``filter_duplicate_safetensors_files`` drops them, "for models
+    like Mistral-7B-Instruct-v0.3 there are both sharded safetensors files and a consolidated safetensors file.
+    Using both breaks"); () when there are none."""
+    if not skipped:
+        return ()
+    shown = ", ".join(sorted(skipped)[:4]) + (f" and {len(skipped) - 4} more" if len(skipped) > 4 else "")
+    return (f"not read: {shown} (not in model.safetensors.index.json's weight_map; vLLM's "
+            "filter_duplicate_safetensors_files skips it; with --load-format auto vLLM 0.24 would load "
+            "consolidated*.safetensors instead when present, the same weights in Mistral's layout)",)
+
+
+def check_tensor_files(where, tensors, weight_map: dict | None, config) -> None:
+    """One check of a tensor table read from several safetensors files (a model folder or a Hub repository):
+    no tensor name in two files (vLLM would load both into one parameter; kvmath would price it twice), every
+    tensor the index's ``weight_map`` names held by the file it names, and the decoder layers as
+    :func:`_check_layers_present` requires. ``tensors``: Tensors with ``file`` set (a file name). Raises
+    KvMathError, one line, naming the tensor and the files."""
+    owner = dict(zip(map(attrgetter("name"), tensors), map(attrgetter("file"), tensors)))
+    if len(owner) < len(tensors):
+        seen: dict = {}
+        for t in tensors:
+            if t.name in seen:
+                raise KvMathError(f"{where}: tensor {t.name[:80]!r} is in both {seen[t.name][:80]} and {t.file[:80]}; "
+                                  "one checkpoint holds each tensor once (a second copy of the model in the folder?)")
+            seen[t.name] = t.file
+    if weight_map:
+        for name, f in weight_map.items():
+            held = owner.get(name)
+            if held != str(f):
+                where_held = f"it is in {held[:80]}" if held else "that file does not hold it"
+                raise KvMathError(f"{where}: the index's weight_map puts tensor {str(name)[:80]!r} in {str(f)[:80]}, "
+                                  f"but {where_held}: the index and the files disagree")
+    if isinstance(config, dict):
+        _check_layers_present(where, tensors, config)
 
 
 _NOT_DECODER = re.compile(r"vision|visual|audio|mtp\.|multi_modal")  # towers and MTP layers: not counted
@@ -474,6 +546,13 @@ def _check_layers_present(folder, tensors, config: dict) -> None:
     if not seen:
         raise KvMathError(f"{folder}: its safetensors files hold no decoder layer tensors (layers.N) for the "
                           f"config's {L} layers; is this the model's folder?")
+    spec = tc.get("num_nextn_predict_layers")
+    spec = spec if isinstance(spec, int) and not isinstance(spec, bool) and spec > 0 else 0
+    extra = sorted(i for i in seen if i >= L + spec)
+    if extra:  # vLLM's load_weights looks the name up in params_dict: a layer it did not build is a KeyError
+        raise KvMathError(f"{folder}: the safetensors files hold decoder layer {extra[0]} (layers.{extra[0]}.*) but the "
+                          f"config has {L} layers" + (f" and {spec} MTP layer(s) after them" if spec else "")
+                          + ": another model's tensors, or num_hidden_layers is wrong")
     missing = sorted(set(range(L)) - seen)
     if missing:
         raise KvMathError(f"{folder}: the safetensors files hold {len(seen)} of the config's {L} decoder layers "
@@ -529,6 +608,31 @@ def _quant_method(config: dict) -> str | None:
     return str(q.get("quant_method") or q.get("quant_algo") or "unknown").lower()
 
 
+MOE_LAYER_FREQ_TYPES = ("deepseek_v2", "deepseek_v3", "deepseek_v32", "kimi_linear", "kimi_k2")
+"""model_types whose vLLM 0.24 model file reads ``moe_layer_freq`` (``deepseek_v2.py`` ``getattr(config,
+"moe_layer_freq", 1)``, ``kimi_linear.py`` ``config.moe_layer_freq``, default 1 in
+``transformers_utils/configs/kimi_linear.py``)."""
+
+
+def moe_layer_flags(tc: dict, layers: int) -> list[bool]:
+    """Which of the ``layers`` decoder layers hold routed experts, as vLLM 0.24 builds them: ``deepseek_v2.py``
+    ``DeepseekV2DecoderLayer`` / ``kimi_linear.py`` ``KimiDecoderLayer`` put the MoE block on layer ``i`` when
+    the config has experts, ``i >= first_k_dense_replace`` and ``i % moe_layer_freq == 0`` (the last only for
+    :data:`MOE_LAYER_FREQ_TYPES`; elsewhere every layer from ``first_k_dense_replace`` on). ``tc``: the
+    decoder's config. Raises KvMathError for a ``moe_layer_freq`` that is not an integer >= 1 there (vLLM's
+    ``%`` would raise on a list or divide by 0)."""
+    E = _int(tc, "num_local_experts", "num_experts", "n_routed_experts", default=0)
+    first = _int(tc, "first_k_dense_replace", default=0)
+    freq = 1
+    if str(tc.get("model_type", "")) in MOE_LAYER_FREQ_TYPES and tc.get("moe_layer_freq") is not None:
+        freq = tc["moe_layer_freq"]
+        if not isinstance(freq, int) or isinstance(freq, bool) or freq < 1:
+            raise KvMathError(f"config field moe_layer_freq must be an integer >= 1 for {tc.get('model_type')} "
+                              f"(vLLM 0.24 deepseek_v2.py / kimi_linear.py: layer_idx % moe_layer_freq), got "
+                              f"{_short(freq)}")
+    return [bool(E) and i >= first and i % freq == 0 for i in range(layers)]
+
+
 def _int(c: dict, *keys, default=None):
     for k in keys:
         v = c.get(k)
@@ -578,7 +682,9 @@ class _Linear:
             self.static = str(self.q.get("activation_scheme", "dynamic")) == "static"
             self.method = "fp8"
         elif m in ("awq", "gptq", "auto-round", "autoround", "auto_round"):
-            self.bits = _q_int(self.q, ("bits", "w_bit"), 4, (2, 3, 4, 8), m)
+            # vLLM 0.24 quantization/auto_awq.py AutoAWQConfig (awq, awq_marlin, auto_awq): TYPE_MAP = {4: uint4},
+            # "Unsupported num_bits" (8-bit AWQ only with a Marlin backend named at launch, not modelled)
+            self.bits = _q_int(self.q, ("bits", "w_bit"), 4, (4,) if m == "awq" else (2, 3, 4, 8), m)
             self.group = _q_int(self.q, ("group_size", "q_group_size"), 128, None, m)
             fmt = str(self.q.get("packing_format") or self.q.get("backend") or "")
             self.kind = "awq" if m == "awq" or "awq" in fmt else "gptq"
@@ -1074,7 +1180,6 @@ def _estimate_table(config: dict) -> Checkpoint:
     moe_inter = _int(tc, "moe_intermediate_size", default=inter)
     shared_inter = _int(tc, "shared_expert_intermediate_size", default=0)
     n_shared = _int(tc, "n_shared_experts", "num_shared_experts", default=0)
-    first_dense = _int(tc, "first_k_dense_replace", default=0)
     qkv_bias = bool(tc.get("attention_bias", mt in _QKV_BIAS))
     tied = tied_embeddings(config)
     base = "model.language_model" if tc is not config else "model"
@@ -1084,6 +1189,7 @@ def _estimate_table(config: dict) -> Checkpoint:
     mxfp4 = lin.method == "mxfp4"
     gdn = mt in _GDN_TYPES
     kinds = _layer_kinds(config) if gdn else None
+    moe = moe_layer_flags(tc, L)
     for i in range(L):
         p = f"{base}.layers.{i}"
         rows += [(f"{p}.input_layernorm.weight", dt, (H,)), (f"{p}.post_attention_layernorm.weight", dt, (H,))]
@@ -1115,7 +1221,7 @@ def _estimate_table(config: dict) -> Checkpoint:
             if mt == "gpt_oss":
                 rows.append((f"{a}.sinks", dt, (nh,)))
         m = f"{p}.mlp"
-        if E and i >= first_dense:
+        if moe[i]:
             rows += _moe_mlp(lin, m, tc, mt, H, E, moe_inter, shared_inter, n_shared, dt, mxfp4)
         else:
             rows += lin.tensors(f"{m}.gate_proj", inter, H) + lin.tensors(f"{m}.up_proj", inter, H)

@@ -360,10 +360,10 @@ class _Config:
     def dtype(self) -> str:
         # the first of dtype / torch_dtype the config states; neither: bfloat16. An empty string is not absent:
         # transformers 5.23 refuses it ("module 'torch' has no attribute ''"), so it is refused here too
-        for key in ("dtype", "torch_dtype"):
-            if self.cfg.get(key) is not None:
-                return _dtype_name(self.cfg[key], key)
-        return "bfloat16"
+        # Both stated: transformers 5.23 (PreTrainedConfig.__init__) keeps dtype and drops torch_dtype unread, but a
+        # value that is no dtype at all ("bfloat17") is a broken config, so each stated one must be a dtype
+        stated = [_dtype_name(self.cfg[key], key) for key in ("dtype", "torch_dtype") if self.cfg.get(key) is not None]
+        return stated[0] if stated else "bfloat16"
 
     def layer_types(self, n_layers: int, allowed: tuple[str, ...]) -> list[str] | None:
         value = self.cfg.get("layer_types")

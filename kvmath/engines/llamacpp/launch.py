@@ -226,6 +226,9 @@ def _split(argv: Sequence[str]) -> tuple[dict, list[str]]:
                               f"{choices(sorted(k for k in _FLAGS if k.startswith('--')))}")
         key, kind = _FLAGS[name]
         if kind in ("on", "off"):
+            if key in given and given[key] != (kind == "on"):  # --mmap --no-mmap: llama.cpp keeps the last
+                raise KvMathError(f"{name} contradicts an earlier flag on the line (both turn {key} on and off); "
+                                  "give one")
             given[key] = kind == "on"
             i += 1
             continue
@@ -246,6 +249,107 @@ def _split(argv: Sequence[str]) -> tuple[dict, list[str]]:
         else:
             given[key] = _value(name, kind, value)
     return given, notes
+
+
+# --- LLAMA_ARG_* environment variables (common/arg.cpp ``.set_env``) ----------------------------------------------
+
+LLAMA_ENV: dict[str, str] = {
+    "AGENT": "-ag", "ALIAS": "-a", "API_KEY_FILE": "--api-key-file", "API_PREFIX": "--api-prefix",
+    "BACKEND_SAMPLING": "-bs", "BATCH": "-b", "CACHE_IDLE_SLOTS": "--cache-idle-slots",
+    "CACHE_PROMPT": "--cache-prompt", "CACHE_RAM": "-cram", "CACHE_REUSE": "--cache-reuse", "CACHE_TYPE_K": "-ctk",
+    "CACHE_TYPE_V": "-ctv", "CHAT_TEMPLATE": "--chat-template", "CHAT_TEMPLATE_FILE": "--chat-template-file",
+    "CHAT_TEMPLATE_KWARGS": "--chat-template-kwargs", "CHECKPOINT_MIN_SPACING_NT": "-cms",
+    "CONTEXT_SHIFT": "--context-shift", "CONT_BATCHING": "-cb", "CORS_CREDENTIALS": "--cors-credentials",
+    "CORS_HEADERS": "--cors-headers", "CORS_METHODS": "--cors-methods", "CORS_ORIGINS": "--cors-origins",
+    "CPU_MOE": "-cmoe", "CTX_CHECKPOINTS": "--ctx-checkpoints", "CTX_SIZE": "-c", "DEFRAG_THOLD": "-dt",
+    "DEVICE": "-dev", "DOCKER_REPO": "-dr", "DRAFT_MAX": "--draft", "DRAFT_MIN": "--draft-min",
+    "EMBEDDINGS": "--embedding", "ENDPOINT_METRICS": "--metrics", "ENDPOINT_PROPS": "--props",
+    "ENDPOINT_SLOTS": "--slots", "FIT": "-fit", "FIT_CTX": "-fitc", "FIT_ESTIMATE": "-fitp", "FIT_TARGET": "-fitt",
+    "FLASH_ATTN": "-fa", "FREQUENCY_PENALTY": "--frequency-penalty", "GRP_ATTN_N": "-gan", "GRP_ATTN_W": "-gaw",
+    "HF_FILE": "-hff", "HF_REPO": "-hf", "HOST": "--host", "IMAGE_MAX_TOKENS": "--image-max-tokens",
+    "IMAGE_MIN_TOKENS": "--image-min-tokens", "JINJA": "--jinja", "KV_OFFLOAD": "-kvo", "KV_UNIFIED": "-kvu",
+    "KV_UNIFIED_PER_SLOT": "--kv-unified-per-slot", "LAZY_MODE": "-lzm", "LOAD_MODE": "-lm",
+    "LOG_COLORS": "--log-colors", "LOG_FILE": "--log-file", "LOG_JSONL": "--log-jsonl", "LOG_PREFIX": "--log-prefix",
+    "LOG_TIMESTAMPS": "--log-timestamps", "LOG_VERBOSITY": "-lv", "MAIN_GPU": "-mg",
+    "MCP_SERVERS_CONFIG": "--mcp-servers-config", "MCP_SERVERS_JSON": "--mcp-servers-json", "MIN_P": "--min-p",
+    "MMPROJ": "-mm", "MMPROJ_AUTO": "--mmproj-auto", "MMPROJ_OFFLOAD": "--mmproj-offload", "MMPROJ_URL": "-mmu",
+    "MODEL": "-m", "MODELS_AUTOLOAD": "--models-autoload", "MODELS_DIR": "--models-dir", "MODELS_MAX": "--models-max",
+    "MODELS_PRESET": "--models-preset", "MODEL_URL": "-mu", "MTMD_BATCH_MAX_TOKENS": "--mtmd-batch-max-tokens",
+    "NO_HOST": "--no-host", "NUMA": "--numa", "N_CPU_FFN": "-ncffn", "N_CPU_MOE": "-ncmoe", "N_GPU_LAYERS": "-ngl",
+    "N_GPU_LAYERS_DRAFT": "-ngld", "N_PARALLEL": "-np", "N_PREDICT": "-n", "OFFLINE": "--offline",
+    "OVERRIDE_TENSOR": "-ot", "PERF": "--perf", "POOLING": "--pooling", "PORT": "--port",
+    "PREFILL_ASSISTANT": "--prefill-assistant", "PRESENCE_PENALTY": "--presence-penalty", "REASONING": "--reasoning",
+    "REASONING_EFFORT": "--reasoning-effort", "REASONING_PRESERVE": "--reasoning-preserve", "REPACK": "--repack",
+    "REPEAT_PENALTY": "--repeat-penalty", "RERANKING": "--rerank", "REUSE_PORT": "--reuse-port",
+    "ROPE_FREQ_BASE": "--rope-freq-base", "ROPE_FREQ_SCALE": "--rope-freq-scale", "ROPE_SCALE": "--rope-scale",
+    "ROPE_SCALING_TYPE": "--rope-scaling", "RPC": "--rpc", "SHOW_TIMINGS": "--show-timings",
+    "SKIP_CHAT_PARSING": "--skip-chat-parsing", "SPEC_DRAFT_BACKEND_SAMPLING": "--spec-draft-backend-sampling",
+    "SPEC_DRAFT_CACHE_TYPE_K": "-ctkd", "SPEC_DRAFT_CACHE_TYPE_V": "-ctvd",
+    "SPEC_DRAFT_CPU_MOE": "--spec-draft-cpu-moe", "SPEC_DRAFT_HF_REPO": "--spec-draft-hf", "SPEC_DRAFT_MODEL": "-md",
+    "SPEC_DRAFT_N_CPU_MOE": "--spec-draft-n-cpu-moe", "SPEC_DRAFT_N_MAX": "--spec-draft-n-max",
+    "SPEC_DRAFT_N_MIN": "--spec-draft-n-min", "SPEC_DRAFT_P_MIN": "--spec-draft-p-min",
+    "SPEC_DRAFT_P_SPLIT": "--spec-draft-p-split", "SPEC_SYNTH_LEN": "--spec-synth-len",
+    "SPEC_SYNTH_RATES": "--spec-synth-rates", "SPEC_TYPE": "--spec-type", "SPLIT_MODE": "-sm",
+    "SSE_PING_INTERVAL": "--sse-ping-interval", "SSL_CERT_FILE": "--ssl-cert-file", "SSL_KEY_FILE": "--ssl-key-file",
+    "STATIC_PATH": "--path", "SWA_FULL": "--swa-full", "TAGS": "--tags", "TEMPERATURE": "--temp",
+    "TENSOR_SPLIT": "-ts", "THINK": "--reasoning-format", "THINK_BUDGET": "--reasoning-budget",
+    "THINK_BUDGET_MESSAGE": "--reasoning-budget-message", "THREADS": "-t", "THREADS_HTTP": "--threads-http",
+    "TIMEOUT": "--timeout", "TOOLS": "--tools", "TOOLS_RUNTIME": "--tools-runtime", "TOP_K": "--top-k",
+    "TOP_P": "--top-p", "UBATCH": "-ub", "UI": "--webui", "UI_CONFIG": "--webui-config",
+    "UI_CONFIG_FILE": "--ui-config-file", "UI_MCP_PROXY": "--ui-mcp-proxy", "VIDEO_FFMPEG_DIR": "--video-ffmpeg-dir",
+    "VIDEO_FPS": "--video-fps", "VIDEO_TIMESTAMP_INTERVAL": "--video-timestamp-interval",
+    "YARN_ATTN_FACTOR": "--yarn-attn-factor", "YARN_BETA_FAST": "--yarn-beta-fast",
+    "YARN_BETA_SLOW": "--yarn-beta-slow", "YARN_EXT_FACTOR": "--yarn-ext-factor", "YARN_ORIG_CTX": "--yarn-orig-ctx",
+}
+"""``LLAMA_ARG_<NAME>`` -> the flag it sets, every ``.set_env("LLAMA_ARG_...")`` of llama.cpp's common/arg.cpp (read
+from the copy llama-cpp-python 0.3.36 vendors; the name printed is the alias kvmath's flag tables know). llama.cpp
+applies them before the command line (``common_params_parse_ex``: "handle environment variables", then the
+arguments, which win), so kvmath reads them as flags the line did not give: a flag kvmath prices is applied, a
+serving-only flag ignored with a note, any other refused, as the same flag on the line would be."""
+
+_ENV_BOOL = {"KV_UNIFIED": ("-kvu", "--no-kv-unified"), "KV_OFFLOAD": (None, "--no-kv-offload"),
+             "MMPROJ_OFFLOAD": (None, "--no-mmproj-offload"), "MMAP": ("--mmap", "--no-mmap")}
+"""Negatable flags (``args_neg``): a truthy value is the flag, a falsey one (or ``LLAMA_ARG_NO_<NAME>`` set,
+``common_arg::get_value_from_env``) its negation; None where the value is the default."""
+_TRUTHY, _FALSEY = ("on", "enabled", "1", "true"), ("off", "disabled", "0", "false")
+
+
+def env_words(env: Mapping[str, str] | None) -> tuple[list[str], list[str]]:
+    """The ``LLAMA_ARG_*`` variables of ``env`` as launch-line words (in name order) and a note for each. A name
+    llama.cpp does not read is noted as ignored; a boolean that is neither truthy nor falsey is refused as
+    llama.cpp refuses it ("invalid boolean value"). Raises KvMathError."""
+    words: list[str] = []
+    notes: list[str] = []
+    for name in sorted(k for k in (env or {}) if isinstance(k, str) and k.startswith("LLAMA_ARG_")):
+        value, key = str(env[name]), name[len("LLAMA_ARG_"):]
+        if key.startswith("NO_") and key[3:] in _ENV_BOOL:
+            key, value = key[3:], "0"
+        if key not in LLAMA_ENV and key not in _ENV_BOOL:
+            notes.append(f"{name} ignored: llama.cpp reads no such variable (common/arg.cpp)")
+            continue
+        if key in _ENV_BOOL:
+            low = value.strip().lower()
+            if low not in _TRUTHY + _FALSEY:
+                raise KvMathError(f"{name}={_short(value)}: llama.cpp takes a boolean there (1/0, true/false, on/off, "
+                                  "enabled/disabled)")
+            flag = _ENV_BOOL[key][0 if low in _TRUTHY else 1]
+            got = [flag] if flag else []
+        else:
+            flag = LLAMA_ENV[key]
+            kind = _FLAGS.get(flag, ("", "value"))[1]
+            if kind in ("on", "off") or flag in IGNORED_BARE:
+                got = [flag] if value.strip().lower() in _TRUTHY else []
+            else:
+                got = [flag, value]
+        if got and got[0] not in _FLAGS and got[0] not in IGNORED_VALUE | IGNORED_BARE and got[0] not in REFUSED:
+            raise KvMathError(f"{name} sets llama.cpp's {got[0]}, which kvmath does not model (unset it, or price the "
+                              "line without it)")
+        if got and got[0] in REFUSED:
+            raise KvMathError(f"{name} sets {got[0]}: {REFUSED[got[0]]}")
+        words += got
+        notes.append(f"{name}={_short(value, 40)} read as {' '.join(got) or 'the default'} (llama.cpp reads LLAMA_ARG_* "
+                     "before the command line; a flag on the line wins)")
+    return words, notes
 
 
 TS_MAX = 15
@@ -304,6 +408,15 @@ def parse_launch(argv: Sequence[str], env: Mapping[str, str] | None = None, *, t
     if tool not in TOOLS:
         raise KvMathError(f"unknown llama.cpp program {_short(tool)}; valid: {choices(TOOLS)}")
     given, notes = _split(argv)
+    ewords, enotes = env_words(env)
+    if ewords or enotes:
+        from_env, ignored = _split(ewords)
+        for key, value in from_env.items():
+            if key not in given:
+                given[key] = value
+            elif isinstance(value, list):
+                given[key] = value + given[key]
+        notes += enotes + [n for n in ignored if n not in notes]
     chosen = TABLE.choose(given.pop("build", None))
     if chosen.note:
         notes.append(chosen.note)
@@ -438,6 +551,14 @@ def _devices(s: dict) -> int:
         if bad is not None:
             raise KvMathError(f"-dev {_short(bad)} is not a device name: llama.cpp's are a backend and its index "
                               "(CUDA0, ROCm1, Vulkan0, SYCL0, MUSA0, CANN0, Metal; llama-server --list-devices)")
+        names = [d.strip() for d in devs]
+        low = [d.lower() for d in names]  # ggml_backend_dev_by_name compares names case-insensitively
+        twice = next((d for i, d in enumerate(names) if low[i] in low[:i]), None)
+        if twice is not None:  # one GPU listed twice would be priced as two, each with the card's memory
+            raise KvMathError(f"-dev names {twice} twice; list each device once (llama-server --list-devices)")
+        far = next((d for d in names if (m := re.search(r"(\d+)$", d)) and int(m.group(1)) >= TS_MAX + 1), None)
+        if far is not None:  # ggml's backends number at most GGML_CUDA_MAX_DEVICES / llama_max_devices() = 16
+            raise KvMathError(f"-dev {far}: llama.cpp numbers at most 16 devices per backend (0-15; llama_max_devices)")
         n = len(devs)
         from .backends import resolve
 

@@ -152,7 +152,7 @@ def parse(argv, env) -> Launch:
     rel_name = chosen0.release.name
     known = release_flags(rel_name)
     settings: dict = {}
-    given: dict = {}  # flag -> value, for a flag given twice
+    given: dict = {}  # settings key -> (flag, value), for a setting given twice (under one name or two)
     notes: list[str] = []
     model = None
     i = 0
@@ -187,12 +187,15 @@ def parse(argv, env) -> Launch:
         elif flag_u in MODELLED:
             key, kind = MODELLED[flag_u]
             value = True if kind == "bool" else _value(kind, flag_u, take())
-            if flag_u in given and given[flag_u] != value:  # argparse would keep the last one silently
-                raise KvMathError(f"{flag_u} is given twice with different values ({given[flag_u]} and {value}); "
-                                  "give it once")
+            prev = given.get(key)  # by setting: --tp-size and --tensor-parallel-size are one dest in argparse
+            if prev is not None and prev[1] != value:  # argparse would keep the last one silently
+                what = (f"{flag_u} is given twice" if prev[0] == flag_u else f"{prev[0]} and {flag_u} (one setting) "
+                        "are given")
+                raise KvMathError(f"{what} with different values ({prev[1]} and {value}); give it once")
             if key in POSITIVE and value <= 0:
                 raise KvMathError(f"{flag_u} must be a positive integer, got {value}")
-            given[flag_u] = settings[key] = value
+            given[key] = (flag_u, value)
+            settings[key] = value
             if flag_u == "--disable-cuda-graph":
                 notes.append("--disable-cuda-graph: no CUDA graphs are captured (their memory stays free)")
         elif flag_u in IGNORED_VALUE:

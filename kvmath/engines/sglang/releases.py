@@ -178,5 +178,5 @@ SGLANG_RELEASES = (
         archs=_045 + ("KimiLinearForCausalLM",) + _GDN_059[1:]),
 )
 
-TABLE = ReleaseTable("SGLang", SGLANG_RELEASES, flag="--sglang-version")
+TABLE = ReleaseTable("SGLang", SGLANG_RELEASES, flag="--sglang-version", allow_newer=False)
 DEFAULT_SGLANG_VERSION = TABLE.default.name

@@ -87,6 +87,15 @@ class SglangSettings:
             v = getattr(self, name)
             if not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0 or v > 100:
                 raise KvMathError(f"--{name.replace('_', '-')} must be a positive number, got {str(v)[:40]}")
+        if self.swa_full_tokens_ratio > 1:
+            # SGLang 0.5.9 server_args.py and 0.5.23 arg_groups/kv_cache_hook.py: "--swa-full-tokens-ratio should be
+            # in range (0, 1.0]"; 0.4.3-0.5.6 do not check it. --mamba-full-memory-ratio has no bound in 0.5.23
+            # (kv_cache_configurator.py divides by 1 + ratio), so 1.5 stays accepted
+            from .releases import TABLE
+
+            if TABLE.choose(self.sglang_version).release.key >= TABLE.by_name["0.5.9"].key:
+                raise KvMathError(f"--swa-full-tokens-ratio should be in range (0, 1.0] (SGLang 0.5.9 and later refuse "
+                                  f"it at start-up), got {self.swa_full_tokens_ratio}")
         if self.enable_dp_attention and self.tp_size % self.dp_size:
             raise KvMathError(f"--dp-size {self.dp_size} must divide --tp-size {self.tp_size} with --enable-dp-attention")
         if self.attention_backend is not None and self.attention_backend not in ATTENTION_BACKENDS:

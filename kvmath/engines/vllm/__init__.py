@@ -201,9 +201,6 @@ class VllmEngine(Engine):
         u = out.pop("gpu_memory_utilization", None)
         if u is not None and not (0 < u <= 1):
             raise KvMathError(f"--gpu-memory-utilization must be in (0, 1], got {u}")
-        if "block_size" in out and out["block_size"] not in VLLM_BLOCK_SIZES:
-            raise KvMathError(f"--block-size must be one of {', '.join(map(str, VLLM_BLOCK_SIZES))} "
-                              f"(vLLM's BlockSize), got {out['block_size']}")
         return out
 
 

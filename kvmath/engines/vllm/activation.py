@@ -54,6 +54,7 @@ from functools import lru_cache, wraps
 
 from ... import facts
 from ...errors import KvMathError
+from ...model.checkpoint import moe_layer_flags
 
 ACT_BYTES = 2  # bf16 / fp16 activations
 FLA_CHUNK = 64  # fla/ops chunk_size; _warmup_prefill_kernels T = FLA_CHUNK_SIZE
@@ -227,7 +228,7 @@ def forward_terms(arch, tokens: int, tp: int = 1, *, enable_expert_parallel: boo
                         "forward", "mamba/gdn/qwen_gdn_linear_attn.py forward_cuda (chunked kernels skipped)"))
     I = arch.intermediate_size or _int(c, "intermediate_size")
     m = moe_dims(arch)
-    if arch.is_moe and m["top_k"]:
+    if arch.is_moe and m["top_k"] and any(moe_layer_flags(c, arch.num_hidden_layers)):
         k, E = m["top_k"], m["E"]
         N = 2 * m["I_e"] // (1 if enable_expert_parallel else tp)
         b = T * E * e + T * k * 8 + T * k * max(N, H) * e + T * k * (N // 2) * e + T * H * e

@@ -612,10 +612,10 @@ def build_parser() -> argparse.ArgumentParser:
                    "decides only whether the KV format runs on the card")
     p.add_argument("--calibration", action="store_true",
                    help="predicted vs measured for every measured boot, with the logged weights and with kvmath's own")
-    p.add_argument("--solve-max-ctx", action="store_true", help="largest max_model_len that boots")
-    p.add_argument("--json", action="store_true", help="JSON output")
-    p.add_argument("--offline", action="store_true",
-                   help="a Hub id is answered from the HF cache only, as with HF_HUB_OFFLINE=1")
+    for flag, text in (("--solve-max-ctx", "largest max_model_len that boots"), ("--json", "JSON output"),
+                       ("--no-solve", "the verdict only: the largest max_model_len is not searched (front door option)"),
+                       ("--offline", "a Hub id is answered from the HF cache only, as with HF_HUB_OFFLINE=1")):
+        p.add_argument(flag, action="store_true", help=text)
     p.add_argument("--kv-breakdown", action="store_true", help="cache buckets (demand) and vLLM's pool groups")
     p.add_argument("--kv-layout", choices=KV_LAYOUTS, default="auto", help="label only (auto: from the config)")
     p.add_argument("--include-draft-kv", action="store_true", help="reserve --draft-kv-gb out of the KV memory")
@@ -661,6 +661,9 @@ def _check_flags(args) -> None:
         raise KvMathError("pass --model or --config, not both")
     if args.config and args.compose:
         raise KvMathError("--compose presets belong to --model ids, not to --config files")
+    for name, v in (("--compressed-head-dim", args.compressed_head_dim), ("--indexer-head-dim", args.indexer_head_dim)):
+        if v is not None and v <= 0:  # a width, range-checked whether or not a layer count uses it
+            raise KvMathError(f"{name} must be > 0 (a head width), got {v}")
     for name, v in (("--compressed-layers", args.compressed_layers), ("--indexer-ratio-layers", args.indexer_ratio_layers)):
         if v < 0:
             raise KvMathError(f"{name} must be >= 0, got {v}")
@@ -898,12 +901,29 @@ def _drafter(args, arch, vals: dict, kw: dict, notes: list) -> None:
         kw["dflash"] = True
 
 
+def _available_words(available_kv: int) -> str:
+    """The KV memory left, as the single-stage breakdown words it: ``12.34 GiB``, or ``none (X GiB short)`` when the
+    rest of the budget already exceeds the requested memory (a negative figure is not a cache size)."""
+    if available_kv < 0:
+        return f"none ({-available_kv / GIB:.2f} GiB short)"
+    return f"{available_kv / GIB:.2f} GiB"
+
+
 def _resolve(args, env=None) -> tuple[str, dict, list[str]]:
     """(model id or config path, budget keyword arguments, notes); ``env``: the environment the command
-    read (``VLLM_ALLOW_LONG_MAX_MODEL_LEN``), passed in. Raises KvMathError."""
+    read (``VLLM_ALLOW_LONG_MAX_MODEL_LEN``, ``VLLM_PP_LAYER_PARTITION``, which fills ``--layer-partition``),
+    passed in. Raises KvMathError."""
     from . import budget as B
 
     notes: list[str] = []
+    part = (env or {}).get("VLLM_PP_LAYER_PARTITION")
+    if part is not None and getattr(args, "layer_partition", None) is None:
+        # vllm/distributed/utils.py get_pp_indices reads envs.VLLM_PP_LAYER_PARTITION ("a,b,c", one per stage)
+        args.layer_partition = part
+        notes.append(f"VLLM_PP_LAYER_PARTITION={part[:60]} read as --layer-partition (vLLM's get_pp_indices reads it)")
+    elif part is not None and part != args.layer_partition:
+        raise KvMathError(f"VLLM_PP_LAYER_PARTITION={part[:60]!r} and --layer-partition {args.layer_partition[:60]!r} "
+                          "disagree; vLLM reads only the environment variable")
     _check_flags(args)
     vllm_mode = getattr(args, "vllm_mode", True)  # vLLM's defaults unless --anchor-defaults / --compose
     model, as_repo = _model_named(args, vllm_mode)
@@ -947,12 +967,7 @@ def _resolve(args, env=None) -> tuple[str, dict, list[str]]:
 
     if long_max_model_len_allowed(env):
         kw["allow_long_max_model_len"] = True  # as vllm serve reads the environment (vllm/envs.py)
-    if args.block_size is not None:
-        from .settings import VLLM_BLOCK_SIZES
-
-        if args.block_size not in VLLM_BLOCK_SIZES:  # vllm/config/cache.py BlockSize
-            raise KvMathError(f"--block-size {args.block_size} is not one vLLM takes; valid: "
-                              f"{', '.join(map(str, VLLM_BLOCK_SIZES))}")
+    if args.block_size is not None:  # checked with the other settings (VllmSettings: vLLM's BlockSize)
         kw["block_size"] = args.block_size
     if args.enable_prefix_caching is not None:
         kw["enable_prefix_caching"] = args.enable_prefix_caching
@@ -1073,7 +1088,7 @@ def _none_reason(b) -> str:
 NON_KV_REASON = "the non-KV terms alone exceed the budget"
 
 
-def render_text(b, largest: int, anchor, notes, breakdown=None, compose=None, safe: int | None = None,
+def render_text(b, largest: int | None, anchor, notes, breakdown=None, compose=None, safe: int | None = None,
                 model_max: int | None = None) -> str:
     from .budget import CALIBRATION_ERROR_GIB
 
@@ -1114,9 +1129,10 @@ def render_text(b, largest: int, anchor, notes, breakdown=None, compose=None, sa
         lines.append(f"  marginal: {abs(b.margin_bytes) / GIB:.2f} GiB {'above' if b.margin_bytes >= 0 else 'below'} "
                      f"what one max_model_len request needs, inside kvmath's calibration error of "
                      f"+/-{CALIBRATION_ERROR_GIB} GiB: it may or may not boot")
-    lines.append(f"Largest max_model_len that boots: {largest:,} tokens"
-                 + (" (the model maximum)" if largest and largest == model_max else "") if largest else
-                 "Largest max_model_len that boots: none (" + _none_reason(b) + ")")
+    if largest is not None:  # None: not searched (--no-solve)
+        lines.append(f"Largest max_model_len that boots: {largest:,} tokens"
+                     + (" (the model maximum)" if largest and largest == model_max else "") if largest else
+                     "Largest max_model_len that boots: none (" + _none_reason(b) + ")")
     if largest and safe is not None and safe != largest:
         lines.append(f"  with {CALIBRATION_ERROR_GIB} GiB of headroom for kvmath's calibration error: "
                      + (f"{safe:,} tokens" if safe else "none"))
@@ -1211,8 +1227,10 @@ def run(argv=None) -> int:
         arch = load_architecture(model)
         model_max = arch.derived_max_model_len or arch.max_position_embeddings or 0  # vLLM's derived maximum
         top = max(b.max_model_len, model_max)
-        largest = solve_max_model_len(b, upper=top)
-        safe = solve_max_model_len_with_headroom(b, upper=top)
+        if args.no_solve and args.solve_max_ctx:
+            raise KvMathError("--no-solve and --solve-max-ctx ask opposite things; give one")
+        largest = None if args.no_solve else solve_max_model_len(b, upper=top)
+        safe = None if args.no_solve else solve_max_model_len_with_headroom(b, upper=top)
         anchor = _anchor(arch.name, b, kw, args)
         bd = _breakdown(args, b, arch) if args.kv_breakdown else None
         sb = budget(model, **dict(kw, max_model_len=largest)) if args.solve_max_ctx and largest else b
@@ -1395,7 +1413,7 @@ def _print_parallel(model, kw, notes, args) -> int:
               f"gpu_memory_utilization={s0.mem_util}, max_num_batched_tokens={s0.max_num_batched_tokens:,}")
         for i, (n, b) in enumerate(zip(pb.layers, pb.stages)):
             print(f"  stage {i}: {n} layers, weights {b.weights / GIB:.2f} GiB, activation {b.profile_peak / GIB:.2f} GiB,"
-                  f" CUDA graphs {b.cudagraph / GIB:.2f} GiB, available KV {b.available_kv / GIB:.2f} GiB, "
+                  f" CUDA graphs {b.cudagraph / GIB:.2f} GiB, available KV {_available_words(b.available_kv)}, "
                   f"{b.plan.num_blocks if b.plan else 0:,} blocks, {b.outcome}"
                   + (f" ({b.refusal})" if b.refusal else ""))
         print(f"Pool: {pb.num_blocks:,} blocks on every worker (the smallest stage's), {pb.pool_tokens:,} tokens per "

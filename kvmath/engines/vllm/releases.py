@@ -181,7 +181,8 @@ DEFAULT = "0.24.0"
 
 _FIRST_FULL = min(r.key for r in RECORDS if r.read == "full")
 
-TABLE = ReleaseTable("vLLM", [r for r in RECORDS if r.read != "profile"], flag="--vllm-version", default=DEFAULT)
+TABLE = ReleaseTable("vLLM", [r for r in RECORDS if r.read != "profile"], flag="--vllm-version", default=DEFAULT,
+                     allow_newer="patch")
 """The releases a plan can be priced at (0.10.1 and later; before 0.20 in part, ``refuse_kinds``)."""
 
 PROFILE_TABLE = ReleaseTable("vLLM", RECORDS, flag="vllm_version")
@@ -254,7 +255,7 @@ def notes(version: str | tuple | None) -> list[str]:
     chosen = _chosen(text)
     rec = chosen.release
     out = []
-    if chosen.note and release_key(text.split("+", 1)[0])[:2] != rec.key[:2]:
+    if chosen.note and (release_key(text.split("+", 1)[0])[:2] != rec.key[:2] or "pre-release" in chosen.note):
         out.append(chosen.note)
     if rec.not_modelled:
         out.append(f"vLLM {text[:40]}: {rec.not_modelled}")

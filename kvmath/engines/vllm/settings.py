@@ -96,6 +96,9 @@ class VllmSettings:
         for name in ("tensor_parallel_size", "block_size", "kernel_block_size"):
             if getattr(self, name) is not None or name != "kernel_block_size":
                 object.__setattr__(self, name, check_positive(getattr(self, name), name, maximum=MAX_TP))
+        if self.block_size not in VLLM_BLOCK_SIZES:  # vllm/config/cache.py BlockSize; the CLI and the API alike
+            raise KvMathError(f"block_size (--block-size) {self.block_size} is not one vLLM takes (vLLM's BlockSize); valid: "
+                              f"{', '.join(map(str, VLLM_BLOCK_SIZES))}")
         for name in ("max_num_batched_tokens", "max_num_seqs"):
             object.__setattr__(self, name, check_positive(getattr(self, name), name, maximum=MAX_TOKENS))
         if self.max_model_len is not None:

@@ -431,6 +431,7 @@ def weights_per_rank(checkpoint: Checkpoint, config: dict, *, tp: int = 1, enabl
         notes.append("tie_word_embeddings: the LM head is the embedding (no second copy)")
     if checkpoint.estimated:
         notes.append("tensor table estimated from config.json (not read from safetensors headers)")
+    notes.extend(checkpoint.notes)
     if enable_expert_parallel and E:
         notes.append(f"expert parallelism over {ep} ranks: {local_experts} of {E} experts on rank 0")
     return RankWeights(tp=tp, ep=ep, checkpoint_bytes=checkpoint.total_bytes, notes=tuple(notes), **acc)
