@@ -134,3 +134,17 @@ def test_held_out_shares():
     within = [i for i, (_, _, p) in EXPECTED.items() if p is not None and abs(p - float(ROWS[i]["available_kv_gib"])) <= 0.5]
     assert (len(right), len(within), len(EXPECTED)) == (19, 12, 21)
     assert sorted(set(EXPECTED) - set(right)) == ["P137", "P138"]
+
+
+def test_gpu_kv_cache_size_of_a_0_20_2_boot_is_the_concurrency_formula(capsys):
+    """P120 (Gemma 4 26B-A4B on an H200, vLLM 0.20.2) logs 'GPU KV cache size: 984,297 tokens' beside 'Maximum
+    concurrency for 32,768 tokens per request: 30.04x': 984,297 / 32,768 = 30.04, so 0.20.2 prints
+    int(max_concurrency * max_model_len), the 0.21 formula backported (0.20.2 v1/core/kv_cache_utils.py l.1706), not
+    0.20.0's num_blocks // groups * block size (l.1693). kvmath took 0.20.0's for 0.20.2 and printed 317,088 tokens
+    (3.1x under); the token count must now be off by no more than the available KV is (72.58 / 71.67 GiB, +1.3 %)."""
+    row = ROWS["P120"]
+    assert "GPU KV cache size: 984" in row["quoted_lines"] and "297 tokens" in row["quoted_lines"]
+    code, rec = _price(EXPECTED["P120"][0], capsys)
+    assert code == 0
+    assert abs(rec["pool_tokens"] / 984_297 - 1) <= abs(_available(rec) / float(row["available_kv_gib"]) - 1) + 0.001
+    assert abs(rec["max_concurrency"] - 30.04) < 0.5

@@ -25,8 +25,9 @@ FIXTURES = Path(__file__).parent / "fixtures" / "vllm"
 
 # the first release of each rule, from the sources cited in kvmath/engines/vllm/alloc.py, settings.py and
 # weights.py (kv_cache_utils.py 0.21.0 / 0.22.0 / 0.24.0 / 0.27.0 / 0.29.0, config/vllm.py 0.26.0,
-# engine/arg_utils.py 0.28.0 / 0.33.0, config/cache.py 0.34.0), written out by hand
-FIRST = {"token_formula": ("0.21.0", "groups", "concurrency"), "turboquant_hybrid": ("0.21.0", False, True),
+# engine/arg_utils.py 0.28.0 / 0.33.0, config/cache.py 0.34.0), written out by hand; the "GPU KV cache size"
+# formula of 0.21 was backported to the 0.20.2 patch release (kv_cache_utils.py 0.20.2 l.1706)
+FIRST = {"token_formula": ("0.20.2", "groups", "concurrency"), "turboquant_hybrid": ("0.21.0", False, True),
          "cpu_backend_messages": ("0.22.0", False, True), "pad_attention_pages": ("0.24.0", False, True),
          "in_flight_batches": ("0.26.0", False, True), "align_block_check": ("0.27.0", True, False),
          "promote_specs_message": ("0.27.0", False, True), "mla_align_128": ("0.27.0", False, True),

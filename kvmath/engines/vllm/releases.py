@@ -158,6 +158,11 @@ RECORDS: tuple[VllmRelease, ...] = (
     VllmRelease("0.19.0", _WHEEL.format("0.19.0") + _OLD_SRC + ", model_executor/models/config.py "
                 "(HybridAttentionMambaModelConfig), config/compilation.py", **_19),
     VllmRelease("0.20.0", _WHEEL.format("0.20.0") + _SIZING + "; run: tests/fixtures/vllm/", **_20),
+    VllmRelease("0.20.2", _WHEEL.format("0.20.2") + "the sizing files diffed against 0.20.0 (kv_cache_interface.py, "
+                "config/cache.py, engine/arg_utils.py, gpu_worker.py, platforms/interface.py unchanged): 0.20.0's "
+                "rules, with 0.21's 'GPU KV cache size' = int(max_concurrency * max_model_len) backported "
+                "(v1/core/kv_cache_utils.py l.1706; a 0.20.2 public log of Gemma 4 prints 984,297 tokens at 30.04x "
+                "of 32,768)", **dict(_20, token_formula="concurrency")),
     VllmRelease("0.21.0", _WHEEL.format("0.21.0") + _SIZING, **_21),
     VllmRelease("0.22.0", _WHEEL.format("0.22.0") + _SIZING + "; run: tests/fixtures/vllm/", **_22),
     VllmRelease("0.23.0", _WHEEL.format("0.23.0") + _SIZING, **_22),
