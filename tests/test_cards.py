@@ -130,6 +130,39 @@ def test_detect_uses_the_memory_to_tell_sizes_apart(monkeypatch):
     assert cards.detect()[0]["id"] == "rtx4060ti-8"
 
 
+def test_grace_blackwell_totals_from_nvidia_smi_by_hand():
+    # nvidia-smi prints 189471 MiB (GB200) and 284208 MiB (GB300); the B200 prints 183359 MiB where PyTorch reads
+    # 178.35 GiB (pytorch/ao#4002). A TensorRT-LLM run log says its runtime detector reports "184 GiB per GPU".
+    ratio = 178.35 / (183359 / 1024)
+    assert ALL["gb200"]["total_gib"] == round(189471 / 1024 * ratio, 2) == 184.3
+    assert ALL["gb300"]["total_gib"] == round(284208 / 1024 * ratio, 2)
+    assert abs(ALL["gb200"]["total_gib"] - 184) < 0.5
+
+
+@pytest.mark.parametrize("smi, cid", [
+    ("NVIDIA GeForce RTX 4090 Laptop GPU, 16376", "rtx4090-laptop"),
+    ("NVIDIA GeForce RTX 5090 Laptop GPU, 24463", "rtx5090-laptop"),
+    ("NVIDIA GeForce RTX 5050 Laptop GPU, 8151", "rtx5050-laptop"),
+    ("NVIDIA GeForce RTX 3080 Laptop GPU, 16384", "rtx3080-laptop-16g"),
+    ("NVIDIA GeForce RTX 3080 Laptop GPU, 8192", "rtx3080-laptop-8g"),
+    ("NVIDIA GeForce RTX 3050, 6144", "rtx3050-6g"),
+    ("NVIDIA GeForce RTX 3050, 8192", "rtx3050-8g"),
+    ("NVIDIA GeForce RTX 5050, 8151", "rtx5050"),
+    ("NVIDIA GB200, 189471", "gb200"),
+])
+def test_detect_laptops_small_cards_and_grace_blackwell(monkeypatch, smi, cid):
+    _fake(monkeypatch, {"nvidia-smi": smi + "\n"})
+    assert cards.detect()[0]["id"] == cid
+
+
+def test_a_laptop_name_of_two_sizes_is_refused_without_the_memory():
+    with pytest.raises(KvMathError, match="names 2 cards: rtx3080-laptop-16g, rtx3080-laptop-8g"):
+        cards.card("NVIDIA GeForce RTX 3080 Laptop GPU")
+    assert cards.card("rtx 4060 laptop")["id"] == "rtx4060-laptop" and cards.card("5050")["id"] == "rtx5050"
+    with pytest.raises(KvMathError, match="names 2 cards: rtx3050-6g, rtx3050-8g"):
+        cards.card("RTX 3050")  # 6 GB and 8 GB print one name
+
+
 def test_detect_rocm_and_apple(monkeypatch):
     _fake(monkeypatch, {"rocm-smi": "device,Card series,Card model\ncard0,AMD Instinct MI300X,0x74a1\n"})
     assert cards.detect()[0]["id"] == "mi300x"
