@@ -234,6 +234,15 @@ def test_vllm_refuses_apple_silicon(capsys):
     assert code == 2 and "vLLM does not run on Apple silicon" in err
 
 
+def test_the_peak_is_named_by_the_tool_of_the_card(capsys):
+    # on an AMD card the user reads the peak with rocm-smi, not nvidia-smi
+    for card, tool in (("mi300x", "rocm-smi"), ("h100", "nvidia-smi")):
+        code, out, err = _fit(capsys, "vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", "--card", card,
+                              "--vllm-version", "0.24.0")
+        assert code == 0 and f"Predicted {tool} peak" in out, (card, out[-400:])
+        assert ("nvidia-smi peak" in out) == (tool == "nvidia-smi")
+
+
 def test_llamacpp_line_device_memory_and_no_default(capsys, monkeypatch):
     from kvmath.fit import run
 

@@ -1088,6 +1088,17 @@ def _none_reason(b) -> str:
 NON_KV_REASON = "the non-KV terms alone exceed the budget"
 
 
+def _smi(card_name: str) -> str:
+    """The tool a user reads the peak with: rocm-smi on an AMD card, nvidia-smi otherwise (an NVIDIA card, or a
+    device given only by --device-memory, where vLLM's CUDA build is the one that runs)."""
+    from ...cards import card
+
+    try:
+        return "rocm-smi" if card(card_name)["vendor"] == "amd" else "nvidia-smi"
+    except KvMathError:  # a --device-memory device has no card record
+        return "nvidia-smi"
+
+
 def render_text(b, largest: int | None, anchor, notes, breakdown=None, compose=None, safe: int | None = None,
                 model_max: int | None = None) -> str:
     from .budget import CALIBRATION_ERROR_GIB
@@ -1137,7 +1148,7 @@ def render_text(b, largest: int | None, anchor, notes, breakdown=None, compose=N
         lines.append(f"  with {CALIBRATION_ERROR_GIB} GiB of headroom for kvmath's calibration error: "
                      + (f"{safe:,} tokens" if safe else "none"))
     if b.outcome == "boots":
-        lines.append(f"Predicted nvidia-smi peak: {b.peak_bytes / GIB:.2f} GiB/card (requested + fitted CUDA-graph "
+        lines.append(f"Predicted {_smi(b.card)} peak: {b.peak_bytes / GIB:.2f} GiB/card (requested + fitted CUDA-graph "
                      "overhead)")
     if anchor:
         lines.append(f"Anchor (kv-calc 5b3793b8) would say: {anchor['verdict']} at {anchor['total_gb']:.2f} GB "
