@@ -19,7 +19,8 @@ GGUF_ARCH = {"llama": "llama", "qwen3": "qwen3", "qwen3_5_text": "qwen35", "qwen
              "granite": "granite", "granitemoe": "granitemoe", "granitemoeshared": "granitemoe",
              "seed_oss": "seed_oss",
              "ernie4_5": "ernie4_5", "olmoe": "olmoe", "cohere": "command-r", "cohere2": "cohere2",
-             "starcoder2": "starcoder2", "glm4": "glm4"}
+             "starcoder2": "starcoder2", "glm4": "glm4", "qwen2_moe": "qwen2moe", "glm4_moe": "glm4moe",
+             "exaone4": "exaone4"}
 """HF ``model_type`` -> the GGUF ``general.architecture`` the vendored convert_hf_to_gguf.py writes (Mistral and
 Mixtral are converted by ``LlamaModel``: ``MistralForCausalLM`` / ``MixtralForCausalLM`` are registered there;
 DeepSeek V2 / V3 and Kimi K2 by ``DeepseekV2Model`` (conversion/deepseek.py); OLMo 2 and Olmo 3 by
@@ -131,7 +132,7 @@ def gguf_tensor_table(config: dict, *, mtp: bool = False) -> tuple[str, int, tup
     names its sources): Llama / Mistral / Mixtral, Qwen 2 / 3 / 3-MoE / 3.5 / 3.6 / 3-Next, Gemma 2 / 3 / 4
     (Gemma 4 without per-layer embeddings), gpt-oss, DeepSeek V2 / V3 / Kimi K2, Nemotron-H (dense and MoE),
     Phi-3 / 4, OLMo 2 / Olmo 3, OLMoE, SmolLM 3, Granite / Granite MoE, Seed-OSS, ERNIE 4.5 (dense), Cohere / Cohere 2, StarCoder 2,
-    GLM-4 (0414, dense). ``mtp=True`` adds Qwen 3.5 / 3.6's
+    GLM-4 (0414, dense), Qwen2-MoE, GLM-4.5 / 4.6 / 4.7 MoE (the trunk), EXAONE 4.0. ``mtp=True`` adds Qwen 3.5 / 3.6's
     multi-token-prediction block (``blk.<n>.`` plus ``nextn.*``; shapes from src/models/qwen35*.cpp, not checked
     against a converted file). Others raise KvMathError naming the model_type and listing the known ones.
     """
@@ -694,6 +695,115 @@ def _glm4_blocks(cfg: dict, mt: str, add, out: list, E: int, n: int, W: str, F: 
     return n
 
 
+def _attn_qkvo(add, p: str, E: int, H: int, Hkv: int, d: int, bias: bool) -> None:
+    """One block's q / k / v / o as ``create_tensor_qkv`` and ``wo`` lay them out (src/llama-model.cpp): q
+    ``(E, H*d)``, k and v ``(E, Hkv*d)``, biases on q / k / v only when ``bias``, an unbiased o ``(H*d, E)``."""
+    for k, w in (("q", H * d), ("k", Hkv * d), ("v", Hkv * d)):
+        add(p + f"attn_{k}.weight", (E, w))
+        if bias:
+            add(p + f"attn_{k}.bias", (w,))
+    add(p + "attn_output.weight", (H * d, E))
+
+
+def _routed_experts(add, p: str, E: int, fe: int, ne: int) -> None:
+    """The router and the experts merged by the converter into ``ffn_{gate,up,down}_exps`` (gate / up
+    ``(E, fe, ne)``, down ``(fe, E, ne)``, ne0 first), as every MoE ``create_tensor`` of llama.cpp names them."""
+    add(p + "ffn_gate_inp.weight", (E, ne))
+    add(p + "ffn_gate_exps.weight", (E, fe, ne))
+    add(p + "ffn_up_exps.weight", (E, fe, ne))
+    add(p + "ffn_down_exps.weight", (fe, E, ne))
+
+
+def _swiglu(add, p: str, E: int, f: int, suffix: str = "") -> None:
+    """A SwiGLU MLP's three matrices (``ffn_gate`` / ``ffn_up`` ``(E, f)``, ``ffn_down`` ``(f, E)``), or a shared
+    expert's with ``suffix`` ``_shexp``."""
+    add(p + f"ffn_gate{suffix}.weight", (E, f))
+    add(p + f"ffn_up{suffix}.weight", (E, f))
+    add(p + f"ffn_down{suffix}.weight", (f, E))
+
+
+def _qwen2moe_blocks(cfg: dict, mt: str, add, out: list, E: int, n: int, W: str, F: str, mtp: bool) -> int:
+    """Qwen2-MoE blocks (Qwen1.5-MoE, Qwen2-57B-A14B; src/models/qwen2moe.cpp create_tensor, conversion/qwen.py
+    Qwen2MoeModel): q / k / v with biases (``qkv_bias``, default true in transformers 5.23's Qwen2MoeConfig), routed
+    experts of ``moe_intermediate_size`` in every block, one shared expert of ``shared_expert_intermediate_size``
+    with its sigmoid gate ``ffn_gate_inp_shexp`` (HF ``shared_expert_gate``: ``(1, E)``, ne ``(E, 1)``, kept F32).
+    llama.cpp's ``wo`` is ``(E, E)``, so ``num_attention_heads x head_dim`` must equal ``hidden_size``; configs
+    mixing dense blocks in (``mlp_only_layers``, ``decoder_sparse_step`` > 1) are refused, as qwen2moe.cpp makes
+    every block MoE."""
+    H, Hkv = int(cfg["num_attention_heads"]), int(cfg.get("num_key_value_heads") or cfg["num_attention_heads"])
+    d = int(cfg.get("head_dim") or E // H)
+    ne, fe, fs = int(cfg["num_experts"]), int(cfg["moe_intermediate_size"]), int(cfg["shared_expert_intermediate_size"])
+    if H * d != E or cfg.get("mlp_only_layers") or int(cfg.get("decoder_sparse_step") or 1) != 1 or ne < 1 or mtp:
+        raise KvMathError("qwen2_moe with heads x head_dim != hidden_size, dense blocks (mlp_only_layers, "
+                          "decoder_sparse_step != 1), no experts or an MTP block is not tabled")
+    for i in range(n):
+        p = f"blk.{i}."
+        add(p + "attn_norm.weight", (E,))
+        _attn_qkvo(add, p, E, H, Hkv, d, bool(cfg.get("qkv_bias", True)))
+        add(p + "ffn_norm.weight", (E,))
+        _routed_experts(add, p, E, fe, ne)
+        add(p + "ffn_gate_inp_shexp.weight", (E, 1))
+        _swiglu(add, p, E, fs, "_shexp")
+    return n
+
+
+def _glm4moe_blocks(cfg: dict, mt: str, add, out: list, E: int, n: int, W: str, F: str, mtp: bool) -> int:
+    """GLM-4.5 / 4.6 / 4.7 MoE blocks (``glm4moe``; src/models/glm4-moe.cpp create_tensor, conversion/glm.py
+    Glm4MoeModel): q / k / v biased when ``attention_bias``, per-head q / k norms when ``use_qk_norm``, the pre-FFN
+    norm named ``post_attention_norm``; the first ``first_k_dense_replace`` blocks a dense SwiGLU of
+    ``intermediate_size``, the rest ``n_routed_experts`` routed experts with ``exp_probs_b`` (the router's
+    ``e_score_correction_bias``) and ``n_shared_experts x moe_intermediate_size`` shared ones. The trunk only: the
+    converter also writes the ``num_nextn_predict_layers`` MTP blocks, which glm4-moe.cpp skips at load
+    (``TENSOR_SKIP`` unless MTP is loaded); ``mtp=True`` (their table) is refused, not guessed."""
+    H, Hkv = int(cfg["num_attention_heads"]), int(cfg["num_key_value_heads"])
+    d, f = int(cfg.get("head_dim") or E // H), int(cfg["intermediate_size"])
+    ne, fe = int(cfg["n_routed_experts"]), int(cfg["moe_intermediate_size"])
+    fs, dense = int(cfg.get("n_shared_experts") or 0) * fe, int(cfg.get("first_k_dense_replace") or 0)
+    if mtp or ne < 1:
+        raise KvMathError("glm4_moe: the MTP blocks' table (mtp=True) or a config without routed experts is not "
+                          "tabled")
+    for i in range(n):
+        p = f"blk.{i}."
+        add(p + "attn_norm.weight", (E,))
+        _attn_qkvo(add, p, E, H, Hkv, d, bool(cfg.get("attention_bias")))
+        if cfg.get("use_qk_norm"):
+            add(p + "attn_q_norm.weight", (d,))
+            add(p + "attn_k_norm.weight", (d,))
+        add(p + "post_attention_norm.weight", (E,))
+        if i < dense:
+            _swiglu(add, p, E, f)
+            continue
+        _routed_experts(add, p, E, fe, ne)
+        add(p + "exp_probs_b.bias", (ne,))
+        if fs:
+            _swiglu(add, p, E, fs, "_shexp")
+    return n
+
+
+def _exaone4_blocks(cfg: dict, mt: str, add, out: list, E: int, n: int, W: str, F: str, mtp: bool) -> int:
+    """EXAONE 4.0 blocks (src/models/exaone4.cpp create_tensor, conversion/exaone.py Exaone4Model): no pre-norms,
+    post-attention and post-FFN norms, per-head q / k norms, unbiased q / k / v / o (``wo`` ``(E, E)``: heads x
+    head_dim must equal hidden_size), a SwiGLU MLP; one ``rope_freqs`` of ``head_dim / 2`` when the (full
+    attention) RoPE is ``llama3`` (``generate_extra_tensors``). MTP blocks are refused."""
+    H, Hkv = int(cfg["num_attention_heads"]), int(cfg.get("num_key_value_heads") or cfg["num_attention_heads"])
+    d, f = int(cfg.get("head_dim") or E // H), int(cfg["intermediate_size"])
+    if H * d != E or mtp or int(cfg.get("num_nextn_predict_layers") or 0):
+        raise KvMathError("exaone4 with heads x head_dim != hidden_size or an MTP block is not tabled")
+    rp = cfg.get("rope_parameters") or cfg.get("rope_scaling") or {}
+    rp = rp.get("full_attention", rp) if isinstance(rp, dict) else {}
+    if str(rp.get("rope_type", "")).lower() == "llama3":
+        add("rope_freqs.weight", (d // 2,))
+    for i in range(n):
+        p = f"blk.{i}."
+        _attn_qkvo(add, p, E, H, Hkv, d, False)
+        add(p + "post_attention_norm.weight", (E,))
+        add(p + "attn_q_norm.weight", (d,))
+        add(p + "attn_k_norm.weight", (d,))
+        _swiglu(add, p, E, f)
+        add(p + "post_ffw_norm.weight", (E,))
+    return n
+
+
 _BLOCKS = {"llama": _llama_blocks, "mistral": _llama_blocks, "mixtral": _llama_blocks, "qwen2": _llama_blocks,
            "qwen3": _llama_blocks, "qwen3_moe": _llama_blocks, "qwen3_5_text": _qwen35_blocks,
            "qwen3_5_moe_text": _qwen35_blocks, "gemma4_text": _gemma4_blocks, "gpt_oss": _gpt_oss_blocks,
@@ -703,7 +813,8 @@ _BLOCKS = {"llama": _llama_blocks, "mistral": _llama_blocks, "mixtral": _llama_b
            "smollm3": _llama_blocks, "granite": _llama_blocks, "granitemoe": _llama_blocks,
            "granitemoeshared": _llama_blocks, "seed_oss": _seed_oss_blocks, "ernie4_5": _llama_blocks,
            "olmoe": _olmoe_blocks, "cohere": _cohere_blocks, "cohere2": _cohere_blocks,
-           "starcoder2": _starcoder2_blocks, "glm4": _glm4_blocks}
+           "starcoder2": _starcoder2_blocks, "glm4": _glm4_blocks, "qwen2_moe": _qwen2moe_blocks,
+           "glm4_moe": _glm4moe_blocks, "exaone4": _exaone4_blocks}
 """model_type -> the function writing its blocks' tensors (one per family)."""
 
 
