@@ -293,7 +293,7 @@ def test_nemotron_h_dense_and_refusals():
     with pytest.raises(KvMathError, match="gemma3_text vocab_size 1000"):
         gguf_tensors_from_config({**GEMMA3_4B, "vocab_size": 1000})
     with pytest.raises(KvMathError, match="known: llama, .*deepseek_v3.*nemotron_h.*smollm3"):
-        gguf_tensors_from_config({"model_type": "exaone4", "hidden_size": 1, "num_hidden_layers": 1, "vocab_size": 1})
+        gguf_tensors_from_config({"model_type": "falcon_h1", "hidden_size": 1, "num_hidden_layers": 1, "vocab_size": 1})
     # Command R: llama.cpp loads q / k norms for 64+ layers only; a 40-layer config with use_qk_norm is refused
     cohere = json.loads((ROOT / "tests/fixtures/configs/transformers-5.23-defaults__cohere.json").read_text())
     with pytest.raises(KvMathError, match="use_qk_norm"):
