@@ -397,7 +397,9 @@ GGUF_NEW = {"google__gemma-2-9b": 0, DEFAULTS + "gemma3_text": -64 * 2304, DEFAU
             "tests/fixtures/llamacpp/harness/cohere-qknorm-variant": 0, DEFAULTS + "starcoder2": 0,
             "bigcode__starcoder2-7b": 0, DEFAULTS + "glm4": 0,
             "tests/fixtures/llamacpp/harness/granitemoeshared-variant": 0,
-            DEFAULTS + "qwen2_moe": 0, "zai-org__GLM-4.5-Air": 0, "LGAI-EXAONE__EXAONE-4.0-32B": 0}
+            DEFAULTS + "qwen2_moe": 0, "zai-org__GLM-4.5-Air": 0, "LGAI-EXAONE__EXAONE-4.0-32B": 0,
+            DEFAULTS + "ernie4_5_moe": 0, "tests/fixtures/llamacpp/harness/hunyuan-a13b-shape": 0,
+            "tests/fixtures/llamacpp/harness/hunyuan-dense-headdim": 0}
 """config -> elements the GGUF drops against transformers: Gemma 3's converter keeps the tokenizer's 262144 of
 config.json's 262208 embedding rows (64 x hidden_size 2304 here)."""
 

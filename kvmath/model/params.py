@@ -20,7 +20,8 @@ GGUF_ARCH = {"llama": "llama", "qwen3": "qwen3", "qwen3_5_text": "qwen35", "qwen
              "seed_oss": "seed_oss",
              "ernie4_5": "ernie4_5", "olmoe": "olmoe", "cohere": "command-r", "cohere2": "cohere2",
              "starcoder2": "starcoder2", "glm4": "glm4", "qwen2_moe": "qwen2moe", "glm4_moe": "glm4moe",
-             "exaone4": "exaone4"}
+             "exaone4": "exaone4", "ernie4_5_moe": "ernie4_5-moe",
+             "hunyuan_v1_dense": "hunyuan-dense", "hunyuan_v1_moe": "hunyuan-moe"}
 """HF ``model_type`` -> the GGUF ``general.architecture`` the vendored convert_hf_to_gguf.py writes (Mistral and
 Mixtral are converted by ``LlamaModel``: ``MistralForCausalLM`` / ``MixtralForCausalLM`` are registered there;
 DeepSeek V2 / V3 and Kimi K2 by ``DeepseekV2Model`` (conversion/deepseek.py); OLMo 2 and Olmo 3 by
@@ -804,6 +805,73 @@ def _exaone4_blocks(cfg: dict, mt: str, add, out: list, E: int, n: int, W: str, 
     return n
 
 
+def _ernie45moe_blocks(cfg: dict, mt: str, add, out: list, E: int, n: int, W: str, F: str, mtp: bool) -> int:
+    """ERNIE 4.5 MoE blocks (``ernie4_5-moe``; src/models/ernie4-5.cpp create_tensor, conversion/ernie.py
+    Ernie4_5MoeModel): Llama-style attention, the first ``moe_layer_start_index`` blocks a dense SwiGLU of
+    ``intermediate_size``, the rest ``moe_num_experts`` routed experts of ``moe_intermediate_size`` with
+    ``exp_probs_b`` (HF ``moe_statics.e_score_correction_bias``, ``(1, n_expert)``: ne ``(n_expert, 1)``) and
+    ``moe_num_shared_experts x moe_intermediate_size`` shared ones. The loader makes every block past the dense
+    lead MoE and reads the shared width as ``intermediate_size // num_key_value_heads`` (the converter's key), so
+    ``moe_layer_interval`` != 1, an early ``moe_layer_end_index``, a shared width that disagrees, or
+    ``use_bias`` are refused. The MTP block is skipped by the converter."""
+    H, Hkv = int(cfg["num_attention_heads"]), int(cfg.get("num_key_value_heads") or cfg["num_attention_heads"])
+    d, f = int(cfg.get("head_dim") or E // H), int(cfg["intermediate_size"])
+    ne, fe = int(cfg["moe_num_experts"]), int(cfg["moe_intermediate_size"])
+    fs, lead = int(cfg.get("moe_num_shared_experts") or 0) * fe, int(cfg.get("moe_layer_start_index") or 0)
+    end = int(cfg.get("moe_layer_end_index", -1) if cfg.get("moe_layer_end_index") is not None else -1)
+    if int(cfg.get("moe_layer_interval") or 1) != 1 or end not in (-1, n - 1) or (fs and fs != f // Hkv) or \
+            cfg.get("use_bias") or ne < 1 or mtp:
+        raise KvMathError("ernie4_5_moe with moe_layer_interval != 1, moe_layer_end_index before the last layer, "
+                          "a shared-expert width other than intermediate_size // num_key_value_heads, use_bias, no "
+                          "experts or an MTP block is not tabled")
+    for i in range(n):
+        p = f"blk.{i}."
+        add(p + "attn_norm.weight", (E,))
+        _attn_qkvo(add, p, E, H, Hkv, d, False)
+        add(p + "ffn_norm.weight", (E,))
+        if i < lead:
+            _swiglu(add, p, E, f)
+            continue
+        _routed_experts(add, p, E, fe, ne)
+        add(p + "exp_probs_b.bias", (ne, 1))
+        if fs:
+            _swiglu(add, p, E, fs, "_shexp")
+    return n
+
+
+def _hunyuan_blocks(cfg: dict, mt: str, add, out: list, E: int, n: int, W: str, F: str, mtp: bool) -> int:
+    """Hunyuan V1 dense and MoE blocks (``hunyuan-dense``: src/models/hunyuan-vl.cpp, whose loader hunyuan-dense
+    inherits; ``hunyuan-moe``: src/models/hunyuan-moe.cpp; conversion/hunyuan.py): unbiased q / k / v / o, per-head
+    q / k norms (HF ``query_layernorm`` / ``key_layernorm``), then a SwiGLU of ``intermediate_size`` (dense) or, in
+    every block, ``num_experts`` routed experts and one shared MLP, both ``intermediate_size`` wide, as
+    transformers 5.23's HunYuanMoEV1 builds them and the loader reads them (``n_ff`` for the experts; the
+    converter writes ``intermediate_size`` as the shared width). A per-layer ``moe_intermediate_size`` other than
+    ``intermediate_size``, a ``num_shared_expert`` other than 1, or ``attention_bias`` is refused."""
+    H, Hkv = int(cfg["num_attention_heads"]), int(cfg.get("num_key_value_heads") or cfg["num_attention_heads"])
+    d, f = int(cfg.get("head_dim") or E // H), int(cfg["intermediate_size"])
+    listed = lambda k: [int(x) for x in (cfg[k] if isinstance(cfg.get(k), list) else [cfg[k]])] if \
+        cfg.get(k) is not None else []
+    moe = mt == "hunyuan_v1_moe"
+    ne = int(cfg["num_experts"]) if moe else 0
+    if cfg.get("attention_bias") or mtp or (moe and (ne < 1 or any(x != f for x in listed("moe_intermediate_size"))
+                                                     or any(x != 1 for x in listed("num_shared_expert")))):
+        raise KvMathError(f"{mt} with attention_bias, no experts, a moe_intermediate_size other than "
+                          "intermediate_size or a num_shared_expert other than 1 is not tabled")
+    for i in range(n):
+        p = f"blk.{i}."
+        add(p + "attn_norm.weight", (E,))
+        _attn_qkvo(add, p, E, H, Hkv, d, False)
+        add(p + "attn_k_norm.weight", (d,))
+        add(p + "attn_q_norm.weight", (d,))
+        add(p + "ffn_norm.weight", (E,))
+        if not moe:
+            _swiglu(add, p, E, f)
+            continue
+        _routed_experts(add, p, E, f, ne)
+        _swiglu(add, p, E, f, "_shexp")
+    return n
+
+
 _BLOCKS = {"llama": _llama_blocks, "mistral": _llama_blocks, "mixtral": _llama_blocks, "qwen2": _llama_blocks,
            "qwen3": _llama_blocks, "qwen3_moe": _llama_blocks, "qwen3_5_text": _qwen35_blocks,
            "qwen3_5_moe_text": _qwen35_blocks, "gemma4_text": _gemma4_blocks, "gpt_oss": _gpt_oss_blocks,
@@ -814,7 +882,8 @@ _BLOCKS = {"llama": _llama_blocks, "mistral": _llama_blocks, "mixtral": _llama_b
            "granitemoeshared": _llama_blocks, "seed_oss": _seed_oss_blocks, "ernie4_5": _llama_blocks,
            "olmoe": _olmoe_blocks, "cohere": _cohere_blocks, "cohere2": _cohere_blocks,
            "starcoder2": _starcoder2_blocks, "glm4": _glm4_blocks, "qwen2_moe": _qwen2moe_blocks,
-           "glm4_moe": _glm4moe_blocks, "exaone4": _exaone4_blocks}
+           "glm4_moe": _glm4moe_blocks, "exaone4": _exaone4_blocks, "ernie4_5_moe": _ernie45moe_blocks,
+           "hunyuan_v1_dense": _hunyuan_blocks, "hunyuan_v1_moe": _hunyuan_blocks}
 """model_type -> the function writing its blocks' tensors (one per family)."""
 
 
