@@ -286,7 +286,8 @@ CONFIG_RULES: dict[str, Rule] = {
     "hidden_size": count(1, WIDTH), "n_embd": count(1, WIDTH), "d_model": count(1, WIDTH), "width": count(1, WIDTH),
     "embed_dim": count(1, WIDTH),
     "intermediate_size": Rule("either", options=(count(1, WIDTH), Rule("ints", 1, WIDTH, MAX_LAYERS))), "ffn_hidden_size": count(1, WIDTH),
-    "encoder_ffn_dim": count(1, WIDTH), "moe_intermediate_size": count(0, WIDTH),
+    "encoder_ffn_dim": count(1, WIDTH),
+    "moe_intermediate_size": Rule("either", options=(count(0, WIDTH), Rule("ints", 0, WIDTH, MAX_LAYERS))),
     "expert_intermediate_size": count(0, WIDTH), "shared_expert_intermediate_size": count(0, WIDTH),
     "moe_shared_expert_intermediate_size": count(0, WIDTH), "hidden_size_per_layer_input": count(0, WIDTH),
     "vocab_size": count(1, 2**24), "out_hidden_size": count(1, WIDTH), "projection_dim": count(1, WIDTH),
@@ -351,6 +352,11 @@ PER_LAYER_MLP_TYPES = ("gemma3n",)
 """model_type prefixes whose ``intermediate_size`` may be a list of one width per decoder layer
 (transformers 5.23 ``Gemma3nTextConfig``); everywhere else a list is refused."""
 
+PER_LAYER_MOE_TYPES = ("hunyuan_v1_moe",)
+"""model_types whose ``moe_intermediate_size`` may be a list of one width per decoder layer (transformers 5.23
+``HunYuanMoEV1Config``: ``int | list[int]``; Hunyuan-A13B's config.json lists 32 equal widths). A list of one
+repeated width is read as that width; widths that differ are refused (no reader prices them per layer)."""
+
 MODEL_SECTIONS = ("text_config", "vision_config", "audio_config")
 """Sub-configs read with :data:`CONFIG_RULES` (a multimodal wrapper's decoder and towers)."""
 
@@ -396,6 +402,7 @@ def check_config(cfg, where: str = "config") -> dict:
             name = ".".join(holder_path + ("intermediate_size",))
             raise KvMathError(f"config field {name} must be an integer (valid: an integer in [1, {WIDTH:,}]; a list "
                               f"of one width per layer only for {', '.join(PER_LAYER_MLP_TYPES)}), got {_short(inter)}")
+        _one_expert_width(holder, fixes, holder_path, n)
         e = max((_fixed(holder, fixes, holder_path, k) or 0)
                 for k in ("num_experts", "num_local_experts", "n_routed_experts"))
         if n * e > MAX_LAYER_EXPERTS:
@@ -410,6 +417,21 @@ def check_config(cfg, where: str = "config") -> dict:
             raise KvMathError(f"config field {sec}.intermediate_size must be an integer (valid: an integer in "
                               f"[1, {WIDTH:,}]), got {_short(sub['intermediate_size'])}")
     return _apply(cfg, fixes) if fixes else cfg
+
+
+def _one_expert_width(holder: dict, fixes: dict, path: tuple, n_layers: int) -> None:
+    """A per-layer ``moe_intermediate_size`` list (only for :data:`PER_LAYER_MOE_TYPES`, one entry per layer,
+    every entry equal) becomes its one width in ``fixes``; any other list raises KvMathError naming the field."""
+    widths = fixes.get(path + ("moe_intermediate_size",), holder.get("moe_intermediate_size"))
+    if not isinstance(widths, list):
+        return
+    name = ".".join(path + ("moe_intermediate_size",))
+    if str(holder.get("model_type", "")) not in PER_LAYER_MOE_TYPES or len(widths) != n_layers or \
+            len(set(widths)) != 1:
+        raise KvMathError(f"config field {name} must be an integer (valid: an integer in [0, {WIDTH:,}]; a list of "
+                          f"one equal width per layer only for {', '.join(PER_LAYER_MOE_TYPES)}), got "
+                          f"{_short(widths)}")
+    fixes[path + ("moe_intermediate_size",)] = int(widths[0])
 
 
 ROPE_REQUIRED = {"linear": ("factor",), "dynamic": ("factor",), "yarn": ("factor",),

@@ -298,3 +298,19 @@ def test_nemotron_h_dense_and_refusals():
     cohere = json.loads((ROOT / "tests/fixtures/configs/transformers-5.23-defaults__cohere.json").read_text())
     with pytest.raises(KvMathError, match="use_qk_norm"):
         gguf_tensors_from_config({**cohere, "use_qk_norm": True})
+
+
+def test_hunyuan_per_layer_expert_widths():
+    # Hunyuan-A13B's config.json lists moe_intermediate_size once per layer ([3072] * 32; HunYuanMoEV1Config takes
+    # int | list[int]): one repeated width is that width; widths that differ, or a list on another family, are refused
+    from kvmath.validate import check_config
+
+    cfg = json.loads((HARNESS / "hunyuan-a13b-shape.json").read_text())
+    assert cfg["moe_intermediate_size"] == [3072] * 32
+    assert check_config(cfg)["moe_intermediate_size"] == 3072
+    shapes = {n: s for n, s, _ in gguf_tensors_from_config(cfg)[2]}
+    assert shapes["blk.31.ffn_down_exps.weight"] == (3072, 4096, 64) and shapes["blk.0.ffn_up_shexp.weight"] == (4096, 3072)
+    with pytest.raises(KvMathError, match="one equal width per layer only for hunyuan_v1_moe"):
+        check_config({**cfg, "moe_intermediate_size": [3072] * 31 + [1536]})
+    with pytest.raises(KvMathError, match="one equal width per layer only for hunyuan_v1_moe"):
+        check_config({**cfg, "model_type": "qwen3_moe"})
