@@ -849,6 +849,11 @@ _S, _F = "sliding_attention", "full_attention"
     ("openai-community__gpt2", {"model_type": "gpt-sw3"}, [_F] * 4),
     # AfmoeConfig without layer_types: (i + 1) % global_attn_every_n_layers 4, as Trinity publishes them
     ("arcee-ai__Trinity-Nano-Preview", {"layer_types": None}, [_S, _S, _S, _F] * 2),
+    # Exaone4Config's class defaults fill what a sparse config leaves out: sliding_window 4096 and
+    # sliding_window_pattern 4 (kvmath read a config without the three keys as all full attention)
+    ("LGAI-EXAONE__EXAONE-4.0-32B", {"layer_types": None, "sliding_window": None, "sliding_window_pattern": None},
+     [_S, _S, _S, _F] * 2),
+    ("LGAI-EXAONE__EXAONE-4.0-32B", {"layer_types": None, "sliding_window_pattern": None}, [_S, _S, _S, _F] * 2),
 ])
 def test_batch_d_layer_rules_equal_transformers_real_cache(case, changes, types):
     cfg = _edit(case, **{k: v for k, v in changes.items() if v is not None})

@@ -252,9 +252,15 @@ def _olmo3(c: _Config, name: str, source: str):
 def _exaone4(c: _Config, name: str, source: str):
     """EXAONE 4.0: ``layer_types`` (the published configs write them: 3 sliding then 1 full), else, with an
     integer ``sliding_window_pattern`` p, sliding iff ``(i + 1) % p != 0`` (``Exaone4Config.__post_init__``);
-    with ``sliding_window`` null every layer is full. A string pattern (``"LLLG"``) without ``layer_types`` is
-    refused: transformers 5.23's rule takes an integer."""
+    with ``sliding_window`` null every layer is full. A key left out takes Exaone4Config's class default, as
+    transformers 5.23 and vLLM (which builds the same config class) do: ``sliding_window`` 4096,
+    ``sliding_window_pattern`` 4 -- so a sparse config without ``layer_types`` is 3 sliding layers to 1 full, not
+    all full. A string pattern (``"LLLG"``) without ``layer_types`` is refused: transformers 5.23's rule takes an
+    integer; an explicit null pattern beside a window is refused (transformers cannot build it)."""
     if c.raw("layer_types") is None:
+        filled = {k: v for k, v in (("sliding_window", 4096), ("sliding_window_pattern", 4)) if k not in c.cfg}
+        if filled:
+            c = _Config(dict(c.cfg, **filled), c.model_type)
         if not c.has("sliding_window"):
             return _typed(c, name, source, lambda n: [FULL] * n)
         pattern = c.raw("sliding_window_pattern")
@@ -263,7 +269,8 @@ def _exaone4(c: _Config, name: str, source: str):
                               "transformers 5.23 reads an integer pattern: write layer_types")
         p = c.int("sliding_window_pattern", None, maximum=MAX_LAYERS) if c.has("sliding_window_pattern") else None
         if p is None:
-            raise KvMathError("exaone4 config has a sliding_window but neither layer_types nor sliding_window_pattern")
+            raise KvMathError("exaone4 config has a sliding_window and a null sliding_window_pattern and no "
+                              "layer_types (transformers 5.23 cannot build it): write layer_types")
         return _typed(c, name, source, lambda n: [SLIDING if (i + 1) % p else FULL for i in range(n)])
     return _typed(c, name, source, lambda n: [FULL] * n)
 
