@@ -514,7 +514,9 @@ def transformers_cache_bytes(
             import importlib
 
             module = importlib.import_module(type(cfg).__module__.replace(".configuration_", ".modeling_"))
-            model_cls = getattr(module, type(cfg).__name__.replace("Config", "Model"))
+            name = type(cfg).__name__.replace("Config", "Model")
+            # the Qwen-Omni thinkers' text model: Qwen2_5OmniTextConfig -> Qwen2_5OmniThinkerTextModel
+            model_cls = getattr(module, name, None) or getattr(module, name.replace("TextModel", "ThinkerTextModel"))
             model = model_cls._from_config(cfg, dtype=torch_dtype, **kw)
     model.eval()
     t1 = time.perf_counter()

@@ -767,3 +767,14 @@ def test_metadata_values_must_be_strings(tmp_path):
         read_safetensors_header(p)
     with pytest.raises(Exception):  # safetensors' Metadata is a map of strings to strings
         safetensors.safe_open(str(p), "np")
+
+
+@pytest.mark.parametrize("config", [f"transformers-5.23-defaults__{t}" for t in (
+    "qwen2_audio", "granite_speech", "nemotron_h_omni", "moss_transcribe_diarize", "muse_spark", "muse_glimmer")])
+def test_config_estimate_refuses_speech_and_omni_encoders_it_does_not_write(config):
+    """Speech / omni wrappers whose text part (qwen2, granite, nemotron_h, qwen3) the estimate writes: their audio /
+    vision encoders are not the generic tower (Qwen2-Audio's class defaults came to 12,684,767,232 parameters that
+    way; transformers 5.23 builds 12,692,062,208 on the meta device), so the estimate is refused in one line."""
+    with pytest.raises(KvMathError, match="does not estimate the audio / speech encoder and projector of") as e:
+        estimate_checkpoint(json.loads((FAMILY_CONFIGS / f"{config}.json").read_text()))
+    assert "\n" not in str(e.value)

@@ -46,6 +46,8 @@ REFUSED = {  # config -> a phrase the one-line refusal must contain (the model_t
     DEFAULTS + "glm4v_moe": "hidden_size 4096 is not a multiple of num_attention_heads 96",
     # DogeConfig writes num_experts 16384 (read only with is_moe): kvmath's size guard refuses it before the family rule
     DEFAULTS + "doge": "config field num_experts must be <= 4,096",
+    # Qwen3OmniMoeTextConfig's defaults: hidden 2048 / 28 heads = 73 wide, which its RoPE check refuses to build
+    DEFAULTS + "qwen3_omni_moe_thinker": "gives an odd head width 73",
 }
 OVERRIDES = {  # fields transformers needs to build the shrunk model that do not shape the cache
     "meta-llama__Meta-Llama-3.1-405B": {"hidden_size": 128},  # 128 heads: hidden must be a multiple
@@ -78,6 +80,9 @@ OVERRIDES = {  # fields transformers needs to build the shrunk model that do not
     # CwmConfig / IQuestCoderConfig / Jais2Config check hidden_size % heads (head_dim is written): 48 / 40 / 26 divide it
     DEFAULTS + "cwm": {"hidden_size": 96}, DEFAULTS + "iquestcoder": {"hidden_size": 80},
     DEFAULTS + "jais2": {"hidden_size": 52},
+    # MuseSparkTextConfig checks hidden_size % heads (head_dim 64 is written): its 128 query heads need 128
+    DEFAULTS + "muse_spark": {"hidden_size": 128}, DEFAULTS + "muse_spark_text": {"hidden_size": 128},
+    DEFAULTS + "modernbert-decoder": {"hidden_size": 768},  # every head cached hidden / heads wide: keep 12 x 64
     DEFAULTS + "jetmoe": {"head_dim": 128},  # realcache writes head_dim = hidden / heads, JetMoE's alias of kv_channels
 }
 CASES = sorted(p.stem for p in CONFIGS.glob("*.json"))
@@ -174,8 +179,8 @@ def _cut(text: dict) -> None:
         text.update(hidden_size=2 * width, num_attention_heads=2)
         text.pop("intermediate_size", None), text.pop("ffn_dim", None), text.pop("word_embed_proj_dim", None)
         text.pop("num_kv_heads", None) if mt == "falcon" else None
-    if "num_hidden_layers" not in text and mt in ("llama", "mistral"):  # llava-1.5 / 1.6 sparse text_config
-        text["num_hidden_layers"] = 2  # LlamaConfig's other defaults (4096 wide, 32 heads) still shape the cache
+    if "num_hidden_layers" not in text and mt in ("llama", "mistral", "qwen2"):  # llava-1.5 / 1.6, Qwen2-Audio's
+        text["num_hidden_layers"] = 2  # sparse text_config: the class's other defaults (4096 wide, 32 heads) shape it
     n = text.get("num_hidden_layers")
     if mt in ("mamba", "falcon_mamba", "jamba", "lfm2", "lfm2_moe", "zamba2", "lfm3") and text.get("hidden_size", 0) > STATE_HIDDEN:
         text["hidden_size"] = STATE_HIDDEN
@@ -242,6 +247,10 @@ def _run(case: str):
         if arch.model_type == "hrm_text":  # HrmTextConfig rewrites the per-stack depth to the cache slots it fills
             check = [x for x in check if x != {"field": "num_hidden_layers", "input": cfg["num_hidden_layers"],
                                                "built": arch.num_hidden_layers}]
+        text = cfg.get("text_config", cfg)
+        if text.get("model_type") == "qwen2" and not text.get("use_sliding_window"):  # Qwen2Config.__post_init__
+            check = [x for x in check if x != {"field": "sliding_window", "input": text.get("sliding_window"),
+                                               "built": None}]  # clears the window unless use_sliding_window
         assert check == [], check
         d = kvmath.derive(arch, engine="transformers", max_ctx=PREFILL + DECODE, max_num_seqs=BATCH)
         _RUNS[case] = (arch, real, d)
@@ -271,7 +280,7 @@ def test_tally_of_real_configs():
     """Of the published configs (not the class-default files): how many read exactly, how many refused."""
     real = [c for c in CASES if not c.startswith(DEFAULTS)]
     read = [c for c in real if c not in REFUSED]
-    assert (len(real), len(read), len(real) - len(read)) == (65, 58, 7)
+    assert (len(real), len(read), len(real) - len(read)) == (67, 60, 7)
 
 
 def test_unknown_wrapper_is_refused_not_read_from_its_text_part():
@@ -1088,3 +1097,172 @@ def test_batch_d_absent_keys_take_the_config_class_defaults():
             (arch.layers[0].num_kv_heads, arch.layers[0].head_dim)
     arch = kvmath.load_architecture(dict(base, model_type="minicpm3"))
     assert {(a.kv_lora_rank, a.qk_rope_head_dim) for a in arch.layers} == {(256, 32)}
+
+
+# --- speech / omni wrappers (issue 20, s34 batch B2) ---------------------------------------------------------------
+SPEECH_WRAPPED = [DEFAULTS + "qwen2_audio", DEFAULTS + "granite_speech", DEFAULTS + "nemotron_h_omni",
+                  DEFAULTS + "qwen2_5_omni_thinker", DEFAULTS + "moss_transcribe_diarize", DEFAULTS + "muse_spark",
+                  DEFAULTS + "muse_glimmer", "ibm-granite__granite-speech-3.3-2b"]
+_TOWER_KEYS = ("audio_config", "vision_config", "encoder_config", "projector_config")
+
+
+def _check_speech_wrapper_cache(cfg: dict, overrides: dict | None = None) -> int:
+    """Build the whole speech / omni wrapper (AutoModelForMultimodalLM from its own config class, the text part shrunk
+    as realcache shrinks it, every tower cut to one layer), run text tokens through it and compare the cache it
+    returns with kvmath's transformers derivation layer by layer. Returns the cache's total bytes."""
+    import torch
+    from transformers import CONFIG_MAPPING, AutoModelForMultimodalLM
+
+    from realcache import build_small_text_config, describe_cache
+
+    arch = kvmath.load_architecture(cfg)
+    small, _, _, _ = build_small_text_config(cfg, dtype=arch.dtype, overrides=overrides)
+    towers = {}
+    for key in _TOWER_KEYS:
+        if isinstance(cfg.get(key), dict):
+            t = dict(cfg[key])
+            depth = next((t[k] for k in ("num_hidden_layers", "depth", "encoder_layers", "num_layers") if k in t), None)
+            t.update({k: v[:1] for k, v in t.items() if isinstance(v, list) and len(v) == depth})  # per-layer lists
+            t.update({k: 1 for k in ("num_hidden_layers", "depth", "encoder_layers", "num_layers") if k in t})
+            if key == "audio_config" and "out_hidden_size" in t:  # Muse Spark scatters audio onto the text width
+                t["out_hidden_size"] = small.hidden_size
+            towers[key] = t
+    outer = {k: v for k, v in cfg.items() if k not in ("model_type", "text_config", "llm_config", *_TOWER_KEYS)}
+    conf = CONFIG_MAPPING[cfg["model_type"]](text_config=small.to_dict(), **towers, **outer)
+    torch.manual_seed(0)
+    with torch.no_grad():
+        model = AutoModelForMultimodalLM.from_config(conf, dtype=getattr(torch, arch.dtype)).eval()
+        vocab = conf.text_config.vocab_size
+        out = model(input_ids=torch.randint(0, vocab, (BATCH, PREFILL)), use_cache=True)
+        cache = out.past_key_values
+        for _ in range(DECODE):
+            cache = model(input_ids=torch.randint(0, vocab, (BATCH, 1)), past_key_values=cache,
+                          use_cache=True).past_key_values
+    real = describe_cache(cache)
+    d = kvmath.derive(arch, engine="transformers", max_ctx=PREFILL + DECODE, max_num_seqs=BATCH)
+    per_layer = dict.fromkeys(range(arch.num_hidden_layers), 0)
+    for g in d.groups:
+        for i in g.layers:
+            per_layer[i] += g.bytes // g.n_layers
+    assert {layer["index"]: layer["bytes"] for layer in real["layers"]} == per_layer
+    assert real["total_bytes"] == d.total_bytes
+    return d.total_bytes
+
+
+@pytest.mark.parametrize("case", SPEECH_WRAPPED)
+def test_speech_wrapper_model_caches_its_text_part_as_kvmath_reads_it(case):
+    """The whole Qwen2-Audio / Granite Speech / Nemotron-H Omni / Qwen2.5-Omni thinker / MOSS wrapper, as transformers
+    5.23 builds it from the class-defaults config: only its text model caches, exactly as kvmath derives it."""
+    _check_speech_wrapper_cache(_test_config(case), OVERRIDES.get(case))
+
+
+def test_qwen3_omni_thinker_caches_its_published_text_layout():
+    """Qwen3-Omni-30B-A3B's thinker text fields (48 layers, 32 heads, 4 KV heads x head_dim 128 written beside a
+    2048 hidden size, no window; the Hub's config.json thinker_config.text_config) under the class-defaults thinker,
+    cut to 8 layers: the whole thinker caches 8 x 2 (K, V) x 2 seqs x 43 tokens x 4 x 128 x 2 B = 1,409,024 B, by
+    hand, and so does kvmath. Its class defaults alone (hidden 2048 / 28 heads, no head_dim) give an odd width 73
+    that transformers' RoPE check refuses: kvmath refuses it too (REFUSED)."""
+    cfg = _config(DEFAULTS + "qwen3_omni_moe_thinker")
+    cfg["text_config"].update(num_hidden_layers=48, num_attention_heads=32, num_key_value_heads=4, head_dim=128,
+                              hidden_size=2048, sliding_window=None)
+    arch = kvmath.load_architecture(cfg)
+    assert {(a.num_kv_heads, a.head_dim, a.sliding_window) for a in arch.layers} == {(4, 128, None)}
+    assert arch.num_hidden_layers == 48 and arch.dtype == "bfloat16"
+    cut = copy.deepcopy(cfg)
+    cut["text_config"].update(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=64)
+    _cut(cut["text_config"])
+    assert _check_speech_wrapper_cache(cut) == 8 * 2 * 2 * 43 * 4 * 128 * 2 == 1_409_024
+
+
+def test_qwen2_audio_sparse_text_config_reads_qwen2_class_defaults():
+    """Qwen2-Audio-7B(-Instruct)'s published text_config leaves hidden size, layers, heads and KV heads to Qwen2Config
+    (it writes intermediate_size 11008, max_position_embeddings 8192, sliding_window 32768, vocab_size 156032 and no
+    use_sliding_window). transformers 5.23's Qwen2AudioConfig builds 32 full layers x 32 KV heads x 128: kvmath reads
+    the same, and the config object transformers builds from the same dict is the independent side."""
+    from transformers import CONFIG_MAPPING
+
+    text = {"model_type": "qwen2", "intermediate_size": 11008, "max_position_embeddings": 8192, "rope_theta": 10000,
+            "rms_norm_eps": 1e-05, "sliding_window": 32768, "torch_dtype": "bfloat16", "use_mrope": False,
+            "vocab_size": 156032, "bos_token_id": 151643, "eos_token_id": 151645}
+    built = CONFIG_MAPPING["qwen2_audio"](text_config=dict(text)).text_config
+    arch = kvmath.load_architecture({"model_type": "qwen2_audio", "text_config": dict(text)})
+    want = {(built.num_key_value_heads, built.hidden_size // built.num_attention_heads, built.sliding_window)}
+    assert {(a.num_kv_heads, a.head_dim, a.sliding_window) for a in arch.layers} == want == {(32, 128, None)}
+    assert arch.num_hidden_layers == built.num_hidden_layers == 32
+    assert set(built.layer_types) == {"full_attention"}
+
+
+@pytest.mark.parametrize("case,engine,phrase", [
+    (DEFAULTS + "qwen2_5_omni_thinker", "vllm", "not Qwen2_5OmniThinkerForConditionalGeneration"),
+    (DEFAULTS + "moss_transcribe_diarize", "vllm", "registers no MossTranscribeDiarizeForConditionalGeneration"),
+    (DEFAULTS + "qwen2_audio", "llama.cpp", "no llama.cpp converter for this speech / omni wrapper"),
+])
+def test_engines_refuse_speech_wrappers_they_do_not_serve(case, engine, phrase):
+    from kvmath.engines.base import require_kinds
+
+    arch = kvmath.load_architecture(_config(case))
+    with pytest.raises(KvMathError, match=phrase) as e:
+        require_kinds(engine, arch, ("attention", "mamba2", "none"))
+    assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("text,phrase", [
+    ({"use_sliding_window": True, "sliding_window": 4096}, "sets a sliding window"),
+    ({"layer_types": ["sliding_attention"] * 28}, "layer_types"),
+    ({"head_dim": None}, "sets head_dim null"),
+    ({"num_attention_heads": None}, "sets num_attention_heads null"),
+])
+def test_qwen_omni_text_configs_that_would_be_guessed_are_refused(text, phrase):
+    cfg = _config(DEFAULTS + "qwen2_5_omni_thinker")
+    cfg["text_config"].update(text)
+    with pytest.raises(KvMathError, match=phrase) as e:
+        kvmath.load_architecture(cfg)
+    assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("case", [DEFAULTS + "muse_spark_text", DEFAULTS + "muse_glimmer_text"])
+def test_muse_text_without_layer_types_counts_full_layers_back_from_the_last(case):
+    """MuseSparkTextConfig / MuseGlimmerTextConfig.__post_init__ without layer_types: full iff (n - 1 - i) % 4 == 0,
+    so with 8 layers layers 3 and 7 are full (not 0 and 4), against transformers' real cache at window 16."""
+    cfg = _config(case)
+    cfg.pop("layer_types"), cfg.pop("layer_rope_theta", None)
+    arch, _ = _real_equals_kvmath(cfg, OVERRIDES.get(case))
+    assert [layer.layer_type for layer in arch.layers] == [_S, _S, _S, _F] * 2
+    assert {(a.num_kv_heads, a.head_dim) for a in arch.layers} == {(cfg["num_key_value_heads"], cfg["head_dim"])}
+
+
+@pytest.mark.parametrize("changes,types", [
+    ({"local_attention": 2 * WINDOW}, [_F, _S, _S] * 2 + [_F, _S]),  # the class's layer_types, cut to 8
+    ({"local_attention": 2 * WINDOW, "layer_types": None, "global_attn_every_n_layers": 2}, [_F, _S] * 4),
+])
+def test_modernbert_decoder_window_is_half_local_attention_in_transformers_cache(changes, types):
+    """ModernBertDecoderConfig: sliding layers keep local_attention // 2 = 16 tokens (a written sliding_window is
+    overwritten), full iff i % global_attn_every_n_layers == 0; every head cached, hidden / heads = 64 wide; against
+    transformers 5.23's real cache with 43 tokens crossing the window."""
+    cfg = _config(DEFAULTS + "modernbert-decoder")
+    cfg.update({k: v for k, v in changes.items() if v is not None})
+    for key in [k for k, v in changes.items() if v is None]:
+        cfg.pop(key)
+    arch, _ = _real_equals_kvmath(cfg, OVERRIDES[DEFAULTS + "modernbert-decoder"])
+    assert [layer.layer_type for layer in arch.layers] == types
+    assert {(a.num_kv_heads, a.head_dim, a.sliding_window) for a in arch.layers_of(_S)} == {(12, 64, WINDOW)}
+
+
+@pytest.mark.parametrize("case,key", [(DEFAULTS + "qwen2_audio", "audio_config"),
+                                      ("ibm-granite__granite-speech-3.3-2b", "encoder_config"),
+                                      (DEFAULTS + "nemotron_h_omni", "sound_config")])
+def test_vllm_refuses_to_size_a_speech_wrapper_with_its_audio_tower_profiled(case, key):
+    """vLLM 0.24 builds and profiles the audio tower (audio_config; Granite Speech's encoder_config; Nemotron-H Omni's
+    legacy sound_config) unless its limit is 0: kvmath has no rule for that profile, so it refuses in one line
+    rather than leave it out, and prices the text model with the audio limit at 0."""
+    from kvmath.engines.vllm.budget import mm_limits
+
+    cfg = _config(case)
+    if key == "sound_config":
+        cfg["sound_config"] = cfg.pop("audio_config") or {"model_type": "parakeet_encoder"}
+    arch = kvmath.load_architecture(cfg)
+    arch.extras["hf_config"] = cfg
+    with pytest.raises(KvMathError, match=f"has an audio tower \\({key}\\)") as e:
+        mm_limits(arch, None)
+    assert "\n" not in str(e.value)
+    assert mm_limits(arch, {"audio": 0, "image": 0, "video": 0})[1][-1] == "audio"

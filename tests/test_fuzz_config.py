@@ -230,19 +230,25 @@ CLASS_DEFAULTED = ("solar_open", "hy_v3", "iquestcoder", "jais2", "diffllama", "
                    "cohere2_moe", "cwm", "vaultgemma", "laguna", "mellum", "minicpm3", "youtu", "longcat_flash",
                    "jetmoe", "axk1", "flint", "kolibri1", "axk2", "hy_v4", "hyperclovax")
 """Families kvmath reads with their config classes' defaults for absent keys (batch D)."""
+SIZE_DEFAULTED = ("qwen2_5_omni_text", "qwen3_omni_moe_text", "muse_spark_text", "muse_glimmer_text",
+                  "modernbert-decoder")
+"""Families whose absent layer count, hidden size and heads also take the config class's defaults (s34 batch B2)."""
 
 
 def with_class_defaults(t: dict) -> dict:
     """``t`` with the cache-shaping keys it leaves out set to transformers 5.23's own config-class field defaults
     (read from the installed class, ``__dataclass_fields__``), for the :data:`CLASS_DEFAULTED` families."""
     mt = t.get("model_type")
-    if mt not in CLASS_DEFAULTED:
+    if mt not in CLASS_DEFAULTED + SIZE_DEFAULTED:
         return t
     from transformers import CONFIG_MAPPING
 
     fields = getattr(CONFIG_MAPPING[mt], "__dataclass_fields__", {})
     out = dict(t)
-    for k in ("num_key_value_heads", "head_dim", "sliding_window", "kv_lora_rank", "qk_rope_head_dim", "kv_channels"):
+    sizes = ("num_hidden_layers", "hidden_size", "num_attention_heads", "local_attention") \
+        if mt in SIZE_DEFAULTED else ()
+    for k in ("num_key_value_heads", "head_dim", "sliding_window", "kv_lora_rank", "qk_rope_head_dim", "kv_channels",
+              *sizes):
         default = fields[k].default if k in fields else None
         if k not in t and isinstance(default, int) and not isinstance(default, bool):
             out[k] = default
@@ -271,6 +277,8 @@ def check_layers_match_fields(arch, cfg: dict) -> None:
             if layer.layer_type == SLIDING:
                 window = _num(t.get("sliding_window_size")) + 1 if mimo and t.get("sliding_window_size") is not None \
                     else _num(t.get("sliding_window"))
+                if t.get("model_type") == "modernbert-decoder":  # ModernBertDecoderConfig overwrites sliding_window
+                    window = _num(t.get("local_attention")) // 2
                 assert layer.sliding_window == window >= 2
             if layer.kv_source is not None:
                 assert layer.kv_source < layer.index and arch.layers[layer.kv_source].owns_cache

@@ -1145,6 +1145,10 @@ def _estimate_table(config: dict) -> Checkpoint:
     """The table :func:`estimate_checkpoint` returns, built."""
     tc = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
     outer = config.get("model_type")
+    if outer in _SPEECH_UNWRITTEN:
+        raise KvMathError(f"kvmath does not estimate the audio / speech encoder and projector of {outer} from "
+                          "config.json; pass the model folder (its safetensors headers) or the checkpoint size "
+                          "(--weights-gb)")
     if tc is not config and isinstance(outer, str):  # llava-1.5's sparse text_config, as transformers fills it
         from .hf import _CLASS_DEFAULTS, _WRAPPERS
 
@@ -1339,6 +1343,14 @@ _TOWER_UNWRITTEN = ("llava_onevision", "internvl", "aya_vision", "cohere2_vision
 (:func:`_qwen_vision`, which a qwen3_5_text text part would otherwise pick) counts exactly (SigLIP without a class
 embedding, InternViT's layer scales and q / k norms, Idefics3's pixel-shuffle connector, Aya Vision's SwiGLU
 projector, MiniCPM-V's window-attention merger): the config-only estimate is refused for them."""
+
+
+_SPEECH_UNWRITTEN = ("qwen2_audio", "granite_speech", "nemotron_h_omni", "moss_transcribe_diarize",
+                     "qwen2_5_omni_thinker", "qwen3_omni_moe_thinker", "muse_spark", "muse_glimmer")
+"""Speech / omni wrappers whose encoders (Qwen2-Audio's Whisper-style encoder, Granite Speech's Conformer and Q-Former
+projector, Nemotron-H Omni's RADIO + Parakeet towers, MOSS's audio encoder, the Qwen-Omni audio and vision towers) no
+rule here writes: the generic tower table counts the wrong tensors (Qwen2-Audio's class defaults: 12,684,767,232
+parameters where transformers 5.23 builds 12,692,062,208), so the config-only estimate is refused for them."""
 
 
 def _refuse_unwritten_tower(config: dict) -> None:

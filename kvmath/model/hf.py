@@ -46,7 +46,14 @@ attention in ``solar_open``, ``hy_v3``, ``iquestcoder``, ``jais2``, ``hyperclova
 MLA latents in ``minicpm3``, ``youtu``, ``axk1`` and ``longcat_flash`` (two MLA sublayers per decoder layer); MLA
 with the DSA indexer in ``axk2`` and ``hy_v4`` (its ``shared`` layers cache no indexer keys). ``openai-gpt`` (GPT-1
 keeps no cache) is refused. ``minimax_m3`` (a model_type transformers 5.23 does not build) is
-refused naming the fields a spec would need. Malformed, truncated or contradictory configs raise KvMathError
+refused naming the fields a spec would need. Speech / omni wrappers read from their text part: ``qwen2_audio``
+(qwen2), ``granite_speech`` (granite), ``nemotron_h_omni`` (nemotron_h), ``moss_transcribe_diarize`` (qwen3), the
+Qwen-Omni thinkers ``qwen2_5_omni_thinker`` / ``qwen3_omni_moe_thinker`` (their ``qwen2_5_omni_text`` /
+``qwen3_omni_moe_text`` decoders: full attention, no window) and ``muse_spark`` / ``muse_glimmer`` (their
+``muse_*_text`` decoders: full every 4th layer counted from the last, sliding elsewhere); ``whisper`` (cross-attention
+cache), ``qwen4_exp`` / ``qwen4_exp_text`` and ``minimax_m3_vl`` are refused naming why. ``modernbert-decoder``
+(every head; full iff i % global_attn_every_n_layers == 0, else a window of local_attention // 2).
+Malformed, truncated or contradictory configs raise KvMathError
 (tests/test_fuzz_config.py fuzzes this); counts are bounded by ``MAX_LAYERS`` / ``MAX_INT``.
 """
 
@@ -198,6 +205,54 @@ _UNREAD_WRAPPERS = {
     "hunyuan_vl": "HunYuan-VL: HunYuanVLConfig folds top-level keys into its text part; that rule was not read",
 }
 """Wrappers transformers 5.23 builds whose text part kvmath does not read, and why (named in the one-line refusal)."""
+
+# --- speech / omni wrappers (issue 20, s34 batch B2) -------------------------------------------------------------
+_SPEECH_WRAPPERS = {"qwen2_audio": "qwen2", "granite_speech": "granite", "nemotron_h_omni": "nemotron_h",
+                    "moss_transcribe_diarize": "qwen3", "qwen2_5_omni_thinker": "qwen2_5_omni_text",
+                    "qwen3_omni_moe_thinker": "qwen3_omni_moe_text", "muse_spark": "muse_spark_text",
+                    "muse_glimmer": "muse_glimmer_text"}
+"""Speech / omni wrappers and their text part (transformers 5.23 ``sub_configs_defaults``): ``Qwen2AudioConfig``
+(``SubConfigSpec(AutoConfig, "qwen2")``), ``GraniteSpeechConfig`` (``"granite"``), ``NemotronHOmniConfig``
+(``"nemotron_h"``; the released checkpoints' ``llm_config`` is its legacy name for ``text_config``),
+``MossTranscribeDiarizeConfig`` (``"qwen3"``; its ``init_kwargs`` apply only without a text_config); the Qwen-Omni
+thinkers and the Muse wrappers build their own text class whatever text_config says (``Qwen2_5OmniThinkerConfig`` /
+``Qwen3OmniMoeThinkerConfig`` / ``MuseSparkConfig`` / ``MuseGlimmerConfig``: ``"text_config": Qwen2_5OmniTextConfig``
+etc., not AutoConfig). Their models build the
+decoder from ``config.text_config`` and run the audio / vision encoders outside the cache (modeling_*.py:
+``past_key_values`` is the language model's)."""
+_WRAPPERS.update(_SPEECH_WRAPPERS)
+_UNREAD_WRAPPERS.update({
+    "minimax_m3_vl": "MiniMax-M3-VL: its minimax_m3_sparse text layers keep a block-indexer key cache beside K/V "
+                     "(MiniMaxM3VLSparseCacheLayer, sparse_attention_config), which kvmath has no spec for",
+    "qwen4_exp": "Qwen4-Exp: its qwen4_exp_text part keeps Gated DeltaNet, PLE convolution and n-gram states beside "
+                 "indexed-attention K/V and QSA indexer keys, which kvmath has no spec for",
+})
+_TOP_DTYPE_WINS = tuple(_SPEECH_WRAPPERS)
+"""Wrappers whose top-level ``dtype`` (or ``torch_dtype``) is the text part's dtype whatever the text_config states:
+transformers 5.23 ``modeling_utils._get_dtype`` (``from_pretrained(dtype="auto")``) takes ``config.dtype`` and sets it
+on every sub-config. A Granite Speech config.json states ``torch_dtype`` bfloat16 at the top and ``dtype`` float32 in
+its text_config: the model loads, and caches, in bfloat16."""
+_FORCED_TEXT = _FORCED_TEXT + ("qwen2_5_omni_thinker", "qwen3_omni_moe_thinker", "muse_spark", "muse_glimmer")
+_CLASS_DEFAULTS["qwen2_audio"] = {"qwen2": _TEXT_CLASS_DEFAULTS["qwen2"]}  # Qwen2-Audio-7B's text_config is sparse
+_CLASS_DEFAULTS["moss_transcribe_diarize"] = {"qwen3": {  # Qwen3Config's own defaults (configuration_qwen3.py)
+    "hidden_size": 4096, "intermediate_size": 22016, "num_hidden_layers": 32, "num_attention_heads": 32,
+    "num_key_value_heads": 32, "head_dim": 128, "max_position_embeddings": 32768, "vocab_size": 151936}}
+_LLAMACPP_SPEECH = "no llama.cpp converter for this speech / omni wrapper's text part was read"
+_WRAPPER_REFUSALS.update({
+    "qwen2_audio": (("llama.cpp", _LLAMACPP_SPEECH),),
+    "granite_speech": (("llama.cpp", _LLAMACPP_SPEECH),),
+    "nemotron_h_omni": (("llama.cpp", _LLAMACPP_SPEECH),),
+    "moss_transcribe_diarize": (("vllm", "vLLM 0.24 registers no MossTranscribeDiarizeForConditionalGeneration "
+                                          "(model_executor/models/registry.py)"), ("llama.cpp", _LLAMACPP_SPEECH)),
+    "qwen2_5_omni_thinker": (("vllm", "vLLM 0.24 registers the thinker only under the whole model's classes "
+                                      "(Qwen2_5OmniModel / Qwen2_5OmniForConditionalGeneration, a thinker_config "
+                                      "config), not Qwen2_5OmniThinkerForConditionalGeneration"),
+                             ("llama.cpp", _LLAMACPP_SPEECH)),
+    "qwen3_omni_moe_thinker": (("vllm", "vLLM 0.24 registers the thinker only under the whole model's class "
+                                        "(Qwen3OmniMoeForConditionalGeneration, a thinker_config config), not "
+                                        "Qwen3OmniMoeThinkerForConditionalGeneration"),
+                               ("llama.cpp", _LLAMACPP_SPEECH)),
+})
 _FLAT_WRAPPERS = ("qwen2_5_vl", "qwen2_vl")
 """Wrappers whose Hub configs are flat: transformers 5.23 ``Qwen2_5_VLConfig.__post_init__`` builds the text
 config from the top-level keys when there is no ``text_config`` (Qwen2.5-VL-7B-Instruct's config.json)."""
@@ -238,6 +293,9 @@ def _unwrap(cfg: dict) -> tuple[dict, "VisionTower | None"]:
         )
     inner = dict(text)
     inner.setdefault("dtype", cfg.get("dtype") or cfg.get("torch_dtype"))
+    if outer_type in _TOP_DTYPE_WINS and (cfg.get("dtype") or cfg.get("torch_dtype")):
+        inner["dtype"] = cfg.get("dtype") or cfg.get("torch_dtype")
+        inner.pop("torch_dtype", None)
     if inner.get("model_type") is None or outer_type in _FORCED_TEXT:
         # transformers builds the wrapper's own text-config class whatever text_config says
         inner["model_type"] = _WRAPPERS[outer_type]
@@ -315,6 +373,14 @@ _NEEDED_FIELDS = {
         "key cache beside K/V, for which kvmath has no spec"
     ),
 }
+# speech / omni batch (issue 20, s34 B2): types read but not given a rule, and what their caches hold
+_NEEDED_FIELDS.update({
+    "whisper": ("an encoder-decoder cache (EncoderDecoderCache: decoder self-attention K/V plus cross-attention K/V "
+                "over the encoder's max_source_positions frames per layer), whose cross-attention part kvmath has no "
+                "layer kind for"),
+    "qwen4_exp_text": ("Gated DeltaNet, PLE convolution and n-gram context states beside indexed-attention K/V and QSA "
+                       "indexer keys (layer_types, ple_layer_ids, indexer_* fields), for which kvmath has no spec"),
+})
 
 
 # ---------------------------------------------------------------------------------------------------

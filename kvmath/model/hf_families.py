@@ -1653,3 +1653,122 @@ def _dsa_defaulted(c: _Config, name: str, source: str):
               for i, mode in enumerate(modes)]
     arch = _arch(c, name, source, layers, c.int("num_attention_heads"))
     return replace(arch, engine_refusals=_engines_unread(c, "vllm", "llama.cpp", why=_NO_VLLM_FILE))
+
+
+# --- Qwen-Omni thinker text decoders (issue 20, s34 batch B2) ------------------------------------------------------
+_OMNI_TEXT_DEFAULTS = {
+    "qwen2_5_omni_text": {"hidden_size": 3584, "intermediate_size": 18944, "num_hidden_layers": 28,
+                          "num_attention_heads": 28, "num_key_value_heads": 4, "max_position_embeddings": 32768,
+                          "vocab_size": 152064},
+    "qwen3_omni_moe_text": {"hidden_size": 2048, "intermediate_size": 18944, "num_hidden_layers": 28,
+                            "num_attention_heads": 28, "num_key_value_heads": 4, "max_position_embeddings": 32768,
+                            "vocab_size": 3584},
+}
+"""transformers 5.23 ``Qwen2_5OmniTextConfig`` / ``Qwen3OmniMoeTextConfig`` field defaults
+(configuration_qwen2_5_omni.py, configuration_qwen3_omni_moe.py). Neither class has a ``head_dim`` field: the attention takes a written ``head_dim``,
+else ``hidden_size // num_attention_heads`` (modeling_*.py ``getattr(config, "head_dim", ...)``)."""
+
+
+@_family(*_OMNI_TEXT_DEFAULTS)
+def _qwen_omni_text(c: _Config, name: str, source: str):
+    """The text decoder of the Qwen2.5-Omni / Qwen3-Omni thinkers: full attention on every layer,
+    ``num_key_value_heads`` x (``head_dim`` or ``hidden_size // num_attention_heads``, rounded down as the attention
+computes it: 2048 // 28 = 73 for Qwen3-Omni's class defaults), with the config classes'
+    defaults (:data:`_OMNI_TEXT_DEFAULTS`; Qwen2.5-Omni's ``num_key_value_heads`` null means the heads,
+    ``Qwen2_5OmniTextConfig.__post_init__``). The thinker text model builds ``DynamicCache(config=...)``, which
+    windows a layer whenever the config carries a window (cache_utils ``get_layer_types_and_kwargs``) although its
+    attention does not (Qwen3-Omni's ``Qwen3OmniMoeThinkerTextAttention.sliding_window = None``), so a window is
+    refused: Qwen2.5-Omni's ``use_sliding_window`` true (its ``__post_init__`` keeps ``sliding_window`` only then)
+    and Qwen3-Omni's ``sliding_window`` set. Written ``layer_types`` must be all full. vLLM 0.24 serves these as
+    Qwen2ForCausalLM / Qwen3MoeForCausalLM only under the whole Omni model (``Architecture.engine_refusals`` of the
+    thinker wrappers). Raises KvMathError for a window, a non-full layer type or a null field the class cannot
+    build with."""
+    mt = c.model_type
+    nullable = ("num_key_value_heads",) if mt == "qwen2_5_omni_text" else ()
+    c = _class_filled(c, _OMNI_TEXT_DEFAULTS[mt], nullable=nullable)
+    n = c.layer_count()
+    c.layer_types(n, (FULL,))
+    windowed = c.bool("use_sliding_window") if mt == "qwen2_5_omni_text" else c.has("sliding_window")
+    if windowed:
+        raise KvMathError(f"{mt} config sets a sliding window: transformers 5.23's thinker windows its DynamicCache "
+                          "but not its attention, and no engine rule was read for it; kvmath reads these without one")
+    heads = c.int("num_attention_heads")
+    if "head_dim" in c.cfg and c.cfg["head_dim"] is None:
+        raise KvMathError(f"{mt} config sets head_dim null: the thinker's attention reads getattr(config, 'head_dim', "
+                          "...) and cannot be built with None; write a width or leave the key out")
+    # a written head_dim, else hidden_size // num_attention_heads rounded down, as the attention computes it
+    head_dim = c.int("head_dim") if c.has("head_dim") else c.int("hidden_size") // heads
+    if head_dim % 2:  # PreTrainedConfig.validate_rope: "RoPE requires an even rotary dimension"
+        raise KvMathError(f"{mt} config gives an odd head width {head_dim} (head_dim, else hidden_size // "
+                          "num_attention_heads): transformers 5.23's RoPE check cannot build it; write head_dim")
+    layers = [AttentionLayer(i, FULL, _kv_heads(c, heads), head_dim, head_dim) for i in range(n)]
+    return _arch(c, name, source, layers, heads)
+
+
+# --- Muse Spark / Muse Glimmer text decoders (issue 20, s34 batch B2) ----------------------------------------------
+_MUSE_DEFAULTS = {
+    "muse_spark_text": {"hidden_size": 8192, "num_hidden_layers": 62, "num_attention_heads": 128,
+                        "num_key_value_heads": 16, "head_dim": 64, "sliding_window": 2048,
+                        "max_position_embeddings": 1048576, "vocab_size": 202048},
+    "muse_glimmer_text": {"hidden_size": 6656, "num_hidden_layers": 52, "num_attention_heads": 32,
+                          "num_key_value_heads": 2, "head_dim": 128, "sliding_window": 2048,
+                          "max_position_embeddings": 131072, "vocab_size": 202048},
+}
+"""transformers 5.23 ``MuseSparkTextConfig`` / ``MuseGlimmerTextConfig`` field defaults (configuration_muse_spark.py,
+configuration_muse_glimmer.py): the cache-shaping keys."""
+
+
+@_family(*_MUSE_DEFAULTS)
+def _muse_text(c: _Config, name: str, source: str):
+    """Muse Spark / Muse Glimmer text decoders: ``layer_types``, else full attention on every 4th layer counted back
+    from the last (``(num_hidden_layers - 1 - i) % 4 == 0``, the NoPE layers) and sliding elsewhere
+    (``MuseSparkTextConfig`` / ``MuseGlimmerTextConfig.__post_init__``); ``num_key_value_heads`` x ``head_dim`` on
+    every layer (modeling_muse_*.py ``getattr(config, "head_dim", ...)``; the output gate and per-layer RoPE thetas
+    shape no cache), the sliding layers windowed by ``sliding_window`` (``DynamicCache(config=...)``). The config
+    classes' defaults fill absent keys (:data:`_MUSE_DEFAULTS`); a null one is refused (the class keeps None and
+    cannot build). vLLM 0.24 registers no Muse class; llama.cpp's rules were not read: both refused."""
+    c = _class_filled(c, _MUSE_DEFAULTS[c.model_type])
+    return _typed_filled(c, name, source, lambda n: [FULL if (n - 1 - i) % 4 == 0 else SLIDING for i in range(n)],
+                         _engines_unread(c, "vllm", "llama.cpp", why=_NO_VLLM_FILE))
+
+
+# --- ModernBERT decoder (issue 20, s34 batch B2) -------------------------------------------------------------------
+_MODERNBERT_DECODER_DEFAULTS = {"hidden_size": 768, "num_hidden_layers": 22, "num_attention_heads": 12,
+                                "local_attention": 128, "max_position_embeddings": 8192, "vocab_size": 50368}
+"""transformers 5.23 ``ModernBertDecoderConfig`` field defaults (configuration_modernbert_decoder.py)."""
+
+
+@_family("modernbert-decoder")
+def _modernbert_decoder(c: _Config, name: str, source: str):
+    """ModernBERT decoder (``modernbert-decoder``, Ettin decoders): every head cached, ``hidden_size /
+    num_attention_heads`` wide (modeling_modernbert_decoder.py ``ModernBertDecoderAttention``: q / k / v of
+    ``all_head_size``, no ``num_key_value_heads`` or ``head_dim``); ``layer_types``, else layer i full iff ``i %
+    global_attn_every_n_layers == 0`` (default 3) and sliding otherwise, the window ``local_attention // 2`` tokens
+    whatever ``sliding_window`` says (``ModernBertDecoderConfig.__post_init__`` overwrites it; the cache is
+    ``DynamicCache(config=...)``). Class defaults fill absent keys. Raises KvMathError for a null ``local_attention``
+    (the class sets the window to -1), a window under 2 tokens, heads that do not divide the hidden size, or
+    ``num_key_value_heads`` / ``head_dim`` keys (the attention reads neither). vLLM 0.24 registers only the encoder
+    (ModernBertModel) and llama.cpp's rules were not read: both refused."""
+    from dataclasses import replace
+
+    c = _class_filled(c, _MODERNBERT_DECODER_DEFAULTS)
+    for key in ("num_key_value_heads", "head_dim"):
+        if c.has(key):
+            raise KvMathError(f"modernbert-decoder config sets {key}: ModernBertDecoderAttention caches every head, "
+                              "hidden_size / num_attention_heads wide, and reads no such key; remove it")
+    n = c.layer_count()
+    every = c.int("global_attn_every_n_layers", 3, minimum=1, maximum=MAX_LAYERS)
+    types = c.layer_types(n, (FULL, SLIDING)) or [SLIDING if i % every else FULL for i in range(n)]
+    heads, hidden = c.int("num_attention_heads"), c.int("hidden_size")
+    if hidden % heads:
+        raise KvMathError(f"modernbert-decoder hidden_size {hidden} is not a multiple of num_attention_heads {heads}")
+    window = c.int("local_attention") // 2
+    if SLIDING in types and window < 2:
+        raise KvMathError(f"modernbert-decoder local_attention {c.raw('local_attention')!r} gives a window of {window} "
+                          "token(s) (local_attention // 2); kvmath reads windows of at least 2")
+    layers = [AttentionLayer(i, t, heads, hidden // heads, hidden // heads, window if t == SLIDING else None)
+              for i, t in enumerate(types)]
+    arch = _arch(c, name, source, layers, heads)
+    return replace(arch, engine_refusals=_engines_unread(c, "vllm", "llama.cpp",
+                                                         why="vLLM 0.24 registers only the ModernBERT encoder "
+                                                             "(ModernBertModel), no decoder class"))

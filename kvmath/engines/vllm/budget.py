@@ -762,13 +762,29 @@ def _mla_kernel_block(arch, cc: int | None, card_id: str, vllm_settings: dict) -
 MM_MODALITIES = ("image", "video", "audio")
 
 
+_AUDIO_CONFIG_KEY = {"granite_speech": ("encoder_config",), "nemotron_h_omni": ("audio_config", "sound_config")}
+"""Wrappers whose audio tower's config is not (only) ``audio_config``: Granite Speech's Conformer encoder is
+``encoder_config`` (transformers 5.23 GraniteSpeechConfig; vLLM 0.24 granite_speech.py builds it under
+``_mark_tower_model(vllm_config, "audio")``); Nemotron-H Omni's released configs name theirs ``sound_config``
+(NemotronHOmniConfig ``_legacy_field_names``)."""
+
+
+def _audio_key(cfg) -> str:
+    """The config key of the audio tower vLLM would build for ``cfg`` (:data:`_AUDIO_CONFIG_KEY`): the first of the
+    wrapper's keys the config holds, else ``audio_config``."""
+    mt = cfg.get("model_type") if isinstance(cfg, dict) else None
+    keys = _AUDIO_CONFIG_KEY.get(mt, ("audio_config",)) if isinstance(mt, str) else ("audio_config",)
+    return next((k for k in keys if isinstance(cfg.get(k), dict)), keys[0])
+
+
 def _refuse_unmodelled_audio(arch, audio_limit: int) -> None:
     """Refuse an audio tower vLLM would build and profile (its ``audio_config``; Voxtral's Whisper encoder):
     kvmath has no rule for an audio encoder's profile run, and leaving it out would be a silent wrong number.
     ``audio_limit``: the audio modality's ``--limit-mm-per-prompt`` (0: the tower is neither built nor profiled)."""
     cfg = arch.extras.get("hf_config")
-    if audio_limit and isinstance(cfg, dict) and isinstance(cfg.get("audio_config"), dict):
-        raise KvMathError(f"{arch.name} has an audio tower (audio_config) that vLLM builds and profiles at start-up; "
+    key = _audio_key(cfg)
+    if audio_limit and isinstance(cfg, dict) and isinstance(cfg.get(key), dict):
+        raise KvMathError(f"{arch.name} has an audio tower ({key}) that vLLM builds and profiles at start-up; "
                           "kvmath does not model an audio encoder's profile: price the text model with "
                           "--limit-mm-per-prompt '{\"audio\": 0}' or --language-model-only")
 
@@ -1079,7 +1095,7 @@ def _checkpoint_has_towers(arch) -> bool:
     from .activation import _vision_cfg
 
     cfg = _checkpoint_config(arch) or {}
-    return _vision_cfg(arch) is not None or isinstance(cfg.get("audio_config"), dict)
+    return _vision_cfg(arch) is not None or isinstance(cfg.get(_audio_key(cfg)), dict)
 
 
 def _mxfp4_kernel_on_a_size(arch, a: dict, card_entry: dict | None, vllm_version) -> tuple[int, tuple[str, ...]]:
