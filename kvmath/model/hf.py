@@ -228,10 +228,13 @@ _UNREAD_WRAPPERS.update({
                  "indexed-attention K/V and QSA indexer keys, which kvmath has no spec for",
 })
 _TOP_DTYPE_WINS = tuple(_SPEECH_WRAPPERS)
-"""Wrappers whose top-level ``dtype`` (or ``torch_dtype``) is the text part's dtype whatever the text_config states:
-transformers 5.23 ``modeling_utils._get_dtype`` (``from_pretrained(dtype="auto")``) takes ``config.dtype`` and sets it
-on every sub-config. A Granite Speech config.json states ``torch_dtype`` bfloat16 at the top and ``dtype`` float32 in
-its text_config: the model loads, and caches, in bfloat16."""
+"""The rule of every wrapper (this name kept for the speech wrappers that first needed it): the top-level ``dtype``
+(or ``torch_dtype``), when stated, is the text part's dtype whatever the text_config states; the text_config's
+only when the top level states none. transformers 5.23 ``modeling_utils._get_dtype`` (``from_pretrained(dtype=
+"auto")``) takes ``config.dtype`` and sets it on every sub-config; vLLM 0.24's ``ModelArchConfigConvertorBase.get_torch_dtype`` (transformers_utils/model_arch_config_convertor.py) reads
+``config.dtype`` first and the text config's only when it is None. A Granite Speech config.json states
+``torch_dtype`` bfloat16 at the top and ``dtype`` float32 in its text_config: the model loads, and caches, in
+bfloat16; SmolVLM2-500M-Video states float32 at the top and bfloat16 inside: transformers caches float32."""
 _FORCED_TEXT = _FORCED_TEXT + ("qwen2_5_omni_thinker", "qwen3_omni_moe_thinker", "muse_spark", "muse_glimmer")
 _CLASS_DEFAULTS["qwen2_audio"] = {"qwen2": _TEXT_CLASS_DEFAULTS["qwen2"]}  # Qwen2-Audio-7B's text_config is sparse
 _CLASS_DEFAULTS["moss_transcribe_diarize"] = {"qwen3": {  # Qwen3Config's own defaults (configuration_qwen3.py)
@@ -293,7 +296,7 @@ def _unwrap(cfg: dict) -> tuple[dict, "VisionTower | None"]:
         )
     inner = dict(text)
     inner.setdefault("dtype", cfg.get("dtype") or cfg.get("torch_dtype"))
-    if outer_type in _TOP_DTYPE_WINS and (cfg.get("dtype") or cfg.get("torch_dtype")):
+    if cfg.get("dtype") or cfg.get("torch_dtype"):  # every wrapper: see _TOP_DTYPE_WINS
         inner["dtype"] = cfg.get("dtype") or cfg.get("torch_dtype")
         inner.pop("torch_dtype", None)
     if inner.get("model_type") is None or outer_type in _FORCED_TEXT:
