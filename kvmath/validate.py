@@ -286,7 +286,9 @@ CONFIG_RULES: dict[str, Rule] = {
     "hidden_size": count(1, WIDTH), "n_embd": count(1, WIDTH), "d_model": count(1, WIDTH), "width": count(1, WIDTH),
     "embed_dim": count(1, WIDTH),
     "intermediate_size": Rule("either", options=(count(1, WIDTH), Rule("ints", 1, WIDTH, MAX_LAYERS))), "ffn_hidden_size": count(1, WIDTH),
-    "encoder_ffn_dim": count(1, WIDTH), "moe_intermediate_size": count(0, WIDTH),
+    "encoder_ffn_dim": count(1, WIDTH),
+    # ERNIE 4.5 VL (transformers 5.23 Ernie4_5_VLMoeTextConfig): [text experts, vision experts] widths
+    "moe_intermediate_size": Rule("either", options=(count(0, WIDTH), Rule("ints", 0, WIDTH, MAX_LAYERS))),
     "expert_intermediate_size": count(0, WIDTH), "shared_expert_intermediate_size": count(0, WIDTH),
     "moe_shared_expert_intermediate_size": count(0, WIDTH), "hidden_size_per_layer_input": count(0, WIDTH),
     "vocab_size": count(1, 2**24), "out_hidden_size": count(1, WIDTH), "projection_dim": count(1, WIDTH),
@@ -351,6 +353,27 @@ PER_LAYER_MLP_TYPES = ("gemma3n",)
 """model_type prefixes whose ``intermediate_size`` may be a list of one width per decoder layer
 (transformers 5.23 ``Gemma3nTextConfig``); everywhere else a list is refused."""
 
+POOLED_EXPERT_TYPES = ("ernie4_5_vl_moe_text",)
+"""Text model_types whose ``moe_intermediate_size`` is a list of two widths, [text experts, vision experts]
+(transformers 5.23 ``Ernie4_5_VLMoeTextConfig``, also built as the ``text_config`` of an ``ernie4_5_vl_moe``
+wrapper whatever its model_type says); everywhere else a list is refused."""
+
+
+def _check_pooled_expert_widths(cfg: dict, holder: dict, holder_path: tuple) -> None:
+    """Refuse a list ``moe_intermediate_size`` outside :data:`POOLED_EXPERT_TYPES` (and one that is not two widths
+    there): KvMathError naming the field."""
+    widths = holder.get("moe_intermediate_size")
+    if not isinstance(widths, list):
+        return
+    pooled = holder.get("model_type") in POOLED_EXPERT_TYPES or \
+        (holder_path == ("text_config",) and cfg.get("model_type") == "ernie4_5_vl_moe")
+    if not pooled or len(widths) != 2:
+        name = ".".join(holder_path + ("moe_intermediate_size",))
+        raise KvMathError(f"config field {name} must be an integer (valid: an integer in [0, {WIDTH:,}]; a list of "
+                          f"two widths, text and vision experts, only for {', '.join(POOLED_EXPERT_TYPES)}), got "
+                          f"{_short(widths)}")
+
+
 MODEL_SECTIONS = ("text_config", "vision_config", "audio_config")
 """Sub-configs read with :data:`CONFIG_RULES` (a multimodal wrapper's decoder and towers)."""
 
@@ -396,6 +419,7 @@ def check_config(cfg, where: str = "config") -> dict:
             name = ".".join(holder_path + ("intermediate_size",))
             raise KvMathError(f"config field {name} must be an integer (valid: an integer in [1, {WIDTH:,}]; a list "
                               f"of one width per layer only for {', '.join(PER_LAYER_MLP_TYPES)}), got {_short(inter)}")
+        _check_pooled_expert_widths(cfg, holder, holder_path)
         e = max((_fixed(holder, fixes, holder_path, k) or 0)
                 for k in ("num_experts", "num_local_experts", "n_routed_experts"))
         if n * e > MAX_LAYER_EXPERTS:

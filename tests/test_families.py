@@ -79,6 +79,11 @@ OVERRIDES = {  # fields transformers needs to build the shrunk model that do not
     DEFAULTS + "cwm": {"hidden_size": 96}, DEFAULTS + "iquestcoder": {"hidden_size": 80},
     DEFAULTS + "jais2": {"hidden_size": 52},
     DEFAULTS + "jetmoe": {"head_dim": 128},  # realcache writes head_dim = hidden / heads, JetMoE's alias of kv_channels
+    # batch B1 (session 34): the wrappers' text parts need what their text types need above (glm4v_text, cohere_compass_text)
+    DEFAULTS + "glmga": {"hidden_size": 256, "rope_parameters": {"rope_theta": 10000.0, "rope_type": "default",
+                                                                 "partial_rotary_factor": 0.5}},
+    DEFAULTS + "cohere_compass": {"rope_parameters": {t: {"rope_type": "default", "rope_theta": 10000.0}
+                                                      for t in ("full_attention", "sliding_attention")}},
 }
 CASES = sorted(p.stem for p in CONFIGS.glob("*.json"))
 READ = [c for c in CASES if c not in REFUSED]

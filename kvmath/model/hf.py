@@ -44,7 +44,9 @@ attention in ``solar_open``, ``hy_v3``, ``iquestcoder``, ``jais2``, ``hyperclova
 ``gpt_neox_japanese``; full / sliding by each class's own rule in ``dots1``, ``exaone_moe``, ``cohere2_moe``,
 ``cwm``, ``vaultgemma``, ``laguna``, ``mellum``, ``flint``, ``kolibri1``, and ``afmoe`` without ``layer_types``;
 MLA latents in ``minicpm3``, ``youtu``, ``axk1`` and ``longcat_flash`` (two MLA sublayers per decoder layer); MLA
-with the DSA indexer in ``axk2`` and ``hy_v4`` (its ``shared`` layers cache no indexer keys). ``openai-gpt`` (GPT-1
+with the DSA indexer in ``axk2`` and ``hy_v4`` (its ``shared`` layers cache no indexer keys). Issue 20's session-34 batch B1 (``hf_batch_b1``): Mistral Small 4 (``mistral4``: MLA latents, also inside a
+``mistral3`` wrapper), ERNIE 4.5 VL's text decoder (``ernie4_5_vl_moe_text``: full GQA) and the wrappers ``glmga``,
+``cohere_compass`` and ``ernie4_5_vl_moe``. ``openai-gpt`` (GPT-1
 keeps no cache) is refused. ``minimax_m3`` (a model_type transformers 5.23 does not build) is
 refused naming the fields a spec would need. Malformed, truncated or contradictory configs raise KvMathError
 (tests/test_fuzz_config.py fuzzes this); counts are bounded by ``MAX_LAYERS`` / ``MAX_INT``.

@@ -1,0 +1,96 @@
+"""Family rules for issue 20's session-34 batch B1: newer text decoders transformers 5.23 builds (one rule each).
+
+Each rule reads a config as transformers 5.23 builds it (``models/<family>/configuration_*.py`` defaults and
+``__post_init__``, the modeling file's cache updates) and refuses, in one line, a key that would change the layout
+and that it does not model. tests/test_families.py checks every rule against transformers' real cache on the CPU.
+Engines price a family generically only where their model file was read and allocates what kvmath models; the
+others are refused per family (``Architecture.engine_refusals``). Registered into ``kvmath.model.hf``'s registry
+by ``@_family``; the multimodal wrappers of this batch are added to ``hf._WRAPPERS`` at the end of this module.
+"""
+
+from __future__ import annotations
+
+from .hf import _Config, _family
+from .hf_families import _class_filled, _mla_filled
+
+_MISTRAL4_DEFAULTS = {"kv_lora_rank": 256, "qk_rope_head_dim": 64, "qk_nope_head_dim": 64, "v_head_dim": 128}
+"""transformers 5.23 ``Mistral4Config`` field defaults (configuration_mistral4.py) of the cached widths; the depth
+and head count must be written (as every other family here)."""
+
+
+@_family("mistral4")
+def _mistral4(c: _Config, name: str, source: str):
+    """Mistral Small 4 (``mistral4``; published as the ``text_config`` of a ``mistral3`` wrapper): MLA on every
+    layer. transformers 5.23 ``Mistral4Attention`` caches the normalised latent ``k_pass`` ``[B, 1, T,
+    kv_lora_rank]`` as keys and ``k_rot`` ``[B, 1, T, qk_rope_head_dim]`` as values (modeling_mistral4.py; class
+    defaults 256 and 64, :data:`_MISTRAL4_DEFAULTS`); ``num_key_value_heads`` and ``head_dim`` (set to
+    ``qk_nope_head_dim + qk_rope_head_dim`` by ``__post_init__``) shape no cache. The config class has no window
+    and no ``layer_types``: a ``sliding_window`` is refused. llama.cpp's ``llama_model_mistral4`` is
+    ``llama_model_deepseek2`` (its hparams, tensors and graph: src/models/models.h), priced as DeepSeek-V3's MLA;
+    vLLM 0.24 registers no ``Mistral4ForCausalLM`` (model_executor/models/registry.py): refused there."""
+    c = _class_filled(c, _MISTRAL4_DEFAULTS)
+    c.layer_types(c.layer_count(), ("full_attention",))  # only validated: every layer is MLA
+    vllm = ("vLLM 0.24 registers no Mistral4ForCausalLM (model_executor/models/registry.py), and how its "
+            "Mistral3ForConditionalGeneration builds a mistral4 text_config was not read")
+    return _mla_filled(c, name, source, c.layer_count(), (("vllm", vllm),))
+
+
+_ERNIE_VL_TEXT_DEFAULTS = {"num_key_value_heads": 4}
+"""transformers 5.23 ``Ernie4_5_VLMoeTextConfig`` field default (configuration_ernie4_5_vl_moe.py) of the cached KV
+head count; the depth, heads and width must be written (as every other family here)."""
+
+
+@_family("ernie4_5_vl_moe_text")
+def _ernie4_5_vl_moe_text(c: _Config, name: str, source: str):
+    """ERNIE 4.5 VL's text decoder (``ernie4_5_vl_moe_text``, the ``text_config`` of ``ernie4_5_vl_moe``): full
+    attention on every layer, ``num_key_value_heads`` (default 4) x ``getattr(config, "head_dim", hidden_size //
+    num_attention_heads)`` (modeling_ernie4_5_vl_moe.py ``Ernie4_5_VLMoeTextAttention``: a written null
+    ``head_dim`` stays None there and the model cannot be built, so it is refused); the text / vision expert pools
+    (``mlp_layer_types``, ``moe_intermediate_size`` [text, vision]) shape no cache. The config class has no window
+    and no ``layer_types``. vLLM 0.24's ernie45_vl.py reads the flat remote-code config (``hidden_size``,
+    ``spatial_conv_size`` at the top level), not a ``text_config``: refused there; llama.cpp not read."""
+    from dataclasses import replace
+
+    from ..errors import KvMathError
+    from .hf import _full_only
+    from .hf_families import _engines_unread
+
+    if "head_dim" in c.cfg and c.cfg["head_dim"] is None:
+        raise KvMathError("ernie4_5_vl_moe_text config sets head_dim null: Ernie4_5_VLMoeTextAttention reads it with "
+                          "getattr and keeps None, so transformers cannot build it; write a width or leave it out")
+    c = _class_filled(c, _ERNIE_VL_TEXT_DEFAULTS)
+    arch = _full_only(c, name, source)
+    vllm = ("vLLM 0.24 models/ernie45_vl.py reads ERNIE 4.5 VL's flat remote-code config (hidden_size, "
+            "spatial_conv_size at the top level), not transformers' text_config layout")
+    return replace(arch, engine_refusals=(("vllm", vllm),) + _engines_unread(c, "llama.cpp"))
+
+
+# --- wrappers of this batch (appended to hf's tables: their text parts are read by the rules above or in hf) ---
+
+def _register_wrappers() -> None:
+    """Add this batch's multimodal wrappers to ``hf._WRAPPERS`` (outer model_type -> its text part's model_type),
+    ``hf._FORCED_TEXT`` (config classes whose ``sub_configs_defaults`` name a concrete text-config class, so the
+    text_config's own ``model_type`` is not used: transformers 5.23 configuration_utils.py
+    ``SubConfigSpec.create_subconfig``) and ``hf._WRAPPER_REFUSALS``.
+
+    - ``glmga`` (``GlmgaConfig``, a ``Glm46VConfig``: ``SubConfigSpec(AutoConfig, model_type="glm4v_text")``,
+      modeled by ``Glm46VForConditionalGeneration``), as ``glm46v``;
+    - ``cohere_compass`` (``CohereCompassConfig``: ``text_config`` is ``CohereCompassTextConfig``; the model builds
+      ``AutoModel.from_config(config.text_config)``, modeling_cohere_compass.py);
+    - ``ernie4_5_vl_moe`` (``Ernie4_5_VLMoeConfig``: ``text_config`` is ``Ernie4_5_VLMoeTextConfig``).
+    """
+    from . import hf
+
+    hf._WRAPPERS.update({"glmga": "glm4v_text", "cohere_compass": "cohere_compass_text",
+                         "ernie4_5_vl_moe": "ernie4_5_vl_moe_text"})
+    hf._FORCED_TEXT = tuple(hf._FORCED_TEXT) + ("cohere_compass", "ernie4_5_vl_moe")
+    hf._WRAPPER_REFUSALS.update({
+        "glmga": (("vllm", "vLLM 0.24 registers neither GlmgaForConditionalGeneration nor "
+                           "Glm46VForConditionalGeneration (model_executor/models/registry.py)"),
+                  ("llama.cpp", "no llama.cpp converter for the glmga wrapper was read")),
+        "cohere_compass": (("vllm", "vLLM 0.24 registers no CohereCompassForConditionalGeneration "
+                                    "(model_executor/models/registry.py)"),),
+    })
+
+
+_register_wrappers()

@@ -1,0 +1,126 @@
+"""Issue 20, session-34 batch B1: the families and wrappers of kvmath/model/hf_batch_b1.py.
+
+Each fixture's cache is also checked layer by layer against transformers 5.23's real cache by
+tests/test_families.py (every file under tests/fixtures/configs is a case there); this file adds what that
+parametrized test does not: the whole wrapper built by transformers, hand derivations, the class defaults a sparse
+config relies on (against the config object transformers builds), the engines' one-line refusals and the
+configs that would be guessed."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+import kvmath
+from kvmath.errors import KvMathError
+from test_families import DEFAULTS, OVERRIDES, _check_wrapper_cache, _config, _test_config
+
+
+@pytest.mark.parametrize("case", [DEFAULTS + "glmga", DEFAULTS + "cohere_compass", DEFAULTS + "ernie4_5_vl_moe"])
+def test_b1_wrapper_model_caches_only_its_text_part(case):
+    """The whole wrapper transformers 5.23 builds from the config (its own config class building the text part, the
+    tower cut to one layer), run on text tokens: its cache equals kvmath's derivation layer by layer."""
+    _check_wrapper_cache(_test_config(case), OVERRIDES.get(case))
+
+
+def test_mistral_small_4_as_published_a_mistral3_wrapper_of_mistral4():
+    """Mistral Small 4 ships as ``mistral3`` with a ``mistral4`` text_config: the whole Mistral3 model built from it
+    caches the MLA latent of its text part only (kvmath reads the text part as mistral4)."""
+    text = _config(DEFAULTS + "mistral4")
+    cfg = {"model_type": "mistral3", "text_config": text,
+           "vision_config": {"model_type": "pixtral", "hidden_size": 64, "intermediate_size": 64,
+                             "num_hidden_layers": 1, "num_attention_heads": 2, "head_dim": 32, "patch_size": 16}}
+    from test_families import _cut
+
+    _cut(cfg["text_config"])
+    assert kvmath.load_architecture(cfg).model_type == "mistral4"
+    _check_wrapper_cache(cfg, None)
+
+
+def test_mistral4_latent_by_hand_and_engines():
+    """Mistral4Config's defaults (the Mistral-Small-4-119B-2603 layout): 36 layers x (kv_lora_rank 256 +
+    qk_rope_head_dim 64) x 2 B = 23,040 B a token; 4,096 tokens = 94,371,840 B in transformers and in llama.cpp
+    (``llama_model_mistral4`` is ``llama_model_deepseek2``: one 320-wide latent row per token and layer). vLLM 0.24
+    registers no Mistral4ForCausalLM: refused in one line."""
+    for cfg in (_config(DEFAULTS + "mistral4"),
+                {"model_type": "mistral3", "text_config": _config(DEFAULTS + "mistral4")}):
+        arch = kvmath.load_architecture(cfg)
+        assert {(a.kv_lora_rank, a.qk_rope_head_dim) for a in arch.layers} == {(256, 64)}
+        assert len(arch.layers) == 36
+        for engine in ("transformers", "llama.cpp"):
+            assert kvmath.derive(arch, engine=engine, max_ctx=4096, max_num_seqs=1).total_bytes == 4096 * 36 * 320 * 2
+        with pytest.raises(KvMathError, match="^vllm: kvmath does not price mistral4 .*no Mistral4ForCausalLM") as e:
+            kvmath.derive(arch, engine="vllm", max_ctx=4096)
+        assert "\n" not in str(e.value)
+
+
+def test_b1_sparse_configs_take_the_config_classes_defaults():
+    """A sparse config reads as transformers 5.23's config class fills it (the config objects built from the same
+    dicts are the independent side): Mistral4Config kv_lora_rank 256 / qk_rope_head_dim 64 / 36 layers;
+    Ernie4_5_VLMoeTextConfig 4 KV heads x hidden_size / heads; the ERNIE and Cohere Compass wrappers build their
+    own text classes whatever text_config's model_type says."""
+    from transformers import AutoConfig, CONFIG_MAPPING
+
+    arch = kvmath.load_architecture({"model_type": "mistral4", "num_hidden_layers": 36, "num_attention_heads": 32})
+    hf = AutoConfig.for_model("mistral4")
+    assert {(a.kv_lora_rank, a.qk_rope_head_dim) for a in arch.layers} == {(hf.kv_lora_rank, hf.qk_rope_head_dim)}
+    assert len(arch.layers) == hf.num_hidden_layers
+    text = {"model_type": "something_else", "hidden_size": 1024, "num_attention_heads": 8, "num_hidden_layers": 3}
+    for outer in ("ernie4_5_vl_moe", "cohere_compass"):
+        built = CONFIG_MAPPING[outer](text_config=dict(text)).text_config
+        arch = kvmath.load_architecture({"model_type": outer, "text_config": dict(text)})
+        assert arch.model_type == type(built).model_type  # the class built; its instance keeps the dict's name
+        head_dim = getattr(built, "head_dim", None) or built.hidden_size // built.num_attention_heads
+        kinds = getattr(built, "layer_types", None) or ["full_attention"] * built.num_hidden_layers
+        assert [(a.layer_type, a.num_kv_heads, a.head_dim) for a in arch.layers] == \
+            [(t, built.num_key_value_heads, head_dim) for t in kinds]
+
+
+@pytest.mark.parametrize("case,engine,phrase", [
+    (DEFAULTS + "glmga", "vllm", "registers neither GlmgaForConditionalGeneration"),
+    (DEFAULTS + "glmga", "llama.cpp", "glmga wrapper was read"),
+    (DEFAULTS + "cohere_compass", "vllm", "no CohereCompassForConditionalGeneration"),
+    (DEFAULTS + "cohere_compass", "llama.cpp", "Cohere Compass's text decoder"),
+    (DEFAULTS + "ernie4_5_vl_moe", "vllm", "flat remote-code config"),
+    (DEFAULTS + "ernie4_5_vl_moe", "llama.cpp", "was not read"),
+])
+def test_b1_engines_refuse_what_they_were_not_read_for(case, engine, phrase):
+    arch = kvmath.load_architecture(_config(case))
+    with pytest.raises(KvMathError, match=phrase) as e:
+        kvmath.derive(arch, engine=engine, max_ctx=4096)
+    assert "\n" not in str(e.value)
+
+
+def _with(case, **text_changes):
+    cfg = copy.deepcopy(_config(case))
+    (cfg.get("text_config") or cfg).update(text_changes)
+    return cfg
+
+
+@pytest.mark.parametrize("cfg,phrase", [
+    (_with(DEFAULTS + "mistral4", sliding_window=4096), "has no sliding window"),
+    (_with(DEFAULTS + "mistral4", kv_lora_rank=None), "sets kv_lora_rank null"),
+    (_with(DEFAULTS + "mistral4", layer_types=["sliding_attention"] * 36), "layer_types"),
+    (_with(DEFAULTS + "ernie4_5_vl_moe", head_dim=None), "sets head_dim null"),
+    (_with(DEFAULTS + "ernie4_5_vl_moe", num_key_value_heads=None), "sets num_key_value_heads null"),
+    (_with(DEFAULTS + "ernie4_5_vl_moe", sliding_window=4096), "sliding_window"),
+    ({k: v for k, v in _config(DEFAULTS + "ernie4_5_vl_moe").items() if k != "text_config"}, "has no text_config"),
+    # moe_intermediate_size [text, vision] is ERNIE 4.5 VL's only: three widths, or a list elsewhere, are refused
+    (_with(DEFAULTS + "ernie4_5_vl_moe", moe_intermediate_size=[1536, 512, 64]), "a list of two widths"),
+    (dict(_config(DEFAULTS + "ernie4_5_vl_moe")["text_config"], model_type="ernie4_5_moe"), "a list of two widths"),
+])
+def test_b1_configs_that_would_be_guessed_are_refused(cfg, phrase):
+    with pytest.raises(KvMathError, match=phrase) as e:
+        kvmath.load_architecture(cfg)
+    assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("case", [DEFAULTS + t for t in ("mistral4", "glmga", "cohere_compass", "ernie4_5_vl_moe")])
+def test_b1_config_only_weights_are_refused_not_guessed(case):
+    """The config-only weights estimate has no tensor table for these text types: refused in one line."""
+    from kvmath.model.checkpoint import estimate_checkpoint
+
+    with pytest.raises(KvMathError, match="estimates checkpoint tensors from config.json only for") as e:
+        estimate_checkpoint(_config(case))
+    assert "\n" not in str(e.value)
