@@ -124,3 +124,58 @@ def test_b1_config_only_weights_are_refused_not_guessed(case):
     with pytest.raises(KvMathError, match="estimates checkpoint tensors from config.json only for") as e:
         estimate_checkpoint(_config(case))
     assert "\n" not in str(e.value)
+
+
+def test_gemma4_unified_whole_model_caches_its_text_part():
+    """google/gemma-4-12B-it (the published subset): the whole Gemma4UnifiedForConditionalGeneration (encoder-free
+    vision and audio embedders) built from it caches only its text part, as kvmath reads it (8 layers, window 16)."""
+    from test_families import _cut
+
+    cfg = _config("google__gemma-4-12B-it")
+    _cut(cfg["text_config"])
+    cfg["text_config"]["sliding_window"] = 16
+    _check_wrapper_cache(cfg, None)
+
+
+def test_gemma4_unified_12b_by_hand():
+    """gemma-4-12B-it at 4,096 tokens, one sequence, bf16: 48 layers, every 6th full (8 full, the last among them).
+    Sliding: 40 x 1,023 kept tokens x 8 KV heads x 256 x (K + V) x 2 B + 8 B window each = 335,216,960 B; full
+    (attention_k_eq_v, 1 global KV head of 512, K and V both kept): 8 x 4,096 x 512 x 2 x 2 B = 67,108,864 B."""
+    arch = kvmath.load_architecture(_config("google__gemma-4-12B-it"))
+    assert [a.index for a in arch.layers_of("full_attention")] == list(range(5, 48, 6))
+    full, sliding = arch.layers_of("full_attention")[0], arch.layers_of("sliding_attention")[0]
+    assert (full.num_kv_heads, full.head_dim, sliding.num_kv_heads, sliding.head_dim) == (1, 512, 8, 256)
+    d = kvmath.derive(arch, engine="transformers", max_ctx=4096, max_num_seqs=1)
+    assert d.total_bytes == 40 * (1023 * 8 * 256 * 2 * 2 + 8) + 8 * 4096 * 512 * 2 * 2 == 402_325_824
+    for engine, phrase in (("vllm", "config.global_head_dim"), ("llama.cpp", "was not read")):
+        with pytest.raises(KvMathError, match=f"^{engine}: kvmath does not price gemma4_unified_text .*{phrase}") as e:
+            kvmath.derive(arch, engine=engine, max_ctx=4096)
+        assert "\n" not in str(e.value)
+
+
+def test_gemma4_unified_text_class_defaults_and_per_layer_config_form():
+    """Gemma4UnifiedTextConfig's own defaults saved by transformers 5.23 (``to_dict``: ``per_layer_config`` {5:
+    head_dim 512}, window 1024, 4 KV heads x 256) for 6 layers, against the real cache; and a sparse text config
+    reads the same class defaults (the config object transformers builds is the other side)."""
+    from transformers import CONFIG_MAPPING
+
+    from test_families import _real_equals_kvmath
+
+    saved = CONFIG_MAPPING["gemma4_unified_text"](num_hidden_layers=6).to_dict()
+    saved.pop("transformers_version", None)
+    assert saved["per_layer_config"] == {"5": {"head_dim": 512}}  # keys padded to the widest index
+    arch, _ = _real_equals_kvmath(saved)
+    assert [(a.layer_type, a.num_kv_heads, a.head_dim) for a in arch.layers] == \
+        [("sliding_attention", 4, 256)] * 5 + [("full_attention", 4, 512)]
+    sparse = {"model_type": "gemma4_unified", "text_config": {"num_hidden_layers": 6, "num_attention_heads": 8,
+                                                               "global_head_dim": 512}}
+    built = CONFIG_MAPPING["gemma4_unified"](text_config=dict(sparse["text_config"])).text_config
+    arch = kvmath.load_architecture(sparse)
+    assert {a.sliding_window for a in arch.layers_of("sliding_attention")} == {built.sliding_window} == {1024}
+    assert {(a.num_kv_heads, a.head_dim) for a in arch.layers_of("sliding_attention")} == \
+        {(built.per_layer_config[0].num_key_value_heads, built.per_layer_config[0].head_dim)}
+    assert {(a.num_kv_heads, a.head_dim) for a in arch.layers_of("full_attention")} == \
+        {(built.per_layer_config[5].num_key_value_heads, built.per_layer_config[5].head_dim)} == {(4, 512)}
+    with pytest.raises(KvMathError, match="use_bidirectional_attention 'all'"):
+        kvmath.load_architecture({"model_type": "gemma4_unified", "text_config": dict(
+            sparse["text_config"], use_bidirectional_attention="all")})

@@ -65,6 +65,37 @@ def _ernie4_5_vl_moe_text(c: _Config, name: str, source: str):
     return replace(arch, engine_refusals=(("vllm", vllm),) + _engines_unread(c, "llama.cpp"))
 
 
+
+_GEMMA4_UNIFIED_DEFAULTS = {"num_key_value_heads": 4, "head_dim": 256, "sliding_window": 1024}
+"""transformers 5.23 ``Gemma4UnifiedTextConfig`` field defaults of the sliding layers' cache widths and window
+(configuration_gemma4_unified.py; ``Gemma4TextConfig``'s window default is 512)."""
+
+
+@_family("gemma4_unified_text")
+def _gemma4_unified_text(c: _Config, name: str, source: str):
+    """Gemma 4 12B's text decoder (``gemma4_unified_text``, the ``text_config`` of ``gemma4_unified``): read by the
+    ``gemma4_text`` rule (``hf._gemma4``), whose config class it copies: transformers 5.23
+    ``Gemma4UnifiedTextConfig.__post_init__`` is ``Gemma4TextConfig``'s (layer_types 5 sliding : 1 full, the last
+    layer forced full, full layers' ``global_head_dim`` / ``num_global_key_value_heads`` turned into
+    ``per_layer_config``, ``kv_sharing_modes``) without the PLE and MoE fields, and ``Gemma4UnifiedTextAttention``
+    caches as ``Gemma4TextAttention`` (modeling_gemma4_unified.py). Class defaults of its own:
+    :data:`_GEMMA4_UNIFIED_DEFAULTS`; ``use_bidirectional_attention`` defaults to ``"vision"`` (a mask over image
+    tokens, no cache change) and ``"all"`` (which halves ``sliding_window``) is refused as the gemma4 rule refuses
+    it. vLLM 0.24 builds the text part as ``Gemma4ForCausalLM`` (models/gemma4_unified.py) whose full layers read
+    ``config.global_head_dim``, an attribute transformers 5.23's config class does not keep (it writes
+    ``per_layer_config``): refused there; llama.cpp not read."""
+    from dataclasses import replace
+
+    from .hf import _gemma4
+    from .hf_families import _engines_unread
+
+    arch = _gemma4(_class_filled(c, _GEMMA4_UNIFIED_DEFAULTS), name, source)
+    vllm = ("vLLM 0.24 builds it as Gemma4ForCausalLM (models/gemma4_unified.py), whose full layers read "
+            "config.global_head_dim, an attribute transformers 5.23's Gemma4UnifiedTextConfig does not keep; which "
+            "width vLLM allocates was not checked")
+    return replace(arch, engine_refusals=(("vllm", vllm),) + _engines_unread(c, "llama.cpp"))
+
+
 # --- wrappers of this batch (appended to hf's tables: their text parts are read by the rules above or in hf) ---
 
 def _register_wrappers() -> None:
@@ -77,13 +108,15 @@ def _register_wrappers() -> None:
       modeled by ``Glm46VForConditionalGeneration``), as ``glm46v``;
     - ``cohere_compass`` (``CohereCompassConfig``: ``text_config`` is ``CohereCompassTextConfig``; the model builds
       ``AutoModel.from_config(config.text_config)``, modeling_cohere_compass.py);
-    - ``ernie4_5_vl_moe`` (``Ernie4_5_VLMoeConfig``: ``text_config`` is ``Ernie4_5_VLMoeTextConfig``).
+    - ``ernie4_5_vl_moe`` (``Ernie4_5_VLMoeConfig``: ``text_config`` is ``Ernie4_5_VLMoeTextConfig``);
+    - ``gemma4_unified`` (``Gemma4UnifiedConfig``: ``text_config`` is ``Gemma4UnifiedTextConfig``; encoder-free
+      vision and audio embedders, no cache of their own).
     """
     from . import hf
 
     hf._WRAPPERS.update({"glmga": "glm4v_text", "cohere_compass": "cohere_compass_text",
-                         "ernie4_5_vl_moe": "ernie4_5_vl_moe_text"})
-    hf._FORCED_TEXT = tuple(hf._FORCED_TEXT) + ("cohere_compass", "ernie4_5_vl_moe")
+                         "ernie4_5_vl_moe": "ernie4_5_vl_moe_text", "gemma4_unified": "gemma4_unified_text"})
+    hf._FORCED_TEXT = tuple(hf._FORCED_TEXT) + ("cohere_compass", "ernie4_5_vl_moe", "gemma4_unified")
     hf._WRAPPER_REFUSALS.update({
         "glmga": (("vllm", "vLLM 0.24 registers neither GlmgaForConditionalGeneration nor "
                            "Glm46VForConditionalGeneration (model_executor/models/registry.py)"),
