@@ -179,3 +179,46 @@ def test_gemma4_unified_text_class_defaults_and_per_layer_config_form():
     with pytest.raises(KvMathError, match="use_bidirectional_attention 'all'"):
         kvmath.load_architecture({"model_type": "gemma4_unified", "text_config": dict(
             sparse["text_config"], use_bidirectional_attention="all")})
+
+
+@pytest.mark.parametrize("case", [DEFAULTS + "cosmos3_edge", DEFAULTS + "cosmos3_omni"])
+def test_cosmos3_wrappers_cache_only_their_text_part(case):
+    """Cosmos3EdgeForConditionalGeneration / Cosmos3OmniForConditionalGeneration built whole from the class defaults
+    (towers cut to one layer): their cache equals kvmath's derivation of the text part, layer by layer."""
+    _check_wrapper_cache(_test_config(case), OVERRIDES.get(case))
+
+
+def test_cosmos3_by_hand_and_engines():
+    """Class defaults at 4,096 tokens, one sequence, bf16: Cosmos3EdgeTextConfig 28 layers x 8 KV heads x 128 x (K +
+    V) x 2 B = 114,688 B a token, 469,762,048 B; cosmos3_omni's qwen3_vl_text defaults are read as qwen3_vl_text.
+    No engine model file was read for either: vLLM and llama.cpp refuse in one line."""
+    edge = kvmath.load_architecture(_config(DEFAULTS + "cosmos3_edge"))
+    assert kvmath.derive(edge, engine="transformers", max_ctx=4096, max_num_seqs=1).total_bytes == \
+        4096 * 28 * 8 * 128 * 2 * 2
+    omni = kvmath.load_architecture(_config(DEFAULTS + "cosmos3_omni"))
+    assert omni.model_type == "qwen3_vl_text"
+    for arch in (edge, omni):
+        for engine in ("vllm", "llama.cpp"):
+            with pytest.raises(KvMathError, match=f"^{engine}: kvmath does not price ") as e:
+                kvmath.derive(arch, engine=engine, max_ctx=4096)
+            assert "\n" not in str(e.value)
+    sparse = kvmath.load_architecture({"model_type": "cosmos3_edge", "text_config": {
+        "model_type": "x", "hidden_size": 2048, "num_attention_heads": 16, "num_hidden_layers": 2}})
+    assert {(a.num_kv_heads, a.head_dim) for a in sparse.layers} == {(8, 128)}  # Cosmos3EdgeTextConfig's defaults
+
+
+@pytest.mark.parametrize("cfg", [
+    {"model_type": "gemma4_assistant", "text_config": {"model_type": "gemma4_text", "num_hidden_layers": 4}},
+    {"model_type": "gemma4_unified_assistant", "text_config": {"num_hidden_layers": 4}},
+    {"model_type": "gemma4_assistant", "num_hidden_layers": 4},
+])
+def test_gemma4_drafters_are_refused_as_keeping_no_cache_of_their_own(cfg):
+    """Gemma4AssistantConfig / Gemma4UnifiedAssistantConfig.__post_init__ set num_kv_shared_layers to every layer,
+    and the drafters' forward raises without the target model's shared_kv_states: nothing of theirs to size."""
+    from transformers import CONFIG_MAPPING
+
+    text = CONFIG_MAPPING["gemma4_unified_assistant"](text_config={"num_hidden_layers": 4}).text_config
+    assert text.num_kv_shared_layers == text.num_hidden_layers == 4
+    with pytest.raises(KvMathError, match="keeps no KV cache of its own") as e:
+        kvmath.load_architecture(cfg)
+    assert "\n" not in str(e.value)

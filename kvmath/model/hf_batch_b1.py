@@ -96,6 +96,28 @@ def _gemma4_unified_text(c: _Config, name: str, source: str):
     return replace(arch, engine_refusals=(("vllm", vllm),) + _engines_unread(c, "llama.cpp"))
 
 
+
+_COSMOS3_EDGE_TEXT_DEFAULTS = {"num_key_value_heads": 8, "head_dim": 128}
+"""transformers 5.23 ``Cosmos3EdgeTextConfig`` field defaults (configuration_cosmos3_edge.py); ``__post_init__``
+turns a null ``head_dim`` into ``hidden_size / num_attention_heads`` and a null KV-head count into the heads."""
+
+
+@_family("cosmos3_edge_text")
+def _cosmos3_edge_text(c: _Config, name: str, source: str):
+    """Cosmos 3 Edge's text decoder (``cosmos3_edge_text``, the ``text_config`` of ``cosmos3_edge``): full attention
+    on every layer, ``num_key_value_heads`` x ``head_dim`` (class defaults 8 and 128, :data:`_COSMOS3_EDGE_TEXT_DEFAULTS`;
+    modeling_cosmos3_edge.py ``Cosmos3EdgeTextAttention``); the config class has no window and no ``layer_types``.
+    vLLM 0.24 registers no Cosmos3EdgeForConditionalGeneration and llama.cpp was not read: both refused."""
+    from dataclasses import replace
+
+    from .hf import _full_only
+    from .hf_families import _NO_VLLM_FILE, _engines_unread
+
+    c = _class_filled(c, _COSMOS3_EDGE_TEXT_DEFAULTS, ("num_key_value_heads", "head_dim"))
+    arch = _full_only(c, name, source)
+    return replace(arch, engine_refusals=_engines_unread(c, "vllm", "llama.cpp", why=_NO_VLLM_FILE))
+
+
 # --- wrappers of this batch (appended to hf's tables: their text parts are read by the rules above or in hf) ---
 
 def _register_wrappers() -> None:
@@ -110,20 +132,37 @@ def _register_wrappers() -> None:
       ``AutoModel.from_config(config.text_config)``, modeling_cohere_compass.py);
     - ``ernie4_5_vl_moe`` (``Ernie4_5_VLMoeConfig``: ``text_config`` is ``Ernie4_5_VLMoeTextConfig``);
     - ``gemma4_unified`` (``Gemma4UnifiedConfig``: ``text_config`` is ``Gemma4UnifiedTextConfig``; encoder-free
-      vision and audio embedders, no cache of their own).
+      vision and audio embedders, no cache of their own);
+    - ``cosmos3_edge`` (``Cosmos3EdgeConfig``: ``text_config`` is ``Cosmos3EdgeTextConfig``) and ``cosmos3_omni``
+      (``Cosmos3OmniConfig``: ``SubConfigSpec(AutoConfig, model_type="qwen3_vl_text")``; ``Cosmos3OmniModel``
+      builds ``AutoModel.from_config(config.text_config)``, modeling_cosmos3_omni.py).
+
+    The Gemma 4 drafters ``gemma4_assistant`` / ``gemma4_unified_assistant`` are refused in one line
+    (``hf._UNREAD_WRAPPERS`` / ``hf._NEEDED_FIELDS``): ``Gemma4AssistantConfig.__post_init__`` makes every layer
+    KV-shared (``num_kv_shared_layers = num_hidden_layers``) and the model's forward requires the target model's
+    ``shared_kv_states`` (modeling_gemma4_assistant.py), so a drafter keeps no KV cache of its own.
     """
     from . import hf
 
     hf._WRAPPERS.update({"glmga": "glm4v_text", "cohere_compass": "cohere_compass_text",
-                         "ernie4_5_vl_moe": "ernie4_5_vl_moe_text", "gemma4_unified": "gemma4_unified_text"})
-    hf._FORCED_TEXT = tuple(hf._FORCED_TEXT) + ("cohere_compass", "ernie4_5_vl_moe", "gemma4_unified")
+                         "ernie4_5_vl_moe": "ernie4_5_vl_moe_text", "gemma4_unified": "gemma4_unified_text",
+                         "cosmos3_edge": "cosmos3_edge_text", "cosmos3_omni": "qwen3_vl_text"})
+    hf._FORCED_TEXT = tuple(hf._FORCED_TEXT) + ("cohere_compass", "ernie4_5_vl_moe", "gemma4_unified", "cosmos3_edge")
     hf._WRAPPER_REFUSALS.update({
         "glmga": (("vllm", "vLLM 0.24 registers neither GlmgaForConditionalGeneration nor "
                            "Glm46VForConditionalGeneration (model_executor/models/registry.py)"),
                   ("llama.cpp", "no llama.cpp converter for the glmga wrapper was read")),
         "cohere_compass": (("vllm", "vLLM 0.24 registers no CohereCompassForConditionalGeneration "
                                     "(model_executor/models/registry.py)"),),
+        "cosmos3_omni": (("vllm", "vLLM 0.24 registers no Cosmos3OmniForConditionalGeneration (its "
+                                  "Cosmos3ForConditionalGeneration, models/cosmos3.py, was not read)"),
+                         ("llama.cpp", "no llama.cpp converter for the cosmos3_omni wrapper was read")),
     })
+    drafter = ("a Gemma 4 drafter: Gemma4AssistantConfig makes every layer KV-shared (num_kv_shared_layers = "
+               "num_hidden_layers) and its forward reads the target model's shared_kv_states, so it keeps no KV cache "
+               "of its own; size the target model")
+    hf._UNREAD_WRAPPERS.update({"gemma4_assistant": drafter, "gemma4_unified_assistant": drafter})
+    hf._NEEDED_FIELDS.update({"gemma4_assistant": drafter, "gemma4_unified_assistant": drafter})
 
 
 _register_wrappers()
