@@ -222,3 +222,21 @@ def test_gemma4_drafters_are_refused_as_keeping_no_cache_of_their_own(cfg):
     with pytest.raises(KvMathError, match="keeps no KV cache of its own") as e:
         kvmath.load_architecture(cfg)
     assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("cfg,phrase", [
+    ({"model_type": "diffusion_gemma", "text_config": {"num_hidden_layers": 2}}, "block-diffusion encoder-decoder"),
+    ({"model_type": "mistral_large4", "text_config": {}}, "kv_source_layers"),
+    ({"model_type": "mistral_large4_text", "num_hidden_layers": 2}, "kv_source_layers"),
+    ({"model_type": "glm5_next", "text_config": {}}, "pooled DSA indexer"),
+    ({"model_type": "glm5_next_text", "num_hidden_layers": 2}, "pooled DSA indexer"),
+    ({"model_type": "dots3_note", "text_config": {}}, "use_dsa"),
+    ({"model_type": "inkling2", "text_config": {}}, "hybrid / hybrid_sliding"),
+    ({"model_type": "inkling_mm_model", "text_config": {}}, "hybrid / hybrid_sliding"),
+    ({"model_type": "blt", "num_hidden_layers": 2}, "EncoderDecoderCache"),
+])
+def test_b1_types_not_read_are_refused_naming_why(cfg, phrase):
+    """The batch's types whose rules were not written: one line naming what kvmath would need (no guess)."""
+    with pytest.raises(KvMathError, match=phrase) as e:
+        kvmath.load_architecture(cfg)
+    assert "\n" not in str(e.value)
