@@ -287,6 +287,8 @@ CONFIG_RULES: dict[str, Rule] = {
     "embed_dim": count(1, WIDTH),
     "intermediate_size": Rule("either", options=(count(1, WIDTH), Rule("ints", 1, WIDTH, MAX_LAYERS))), "ffn_hidden_size": count(1, WIDTH),
     "encoder_ffn_dim": count(1, WIDTH),
+    # ERNIE 4.5 VL (transformers 5.23 Ernie4_5_VLMoeTextConfig): [text experts, vision experts] widths; Hunyuan V1
+    # MoE: one per layer (see _one_expert_width)
     "moe_intermediate_size": Rule("either", options=(count(0, WIDTH), Rule("ints", 0, WIDTH, MAX_LAYERS))),
     "expert_intermediate_size": count(0, WIDTH), "shared_expert_intermediate_size": count(0, WIDTH),
     "moe_shared_expert_intermediate_size": count(0, WIDTH), "hidden_size_per_layer_input": count(0, WIDTH),
@@ -357,6 +359,11 @@ PER_LAYER_MOE_TYPES = ("hunyuan_v1_moe",)
 ``HunYuanMoEV1Config``: ``int | list[int]``; Hunyuan-A13B's config.json lists 32 equal widths). A list of one
 repeated width is read as that width; widths that differ are refused (no reader prices them per layer)."""
 
+POOLED_EXPERT_TYPES = ("ernie4_5_vl_moe_text",)
+"""Text model_types whose ``moe_intermediate_size`` is a list of two widths, [text experts, vision experts]
+(transformers 5.23 ``Ernie4_5_VLMoeTextConfig``, also built as the ``text_config`` of an ``ernie4_5_vl_moe``
+wrapper whatever its model_type says); everywhere else a list is refused."""
+
 MODEL_SECTIONS = ("text_config", "vision_config", "audio_config")
 """Sub-configs read with :data:`CONFIG_RULES` (a multimodal wrapper's decoder and towers)."""
 
@@ -402,7 +409,7 @@ def check_config(cfg, where: str = "config") -> dict:
             name = ".".join(holder_path + ("intermediate_size",))
             raise KvMathError(f"config field {name} must be an integer (valid: an integer in [1, {WIDTH:,}]; a list "
                               f"of one width per layer only for {', '.join(PER_LAYER_MLP_TYPES)}), got {_short(inter)}")
-        _one_expert_width(holder, fixes, holder_path, n)
+        _one_expert_width(cfg, holder, fixes, holder_path, n)
         e = max((_fixed(holder, fixes, holder_path, k) or 0)
                 for k in ("num_experts", "num_local_experts", "n_routed_experts"))
         if n * e > MAX_LAYER_EXPERTS:
@@ -419,19 +426,25 @@ def check_config(cfg, where: str = "config") -> dict:
     return _apply(cfg, fixes) if fixes else cfg
 
 
-def _one_expert_width(holder: dict, fixes: dict, path: tuple, n_layers: int) -> None:
-    """A per-layer ``moe_intermediate_size`` list (only for :data:`PER_LAYER_MOE_TYPES`, one entry per layer,
-    every entry equal) becomes its one width in ``fixes``; any other list raises KvMathError naming the field."""
+def _one_expert_width(cfg: dict, holder: dict, fixes: dict, path: tuple, n_layers: int) -> None:
+    """A list ``moe_intermediate_size``: two widths [text, vision experts] for :data:`POOLED_EXPERT_TYPES` (kept as
+    is, their reader reads both); one equal width per layer for :data:`PER_LAYER_MOE_TYPES` (becomes that width
+    in ``fixes``); any other list raises KvMathError naming the field and both allowances."""
     widths = fixes.get(path + ("moe_intermediate_size",), holder.get("moe_intermediate_size"))
     if not isinstance(widths, list):
         return
     name = ".".join(path + ("moe_intermediate_size",))
-    if str(holder.get("model_type", "")) not in PER_LAYER_MOE_TYPES or len(widths) != n_layers or \
-            len(set(widths)) != 1:
-        raise KvMathError(f"config field {name} must be an integer (valid: an integer in [0, {WIDTH:,}]; a list of "
-                          f"one equal width per layer only for {', '.join(PER_LAYER_MOE_TYPES)}), got "
-                          f"{_short(widths)}")
-    fixes[path + ("moe_intermediate_size",)] = int(widths[0])
+    pooled = holder.get("model_type") in POOLED_EXPERT_TYPES or \
+        (path == ("text_config",) and cfg.get("model_type") == "ernie4_5_vl_moe")
+    if pooled and len(widths) == 2:
+        return
+    if not pooled and str(holder.get("model_type", "")) in PER_LAYER_MOE_TYPES and len(widths) == n_layers and \
+            len(set(widths)) == 1:
+        fixes[path + ("moe_intermediate_size",)] = int(widths[0])
+        return
+    raise KvMathError(f"config field {name} must be an integer (valid: an integer in [0, {WIDTH:,}]; a list of two "
+                      f"widths, text and vision experts, only for {', '.join(POOLED_EXPERT_TYPES)}; of one equal "
+                      f"width per layer only for {', '.join(PER_LAYER_MOE_TYPES)}), got {_short(widths)}")
 
 
 ROPE_REQUIRED = {"linear": ("factor",), "dynamic": ("factor",), "yarn": ("factor",),

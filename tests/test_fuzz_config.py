@@ -228,7 +228,8 @@ def declared_layer_count(t: dict) -> int:
 
 CLASS_DEFAULTED = ("solar_open", "hy_v3", "iquestcoder", "jais2", "diffllama", "doge", "dots1", "exaone_moe",
                    "cohere2_moe", "cwm", "vaultgemma", "laguna", "mellum", "minicpm3", "youtu", "longcat_flash",
-                   "jetmoe", "axk1", "flint", "kolibri1", "axk2", "hy_v4", "hyperclovax")
+                   "jetmoe", "axk1", "flint", "kolibri1", "axk2", "hy_v4", "hyperclovax",
+                   "mistral4", "ernie4_5_vl_moe_text", "gemma4_unified_text", "cosmos3_edge_text")  # batch B1 (session 34)
 """Families kvmath reads with their config classes' defaults for absent keys (batch D)."""
 SIZE_DEFAULTED = ("qwen2_5_omni_text", "qwen3_omni_moe_text", "muse_spark_text", "muse_glimmer_text",
                   "modernbert-decoder")

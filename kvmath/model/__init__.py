@@ -9,5 +9,6 @@ from .hf import supported_model_types
 from . import hf_families  # noqa: F401  (registers the remaining families in hf's table; kvmath.model.hf
                            # is always imported through this package, so every reader sees them)
 from . import hf_hybrids  # noqa: F401  (hybrid / state-space families, registered the same way)
+from . import hf_batch_b1  # noqa: F401  (issue 20 session-34 batch B1 families and wrappers, the same way)
 
 __all__ = ["load_architecture", "supported_model_types", *specs.__all__]

@@ -44,7 +44,11 @@ attention in ``solar_open``, ``hy_v3``, ``iquestcoder``, ``jais2``, ``hyperclova
 ``gpt_neox_japanese``; full / sliding by each class's own rule in ``dots1``, ``exaone_moe``, ``cohere2_moe``,
 ``cwm``, ``vaultgemma``, ``laguna``, ``mellum``, ``flint``, ``kolibri1``, and ``afmoe`` without ``layer_types``;
 MLA latents in ``minicpm3``, ``youtu``, ``axk1`` and ``longcat_flash`` (two MLA sublayers per decoder layer); MLA
-with the DSA indexer in ``axk2`` and ``hy_v4`` (its ``shared`` layers cache no indexer keys). ``openai-gpt`` (GPT-1
+with the DSA indexer in ``axk2`` and ``hy_v4`` (its ``shared`` layers cache no indexer keys). Issue 20's session-34 batch B1 (``hf_batch_b1``): Mistral Small 4 (``mistral4``: MLA latents, also inside a
+``mistral3`` wrapper), ERNIE 4.5 VL's text decoder (``ernie4_5_vl_moe_text``: full GQA), Gemma 4 12B's text decoder
+(``gemma4_unified_text``, by the ``gemma4_text`` rule), Cosmos 3 Edge's (``cosmos3_edge_text``: full GQA) and the
+wrappers ``glmga``, ``cohere_compass``, ``ernie4_5_vl_moe``, ``gemma4_unified``, ``cosmos3_edge`` and ``cosmos3_omni``;
+the Gemma 4 drafters (``gemma4_assistant``, ``gemma4_unified_assistant``: no cache of their own) are refused. ``openai-gpt`` (GPT-1
 keeps no cache) is refused. ``minimax_m3`` (a model_type transformers 5.23 does not build) is
 refused naming the fields a spec would need. Speech / omni wrappers read from their text part: ``qwen2_audio``
 (qwen2), ``granite_speech`` (granite), ``nemotron_h_omni`` (nemotron_h), ``moss_transcribe_diarize`` (qwen3), the
@@ -364,9 +368,6 @@ _NEEDED_FIELDS = {
                         "widths), which kvmath has not read for this family"),
     "minimax_m3_vl_text": ("its minimax_m3_sparse layers keep a block-indexer key cache beside K/V "
                            "(MiniMaxM3VLSparseCacheLayer, sparse_attention_config), for which kvmath has no spec"),
-    "gemma4_unified_text": ("Gemma 4 layers whose window Gemma4UnifiedTextConfig can halve (use_bidirectional_attention) "
-                            "and whose full layers take global widths per layer; its rule was not written"),
-    "gemma4_assistant": "a Gemma 4 drafter (assistant) model whose cache layout kvmath has not read",
     # MiniMax-M3's published config.json (MiniMaxM3ForCausalLM, remote code): transformers 5.23 has no minimax_m3,
     # only minimax_m3_vl / minimax_m3_vl_text, and does not map one onto the other; vLLM 0.24 registers
     # MiniMaxM3SparseForCausalLM and caches an indexer key beside K/V on the sparse layers
