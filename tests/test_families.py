@@ -80,6 +80,9 @@ OVERRIDES = {  # fields transformers needs to build the shrunk model that do not
     DEFAULTS + "jais2": {"hidden_size": 52},
     DEFAULTS + "jetmoe": {"head_dim": 128},  # realcache writes head_dim = hidden / heads, JetMoE's alias of kv_channels
 }
+OVERRIDES.update({  # batch A1 (session 34): OPT / Persimmon inside BLIP-2 / Fuyu cache hidden / heads per head
+    DEFAULTS + "blip-2": {"hidden_size": 128}, DEFAULTS + "fuyu": {"hidden_size": 128},
+    DEFAULTS + "chameleon": {"vocabulary_map": {"<image>": 3}, "hidden_size": 256}})  # ChameleonModel needs a map (the Hub configs write one)
 CASES = sorted(p.stem for p in CONFIGS.glob("*.json"))
 READ = [c for c in CASES if c not in REFUSED]
 
@@ -167,7 +170,7 @@ def _cut(text: dict) -> None:
         group = text["num_attention_heads"] // text["num_key_value_heads"]
         text.update(num_attention_heads=4, num_key_value_heads=max(1, 4 // group), hidden_size=4 * width)
     width = text.get("hidden_size", 0) // max(1, text.get("num_attention_heads") or 1)
-    if mt == "persimmon" and 2 * width < text["hidden_size"]:  # every head cached at hidden / heads: 2 real-width heads
+    if mt in ("persimmon", "chameleon") and 2 * width < text["hidden_size"]:  # every head cached at hidden / heads: 2 real-width heads
         text.update(hidden_size=2 * width, num_attention_heads=2, num_key_value_heads=2)
         text.pop("intermediate_size", None)
     if mt in ("gpt_neox", "opt", "falcon", "biogpt", "gpt_neox_japanese") and 2 * width < text["hidden_size"]:  # 2 heads of the real width
@@ -1080,3 +1083,144 @@ def test_batch_d_absent_keys_take_the_config_class_defaults():
             (arch.layers[0].num_kv_heads, arch.layers[0].head_dim)
     arch = kvmath.load_architecture(dict(base, model_type="minicpm3"))
     assert {(a.kv_lora_rank, a.qk_rope_head_dim) for a in arch.layers} == {(256, 32)}
+
+
+# --- batch A1 (issue 20, session 34): multimodal wrappers whose text part kvmath reads --------------------------
+
+A1_WRAPPED = [DEFAULTS + "aria", DEFAULTS + "hyperclovax_vision_v2", DEFAULTS + "glm_ocr", DEFAULTS + "fuyu",
+              DEFAULTS + "blip-2"]
+
+
+def _a1_wrapper_model(cfg: dict, overrides: dict | None):
+    """The whole wrapper transformers 5.23 builds from ``cfg`` (its own config class building the text part from the
+    shrunk text dict; every tower cut to one layer): FuyuForCausalLM (no tower config) or the image-text-to-text
+    class."""
+    import torch
+    from transformers import CONFIG_MAPPING, AutoModelForCausalLM, AutoModelForImageTextToText
+
+    from realcache import build_small_text_config
+
+    arch = kvmath.load_architecture(cfg)
+    small, _, _, _ = build_small_text_config(cfg, dtype=arch.dtype, overrides=overrides)
+    towers = {}
+    for key in ("vision_config", "qformer_config"):
+        if key in cfg:
+            towers[key] = dict(cfg[key])
+            towers[key].update({k: 1 for k in ("num_hidden_layers", "depth") if k in towers[key]})
+    outer = {k: v for k, v in cfg.items() if k not in ("model_type", "text_config", *towers)}
+    conf = CONFIG_MAPPING[cfg["model_type"]](text_config=small.to_dict(), **towers, **outer)
+    auto = AutoModelForCausalLM if cfg["model_type"] == "fuyu" else AutoModelForImageTextToText
+    torch.manual_seed(0)
+    return arch, conf, auto.from_config(conf, dtype=getattr(torch, arch.dtype)).eval()
+
+
+@pytest.mark.parametrize("case", A1_WRAPPED)
+def test_batch_a1_wrapper_model_caches_its_text_part(case):
+    """Aria, HyperCLOVA X SEED Vision v2, GLM-OCR, Fuyu and BLIP-2 built whole by transformers 5.23 and run on text
+    tokens (BLIP-2 through its language model, which is ``AutoModelForCausalLM`` of the text config the wrapper
+    built: its forward wants pixel_values): the cache equals kvmath's derivation layer by layer, so the wrapper
+    neither rewrites the cache-shaping text fields nor caches anything beside the text model."""
+    import torch
+
+    from realcache import describe_cache
+
+    arch, conf, model = _a1_wrapper_model(_test_config(case), OVERRIDES.get(case))
+    run = model.language_model if case.endswith("blip-2") else model
+    vocab = conf.text_config.vocab_size
+    with torch.no_grad():
+        cache = run(input_ids=torch.randint(0, vocab, (BATCH, PREFILL)), use_cache=True).past_key_values
+        for _ in range(DECODE):
+            cache = run(input_ids=torch.randint(0, vocab, (BATCH, 1)), past_key_values=cache,
+                        use_cache=True).past_key_values
+    real = describe_cache(cache)
+    d = kvmath.derive(arch, engine="transformers", max_ctx=PREFILL + DECODE, max_num_seqs=BATCH)
+    assert {layer["index"]: layer["bytes"] for layer in real["layers"]} == \
+        {i: g.bytes // g.n_layers for g in d.groups for i in g.layers}
+    assert real["total_bytes"] == d.total_bytes
+
+
+A1_ARCHS = {"aria": "AriaForConditionalGeneration", "hyperclovax_vision_v2": "HCXVisionV2ForCausalLM",
+            "glm_ocr": "GlmOcrForConditionalGeneration", "blip-2": "Blip2ForConditionalGeneration",
+            "fuyu": "FuyuForCausalLM", "chameleon": "ChameleonForConditionalGeneration"}
+
+
+def test_batch_a1_flat_fuyu_config_reads_as_fuyu_config_lifts_it():
+    """adept/fuyu-8b's config.json is flat; FuyuConfig.__post_init__ (transformers 5.23) lifts only its spec's
+    init_kwargs keys (+ rope_scaling / rope_theta) into a persimmon text config. kvmath's layers against the
+    FuyuConfig object built from the same dicts: a num_key_value_heads at the top is not lifted (every head is
+    cached), absent sizes take the spec's defaults (36 layers x 64 heads of 4096 / 64)."""
+    from transformers import FuyuConfig
+
+    flat = {"model_type": "fuyu", "hidden_size": 2048, "num_attention_heads": 32, "num_hidden_layers": 6,
+            "num_key_value_heads": 8, "torch_dtype": "float16", "patch_size": 30}
+    for cfg in (flat, {"model_type": "fuyu"}, {"model_type": "fuyu", "num_hidden_layers": 3}):
+        built = FuyuConfig(**{k: v for k, v in cfg.items() if k != "model_type"}).text_config
+        arch = kvmath.load_architecture(dict(cfg))
+        width = built.hidden_size // built.num_attention_heads
+        assert [(a.layer_type, a.num_kv_heads, a.head_dim) for a in arch.layers] == \
+            [("full_attention", built.num_attention_heads, width)] * built.num_hidden_layers
+    assert kvmath.load_architecture(dict(flat)).dtype == "float16"
+
+
+def test_batch_a1_text_classes_the_wrappers_force_and_blip2_t5():
+    """AriaConfig and GlmOcrConfig build their own text class whatever text_config.model_type says (rhymes-ai/Aria's
+    remote-code text_config names aria_moe_lm); BLIP-2 builds AutoConfig of the written type, so a Flan-T5 text part
+    (t5, encoder-decoder) is refused in one line, and a sparse opt one takes OPTConfig's defaults as Blip2Config
+    builds it."""
+    from transformers import CONFIG_MAPPING
+
+    text = {"model_type": "aria_moe_lm", "hidden_size": 2560, "num_attention_heads": 20, "num_key_value_heads": 20,
+            "num_hidden_layers": 4}
+    for outer, t in (("aria", text), ("glm_ocr", dict(text, model_type="glm4"))):
+        built = CONFIG_MAPPING[outer](text_config=dict(t)).text_config
+        arch = kvmath.load_architecture({"model_type": outer, "text_config": dict(t)})
+        head = getattr(built, "head_dim", None) or built.hidden_size // built.num_attention_heads
+        assert arch.model_type == type(built).model_type  # the class built (its instance keeps the written name)
+        assert [(a.num_kv_heads, a.head_dim) for a in arch.layers] == [(built.num_key_value_heads, head)] * 4
+    with pytest.raises(KvMathError, match="model_type 't5' is not supported") as e:
+        kvmath.load_architecture({"model_type": "blip-2", "text_config": {"model_type": "t5"}})
+    assert "\n" not in str(e.value)
+    sparse = {"model_type": "opt", "num_hidden_layers": 4}
+    built = CONFIG_MAPPING["blip-2"](text_config=dict(sparse)).text_config
+    arch = kvmath.load_architecture({"model_type": "blip-2", "text_config": dict(sparse)})
+    assert [(a.num_kv_heads, a.head_dim) for a in arch.layers] == \
+        [(built.num_attention_heads, built.hidden_size // built.num_attention_heads)] * 4
+
+
+@pytest.mark.parametrize("outer", sorted(A1_ARCHS))
+def test_batch_a1_engines_price_the_text_part_or_refuse_in_one_line(outer):
+    """vLLM 0.24 builds each of these wrappers' language model from the text config with the attention kvmath reads
+    (aria.py AriaTextModel = LlamaModel, hyperclovax_vision_v2.py / blip2.py init_vllm_registered_model, glm4_1v.py
+    Glm4ForCausalLM for glm_ocr, fuyu.py PersimmonForCausalLM, chameleon.py): its KV equals transformers' at 2,048
+    tokens. GLM-OCR's class defaults by hand: 16 layers x 8 KV heads x 1024 / 16 x (K + V) x 2 B = 32,768 B a token,
+    67,108,864 B at 2,048. SGLang 0.5.23 (no class among kvmath's served architectures) and llama.cpp (no converter
+    read) refuse, in one line."""
+    cfg = dict(_config(DEFAULTS + outer), architectures=[A1_ARCHS[outer]])
+    arch = kvmath.load_architecture(cfg)
+    t = kvmath.derive(arch, engine="transformers", max_ctx=2048, max_num_seqs=1).total_bytes
+    assert kvmath.derive(arch, engine="vllm", max_ctx=2048).total_bytes == t
+    if outer == "glm_ocr":
+        assert t == 16 * 8 * 64 * 2 * 2 * 2048 == 67_108_864
+    for engine in ("sglang", "llama.cpp"):
+        with pytest.raises(KvMathError) as e:
+            kvmath.derive(arch, engine=engine, max_ctx=2048)
+        assert "\n" not in str(e.value) and (outer in str(e.value) or A1_ARCHS[outer] in str(e.value))
+
+
+def test_batch_a1_chameleon_and_glm_ocr_fields_transformers_would_not_build_are_refused():
+    """ChameleonAttention is hidden_size / heads wide whatever head_dim says and keeps a null num_key_value_heads
+    None (it cannot be built); GlmOcrTextConfig defines no window (transformers' cache would window every layer);
+    the config-only weights estimate writes none of these layouts and refuses them."""
+    from kvmath.model.checkpoint import estimate_checkpoint
+
+    cham = _config(DEFAULTS + "chameleon")
+    for bad, phrase in ((dict(cham, head_dim=64), "hidden_size / num_attention_heads = 128"),
+                        (dict(cham, num_key_value_heads=None), "sets num_key_value_heads null"),
+                        ({"model_type": "glm_ocr", "text_config": {"sliding_window": 512}}, "defines no window")):
+        with pytest.raises(KvMathError, match=phrase) as e:
+            kvmath.load_architecture(bad)
+        assert "\n" not in str(e.value)
+    for outer in A1_ARCHS:
+        with pytest.raises(KvMathError, match="estimates checkpoint tensors from config.json only for") as e:
+            estimate_checkpoint(_config(DEFAULTS + outer))
+        assert "\n" not in str(e.value)

@@ -97,6 +97,19 @@ MINIMAL.update({  # batch D families: each class's own layer rule, with a window
 })
 
 
+MINIMAL.update({  # batch A1 (session 34): Chameleon and the wrappers read from their text part
+    "chameleon": {"model_type": "chameleon", "num_hidden_layers": 4, "num_attention_heads": 8,
+                  "num_key_value_heads": 2, "hidden_size": 512},
+    "glm_ocr": {"model_type": "glm_ocr", "text_config": {"model_type": "glm_ocr_text", "num_hidden_layers": 4,
+                                                         "num_attention_heads": 8, "num_key_value_heads": 2,
+                                                         "hidden_size": 512, "head_dim": 32}},
+    "blip-2": {"model_type": "blip-2", "text_config": {"model_type": "opt", "num_hidden_layers": 3,
+                                                       "num_attention_heads": 4, "hidden_size": 256}},
+    "aria": {"model_type": "aria", "text_config": {"model_type": "aria_text", "num_hidden_layers": 3,
+                                                   "num_attention_heads": 8, "num_key_value_heads": 4,
+                                                   "hidden_size": 512}},
+})
+
 def _seeds() -> dict[str, dict]:
     seeds = {f"min:{k}": v for k, v in MINIMAL.items()}
     for model_id, entry in kvmath.known_models().items():
@@ -249,8 +262,36 @@ def with_class_defaults(t: dict) -> dict:
     return out
 
 
+A1_DEFAULTED = ("chameleon", "glm_ocr", "blip-2", "aria", "fuyu", "hyperclovax_vision_v2")
+"""Batch A1 (session 34): configs whose absent sizes take the (text) config class's defaults."""
+
+
+def with_a1_defaults(cfg: dict, t: dict) -> dict:
+    """``t`` with the sizes it leaves out taken from the config object transformers 5.23 builds from ``cfg`` (the
+    wrapper's own text part for :data:`A1_DEFAULTED` wrappers), unchanged when transformers rejects it."""
+    outer = cfg.get("model_type")
+    if outer not in A1_DEFAULTED:
+        return t
+    from transformers import CONFIG_MAPPING
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if outer == "chameleon":
+                built = CONFIG_MAPPING[outer](**{k: v for k, v in cfg.items() if k != "model_type"})
+            else:
+                built = CONFIG_MAPPING[outer](text_config=dict(t)).text_config
+    except Exception:
+        return t
+    out = dict(t)
+    for k in ("num_hidden_layers", "num_attention_heads", "hidden_size", "num_key_value_heads"):
+        if k not in t and isinstance(getattr(built, k, None), int):
+            out[k] = getattr(built, k)
+    return out
+
+
 def check_layers_match_fields(arch, cfg: dict) -> None:
-    t = with_class_defaults(_text(cfg))
+    t = with_a1_defaults(cfg, with_class_defaults(_text(cfg)))
     assert arch.num_hidden_layers == declared_layer_count(t)
     assert [layer.index for layer in arch.layers] == list(range(arch.num_hidden_layers))
     assert any(layer.owns_cache for layer in arch.layers)

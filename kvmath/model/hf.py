@@ -38,6 +38,10 @@ transformers; vLLM and llama.cpp refuse it). Hybrid and state-space decoders in 
 block before it on ``hybrid`` layers), Ling 3.0 (``bailing_hybrid``: KDA and MLA), LFM3 (``lfm3``: short convolutions,
 sliding and full attention), HRM-Text (``hrm_text``: one K/V slot per attention invocation of its H / L
 cycles), RecurrentGemma (``recurrent_gemma``: RG-LRU blocks and local attention); the text decoders ``aria_text`` (full GQA) and ``cohere_compass_text`` (full / sliding ``layer_types``).
+Batch A1 (session 34): the wrappers Aria (``aria``), HyperCLOVA X SEED Vision v2 (``hyperclovax_vision_v2``), GLM-OCR
+(``glm_ocr``, its ``glm_ocr_text`` decoder: GQA, no window), BLIP-2 (``blip-2``, an OPT text part) and Fuyu (``fuyu``,
+a Persimmon text part lifted from its flat config) read from their text part, and Chameleon (``chameleon``: GQA,
+``hidden_size / heads`` wide).
 Read with their config classes' defaults for absent keys: full
 attention in ``solar_open``, ``hy_v3``, ``iquestcoder``, ``jais2``, ``hyperclovax``, ``diffllama``, ``doge``, ``jetmoe``
 (``num_key_value_heads`` x ``kv_channels``), and every head in ``xglm``, ``biogpt``, ``ctrl``,
@@ -110,11 +114,12 @@ def architecture_from_config(cfg: Any, *, name: str, source: str = "") -> Archit
         )
     arch = family(_Config(cfg, model_type), name or model_type, source)
     refusals = _WRAPPER_REFUSALS.get(outer_type, ())
-    if vision is not None or refusals:
+    served = _WRAPPER_SERVES.get(outer_type, ()) if isinstance(outer_type, str) else ()
+    if vision is not None or refusals or served:
         from dataclasses import replace
 
-        arch = replace(arch, vision=vision if vision is not None else arch.vision,
-                       engine_refusals=tuple(arch.engine_refusals) + refusals)
+        kept = tuple(r for r in arch.engine_refusals if r[0] not in served)
+        arch = replace(arch, vision=vision if vision is not None else arch.vision, engine_refusals=kept + refusals)
     return arch
 
 
@@ -202,6 +207,43 @@ _FLAT_WRAPPERS = ("qwen2_5_vl", "qwen2_vl")
 """Wrappers whose Hub configs are flat: transformers 5.23 ``Qwen2_5_VLConfig.__post_init__`` builds the text
 config from the top-level keys when there is no ``text_config`` (Qwen2.5-VL-7B-Instruct's config.json)."""
 
+# --- batch A1 (issue 20, session 34): wrappers whose text part kvmath reads --------------------------------------
+_WRAPPERS.update({"aria": "aria_text", "hyperclovax_vision_v2": "hyperclovax", "glm_ocr": "glm_ocr_text",
+                  "blip-2": "opt", "fuyu": "persimmon"})
+"""transformers 5.23: ``AriaConfig`` / ``GlmOcrConfig`` always build ``AriaTextConfig`` / ``GlmOcrTextConfig``
+(their ``sub_configs_defaults`` name the class, not ``AutoConfig``: :data:`_FORCED_TEXT`);
+``HyperCLOVAXVisionV2Config`` (default ``hyperclovax``) and ``Blip2Config`` (default ``opt``) build
+``AutoConfig`` from the text_config's own model_type (a ``t5`` one, BLIP-2 with Flan-T5, is an encoder-decoder kvmath
+does not read and is refused as unsupported); ``FuyuConfig`` builds a ``persimmon`` one, from the top-level keys when
+there is no text_config (:data:`_FLAT_SELECTED`). Each model's language model is ``AutoModel`` /
+``AutoModelForCausalLM`` / ``GlmOcrTextModel`` from that text config, and its cache is the text model's."""
+_FORCED_TEXT = _FORCED_TEXT + ("aria", "glm_ocr")
+_FLAT_SELECTED = {"fuyu": (("vocab_size", "max_position_embeddings", "hidden_size", "intermediate_size",
+                            "num_hidden_layers", "num_attention_heads", "hidden_act", "initializer_range",
+                            "layer_norm_eps", "use_cache", "qk_layernorm", "hidden_dropout", "attention_dropout",
+                            "eos_token_id", "rope_scaling", "rope_theta"),
+                           {"vocab_size": 262144, "max_position_embeddings": 16384, "hidden_size": 4096,
+                            "intermediate_size": 16384, "num_hidden_layers": 36, "num_attention_heads": 64},
+                           {"partial_rotary_factor": 0.5})}
+"""Wrappers whose Hub configs are flat and whose config class lifts only some top-level keys into the text config
+(transformers 5.23 ``FuyuConfig.__post_init__``: the ``init_kwargs`` keys of its ``persimmon`` spec plus
+``rope_scaling`` / ``rope_theta``, popped when present; ``partial_rotary_factor`` set to 0.5; with none present the
+spec's ``init_kwargs``). wrapper -> (keys lifted, the text class's defaults for absent ones, keys set by default)."""
+_CLASS_DEFAULTS.update({
+    "blip-2": {"opt": {"hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12, "ffn_dim": 3072,
+                       "max_position_embeddings": 2048, "vocab_size": 50272}},
+    "fuyu": {"persimmon": dict(_FLAT_SELECTED["fuyu"][1])}})
+"""``OPTConfig``'s and ``PersimmonConfig``'s own defaults (transformers 5.23 configuration_opt.py /
+configuration_persimmon.py) for the keys a sparse text_config of BLIP-2 / Fuyu leaves out."""
+_WRAPPER_SERVES = {"aria": ("vllm",)}
+"""Engines a text part's own refusal does not hold for inside this wrapper: vLLM 0.24 registers no text-only Aria
+class (aria_text is refused there) but aria.py's ``AriaForConditionalGeneration`` builds ``AriaTextModel``, a
+``LlamaModel`` whose attention caches ``num_key_value_heads`` x (``head_dim`` or hidden / heads) on every layer."""
+_WRAPPER_REFUSALS.update({
+    w: (("llama.cpp", f"no llama.cpp converter for {what} was read"),) for w, what in {
+        "aria": "Aria", "hyperclovax_vision_v2": "HyperCLOVA X SEED Vision (hyperclovax_vision_v2)",
+        "glm_ocr": "GLM-OCR", "blip-2": "BLIP-2", "fuyu": "Fuyu"}.items()})
+
 
 def _wrapper(model_type) -> bool:
     return isinstance(model_type, str) and model_type in _WRAPPERS
@@ -221,6 +263,8 @@ def _unwrap(cfg: dict) -> tuple[dict, "VisionTower | None"]:
             flat = {k: v for k, v in cfg.items() if k not in ("vision_config", "model_type")}
             flat["model_type"] = _WRAPPERS[outer_type]
             return flat, _vision_tower(cfg)
+        if isinstance(outer_type, str) and outer_type in _FLAT_SELECTED:
+            return _flat_selected(cfg, outer_type), _vision_tower(cfg)
         if _wrapper(outer_type):
             raise KvMathError(
                 f"model_type {outer_type!r} is a multimodal wrapper and this config has no text_config; "
@@ -251,6 +295,23 @@ def _unwrap(cfg: dict) -> tuple[dict, "VisionTower | None"]:
     if inner.get("tie_word_embeddings") is None and cfg.get("tie_word_embeddings") is not None:
         inner["tie_word_embeddings"] = cfg["tie_word_embeddings"]
     return inner, _vision_tower(cfg)
+
+
+def _flat_selected(cfg: dict, outer_type: str) -> dict:
+    """The text config a flat ``cfg`` of wrapper ``outer_type`` builds (:data:`_FLAT_SELECTED`): the lifted keys
+    present, else the spec's defaults; the text class's defaults for absent keys; the dtype kept from the top."""
+    keys, defaults, set_default = _FLAT_SELECTED[outer_type]
+    text = {k: cfg[k] for k in keys if k in cfg}
+    if text:
+        text["dtype"] = cfg.get("torch_dtype", cfg.get("dtype"))
+        for key, value in set_default.items():
+            text.setdefault(key, value)
+    for key, value in defaults.items():
+        text.setdefault(key, value)
+    text["model_type"] = _WRAPPERS[outer_type]
+    if text.get("dtype") is None:
+        text["dtype"] = cfg.get("dtype") or cfg.get("torch_dtype")
+    return text
 
 
 def _vision_tower(cfg: dict) -> "VisionTower | None":

@@ -1646,3 +1646,50 @@ def _dsa_defaulted(c: _Config, name: str, source: str):
               for i, mode in enumerate(modes)]
     arch = _arch(c, name, source, layers, c.int("num_attention_heads"))
     return replace(arch, engine_refusals=_engines_unread(c, "vllm", "llama.cpp", why=_NO_VLLM_FILE))
+
+
+# --- batch A1 (issue 20, session 34): text decoders of multimodal wrappers -------------------------------------
+
+_GLM_OCR_TEXT_DEFAULTS = {"hidden_size": 1024, "num_hidden_layers": 16, "num_attention_heads": 16,
+                          "num_key_value_heads": 8, "intermediate_size": 4096, "vocab_size": 59392,
+                          "max_position_embeddings": 131072}
+"""``GlmOcrTextConfig``'s field defaults (transformers 5.23 configuration_glm_ocr.py) for the keys that shape the
+cache or the weights estimate; a null ``num_key_value_heads`` becomes the heads (its ``__post_init__``)."""
+
+
+@_family("glm_ocr_text")
+def _glm_ocr_text(c: _Config, name: str, source: str):
+    """GLM-OCR's text decoder (``glm_ocr_text``, the ``glm_ocr`` wrapper's text part): GQA on every layer, no window.
+    transformers 5.23 modeling_glm_ocr.py ``GlmOcrTextAttention``: ``num_key_value_heads`` x ``getattr(config,
+    "head_dim", hidden_size // num_attention_heads)`` (a written ``head_dim`` wins); absent keys take
+    ``GlmOcrTextConfig``'s defaults (:data:`_GLM_OCR_TEXT_DEFAULTS`). ``num_nextn_predict_layers`` (its MTP block)
+    is not built by transformers and not recorded. vLLM 0.24 glm_ocr.py (``GlmOcrForConditionalGeneration``, a
+    ``Glm4vForConditionalGeneration``) builds ``Glm4ForCausalLM`` from the text config (glm4_1v.py), whose attention
+    caches ``num_key_value_heads`` x (``head_dim`` or hidden / heads): priced generically. Raises KvMathError for a
+    ``sliding_window`` (every layer would be windowed in transformers' cache) or broken head counts."""
+    c = _class_filled(c, _GLM_OCR_TEXT_DEFAULTS, ("num_key_value_heads",))
+    return _full_only(c, name, source, window="GlmOcrTextConfig defines no window")
+
+
+_CHAMELEON_DEFAULTS = {"hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
+                       "num_key_value_heads": 32, "intermediate_size": 11008, "vocab_size": 65536,
+                       "max_position_embeddings": 4096}
+"""``ChameleonConfig``'s field defaults (transformers 5.23 configuration_chameleon.py) for the cache-shaping and
+weights keys; its ``num_key_value_heads`` (default 32) is not filled from the heads when null."""
+
+
+@_family("chameleon")
+def _chameleon(c: _Config, name: str, source: str):
+    """Chameleon (``chameleon``, facebook/chameleon-7b / -30b; a flat decoder config, its VQ-GAN image tokenizer in
+    ``vq_config`` caches nothing): GQA on every layer, no window. transformers 5.23 modeling_chameleon.py
+    ``ChameleonAttention``: ``head_dim = hidden_size // num_heads`` (a written ``head_dim`` other than that is
+    refused), ``num_key_value_heads`` K and V heads; absent keys take ``ChameleonConfig``'s defaults
+    (:data:`_CHAMELEON_DEFAULTS`; a null KV-head count is refused, transformers cannot build it). vLLM 0.24
+    chameleon.py ``ChameleonAttention`` caches ``num_key_value_heads`` x ``hidden_size // num_heads`` as well:
+    priced generically; llama.cpp's LLM_ARCH_CHAMELEON loader was not read: refused."""
+    from dataclasses import replace
+
+    c = _class_filled(c, _CHAMELEON_DEFAULTS)
+    cfg = dict(c.cfg, head_dim=_every_head_width(c))
+    arch = _full_only(_Config(cfg, c.model_type), name, source, window="ChameleonConfig defines no window")
+    return replace(arch, engine_refusals=_engines_unread(c, "llama.cpp"))
