@@ -82,7 +82,9 @@ OVERRIDES = {  # fields transformers needs to build the shrunk model that do not
 }
 OVERRIDES.update({  # batch A1 (session 34): OPT / Persimmon inside BLIP-2 / Fuyu cache hidden / heads per head
     DEFAULTS + "blip-2": {"hidden_size": 128}, DEFAULTS + "fuyu": {"hidden_size": 128},
-    DEFAULTS + "chameleon": {"vocabulary_map": {"<image>": 3}, "hidden_size": 256}})  # ChameleonModel needs a map (the Hub configs write one)
+    DEFAULTS + "chameleon": {"vocabulary_map": {"<image>": 3}, "hidden_size": 256}})
+REFUSED.update({  # batch A1: HunYuanVLTextConfig's head_dim default None cannot build its attention (TypeError)
+    DEFAULTS + "hunyuan_vl": "hunyuan_vl_text config has no head_dim"})  # ChameleonModel needs a map (the Hub configs write one)
 CASES = sorted(p.stem for p in CONFIGS.glob("*.json"))
 READ = [c for c in CASES if c not in REFUSED]
 
@@ -1088,7 +1090,7 @@ def test_batch_d_absent_keys_take_the_config_class_defaults():
 # --- batch A1 (issue 20, session 34): multimodal wrappers whose text part kvmath reads --------------------------
 
 A1_WRAPPED = [DEFAULTS + "aria", DEFAULTS + "hyperclovax_vision_v2", DEFAULTS + "glm_ocr", DEFAULTS + "fuyu",
-              DEFAULTS + "blip-2"]
+              DEFAULTS + "blip-2", DEFAULTS + "granite4_vision", DEFAULTS + "granite_docling"]
 
 
 def _a1_wrapper_model(cfg: dict, overrides: dict | None):
@@ -1107,7 +1109,11 @@ def _a1_wrapper_model(cfg: dict, overrides: dict | None):
         if key in cfg:
             towers[key] = dict(cfg[key])
             towers[key].update({k: 1 for k in ("num_hidden_layers", "depth") if k in towers[key]})
+    if "out_hidden_size" in towers.get("vision_config", {}):  # Granite-Docling: the connector lands on the text width
+        towers["vision_config"]["out_hidden_size"] = small.hidden_size
     outer = {k: v for k, v in cfg.items() if k not in ("model_type", "text_config", *towers)}
+    if cfg["model_type"] == "granite4_vision" and outer.get("deepstack_layer_map") is None:
+        outer.update(deepstack_layer_map=[], downsample_rate="1/4")  # class defaults None cannot build the model
     conf = CONFIG_MAPPING[cfg["model_type"]](text_config=small.to_dict(), **towers, **outer)
     auto = AutoModelForCausalLM if cfg["model_type"] == "fuyu" else AutoModelForImageTextToText
     torch.manual_seed(0)
@@ -1125,13 +1131,15 @@ def test_batch_a1_wrapper_model_caches_its_text_part(case):
     from realcache import describe_cache
 
     arch, conf, model = _a1_wrapper_model(_test_config(case), OVERRIDES.get(case))
+    from transformers import DynamicCache
+
     run = model.language_model if case.endswith("blip-2") else model
     vocab = conf.text_config.vocab_size
+    cache = DynamicCache(config=conf.text_config)  # as generate() makes it (Granite 4 Vision returns the one given)
     with torch.no_grad():
-        cache = run(input_ids=torch.randint(0, vocab, (BATCH, PREFILL)), use_cache=True).past_key_values
-        for _ in range(DECODE):
-            cache = run(input_ids=torch.randint(0, vocab, (BATCH, 1)), past_key_values=cache,
-                        use_cache=True).past_key_values
+        for n in (PREFILL,) + (1,) * DECODE:
+            out = run(input_ids=torch.randint(0, vocab, (BATCH, n)), past_key_values=cache, use_cache=True)
+            assert out.past_key_values is cache
     real = describe_cache(cache)
     d = kvmath.derive(arch, engine="transformers", max_ctx=PREFILL + DECODE, max_num_seqs=BATCH)
     assert {layer["index"]: layer["bytes"] for layer in real["layers"]} == \
@@ -1141,7 +1149,10 @@ def test_batch_a1_wrapper_model_caches_its_text_part(case):
 
 A1_ARCHS = {"aria": "AriaForConditionalGeneration", "hyperclovax_vision_v2": "HCXVisionV2ForCausalLM",
             "glm_ocr": "GlmOcrForConditionalGeneration", "blip-2": "Blip2ForConditionalGeneration",
-            "fuyu": "FuyuForCausalLM", "chameleon": "ChameleonForConditionalGeneration"}
+            "fuyu": "FuyuForCausalLM", "chameleon": "ChameleonForConditionalGeneration",
+            "granite4_vision": "Granite4VisionForConditionalGeneration",
+            "granite_docling": "GraniteDoclingForConditionalGeneration"}
+A1_NOT_VLLM = {"granite_docling": "registers no GraniteDocling class"}
 
 
 def test_batch_a1_flat_fuyu_config_reads_as_fuyu_config_lifts_it():
@@ -1198,7 +1209,12 @@ def test_batch_a1_engines_price_the_text_part_or_refuse_in_one_line(outer):
     cfg = dict(_config(DEFAULTS + outer), architectures=[A1_ARCHS[outer]])
     arch = kvmath.load_architecture(cfg)
     t = kvmath.derive(arch, engine="transformers", max_ctx=2048, max_num_seqs=1).total_bytes
-    assert kvmath.derive(arch, engine="vllm", max_ctx=2048).total_bytes == t
+    if outer in A1_NOT_VLLM:
+        with pytest.raises(KvMathError, match=A1_NOT_VLLM[outer]) as e:
+            kvmath.derive(arch, engine="vllm", max_ctx=2048)
+        assert "\n" not in str(e.value)
+    else:
+        assert kvmath.derive(arch, engine="vllm", max_ctx=2048).total_bytes == t
     if outer == "glm_ocr":
         assert t == 16 * 8 * 64 * 2 * 2 * 2048 == 67_108_864
     for engine in ("sglang", "llama.cpp"):
@@ -1224,3 +1240,42 @@ def test_batch_a1_chameleon_and_glm_ocr_fields_transformers_would_not_build_are_
         with pytest.raises(KvMathError, match="estimates checkpoint tensors from config.json only for") as e:
             estimate_checkpoint(_config(DEFAULTS + outer))
         assert "\n" not in str(e.value)
+
+
+def test_batch_a1_hunyuan_vl_flat_config_folds_its_text_fields():
+    """HunyuanOCR's flat config: HunYuanVLConfig.__post_init__ (transformers 5.23) folds the top-level keys that are
+    HunYuanVLTextConfig fields or aliases (attention_head_dim -> head_dim) into the text config; a top-level
+    sliding_window is not one and stays outside. kvmath's layers against that config object, and the cache of the
+    HunYuanVLTextModel built from it (2 x 43 tokens) against kvmath's derivation byte for byte; use_cla (vLLM shares
+    K / V across layers, transformers does not) is refused for vLLM in one line; a missing head_dim is refused."""
+    import torch
+    from transformers import CONFIG_MAPPING, AutoModel, DynamicCache
+
+    flat = {"model_type": "hunyuan_vl", "hidden_size": 256, "num_attention_heads": 4, "num_key_value_heads": 2,
+            "attention_head_dim": 128, "num_hidden_layers": 3, "intermediate_size": 64, "vocab_size": 512,
+            "sliding_window": 16, "torch_dtype": "bfloat16", "architectures": ["HunYuanVLForConditionalGeneration"],
+            "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [16, 16, 16, 16]}}
+    built = CONFIG_MAPPING["hunyuan_vl"](**{k: v for k, v in flat.items() if k != "model_type"}).text_config
+    arch = kvmath.load_architecture(dict(flat))
+    assert [(a.layer_type, a.num_kv_heads, a.head_dim, a.sliding_window) for a in arch.layers] == \
+        [("full_attention", built.num_key_value_heads, built.head_dim, None)] * built.num_hidden_layers == \
+        [("full_attention", 2, 128, None)] * 3
+    torch.manual_seed(0)
+    model = AutoModel.from_config(built, dtype=torch.bfloat16).eval()
+    cache = DynamicCache(config=built)
+    with torch.no_grad():
+        for n in (PREFILL,) + (1,) * DECODE:
+            model(input_ids=torch.randint(0, 512, (BATCH, n)), past_key_values=cache, use_cache=True)
+    from realcache import describe_cache
+
+    d = kvmath.derive(arch, engine="transformers", max_ctx=PREFILL + DECODE, max_num_seqs=BATCH)
+    assert describe_cache(cache)["total_bytes"] == d.total_bytes == 3 * 2 * 2 * 128 * 2 * 43 * 2  # layers KV K+V B
+    assert kvmath.derive(arch, engine="vllm", max_ctx=2048).total_bytes == \
+        kvmath.derive(arch, engine="transformers", max_ctx=2048, max_num_seqs=1).total_bytes
+    assert kvmath.derive(kvmath.load_architecture(dict(flat, use_cla=True)), engine="vllm", max_ctx=2048)  # not folded
+    nested = {"model_type": "hunyuan_vl", "text_config": dict(built.to_dict(), use_cla=True, cla_share_factor=2)}
+    with pytest.raises(KvMathError, match="use_cla") as e:
+        kvmath.derive(kvmath.load_architecture(nested), engine="vllm", max_ctx=2048)
+    assert "\n" not in str(e.value)
+    with pytest.raises(KvMathError, match="hunyuan_vl_text config has no head_dim"):
+        kvmath.load_architecture({k: v for k, v in flat.items() if k != "attention_head_dim"})

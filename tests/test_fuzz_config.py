@@ -108,6 +108,15 @@ MINIMAL.update({  # batch A1 (session 34): Chameleon and the wrappers read from 
     "aria": {"model_type": "aria", "text_config": {"model_type": "aria_text", "num_hidden_layers": 3,
                                                    "num_attention_heads": 8, "num_key_value_heads": 4,
                                                    "hidden_size": 512}},
+    "granite4_vision": {"model_type": "granite4_vision", "text_config": {
+        "model_type": "granite4_vision_text", "num_hidden_layers": 3, "num_attention_heads": 8,
+        "num_key_value_heads": 2, "hidden_size": 512}},
+    "granite_docling": {"model_type": "granite_docling", "text_config": {
+        "model_type": "granite_docling_text", "num_hidden_layers": 3, "num_attention_heads": 8,
+        "num_key_value_heads": 4, "hidden_size": 256, "head_dim": 64}},
+    "hunyuan_vl": {"model_type": "hunyuan_vl", "text_config": {
+        "model_type": "hunyuan_vl_text", "num_hidden_layers": 3, "num_attention_heads": 8,
+        "num_key_value_heads": 2, "hidden_size": 512, "head_dim": 128}},
 })
 
 def _seeds() -> dict[str, dict]:
@@ -262,7 +271,8 @@ def with_class_defaults(t: dict) -> dict:
     return out
 
 
-A1_DEFAULTED = ("chameleon", "glm_ocr", "blip-2", "aria", "fuyu", "hyperclovax_vision_v2")
+A1_DEFAULTED = ("chameleon", "glm_ocr", "blip-2", "aria", "fuyu", "hyperclovax_vision_v2", "granite4_vision",
+                "granite_docling", "hunyuan_vl")
 """Batch A1 (session 34): configs whose absent sizes take the (text) config class's defaults."""
 
 
@@ -279,8 +289,10 @@ def with_a1_defaults(cfg: dict, t: dict) -> dict:
             warnings.simplefilter("ignore")
             if outer == "chameleon":
                 built = CONFIG_MAPPING[outer](**{k: v for k, v in cfg.items() if k != "model_type"})
-            else:
-                built = CONFIG_MAPPING[outer](text_config=dict(t)).text_config
+            else:  # the text class the wrapper builds: its own (forced) one, else AutoConfig of the written type
+                forced = outer in ("aria", "glm_ocr", "granite4_vision", "granite_docling", "hunyuan_vl")
+                cls = type(CONFIG_MAPPING[outer]().text_config) if forced else CONFIG_MAPPING[t["model_type"]]
+                built = cls(**{k: v for k, v in t.items() if k != "model_type"})
     except Exception:
         return t
     out = dict(t)

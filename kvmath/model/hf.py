@@ -40,8 +40,10 @@ sliding and full attention), HRM-Text (``hrm_text``: one K/V slot per attention 
 cycles), RecurrentGemma (``recurrent_gemma``: RG-LRU blocks and local attention); the text decoders ``aria_text`` (full GQA) and ``cohere_compass_text`` (full / sliding ``layer_types``).
 Batch A1 (session 34): the wrappers Aria (``aria``), HyperCLOVA X SEED Vision v2 (``hyperclovax_vision_v2``), GLM-OCR
 (``glm_ocr``, its ``glm_ocr_text`` decoder: GQA, no window), BLIP-2 (``blip-2``, an OPT text part) and Fuyu (``fuyu``,
-a Persimmon text part lifted from its flat config) read from their text part, and Chameleon (``chameleon``: GQA,
-``hidden_size / heads`` wide).
+a Persimmon text part lifted from its flat config), Granite 4 Vision (``granite4_vision_text``), Granite-Docling
+(``granite_docling_text``) and HunYuan-VL / HunyuanOCR (``hunyuan_vl``: flat or nested, ``hunyuan_vl_text``, head_dim
+written) read from their text part (GQA on every layer), and Chameleon (``chameleon``: GQA, ``hidden_size / heads``
+wide).
 Read with their config classes' defaults for absent keys: full
 attention in ``solar_open``, ``hy_v3``, ``iquestcoder``, ``jais2``, ``hyperclovax``, ``diffllama``, ``doge``, ``jetmoe``
 (``num_key_value_heads`` x ``kv_channels``), and every head in ``xglm``, ``biogpt``, ``ctrl``,
@@ -235,6 +237,21 @@ _CLASS_DEFAULTS.update({
     "fuyu": {"persimmon": dict(_FLAT_SELECTED["fuyu"][1])}})
 """``OPTConfig``'s and ``PersimmonConfig``'s own defaults (transformers 5.23 configuration_opt.py /
 configuration_persimmon.py) for the keys a sparse text_config of BLIP-2 / Fuyu leaves out."""
+_WRAPPERS.update({"granite4_vision": "granite4_vision_text", "granite_docling": "granite_docling_text",
+                  "hunyuan_vl": "hunyuan_vl_text"})
+_FORCED_TEXT = _FORCED_TEXT + ("granite4_vision", "granite_docling", "hunyuan_vl")
+_UNREAD_WRAPPERS.pop("hunyuan_vl", None)
+_FLAT_SELECTED["hunyuan_vl"] = (
+    ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+     "num_key_value_heads", "hidden_act", "max_position_embeddings", "initializer_range", "rms_norm_eps", "use_cache",
+     "pad_token_id", "bos_token_id", "eos_token_id", "eod_token_id", "pretraining_tp", "tie_word_embeddings",
+     "rope_parameters", "attention_bias", "attention_dropout", "head_dim", "sep_token_id", "dtype",
+     "attention_head_dim", "org_vocab_size", "pad_id", "rope_scaling", "rope_theta"), {}, {})
+"""Granite 4 Vision, Granite-Docling and HunYuan-VL build their own text class (transformers 5.23
+``sub_configs_defaults`` name ``Granite4VisionTextConfig`` / ``GraniteDoclingTextConfig`` / ``HunYuanVLTextConfig``);
+``HunYuanVLConfig.__post_init__`` folds a flat (Tencent HunyuanOCR) config's top-level keys that are
+``HunYuanVLTextConfig`` fields, its ``attribute_map`` aliases or ``rope_scaling`` / ``rope_theta`` into the text
+config; the rest stays on the outer config, which its cache does not read."""
 _WRAPPER_SERVES = {"aria": ("vllm",)}
 """Engines a text part's own refusal does not hold for inside this wrapper: vLLM 0.24 registers no text-only Aria
 class (aria_text is refused there) but aria.py's ``AriaForConditionalGeneration`` builds ``AriaTextModel``, a
@@ -242,7 +259,8 @@ class (aria_text is refused there) but aria.py's ``AriaForConditionalGeneration`
 _WRAPPER_REFUSALS.update({
     w: (("llama.cpp", f"no llama.cpp converter for {what} was read"),) for w, what in {
         "aria": "Aria", "hyperclovax_vision_v2": "HyperCLOVA X SEED Vision (hyperclovax_vision_v2)",
-        "glm_ocr": "GLM-OCR", "blip-2": "BLIP-2", "fuyu": "Fuyu"}.items()})
+        "glm_ocr": "GLM-OCR", "blip-2": "BLIP-2", "fuyu": "Fuyu", "granite4_vision": "Granite 4 Vision",
+        "granite_docling": "Granite-Docling", "hunyuan_vl": "HunYuan-VL"}.items()})
 
 
 def _wrapper(model_type) -> bool:

@@ -1650,25 +1650,57 @@ def _dsa_defaulted(c: _Config, name: str, source: str):
 
 # --- batch A1 (issue 20, session 34): text decoders of multimodal wrappers -------------------------------------
 
-_GLM_OCR_TEXT_DEFAULTS = {"hidden_size": 1024, "num_hidden_layers": 16, "num_attention_heads": 16,
-                          "num_key_value_heads": 8, "intermediate_size": 4096, "vocab_size": 59392,
-                          "max_position_embeddings": 131072}
-"""``GlmOcrTextConfig``'s field defaults (transformers 5.23 configuration_glm_ocr.py) for the keys that shape the
-cache or the weights estimate; a null ``num_key_value_heads`` becomes the heads (its ``__post_init__``)."""
+_A1_TEXT = {
+    # model_type: (the text config class's field defaults for the keys that shape the cache or the weights estimate,
+    # transformers 5.23 configuration_<wrapper>.py; a null num_key_value_heads becomes the heads in each __post_init__;
+    # head_dim: None = getattr(config, "head_dim", hidden_size // heads), "written" = the config must write it)
+    "glm_ocr_text": ({"hidden_size": 1024, "num_hidden_layers": 16, "num_attention_heads": 16,
+                      "num_key_value_heads": 8, "intermediate_size": 4096, "vocab_size": 59392,
+                      "max_position_embeddings": 131072}, None),
+    "granite4_vision_text": ({"hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
+                              "intermediate_size": 11008, "vocab_size": 32000, "max_position_embeddings": 2048}, None),
+    "granite_docling_text": ({"hidden_size": 1024, "num_hidden_layers": 28, "num_attention_heads": 16,
+                              "num_key_value_heads": 4, "intermediate_size": 2048, "vocab_size": 133800,
+                              "max_position_embeddings": 32768}, None),
+    "hunyuan_vl_text": ({"hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
+                         "intermediate_size": 11008, "vocab_size": 290943, "max_position_embeddings": 2048},
+                        "written"),
+}
+"""Text decoders of batch A1's wrappers: GQA on every layer, no window, ``num_key_value_heads`` x head width."""
+_A1_VLLM = {"granite_docling_text": "vLLM 0.24 registers no GraniteDocling class (model_executor/models/registry.py)"}
 
 
-@_family("glm_ocr_text")
-def _glm_ocr_text(c: _Config, name: str, source: str):
-    """GLM-OCR's text decoder (``glm_ocr_text``, the ``glm_ocr`` wrapper's text part): GQA on every layer, no window.
-    transformers 5.23 modeling_glm_ocr.py ``GlmOcrTextAttention``: ``num_key_value_heads`` x ``getattr(config,
-    "head_dim", hidden_size // num_attention_heads)`` (a written ``head_dim`` wins); absent keys take
-    ``GlmOcrTextConfig``'s defaults (:data:`_GLM_OCR_TEXT_DEFAULTS`). ``num_nextn_predict_layers`` (its MTP block)
-    is not built by transformers and not recorded. vLLM 0.24 glm_ocr.py (``GlmOcrForConditionalGeneration``, a
-    ``Glm4vForConditionalGeneration``) builds ``Glm4ForCausalLM`` from the text config (glm4_1v.py), whose attention
-    caches ``num_key_value_heads`` x (``head_dim`` or hidden / heads): priced generically. Raises KvMathError for a
-    ``sliding_window`` (every layer would be windowed in transformers' cache) or broken head counts."""
-    c = _class_filled(c, _GLM_OCR_TEXT_DEFAULTS, ("num_key_value_heads",))
-    return _full_only(c, name, source, window="GlmOcrTextConfig defines no window")
+@_family(*_A1_TEXT)
+def _a1_text(c: _Config, name: str, source: str):
+    """The text decoders of GLM-OCR (``glm_ocr_text``), Granite 4 Vision (``granite4_vision_text``), Granite-Docling
+    (``granite_docling_text``) and HunYuan-VL / HunyuanOCR (``hunyuan_vl_text``): GQA on every layer, no window.
+    transformers 5.23 modeling_<wrapper>.py attention: ``num_key_value_heads`` x ``getattr(config, "head_dim",
+    hidden_size // num_attention_heads)``; absent keys take the config class's defaults (:data:`_A1_TEXT`).
+    HunYuanVLTextConfig's ``head_dim`` field defaults to None, which its attention cannot build with, so it must be
+    written (``attention_head_dim`` is its alias, ``attribute_map``). GLM-OCR's ``num_nextn_predict_layers`` (MTP) is
+    not built by transformers and not recorded. vLLM 0.24 builds the language model from the text config with the
+    same heads and widths: glm4_1v.py ``Glm4ForCausalLM`` for glm_ocr, granite4_vision.py a ``GraniteForCausalLM``,
+    hunyuan_vision.py ``HunYuanDenseV1ForCausalLM`` (refused when ``use_cla`` is set: vLLM shares K / V across layers
+    where transformers does not); it registers no Granite-Docling class (refused). Raises KvMathError for a
+    ``sliding_window`` (transformers' cache would window every layer), broken head counts, or a missing head_dim."""
+    from dataclasses import replace
+
+    defaults, head = _A1_TEXT[c.model_type]
+    cfg = dict(c.cfg)
+    if c.has("attention_head_dim"):
+        if c.has("head_dim") and c.int("head_dim") != c.int("attention_head_dim"):
+            raise KvMathError(f"{c.model_type} config sets head_dim and its alias attention_head_dim, differently")
+        cfg["head_dim"] = c.cfg["attention_head_dim"]
+    c = _class_filled(_Config(cfg, c.model_type), defaults, ("num_key_value_heads",))
+    if head == "written" and not c.has("head_dim"):
+        raise KvMathError(f"{c.model_type} config has no head_dim: its config class keeps None there and its "
+                          "attention cannot be built without it; write it")
+    arch = _full_only(c, name, source, window=f"{c.model_type}'s config class defines no window")
+    refusals = (("vllm", _A1_VLLM[c.model_type]),) if c.model_type in _A1_VLLM else ()
+    if c.model_type == "hunyuan_vl_text" and c.bool("use_cla"):
+        refusals = (("vllm", "vLLM 0.24 hunyuan_v1.py shares K / V across cla_share_factor layers when use_cla is "
+                             "set (HunYuanVLTextConfig does not: transformers caches every layer); not priced"),)
+    return replace(arch, engine_refusals=refusals)
 
 
 _CHAMELEON_DEFAULTS = {"hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
