@@ -42,8 +42,10 @@ Batch A1 (session 34): the wrappers Aria (``aria``), HyperCLOVA X SEED Vision v2
 (``glm_ocr``, its ``glm_ocr_text`` decoder: GQA, no window), BLIP-2 (``blip-2``, an OPT text part) and Fuyu (``fuyu``,
 a Persimmon text part lifted from its flat config), Granite 4 Vision (``granite4_vision_text``), Granite-Docling
 (``granite_docling_text``) and HunYuan-VL / HunyuanOCR (``hunyuan_vl``: flat or nested, ``hunyuan_vl_text``, head_dim
-written) read from their text part (GQA on every layer), and Chameleon (``chameleon``: GQA, ``hidden_size / heads``
-wide).
+written), Emu3 (``emu3_text_model``), DeepSeek-OCR 2 (``deepseek_ocr2_text``: head_dim always hidden / heads),
+DeepSeek-VL / -VL-Hybrid (``llama``), GOT-OCR 2 and FastVLM (``qwen2``) and Idefics2 (``mistral``) read from their text
+part (GQA on every layer), and Chameleon (``chameleon``: GQA, ``hidden_size / heads`` wide); Florence-2 (an
+encoder-decoder), IDEFICS and Evolla (cross-attention blocks) are refused naming why.
 Read with their config classes' defaults for absent keys: full
 attention in ``solar_open``, ``hy_v3``, ``iquestcoder``, ``jais2``, ``hyperclovax``, ``diffllama``, ``doge``, ``jetmoe``
 (``num_key_value_heads`` x ``kv_channels``), and every head in ``xglm``, ``biogpt``, ``ctrl``,
@@ -252,6 +254,21 @@ _FLAT_SELECTED["hunyuan_vl"] = (
 ``HunYuanVLConfig.__post_init__`` folds a flat (Tencent HunyuanOCR) config's top-level keys that are
 ``HunYuanVLTextConfig`` fields, its ``attribute_map`` aliases or ``rope_scaling`` / ``rope_theta`` into the text
 config; the rest stays on the outer config, which its cache does not read."""
+_WRAPPERS.update({"emu3": "emu3_text_model", "deepseek_ocr2": "deepseek_ocr2_text", "deepseek_vl": "llama",
+                  "deepseek_vl_hybrid": "llama", "got_ocr2": "qwen2", "fast_vlm": "qwen2", "idefics2": "mistral"})
+_FORCED_TEXT = _FORCED_TEXT + ("emu3", "deepseek_ocr2")
+_CLASS_DEFAULTS.update({w: {t: _TEXT_CLASS_DEFAULTS[t]} for w, t in {
+    "deepseek_vl": "llama", "deepseek_vl_hybrid": "llama", "got_ocr2": "qwen2", "fast_vlm": "qwen2",
+    "idefics2": "mistral"}.items()})
+"""Emu3 and DeepSeek-OCR 2 build their own text class (``Emu3TextConfig``, ``DeepseekOcr2TextConfig``); DeepSeek-VL /
+-VL-Hybrid (default ``llama``), GOT-OCR 2 and FastVLM (``qwen2``) and Idefics2 (``mistral``) build ``AutoConfig`` of
+the written text type, unchanged by their ``__post_init__`` (transformers 5.23; Idefics2's touches only its
+perceiver and tower, FastVLM's only ``tie_word_embeddings``). A sparse text_config takes the text class's own
+defaults (a ``SubConfigSpec``'s ``init_kwargs``, e.g. GotOcr2Config's, apply only when there is no text_config, which
+kvmath refuses for a wrapper)."""
+_UNREAD_WRAPPERS["florence2"] = ("Florence-2: its BART text part is an encoder-decoder (transformers 5.23 "
+                                  "EncoderDecoderCache: decoder self-attention plus cross-attention K / V of the "
+                                  "encoded image and prompt), which kvmath has no spec for")
 _WRAPPER_SERVES = {"aria": ("vllm",)}
 """Engines a text part's own refusal does not hold for inside this wrapper: vLLM 0.24 registers no text-only Aria
 class (aria_text is refused there) but aria.py's ``AriaForConditionalGeneration`` builds ``AriaTextModel``, a
@@ -260,7 +277,15 @@ _WRAPPER_REFUSALS.update({
     w: (("llama.cpp", f"no llama.cpp converter for {what} was read"),) for w, what in {
         "aria": "Aria", "hyperclovax_vision_v2": "HyperCLOVA X SEED Vision (hyperclovax_vision_v2)",
         "glm_ocr": "GLM-OCR", "blip-2": "BLIP-2", "fuyu": "Fuyu", "granite4_vision": "Granite 4 Vision",
-        "granite_docling": "Granite-Docling", "hunyuan_vl": "HunYuan-VL"}.items()})
+        "granite_docling": "Granite-Docling", "hunyuan_vl": "HunYuan-VL", "emu3": "Emu3",
+        "deepseek_ocr2": "DeepSeek-OCR 2"}.items()})
+_WRAPPER_REFUSALS.update({
+    w: (("vllm", f"vLLM 0.24 registers no {cls} (model_executor/models/registry.py)"),
+        ("llama.cpp", f"no llama.cpp converter for {w} was read")) for w, cls in {
+        "deepseek_vl": "DeepseekVLForConditionalGeneration",
+        "deepseek_vl_hybrid": "DeepseekVLHybridForConditionalGeneration",
+        "got_ocr2": "GotOcr2ForConditionalGeneration", "fast_vlm": "FastVlmForConditionalGeneration",
+        "idefics2": "Idefics2ForConditionalGeneration"}.items()})
 
 
 def _wrapper(model_type) -> bool:
@@ -394,6 +419,12 @@ _NEEDED_FIELDS = {
         "key cache beside K/V, for which kvmath has no spec"
     ),
 }
+_NEEDED_FIELDS.update({  # batch A1 (issue 20, session 34): transformers 5.23 types of the batch not given a rule
+    "idefics": ("its gated cross-attention blocks every cross_layer_interval layers beside LLaMA self-attention "
+                "(modeling_idefics.py: only self-attention is cached) and its perceiver; that rule was not read"),
+    "evolla": ("its protein-sequence aligner cross-attention layers (aligner_num_add_layers, "
+               "aligner_enable_bias) beside LLaMA self-attention; that rule was not read"),
+})
 
 
 # ---------------------------------------------------------------------------------------------------

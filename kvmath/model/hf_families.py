@@ -1665,9 +1665,21 @@ _A1_TEXT = {
     "hunyuan_vl_text": ({"hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
                          "intermediate_size": 11008, "vocab_size": 290943, "max_position_embeddings": 2048},
                         "written"),
+    "emu3_text_model": ({"hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
+                         "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 184622,
+                         "max_position_embeddings": 9216}, None),
+    "deepseek_ocr2_text": ({"hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
+                            "intermediate_size": 11008, "vocab_size": 102400, "max_position_embeddings": 2048},
+                           "hidden"),
 }
-"""Text decoders of batch A1's wrappers: GQA on every layer, no window, ``num_key_value_heads`` x head width."""
-_A1_VLLM = {"granite_docling_text": "vLLM 0.24 registers no GraniteDocling class (model_executor/models/registry.py)"}
+"""Text decoders of batch A1's wrappers: GQA on every layer, no window, ``num_key_value_heads`` x head width
+(``"hidden"``: ``DeepseekOcr2TextConfig.__post_init__`` sets ``head_dim = hidden_size // num_attention_heads``
+over any written value)."""
+_A1_VLLM = {"granite_docling_text": "vLLM 0.24 registers no GraniteDocling class (model_executor/models/registry.py)",
+            "emu3_text_model": "vLLM 0.24 serves Emu3 only through its Transformers backend (registry.py "
+                               "_TRANSFORMERS_SUPPORTED_MODELS), whose cache layout kvmath has not read",
+            "deepseek_ocr2_text": "vLLM 0.24's DeepseekOCR2ForCausalLM reads the remote-code deepseek_vl_v2 config "
+                                  "(deepseek_ocr2.py DeepseekVLV2Config), not transformers' deepseek_ocr2 layout"}
 
 
 @_family(*_A1_TEXT)
@@ -1692,6 +1704,10 @@ def _a1_text(c: _Config, name: str, source: str):
             raise KvMathError(f"{c.model_type} config sets head_dim and its alias attention_head_dim, differently")
         cfg["head_dim"] = c.cfg["attention_head_dim"]
     c = _class_filled(_Config(cfg, c.model_type), defaults, ("num_key_value_heads",))
+    if head == "hidden":
+        c = _Config(dict(c.cfg, head_dim=c.int("hidden_size") // c.int("num_attention_heads")), c.model_type)
+        if c.int("hidden_size") % c.int("num_attention_heads"):
+            raise KvMathError(f"{c.model_type} hidden_size is not a multiple of num_attention_heads")
     if head == "written" and not c.has("head_dim"):
         raise KvMathError(f"{c.model_type} config has no head_dim: its config class keeps None there and its "
                           "attention cannot be built without it; write it")
