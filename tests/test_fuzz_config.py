@@ -274,20 +274,22 @@ def with_class_defaults(t: dict) -> dict:
 A1_DEFAULTED = ("chameleon", "glm_ocr", "blip-2", "aria", "fuyu", "hyperclovax_vision_v2", "granite4_vision",
                 "granite_docling", "hunyuan_vl")
 """Batch A1 (session 34): configs whose absent sizes take the (text) config class's defaults."""
+A1_TEXT = ("glm_ocr_text", "granite4_vision_text", "granite_docling_text", "hunyuan_vl_text", "emu3_text_model",
+           "deepseek_ocr2_text")
 
 
 def with_a1_defaults(cfg: dict, t: dict) -> dict:
     """``t`` with the sizes it leaves out taken from the config object transformers 5.23 builds from ``cfg`` (the
     wrapper's own text part for :data:`A1_DEFAULTED` wrappers), unchanged when transformers rejects it."""
     outer = cfg.get("model_type")
-    if outer not in A1_DEFAULTED:
+    if outer not in A1_DEFAULTED + A1_TEXT:
         return t
     from transformers import CONFIG_MAPPING
 
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            if outer == "chameleon":
+            if outer in ("chameleon",) + A1_TEXT:
                 built = CONFIG_MAPPING[outer](**{k: v for k, v in cfg.items() if k != "model_type"})
             else:  # the text class the wrapper builds: its own (forced) one, else AutoConfig of the written type
                 forced = outer in ("aria", "glm_ocr", "granite4_vision", "granite_docling", "hunyuan_vl")
