@@ -144,7 +144,8 @@ _BOOKKEEPING_ATTRS = frozenset(
 _TOWER_SUFFIX = "_text"
 # Models whose forward fills a past_key_values it is given but returns a CausalLMOutput without one (transformers
 # 5.23 RecurrentGemmaForCausalLM); their recurrent state lives on the modules (``module_states=True``).
-_CACHE_NOT_RETURNED = ("recurrent_gemma",)
+# Granite4VisionTextModel returns the past_key_values it was given (None unless generate() or the caller makes one).
+_CACHE_NOT_RETURNED = ("recurrent_gemma", "granite4_vision_text")
 
 
 def _text_part(config: dict) -> tuple[dict, str | None]:

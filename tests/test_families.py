@@ -90,6 +90,13 @@ OVERRIDES = {  # fields transformers needs to build the shrunk model that do not
     DEFAULTS + "cohere_compass": {"rope_parameters": {t: {"rope_type": "default", "rope_theta": 10000.0}
                                                       for t in ("full_attention", "sliding_attention")}},
 }
+OVERRIDES.update({  # batch A1 (session 34): OPT / Persimmon inside BLIP-2 / Fuyu cache hidden / heads per head
+    DEFAULTS + "blip-2": {"hidden_size": 128}, DEFAULTS + "fuyu": {"hidden_size": 128},
+    DEFAULTS + "chameleon": {"vocabulary_map": {"<image>": 3}, "hidden_size": 256}})
+OVERRIDES.update({  # DeepseekOcr2TextConfig's mlp_layer_types default None cannot build the model (MLP choice only)
+    DEFAULTS + "deepseek_ocr2": {"mlp_layer_types": ["dense"] * 8, "hidden_size": 256}})
+REFUSED.update({  # batch A1: HunYuanVLTextConfig's head_dim default None cannot build its attention (TypeError)
+    DEFAULTS + "hunyuan_vl": "hunyuan_vl_text config has no head_dim"})  # ChameleonModel needs a map (the Hub configs write one)
 CASES = sorted(p.stem for p in CONFIGS.glob("*.json"))
 READ = [c for c in CASES if c not in REFUSED]
 
@@ -177,7 +184,7 @@ def _cut(text: dict) -> None:
         group = text["num_attention_heads"] // text["num_key_value_heads"]
         text.update(num_attention_heads=4, num_key_value_heads=max(1, 4 // group), hidden_size=4 * width)
     width = text.get("hidden_size", 0) // max(1, text.get("num_attention_heads") or 1)
-    if mt == "persimmon" and 2 * width < text["hidden_size"]:  # every head cached at hidden / heads: 2 real-width heads
+    if mt in ("persimmon", "chameleon", "deepseek_ocr2_text") and 2 * width < text["hidden_size"]:  # every head cached at hidden / heads: 2 real-width heads
         text.update(hidden_size=2 * width, num_attention_heads=2, num_key_value_heads=2)
         text.pop("intermediate_size", None)
     if mt in ("gpt_neox", "opt", "falcon", "biogpt", "gpt_neox_japanese") and 2 * width < text["hidden_size"]:  # 2 heads of the real width
@@ -1271,3 +1278,220 @@ def test_vllm_refuses_to_size_a_speech_wrapper_with_its_audio_tower_profiled(cas
         mm_limits(arch, None)
     assert "\n" not in str(e.value)
     assert mm_limits(arch, {"audio": 0, "image": 0, "video": 0})[1][-1] == "audio"
+
+
+# --- batch A1 (issue 20, session 34): multimodal wrappers whose text part kvmath reads --------------------------
+
+A1_WRAPPED = [DEFAULTS + "aria", DEFAULTS + "hyperclovax_vision_v2", DEFAULTS + "glm_ocr", DEFAULTS + "fuyu",
+              DEFAULTS + "blip-2", DEFAULTS + "granite4_vision", DEFAULTS + "granite_docling",
+              DEFAULTS + "deepseek_vl", DEFAULTS + "deepseek_vl_hybrid", DEFAULTS + "got_ocr2", DEFAULTS + "idefics2"]
+# not built whole here: FastVLM's timm tower (timm is not installed), Emu3's VQ-VAE / vocabulary map, DeepSeek-OCR 2's
+# SAM + Qwen2 encoder; their text models are checked in test_cache_equals_transformers_layer_by_layer
+
+
+def _a1_wrapper_model(cfg: dict, overrides: dict | None):
+    """The whole wrapper transformers 5.23 builds from ``cfg`` (its own config class building the text part from the
+    shrunk text dict; every tower cut to one layer): FuyuForCausalLM (no tower config) or the image-text-to-text
+    class."""
+    import torch
+    from transformers import CONFIG_MAPPING, AutoModelForCausalLM, AutoModelForImageTextToText
+
+    from realcache import build_small_text_config
+
+    arch = kvmath.load_architecture(cfg)
+    small, _, _, _ = build_small_text_config(cfg, dtype=arch.dtype, overrides=overrides)
+    towers = {}
+    for key in ("vision_config", "qformer_config"):
+        if key in cfg:
+            towers[key] = dict(cfg[key])
+            towers[key].update({k: 1 for k in ("num_hidden_layers", "depth") if k in towers[key]})
+    if "out_hidden_size" in towers.get("vision_config", {}):  # Granite-Docling: the connector lands on the text width
+        towers["vision_config"]["out_hidden_size"] = small.hidden_size
+    outer = {k: v for k, v in cfg.items() if k not in ("model_type", "text_config", *towers)}
+    if cfg["model_type"] == "granite4_vision" and outer.get("deepstack_layer_map") is None:
+        outer.update(deepstack_layer_map=[], downsample_rate="1/4")  # class defaults None cannot build the model
+    conf = CONFIG_MAPPING[cfg["model_type"]](text_config=small.to_dict(), **towers, **outer)
+    auto = AutoModelForCausalLM if cfg["model_type"] == "fuyu" else AutoModelForImageTextToText
+    torch.manual_seed(0)
+    return arch, conf, auto.from_config(conf, dtype=getattr(torch, arch.dtype)).eval()
+
+
+@pytest.mark.parametrize("case", A1_WRAPPED)
+def test_batch_a1_wrapper_model_caches_its_text_part(case):
+    """Aria, HyperCLOVA X SEED Vision v2, GLM-OCR, Fuyu and BLIP-2 built whole by transformers 5.23 and run on text
+    tokens (BLIP-2 through its language model, which is ``AutoModelForCausalLM`` of the text config the wrapper
+    built: its forward wants pixel_values): the cache equals kvmath's derivation layer by layer, so the wrapper
+    neither rewrites the cache-shaping text fields nor caches anything beside the text model."""
+    import torch
+
+    from realcache import describe_cache
+
+    arch, conf, model = _a1_wrapper_model(_test_config(case), OVERRIDES.get(case))
+    from transformers import DynamicCache
+
+    run = model.language_model if case.endswith("blip-2") else model
+    vocab = conf.text_config.vocab_size
+    cache = DynamicCache(config=conf.text_config)  # as generate() makes it (Granite 4 Vision returns the one given)
+    with torch.no_grad():
+        for n in (PREFILL,) + (1,) * DECODE:
+            out = run(input_ids=torch.randint(0, vocab, (BATCH, n)), past_key_values=cache, use_cache=True)
+            assert out.past_key_values is cache
+    real = describe_cache(cache)
+    d = kvmath.derive(arch, engine="transformers", max_ctx=PREFILL + DECODE, max_num_seqs=BATCH)
+    assert {layer["index"]: layer["bytes"] for layer in real["layers"]} == \
+        {i: g.bytes // g.n_layers for g in d.groups for i in g.layers}
+    assert real["total_bytes"] == d.total_bytes
+
+
+A1_ARCHS = {"aria": "AriaForConditionalGeneration", "hyperclovax_vision_v2": "HCXVisionV2ForCausalLM",
+            "glm_ocr": "GlmOcrForConditionalGeneration", "blip-2": "Blip2ForConditionalGeneration",
+            "fuyu": "FuyuForCausalLM", "chameleon": "ChameleonForConditionalGeneration",
+            "granite4_vision": "Granite4VisionForConditionalGeneration",
+            "granite_docling": "GraniteDoclingForConditionalGeneration"}
+A1_ARCHS.update({"emu3": "Emu3ForConditionalGeneration", "deepseek_ocr2": "DeepseekOcr2ForConditionalGeneration",
+                 "deepseek_vl": "DeepseekVLForConditionalGeneration",
+                 "deepseek_vl_hybrid": "DeepseekVLHybridForConditionalGeneration",
+                 "got_ocr2": "GotOcr2ForConditionalGeneration", "fast_vlm": "FastVlmForConditionalGeneration",
+                 "idefics2": "Idefics2ForConditionalGeneration"})
+A1_NOT_VLLM = {"granite_docling": "registers no GraniteDocling class", "emu3": "Transformers backend",
+               "deepseek_ocr2": "remote-code deepseek_vl_v2 config", **{
+                   w: f"registers no {A1_ARCHS[w]}" for w in ("deepseek_vl", "deepseek_vl_hybrid", "got_ocr2",
+                                                               "fast_vlm", "idefics2")}}
+
+
+def test_batch_a1_flat_fuyu_config_reads_as_fuyu_config_lifts_it():
+    """adept/fuyu-8b's config.json is flat; FuyuConfig.__post_init__ (transformers 5.23) lifts only its spec's
+    init_kwargs keys (+ rope_scaling / rope_theta) into a persimmon text config. kvmath's layers against the
+    FuyuConfig object built from the same dicts: a num_key_value_heads at the top is not lifted (every head is
+    cached), absent sizes take the spec's defaults (36 layers x 64 heads of 4096 / 64)."""
+    from transformers import FuyuConfig
+
+    flat = {"model_type": "fuyu", "hidden_size": 2048, "num_attention_heads": 32, "num_hidden_layers": 6,
+            "num_key_value_heads": 8, "torch_dtype": "float16", "patch_size": 30}
+    for cfg in (flat, {"model_type": "fuyu"}, {"model_type": "fuyu", "num_hidden_layers": 3}):
+        built = FuyuConfig(**{k: v for k, v in cfg.items() if k != "model_type"}).text_config
+        arch = kvmath.load_architecture(dict(cfg))
+        width = built.hidden_size // built.num_attention_heads
+        assert [(a.layer_type, a.num_kv_heads, a.head_dim) for a in arch.layers] == \
+            [("full_attention", built.num_attention_heads, width)] * built.num_hidden_layers
+    assert kvmath.load_architecture(dict(flat)).dtype == "float16"
+
+
+def test_batch_a1_text_classes_the_wrappers_force_and_blip2_t5():
+    """AriaConfig and GlmOcrConfig build their own text class whatever text_config.model_type says (rhymes-ai/Aria's
+    remote-code text_config names aria_moe_lm); BLIP-2 builds AutoConfig of the written type, so a Flan-T5 text part
+    (t5, encoder-decoder) is refused in one line, and a sparse opt one takes OPTConfig's defaults as Blip2Config
+    builds it."""
+    from transformers import CONFIG_MAPPING
+
+    text = {"model_type": "aria_moe_lm", "hidden_size": 2560, "num_attention_heads": 20, "num_key_value_heads": 20,
+            "num_hidden_layers": 4}
+    for outer, t in (("aria", text), ("glm_ocr", dict(text, model_type="glm4"))):
+        built = CONFIG_MAPPING[outer](text_config=dict(t)).text_config
+        arch = kvmath.load_architecture({"model_type": outer, "text_config": dict(t)})
+        head = getattr(built, "head_dim", None) or built.hidden_size // built.num_attention_heads
+        assert arch.model_type == type(built).model_type  # the class built (its instance keeps the written name)
+        assert [(a.num_kv_heads, a.head_dim) for a in arch.layers] == [(built.num_key_value_heads, head)] * 4
+    with pytest.raises(KvMathError, match="model_type 't5' is not supported") as e:
+        kvmath.load_architecture({"model_type": "blip-2", "text_config": {"model_type": "t5"}})
+    assert "\n" not in str(e.value)
+    sparse = {"model_type": "opt", "num_hidden_layers": 4}
+    built = CONFIG_MAPPING["blip-2"](text_config=dict(sparse)).text_config
+    arch = kvmath.load_architecture({"model_type": "blip-2", "text_config": dict(sparse)})
+    assert [(a.num_kv_heads, a.head_dim) for a in arch.layers] == \
+        [(built.num_attention_heads, built.hidden_size // built.num_attention_heads)] * 4
+
+
+@pytest.mark.parametrize("outer", sorted(A1_ARCHS))
+def test_batch_a1_engines_price_the_text_part_or_refuse_in_one_line(outer):
+    """vLLM 0.24 builds each of these wrappers' language model from the text config with the attention kvmath reads
+    (aria.py AriaTextModel = LlamaModel, hyperclovax_vision_v2.py / blip2.py init_vllm_registered_model, glm4_1v.py
+    Glm4ForCausalLM for glm_ocr, fuyu.py PersimmonForCausalLM, chameleon.py): its KV equals transformers' at 2,048
+    tokens. GLM-OCR's class defaults by hand: 16 layers x 8 KV heads x 1024 / 16 x (K + V) x 2 B = 32,768 B a token,
+    67,108,864 B at 2,048. SGLang 0.5.23 (no class among kvmath's served architectures) and llama.cpp (no converter
+    read) refuse, in one line."""
+    cfg = dict(_config(DEFAULTS + outer), architectures=[A1_ARCHS[outer]])
+    arch = kvmath.load_architecture(cfg)
+    t = kvmath.derive(arch, engine="transformers", max_ctx=2048, max_num_seqs=1).total_bytes
+    if outer in A1_NOT_VLLM:
+        with pytest.raises(KvMathError, match=A1_NOT_VLLM[outer]) as e:
+            kvmath.derive(arch, engine="vllm", max_ctx=2048)
+        assert "\n" not in str(e.value)
+    else:
+        assert kvmath.derive(arch, engine="vllm", max_ctx=2048).total_bytes == t
+    if outer == "glm_ocr":
+        assert t == 16 * 8 * 64 * 2 * 2 * 2048 == 67_108_864
+    for engine in ("sglang", "llama.cpp"):
+        with pytest.raises(KvMathError) as e:
+            kvmath.derive(arch, engine=engine, max_ctx=2048)
+        assert "\n" not in str(e.value) and (outer in str(e.value) or A1_ARCHS[outer] in str(e.value))
+
+
+def test_batch_a1_chameleon_and_glm_ocr_fields_transformers_would_not_build_are_refused():
+    """ChameleonAttention is hidden_size / heads wide whatever head_dim says and keeps a null num_key_value_heads
+    None (it cannot be built); GlmOcrTextConfig defines no window (transformers' cache would window every layer);
+    the config-only weights estimate writes none of these layouts and refuses them."""
+    from kvmath.model.checkpoint import estimate_checkpoint
+
+    cham = _config(DEFAULTS + "chameleon")
+    for bad, phrase in ((dict(cham, head_dim=64), "hidden_size / num_attention_heads = 128"),
+                        (dict(cham, num_key_value_heads=None), "sets num_key_value_heads null"),
+                        ({"model_type": "glm_ocr", "text_config": {"sliding_window": 512}}, "defines no window")):
+        with pytest.raises(KvMathError, match=phrase) as e:
+            kvmath.load_architecture(bad)
+        assert "\n" not in str(e.value)
+    for outer in A1_ARCHS:
+        with pytest.raises(KvMathError, match="estimates checkpoint tensors from config.json only for|does not "
+                                              "estimate the vision tower and projector of") as e:
+            estimate_checkpoint(_config(DEFAULTS + outer))
+        assert "\n" not in str(e.value)
+
+
+def test_batch_a1_hunyuan_vl_flat_config_folds_its_text_fields():
+    """HunyuanOCR's flat config: HunYuanVLConfig.__post_init__ (transformers 5.23) folds the top-level keys that are
+    HunYuanVLTextConfig fields or aliases (attention_head_dim -> head_dim) into the text config; a top-level
+    sliding_window is not one and stays outside. kvmath's layers against that config object, and the cache of the
+    HunYuanVLTextModel built from it (2 x 43 tokens) against kvmath's derivation byte for byte; use_cla (vLLM shares
+    K / V across layers, transformers does not) is refused for vLLM in one line; a missing head_dim is refused."""
+    import torch
+    from transformers import CONFIG_MAPPING, AutoModel, DynamicCache
+
+    flat = {"model_type": "hunyuan_vl", "hidden_size": 256, "num_attention_heads": 4, "num_key_value_heads": 2,
+            "attention_head_dim": 128, "num_hidden_layers": 3, "intermediate_size": 64, "vocab_size": 512,
+            "sliding_window": 16, "torch_dtype": "bfloat16", "architectures": ["HunYuanVLForConditionalGeneration"],
+            "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [16, 16, 16, 16]}}
+    built = CONFIG_MAPPING["hunyuan_vl"](**{k: v for k, v in flat.items() if k != "model_type"}).text_config
+    arch = kvmath.load_architecture(dict(flat))
+    assert [(a.layer_type, a.num_kv_heads, a.head_dim, a.sliding_window) for a in arch.layers] == \
+        [("full_attention", built.num_key_value_heads, built.head_dim, None)] * built.num_hidden_layers == \
+        [("full_attention", 2, 128, None)] * 3
+    torch.manual_seed(0)
+    model = AutoModel.from_config(built, dtype=torch.bfloat16).eval()
+    cache = DynamicCache(config=built)
+    with torch.no_grad():
+        for n in (PREFILL,) + (1,) * DECODE:
+            model(input_ids=torch.randint(0, 512, (BATCH, n)), past_key_values=cache, use_cache=True)
+    from realcache import describe_cache
+
+    d = kvmath.derive(arch, engine="transformers", max_ctx=PREFILL + DECODE, max_num_seqs=BATCH)
+    assert describe_cache(cache)["total_bytes"] == d.total_bytes == 3 * 2 * 2 * 128 * 2 * 43 * 2  # layers KV K+V B
+    assert kvmath.derive(arch, engine="vllm", max_ctx=2048).total_bytes == \
+        kvmath.derive(arch, engine="transformers", max_ctx=2048, max_num_seqs=1).total_bytes
+    assert kvmath.derive(kvmath.load_architecture(dict(flat, use_cla=True)), engine="vllm", max_ctx=2048)  # not folded
+    nested = {"model_type": "hunyuan_vl", "text_config": dict(built.to_dict(), use_cla=True, cla_share_factor=2)}
+    with pytest.raises(KvMathError, match="use_cla") as e:
+        kvmath.derive(kvmath.load_architecture(nested), engine="vllm", max_ctx=2048)
+    assert "\n" not in str(e.value)
+    with pytest.raises(KvMathError, match="hunyuan_vl_text config has no head_dim"):
+        kvmath.load_architecture({k: v for k, v in flat.items() if k != "attention_head_dim"})
+
+
+def test_batch_a1_types_not_read_are_refused_naming_why():
+    """Florence-2 (a BART encoder-decoder text part), IDEFICS (gated cross-attention blocks) and Evolla (protein
+    aligner cross-attention) are refused in one line naming what kvmath has not read, not read as their text part."""
+    for cfg, phrase in (({"model_type": "florence2", "text_config": {"model_type": "bart"}}, "encoder-decoder"),
+                        ({"model_type": "idefics", "num_hidden_layers": 4}, "gated cross-attention"),
+                        ({"model_type": "evolla", "num_hidden_layers": 4}, "aligner")):
+        with pytest.raises(KvMathError, match=phrase) as e:
+            kvmath.load_architecture(cfg)
+        assert "\n" not in str(e.value)

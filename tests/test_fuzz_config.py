@@ -97,6 +97,28 @@ MINIMAL.update({  # batch D families: each class's own layer rule, with a window
 })
 
 
+MINIMAL.update({  # batch A1 (session 34): Chameleon and the wrappers read from their text part
+    "chameleon": {"model_type": "chameleon", "num_hidden_layers": 4, "num_attention_heads": 8,
+                  "num_key_value_heads": 2, "hidden_size": 512},
+    "glm_ocr": {"model_type": "glm_ocr", "text_config": {"model_type": "glm_ocr_text", "num_hidden_layers": 4,
+                                                         "num_attention_heads": 8, "num_key_value_heads": 2,
+                                                         "hidden_size": 512, "head_dim": 32}},
+    "blip-2": {"model_type": "blip-2", "text_config": {"model_type": "opt", "num_hidden_layers": 3,
+                                                       "num_attention_heads": 4, "hidden_size": 256}},
+    "aria": {"model_type": "aria", "text_config": {"model_type": "aria_text", "num_hidden_layers": 3,
+                                                   "num_attention_heads": 8, "num_key_value_heads": 4,
+                                                   "hidden_size": 512}},
+    "granite4_vision": {"model_type": "granite4_vision", "text_config": {
+        "model_type": "granite4_vision_text", "num_hidden_layers": 3, "num_attention_heads": 8,
+        "num_key_value_heads": 2, "hidden_size": 512}},
+    "granite_docling": {"model_type": "granite_docling", "text_config": {
+        "model_type": "granite_docling_text", "num_hidden_layers": 3, "num_attention_heads": 8,
+        "num_key_value_heads": 4, "hidden_size": 256, "head_dim": 64}},
+    "hunyuan_vl": {"model_type": "hunyuan_vl", "text_config": {
+        "model_type": "hunyuan_vl_text", "num_hidden_layers": 3, "num_attention_heads": 8,
+        "num_key_value_heads": 2, "hidden_size": 512, "head_dim": 128}},
+})
+
 def _seeds() -> dict[str, dict]:
     seeds = {f"min:{k}": v for k, v in MINIMAL.items()}
     for model_id, entry in kvmath.known_models().items():
@@ -256,8 +278,41 @@ def with_class_defaults(t: dict) -> dict:
     return out
 
 
+A1_DEFAULTED = ("chameleon", "glm_ocr", "blip-2", "aria", "fuyu", "hyperclovax_vision_v2", "granite4_vision",
+                "granite_docling", "hunyuan_vl")
+"""Batch A1 (session 34): configs whose absent sizes take the (text) config class's defaults."""
+A1_TEXT = ("glm_ocr_text", "granite4_vision_text", "granite_docling_text", "hunyuan_vl_text", "emu3_text_model",
+           "deepseek_ocr2_text")
+
+
+def with_a1_defaults(cfg: dict, t: dict) -> dict:
+    """``t`` with the sizes it leaves out taken from the config object transformers 5.23 builds from ``cfg`` (the
+    wrapper's own text part for :data:`A1_DEFAULTED` wrappers), unchanged when transformers rejects it."""
+    outer = cfg.get("model_type")
+    if outer not in A1_DEFAULTED + A1_TEXT:
+        return t
+    from transformers import CONFIG_MAPPING
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if outer in ("chameleon",) + A1_TEXT:
+                built = CONFIG_MAPPING[outer](**{k: v for k, v in cfg.items() if k != "model_type"})
+            else:  # the text class the wrapper builds: its own (forced) one, else AutoConfig of the written type
+                forced = outer in ("aria", "glm_ocr", "granite4_vision", "granite_docling", "hunyuan_vl")
+                cls = type(CONFIG_MAPPING[outer]().text_config) if forced else CONFIG_MAPPING[t["model_type"]]
+                built = cls(**{k: v for k, v in t.items() if k != "model_type"})
+    except Exception:
+        return t
+    out = dict(t)
+    for k in ("num_hidden_layers", "num_attention_heads", "hidden_size", "num_key_value_heads"):
+        if k not in t and isinstance(getattr(built, k, None), int):
+            out[k] = getattr(built, k)
+    return out
+
+
 def check_layers_match_fields(arch, cfg: dict) -> None:
-    t = with_class_defaults(_text(cfg))
+    t = with_a1_defaults(cfg, with_class_defaults(_text(cfg)))
     assert arch.num_hidden_layers == declared_layer_count(t)
     assert [layer.index for layer in arch.layers] == list(range(arch.num_hidden_layers))
     assert any(layer.owns_cache for layer in arch.layers)

@@ -1344,6 +1344,12 @@ _TOWER_UNWRITTEN = ("llava_onevision", "internvl", "aya_vision", "cohere2_vision
 embedding, InternViT's layer scales and q / k norms, Idefics3's pixel-shuffle connector, Aya Vision's SwiGLU
 projector, MiniCPM-V's window-attention merger): the config-only estimate is refused for them."""
 
+_TOWER_UNWRITTEN = _TOWER_UNWRITTEN + (  # batch A1 (issue 20, session 34): towers / connectors not written either
+    "aria", "hyperclovax_vision_v2", "glm_ocr", "blip-2", "fuyu", "granite4_vision", "granite_docling", "hunyuan_vl",
+    "emu3", "deepseek_ocr2", "deepseek_vl", "deepseek_vl_hybrid", "got_ocr2", "fast_vlm", "idefics2")
+"""SigLIP / SAM (DeepSeek-VL, -Hybrid), GOT-OCR 2's SAM-style encoder, FastVLM's timm FastViT, Idefics2's perceiver
+resampler, BLIP-2's Q-Former, Fuyu's patch projection, Emu3's / Chameleon-style VQ-VAE and the other wrappers' towers:
+none is the generic ViT the estimate writes (their text parts may be llama / qwen2 / mistral, which it does write)."""
 
 _SPEECH_UNWRITTEN = ("qwen2_audio", "granite_speech", "nemotron_h_omni", "moss_transcribe_diarize",
                      "qwen2_5_omni_thinker", "qwen3_omni_moe_thinker", "muse_spark", "muse_glimmer")

@@ -38,6 +38,14 @@ transformers; vLLM and llama.cpp refuse it). Hybrid and state-space decoders in 
 block before it on ``hybrid`` layers), Ling 3.0 (``bailing_hybrid``: KDA and MLA), LFM3 (``lfm3``: short convolutions,
 sliding and full attention), HRM-Text (``hrm_text``: one K/V slot per attention invocation of its H / L
 cycles), RecurrentGemma (``recurrent_gemma``: RG-LRU blocks and local attention); the text decoders ``aria_text`` (full GQA) and ``cohere_compass_text`` (full / sliding ``layer_types``).
+Batch A1 (session 34): the wrappers Aria (``aria``), HyperCLOVA X SEED Vision v2 (``hyperclovax_vision_v2``), GLM-OCR
+(``glm_ocr``, its ``glm_ocr_text`` decoder: GQA, no window), BLIP-2 (``blip-2``, an OPT text part) and Fuyu (``fuyu``,
+a Persimmon text part lifted from its flat config), Granite 4 Vision (``granite4_vision_text``), Granite-Docling
+(``granite_docling_text``) and HunYuan-VL / HunyuanOCR (``hunyuan_vl``: flat or nested, ``hunyuan_vl_text``, head_dim
+written), Emu3 (``emu3_text_model``), DeepSeek-OCR 2 (``deepseek_ocr2_text``: head_dim always hidden / heads),
+DeepSeek-VL / -VL-Hybrid (``llama``), GOT-OCR 2 and FastVLM (``qwen2``) and Idefics2 (``mistral``) read from their text
+part (GQA on every layer), and Chameleon (``chameleon``: GQA, ``hidden_size / heads`` wide); Florence-2 (an
+encoder-decoder), IDEFICS and Evolla (cross-attention blocks) are refused naming why.
 Read with their config classes' defaults for absent keys: full
 attention in ``solar_open``, ``hy_v3``, ``iquestcoder``, ``jais2``, ``hyperclovax``, ``diffllama``, ``doge``, ``jetmoe``
 (``num_key_value_heads`` x ``kv_channels``), and every head in ``xglm``, ``biogpt``, ``ctrl``,
@@ -121,11 +129,12 @@ def architecture_from_config(cfg: Any, *, name: str, source: str = "") -> Archit
         )
     arch = family(_Config(cfg, model_type), name or model_type, source)
     refusals = _WRAPPER_REFUSALS.get(outer_type, ())
-    if vision is not None or refusals:
+    served = _WRAPPER_SERVES.get(outer_type, ()) if isinstance(outer_type, str) else ()
+    if vision is not None or refusals or served:
         from dataclasses import replace
 
-        arch = replace(arch, vision=vision if vision is not None else arch.vision,
-                       engine_refusals=tuple(arch.engine_refusals) + refusals)
+        kept = tuple(r for r in arch.engine_refusals if r[0] not in served)
+        arch = replace(arch, vision=vision if vision is not None else arch.vision, engine_refusals=kept + refusals)
     return arch
 
 
@@ -264,6 +273,82 @@ _FLAT_WRAPPERS = ("qwen2_5_vl", "qwen2_vl")
 """Wrappers whose Hub configs are flat: transformers 5.23 ``Qwen2_5_VLConfig.__post_init__`` builds the text
 config from the top-level keys when there is no ``text_config`` (Qwen2.5-VL-7B-Instruct's config.json)."""
 
+# --- batch A1 (issue 20, session 34): wrappers whose text part kvmath reads --------------------------------------
+_WRAPPERS.update({"aria": "aria_text", "hyperclovax_vision_v2": "hyperclovax", "glm_ocr": "glm_ocr_text",
+                  "blip-2": "opt", "fuyu": "persimmon"})
+"""transformers 5.23: ``AriaConfig`` / ``GlmOcrConfig`` always build ``AriaTextConfig`` / ``GlmOcrTextConfig``
+(their ``sub_configs_defaults`` name the class, not ``AutoConfig``: :data:`_FORCED_TEXT`);
+``HyperCLOVAXVisionV2Config`` (default ``hyperclovax``) and ``Blip2Config`` (default ``opt``) build
+``AutoConfig`` from the text_config's own model_type (a ``t5`` one, BLIP-2 with Flan-T5, is an encoder-decoder kvmath
+does not read and is refused as unsupported); ``FuyuConfig`` builds a ``persimmon`` one, from the top-level keys when
+there is no text_config (:data:`_FLAT_SELECTED`). Each model's language model is ``AutoModel`` /
+``AutoModelForCausalLM`` / ``GlmOcrTextModel`` from that text config, and its cache is the text model's."""
+_FORCED_TEXT = _FORCED_TEXT + ("aria", "glm_ocr")
+_FLAT_SELECTED = {"fuyu": (("vocab_size", "max_position_embeddings", "hidden_size", "intermediate_size",
+                            "num_hidden_layers", "num_attention_heads", "hidden_act", "initializer_range",
+                            "layer_norm_eps", "use_cache", "qk_layernorm", "hidden_dropout", "attention_dropout",
+                            "eos_token_id", "rope_scaling", "rope_theta"),
+                           {"vocab_size": 262144, "max_position_embeddings": 16384, "hidden_size": 4096,
+                            "intermediate_size": 16384, "num_hidden_layers": 36, "num_attention_heads": 64},
+                           {"partial_rotary_factor": 0.5})}
+"""Wrappers whose Hub configs are flat and whose config class lifts only some top-level keys into the text config
+(transformers 5.23 ``FuyuConfig.__post_init__``: the ``init_kwargs`` keys of its ``persimmon`` spec plus
+``rope_scaling`` / ``rope_theta``, popped when present; ``partial_rotary_factor`` set to 0.5; with none present the
+spec's ``init_kwargs``). wrapper -> (keys lifted, the text class's defaults for absent ones, keys set by default)."""
+_CLASS_DEFAULTS.update({
+    "blip-2": {"opt": {"hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12, "ffn_dim": 3072,
+                       "max_position_embeddings": 2048, "vocab_size": 50272}},
+    "fuyu": {"persimmon": dict(_FLAT_SELECTED["fuyu"][1])}})
+"""``OPTConfig``'s and ``PersimmonConfig``'s own defaults (transformers 5.23 configuration_opt.py /
+configuration_persimmon.py) for the keys a sparse text_config of BLIP-2 / Fuyu leaves out."""
+_WRAPPERS.update({"granite4_vision": "granite4_vision_text", "granite_docling": "granite_docling_text",
+                  "hunyuan_vl": "hunyuan_vl_text"})
+_FORCED_TEXT = _FORCED_TEXT + ("granite4_vision", "granite_docling", "hunyuan_vl")
+_UNREAD_WRAPPERS.pop("hunyuan_vl", None)
+_FLAT_SELECTED["hunyuan_vl"] = (
+    ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+     "num_key_value_heads", "hidden_act", "max_position_embeddings", "initializer_range", "rms_norm_eps", "use_cache",
+     "pad_token_id", "bos_token_id", "eos_token_id", "eod_token_id", "pretraining_tp", "tie_word_embeddings",
+     "rope_parameters", "attention_bias", "attention_dropout", "head_dim", "sep_token_id", "dtype",
+     "attention_head_dim", "org_vocab_size", "pad_id", "rope_scaling", "rope_theta"), {}, {})
+"""Granite 4 Vision, Granite-Docling and HunYuan-VL build their own text class (transformers 5.23
+``sub_configs_defaults`` name ``Granite4VisionTextConfig`` / ``GraniteDoclingTextConfig`` / ``HunYuanVLTextConfig``);
+``HunYuanVLConfig.__post_init__`` folds a flat (Tencent HunyuanOCR) config's top-level keys that are
+``HunYuanVLTextConfig`` fields, its ``attribute_map`` aliases or ``rope_scaling`` / ``rope_theta`` into the text
+config; the rest stays on the outer config, which its cache does not read."""
+_WRAPPERS.update({"emu3": "emu3_text_model", "deepseek_ocr2": "deepseek_ocr2_text", "deepseek_vl": "llama",
+                  "deepseek_vl_hybrid": "llama", "got_ocr2": "qwen2", "fast_vlm": "qwen2", "idefics2": "mistral"})
+_FORCED_TEXT = _FORCED_TEXT + ("emu3", "deepseek_ocr2")
+_CLASS_DEFAULTS.update({w: {t: _TEXT_CLASS_DEFAULTS[t]} for w, t in {
+    "deepseek_vl": "llama", "deepseek_vl_hybrid": "llama", "got_ocr2": "qwen2", "fast_vlm": "qwen2",
+    "idefics2": "mistral"}.items()})
+"""Emu3 and DeepSeek-OCR 2 build their own text class (``Emu3TextConfig``, ``DeepseekOcr2TextConfig``); DeepSeek-VL /
+-VL-Hybrid (default ``llama``), GOT-OCR 2 and FastVLM (``qwen2``) and Idefics2 (``mistral``) build ``AutoConfig`` of
+the written text type, unchanged by their ``__post_init__`` (transformers 5.23; Idefics2's touches only its
+perceiver and tower, FastVLM's only ``tie_word_embeddings``). A sparse text_config takes the text class's own
+defaults (a ``SubConfigSpec``'s ``init_kwargs``, e.g. GotOcr2Config's, apply only when there is no text_config, which
+kvmath refuses for a wrapper)."""
+_UNREAD_WRAPPERS["florence2"] = ("Florence-2: its BART text part is an encoder-decoder (transformers 5.23 "
+                                  "EncoderDecoderCache: decoder self-attention plus cross-attention K / V of the "
+                                  "encoded image and prompt), which kvmath has no spec for")
+_WRAPPER_SERVES = {"aria": ("vllm",)}
+"""Engines a text part's own refusal does not hold for inside this wrapper: vLLM 0.24 registers no text-only Aria
+class (aria_text is refused there) but aria.py's ``AriaForConditionalGeneration`` builds ``AriaTextModel``, a
+``LlamaModel`` whose attention caches ``num_key_value_heads`` x (``head_dim`` or hidden / heads) on every layer."""
+_WRAPPER_REFUSALS.update({
+    w: (("llama.cpp", f"no llama.cpp converter for {what} was read"),) for w, what in {
+        "aria": "Aria", "hyperclovax_vision_v2": "HyperCLOVA X SEED Vision (hyperclovax_vision_v2)",
+        "glm_ocr": "GLM-OCR", "blip-2": "BLIP-2", "fuyu": "Fuyu", "granite4_vision": "Granite 4 Vision",
+        "granite_docling": "Granite-Docling", "hunyuan_vl": "HunYuan-VL", "emu3": "Emu3",
+        "deepseek_ocr2": "DeepSeek-OCR 2"}.items()})
+_WRAPPER_REFUSALS.update({
+    w: (("vllm", f"vLLM 0.24 registers no {cls} (model_executor/models/registry.py)"),
+        ("llama.cpp", f"no llama.cpp converter for {w} was read")) for w, cls in {
+        "deepseek_vl": "DeepseekVLForConditionalGeneration",
+        "deepseek_vl_hybrid": "DeepseekVLHybridForConditionalGeneration",
+        "got_ocr2": "GotOcr2ForConditionalGeneration", "fast_vlm": "FastVlmForConditionalGeneration",
+        "idefics2": "Idefics2ForConditionalGeneration"}.items()})
+
 
 def _wrapper(model_type) -> bool:
     return isinstance(model_type, str) and model_type in _WRAPPERS
@@ -283,6 +368,8 @@ def _unwrap(cfg: dict) -> tuple[dict, "VisionTower | None"]:
             flat = {k: v for k, v in cfg.items() if k not in ("vision_config", "model_type")}
             flat["model_type"] = _WRAPPERS[outer_type]
             return flat, _vision_tower(cfg)
+        if isinstance(outer_type, str) and outer_type in _FLAT_SELECTED:
+            return _flat_selected(cfg, outer_type), _vision_tower(cfg)
         if _wrapper(outer_type):
             raise KvMathError(
                 f"model_type {outer_type!r} is a multimodal wrapper and this config has no text_config; "
@@ -316,6 +403,23 @@ def _unwrap(cfg: dict) -> tuple[dict, "VisionTower | None"]:
     if inner.get("tie_word_embeddings") is None and cfg.get("tie_word_embeddings") is not None:
         inner["tie_word_embeddings"] = cfg["tie_word_embeddings"]
     return inner, _vision_tower(cfg)
+
+
+def _flat_selected(cfg: dict, outer_type: str) -> dict:
+    """The text config a flat ``cfg`` of wrapper ``outer_type`` builds (:data:`_FLAT_SELECTED`): the lifted keys
+    present, else the spec's defaults; the text class's defaults for absent keys; the dtype kept from the top."""
+    keys, defaults, set_default = _FLAT_SELECTED[outer_type]
+    text = {k: cfg[k] for k in keys if k in cfg}
+    if text:
+        text["dtype"] = cfg.get("torch_dtype", cfg.get("dtype"))
+        for key, value in set_default.items():
+            text.setdefault(key, value)
+    for key, value in defaults.items():
+        text.setdefault(key, value)
+    text["model_type"] = _WRAPPERS[outer_type]
+    if text.get("dtype") is None:
+        text["dtype"] = cfg.get("dtype") or cfg.get("torch_dtype")
+    return text
 
 
 def _vision_tower(cfg: dict) -> "VisionTower | None":
@@ -384,6 +488,12 @@ _NEEDED_FIELDS.update({
                 "layer kind for"),
     "qwen4_exp_text": ("Gated DeltaNet, PLE convolution and n-gram context states beside indexed-attention K/V and QSA "
                        "indexer keys (layer_types, ple_layer_ids, indexer_* fields), for which kvmath has no spec"),
+})
+_NEEDED_FIELDS.update({  # batch A1 (issue 20, session 34): transformers 5.23 types of the batch not given a rule
+    "idefics": ("its gated cross-attention blocks every cross_layer_interval layers beside LLaMA self-attention "
+                "(modeling_idefics.py: only self-attention is cached) and its perceiver; that rule was not read"),
+    "evolla": ("its protein-sequence aligner cross-attention layers (aligner_num_add_layers, "
+               "aligner_enable_bias) beside LLaMA self-attention; that rule was not read"),
 })
 
 

@@ -1772,3 +1772,96 @@ def _modernbert_decoder(c: _Config, name: str, source: str):
     return replace(arch, engine_refusals=_engines_unread(c, "vllm", "llama.cpp",
                                                          why="vLLM 0.24 registers only the ModernBERT encoder "
                                                              "(ModernBertModel), no decoder class"))
+# --- batch A1 (issue 20, session 34): text decoders of multimodal wrappers -------------------------------------
+
+_A1_TEXT = {
+    # model_type: (the text config class's field defaults for the keys that shape the cache or the weights estimate,
+    # transformers 5.23 configuration_<wrapper>.py; a null num_key_value_heads becomes the heads in each __post_init__;
+    # head_dim: None = getattr(config, "head_dim", hidden_size // heads), "written" = the config must write it)
+    "glm_ocr_text": ({"hidden_size": 1024, "num_hidden_layers": 16, "num_attention_heads": 16,
+                      "num_key_value_heads": 8, "intermediate_size": 4096, "vocab_size": 59392,
+                      "max_position_embeddings": 131072}, None),
+    "granite4_vision_text": ({"hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
+                              "intermediate_size": 11008, "vocab_size": 32000, "max_position_embeddings": 2048}, None),
+    "granite_docling_text": ({"hidden_size": 1024, "num_hidden_layers": 28, "num_attention_heads": 16,
+                              "num_key_value_heads": 4, "intermediate_size": 2048, "vocab_size": 133800,
+                              "max_position_embeddings": 32768}, None),
+    "hunyuan_vl_text": ({"hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
+                         "intermediate_size": 11008, "vocab_size": 290943, "max_position_embeddings": 2048},
+                        "written"),
+    "emu3_text_model": ({"hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
+                         "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 184622,
+                         "max_position_embeddings": 9216}, None),
+    "deepseek_ocr2_text": ({"hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
+                            "intermediate_size": 11008, "vocab_size": 102400, "max_position_embeddings": 2048},
+                           "hidden"),
+}
+"""Text decoders of batch A1's wrappers: GQA on every layer, no window, ``num_key_value_heads`` x head width
+(``"hidden"``: ``DeepseekOcr2TextConfig.__post_init__`` sets ``head_dim = hidden_size // num_attention_heads``
+over any written value)."""
+_A1_VLLM = {"granite_docling_text": "vLLM 0.24 registers no GraniteDocling class (model_executor/models/registry.py)",
+            "emu3_text_model": "vLLM 0.24 serves Emu3 only through its Transformers backend (registry.py "
+                               "_TRANSFORMERS_SUPPORTED_MODELS), whose cache layout kvmath has not read",
+            "deepseek_ocr2_text": "vLLM 0.24's DeepseekOCR2ForCausalLM reads the remote-code deepseek_vl_v2 config "
+                                  "(deepseek_ocr2.py DeepseekVLV2Config), not transformers' deepseek_ocr2 layout"}
+
+
+@_family(*_A1_TEXT)
+def _a1_text(c: _Config, name: str, source: str):
+    """The text decoders of GLM-OCR (``glm_ocr_text``), Granite 4 Vision (``granite4_vision_text``), Granite-Docling
+    (``granite_docling_text``) and HunYuan-VL / HunyuanOCR (``hunyuan_vl_text``): GQA on every layer, no window.
+    transformers 5.23 modeling_<wrapper>.py attention: ``num_key_value_heads`` x ``getattr(config, "head_dim",
+    hidden_size // num_attention_heads)``; absent keys take the config class's defaults (:data:`_A1_TEXT`).
+    HunYuanVLTextConfig's ``head_dim`` field defaults to None, which its attention cannot build with, so it must be
+    written (``attention_head_dim`` is its alias, ``attribute_map``). GLM-OCR's ``num_nextn_predict_layers`` (MTP) is
+    not built by transformers and not recorded. vLLM 0.24 builds the language model from the text config with the
+    same heads and widths: glm4_1v.py ``Glm4ForCausalLM`` for glm_ocr, granite4_vision.py a ``GraniteForCausalLM``,
+    hunyuan_vision.py ``HunYuanDenseV1ForCausalLM`` (refused when ``use_cla`` is set: vLLM shares K / V across layers
+    where transformers does not); it registers no Granite-Docling class (refused). Raises KvMathError for a
+    ``sliding_window`` (transformers' cache would window every layer), broken head counts, or a missing head_dim."""
+    from dataclasses import replace
+
+    defaults, head = _A1_TEXT[c.model_type]
+    cfg = dict(c.cfg)
+    if c.has("attention_head_dim"):
+        if c.has("head_dim") and c.int("head_dim") != c.int("attention_head_dim"):
+            raise KvMathError(f"{c.model_type} config sets head_dim and its alias attention_head_dim, differently")
+        cfg["head_dim"] = c.cfg["attention_head_dim"]
+    c = _class_filled(_Config(cfg, c.model_type), defaults, ("num_key_value_heads",))
+    if head == "hidden":
+        c = _Config(dict(c.cfg, head_dim=c.int("hidden_size") // c.int("num_attention_heads")), c.model_type)
+        if c.int("hidden_size") % c.int("num_attention_heads"):
+            raise KvMathError(f"{c.model_type} hidden_size is not a multiple of num_attention_heads")
+    if head == "written" and not c.has("head_dim"):
+        raise KvMathError(f"{c.model_type} config has no head_dim: its config class keeps None there and its "
+                          "attention cannot be built without it; write it")
+    arch = _full_only(c, name, source, window=f"{c.model_type}'s config class defines no window")
+    refusals = (("vllm", _A1_VLLM[c.model_type]),) if c.model_type in _A1_VLLM else ()
+    if c.model_type == "hunyuan_vl_text" and c.bool("use_cla"):
+        refusals = (("vllm", "vLLM 0.24 hunyuan_v1.py shares K / V across cla_share_factor layers when use_cla is "
+                             "set (HunYuanVLTextConfig does not: transformers caches every layer); not priced"),)
+    return replace(arch, engine_refusals=refusals)
+
+
+_CHAMELEON_DEFAULTS = {"hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
+                       "num_key_value_heads": 32, "intermediate_size": 11008, "vocab_size": 65536,
+                       "max_position_embeddings": 4096}
+"""``ChameleonConfig``'s field defaults (transformers 5.23 configuration_chameleon.py) for the cache-shaping and
+weights keys; its ``num_key_value_heads`` (default 32) is not filled from the heads when null."""
+
+
+@_family("chameleon")
+def _chameleon(c: _Config, name: str, source: str):
+    """Chameleon (``chameleon``, facebook/chameleon-7b / -30b; a flat decoder config, its VQ-GAN image tokenizer in
+    ``vq_config`` caches nothing): GQA on every layer, no window. transformers 5.23 modeling_chameleon.py
+    ``ChameleonAttention``: ``head_dim = hidden_size // num_heads`` (a written ``head_dim`` other than that is
+    refused), ``num_key_value_heads`` K and V heads; absent keys take ``ChameleonConfig``'s defaults
+    (:data:`_CHAMELEON_DEFAULTS`; a null KV-head count is refused, transformers cannot build it). vLLM 0.24
+    chameleon.py ``ChameleonAttention`` caches ``num_key_value_heads`` x ``hidden_size // num_heads`` as well:
+    priced generically; llama.cpp's LLM_ARCH_CHAMELEON loader was not read: refused."""
+    from dataclasses import replace
+
+    c = _class_filled(c, _CHAMELEON_DEFAULTS)
+    cfg = dict(c.cfg, head_dim=_every_head_width(c))
+    arch = _full_only(_Config(cfg, c.model_type), name, source, window="ChameleonConfig defines no window")
+    return replace(arch, engine_refusals=_engines_unread(c, "llama.cpp"))
