@@ -767,3 +767,14 @@ def test_metadata_values_must_be_strings(tmp_path):
         read_safetensors_header(p)
     with pytest.raises(Exception):  # safetensors' Metadata is a map of strings to strings
         safetensors.safe_open(str(p), "np")
+
+
+@pytest.mark.parametrize("wrapper", ["lighton_ocr", "qianfan_ocr", "video_llava", "vipllava", "perception_lm", "janus",
+                                     "ovis2", "video_llama_3", "minicpm_ocr"])
+def test_config_estimate_refuses_batch_a2_wrapper_towers(wrapper):
+    """Issue 20 batch A2: their text parts (llama / qwen2 / qwen3 / qwen3_5_text) are layouts the estimate writes, but
+    not their towers (Pixtral, InternViT-style, CLIP with a video tower or VipLLaVA's multi-layer projector, timm,
+    Janus' SigLIP + VQ-VAE, Ovis2's visual tokenizer, VideoLLaMA3's, MiniCPM-OCR's): refused in one line."""
+    with pytest.raises(KvMathError, match=f"does not estimate the vision tower and projector of {wrapper}") as e:
+        estimate_checkpoint(json.loads((FAMILY_CONFIGS / f"transformers-5.23-defaults__{wrapper}.json").read_text()))
+    assert "\n" not in str(e.value)

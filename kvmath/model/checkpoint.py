@@ -1340,6 +1340,11 @@ _TOWER_UNWRITTEN = ("llava_onevision", "internvl", "aya_vision", "cohere2_vision
 embedding, InternViT's layer scales and q / k norms, Idefics3's pixel-shuffle connector, Aya Vision's SwiGLU
 projector, MiniCPM-V's window-attention merger): the config-only estimate is refused for them."""
 
+_TOWER_UNWRITTEN += ("lighton_ocr", "qianfan_ocr", "video_llava", "vipllava", "perception_lm", "janus", "ovis2",
+                     "video_llama_3", "shieldgemma2", "minicpm_ocr", "lfm3_vl")
+"""Issue 20 batch A2's wrappers: Pixtral (LightOnOCR), InternViT-style (Qianfan-OCR), CLIP towers with a video tower
+(Video-LLaVA) or a multi-layer projector (VipLLaVA), timm (Perception LM), SigLIP + VQ-VAE (Janus), Ovis2's visual
+tokenizer, VideoLLaMA3's, SigLIP (ShieldGemma 2), MiniCPM-OCR's and LFM3-VL's towers: none is counted exactly."""
 
 def _refuse_unwritten_tower(config: dict) -> None:
     """Raise KvMathError for a wrapper in :data:`_TOWER_UNWRITTEN` (its tower is not estimated exactly)."""

@@ -1646,3 +1646,53 @@ def _dsa_defaulted(c: _Config, name: str, source: str):
               for i, mode in enumerate(modes)]
     arch = _arch(c, name, source, layers, c.int("num_attention_heads"))
     return replace(arch, engine_refusals=_engines_unread(c, "vllm", "llama.cpp", why=_NO_VLLM_FILE))
+
+
+# --- issue 20, batch A2: text decoders of engine-served multimodal wrappers -----------------------------------
+
+_PADDLEOCR_VL_TEXT = {"num_hidden_layers": 18, "num_attention_heads": 16, "num_key_value_heads": 2, "head_dim": 128,
+                      "hidden_size": 1024, "intermediate_size": 3072, "vocab_size": 103424,
+                      "max_position_embeddings": 131072}
+"""transformers 5.23 configuration_paddleocr_vl.py ``PaddleOCRTextConfig`` field defaults for the cache-shaping and
+weight keys."""
+
+
+@_family("paddleocr_vl_text")
+def _paddleocr_vl_text(c: _Config, name: str, source: str):
+    """PaddleOCR-VL's text decoder (``paddleocr_vl_text``, an ERNIE 4.5 0.3B layout): full attention on every layer,
+    ``num_key_value_heads`` x ``head_dim`` K and V (modeling_paddleocr_vl.py ``PaddleOCRAttention``; the model builds
+    ``DynamicCache(config=self.config)``), with ``PaddleOCRTextConfig``'s defaults for absent keys (2 KV heads, head
+    width 128, 18 layers); a null ``num_key_value_heads`` / ``head_dim`` becomes the heads / ``hidden_size / heads``
+    (its ``__post_init__``). The class defines no window: a ``sliding_window`` would window every layer's cache
+    (cache_utils get_layer_types_and_kwargs) while the attention reads ``layer_types``, so it is refused, and so is a
+    ``layer_types`` other than full. vLLM 0.24 paddleocr_vl.py folds the built text config into the top-level config and
+    runs ``Ernie4_5ForCausalLM`` (models/ernie45.py, the Llama model: ``num_key_value_heads`` x ``head_dim``, full)
+    on it: priced generically. llama.cpp: refused (its converter for PaddleOCR-VL was not read)."""
+    from dataclasses import replace
+
+    c = _class_filled(c, _PADDLEOCR_VL_TEXT, ("num_key_value_heads", "head_dim"))
+    arch = _full_only(c, name, source)
+    return replace(arch, engine_refusals=_engines_unread(c, "llama.cpp"))
+
+
+_MOLMO2_TEXT = {"num_hidden_layers": 36, "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128,
+                "hidden_size": 4096, "intermediate_size": 12288, "vocab_size": 151936,
+                "max_position_embeddings": 36864}
+"""transformers 5.23 configuration_molmo2.py ``Molmo2TextConfig`` field defaults for the cache-shaping and weight
+keys (``head_dim`` 128 whatever ``hidden_size / heads``)."""
+
+
+@_family("molmo2_text")
+def _molmo2_text(c: _Config, name: str, source: str):
+    """Molmo 2's text decoder (``molmo2_text``): full attention on every layer, ``num_key_value_heads`` x ``head_dim``
+    K and V (modeling_molmo2.py ``Molmo2Attention``, ``DynamicCache(config=self.config)`` in ``Molmo2TextModel``),
+    with ``Molmo2TextConfig``'s defaults for absent keys (8 KV heads, head width 128, 36 layers). The class defines no
+    window: a ``sliding_window`` (every layer windowed in the cache) or non-full ``layer_types`` is refused. vLLM 0.24
+    molmo2.py reads ``num_key_value_heads`` and ``head_dim`` from the built text config into its own ``TextConfig``
+    and runs full ``Attention`` of that width on ``num_hidden_layers`` layers: priced generically. llama.cpp refused
+    (its converter for Molmo 2 was not read)."""
+    from dataclasses import replace
+
+    c = _class_filled(c, _MOLMO2_TEXT)
+    arch = _full_only(c, name, source)
+    return replace(arch, engine_refusals=_engines_unread(c, "llama.cpp"))
