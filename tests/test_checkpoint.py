@@ -770,7 +770,7 @@ def test_metadata_values_must_be_strings(tmp_path):
 
 
 @pytest.mark.parametrize("wrapper", ["lighton_ocr", "qianfan_ocr", "video_llava", "vipllava", "perception_lm", "janus",
-                                     "ovis2", "video_llama_3", "minicpm_ocr"])
+                                     "ovis2", "video_llama_3", "minicpm_ocr", "pp_chart2table"])
 def test_config_estimate_refuses_batch_a2_wrapper_towers(wrapper):
     """Issue 20 batch A2: their text parts (llama / qwen2 / qwen3 / qwen3_5_text) are layouts the estimate writes, but
     not their towers (Pixtral, InternViT-style, CLIP with a video tower or VipLLaVA's multi-layer projector, timm,

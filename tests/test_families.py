@@ -1085,7 +1085,12 @@ def test_batch_d_absent_keys_take_the_config_class_defaults():
 # --- issue 20, batch A2: wrappers around a text type kvmath reads -----------------------------------------------
 
 WRAPPED_A2 = [DEFAULTS + t for t in ("lighton_ocr", "qianfan_ocr", "video_llava", "vipllava", "janus", "ovis2",
-                                     "video_llama_3", "shieldgemma2", "minicpm_ocr", "lfm3_vl", "paddleocr_vl", "molmo2")]
+                                     "video_llama_3", "shieldgemma2", "minicpm_ocr", "lfm3_vl", "paddleocr_vl", "molmo2",
+                                     "kosmos-2.5", "pp_chart2table")]
+# Kosmos-2 (pixel_values or image_embeds) and InstructBLIP / -Video (pixel_values, qformer_input_ids) cannot run on
+# text tokens alone: their wrappers are checked on the config object (test_a2_forced_and_image_bound_wrappers_...)
+OVERRIDES.update({DEFAULTS + "instructblip": {"hidden_size": 128},  # OPT: hidden / heads wide, _cut's 2 heads x 64
+                  DEFAULTS + "instructblipvideo": {"hidden_size": 128}})
 # perception_lm's tower is a timm_wrapper (TimmWrapperModel needs timm, not in the test venv): its wrapper is checked
 # on the config object PerceptionLMConfig builds (test_a2_sparse_text_configs_read_as_the_wrapper_builds_them)
 
@@ -1135,7 +1140,8 @@ def test_a2_sparse_text_configs_read_as_the_wrapper_builds_them(outer, text):
 
 @pytest.mark.parametrize("wrapper", ["video_llava", "vipllava", "perception_lm", "janus", "ovis2", "video_llama_3",
                                      "shieldgemma2", "minicpm_ocr", "lfm3_vl", "lighton_ocr", "qianfan_ocr",
-                                     "molmo2", "paddleocr_vl"])
+                                     "molmo2", "paddleocr_vl", "kosmos-2", "kosmos-2.5", "instructblip",
+                                     "instructblipvideo", "pp_chart2table"])
 def test_a2_engines_price_or_refuse_the_wrapper_in_one_line(wrapper):
     """vLLM 0.24 registers LightOnOCRForConditionalGeneration (lightonocr.py) and QianfanOCRForConditionalGeneration
     (qianfan_ocr.py, InternVLChatModel), both building their language model from config.text_config
@@ -1187,3 +1193,56 @@ def test_paddleocr_vl_flat_hub_config_reads_as_the_wrapper_builds_it():
     with pytest.raises(KvMathError, match="paddleocr_vl_text config sets sliding_window 16") as e:
         kvmath.load_architecture(dict(flat, sliding_window=16))
     assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("outer,text", [
+    ("kosmos-2", {"model_type": "kosmos_2_text_model", "embed_dim": 2048, "attention_heads": 32, "layers": 24}),
+    # Kosmos2Config builds Kosmos2TextConfig whatever text_config's model_type says
+    ("kosmos-2", {"model_type": "llama", "embed_dim": 1024, "attention_heads": 16, "layers": 4}),
+    ("kosmos-2.5", {"embed_dim": 1536, "attention_heads": 16, "layers": 24}),
+    ("instructblip", {"model_type": "llama", "vocab_size": 32001}),  # instructblip-vicuna-7b's sparse text part
+    ("instructblip", {"model_type": "opt", "hidden_size": 2560, "num_attention_heads": 32, "num_hidden_layers": 32,
+                      "ffn_dim": 10240}),
+    ("instructblipvideo", {"model_type": "llama", "hidden_size": 5120, "num_attention_heads": 40,
+                           "num_hidden_layers": 40}),
+    ("pp_chart2table", {"model_type": "qwen2", "hidden_size": 1024, "num_attention_heads": 16,
+                        "num_key_value_heads": 16, "num_hidden_layers": 24}),  # Qwen2Config's KV default is 32
+])
+def test_a2_forced_and_image_bound_wrappers_read_their_text_part_as_built(outer, text):
+    """The text config transformers 5.23's wrapper config class builds (Kosmos2Config / Kosmos2_5Config name their
+    text class; InstructBLIP and PP-Chart2Table take CONFIG_MAPPING[model_type] with the class's defaults): every
+    layer full, num_key_value_heads (or every head) x head width. Kosmos2ForConditionalGeneration's text model is
+    Kosmos2TextForCausalLM(config.text_config) and InstructBLIP's language model AutoModelForCausalLM.from_config(
+    config.text_config) (modeling_kosmos2.py / modeling_instructblip.py); their caches are checked on the text models
+    in test_cache_equals_transformers_layer_by_layer. Kosmos-2 with add_cross_attention is refused in one line."""
+    from transformers import CONFIG_MAPPING
+
+    built = CONFIG_MAPPING[outer](text_config=dict(text)).text_config
+    heads = built.num_attention_heads
+    kv = getattr(built, "num_key_value_heads", None) or heads
+    head_dim = getattr(built, "head_dim", None) or built.hidden_size // heads
+    arch = kvmath.load_architecture({"model_type": outer, "text_config": dict(text)})
+    assert [(a.layer_type, a.num_kv_heads, a.head_dim, a.sliding_window) for a in arch.layers] == \
+        [("full_attention", kv, head_dim, None)] * built.num_hidden_layers
+    if outer == "kosmos-2":
+        with pytest.raises(KvMathError, match="sets add_cross_attention") as e:
+            kvmath.load_architecture({"model_type": outer, "text_config": dict(text, add_cross_attention=True)})
+        assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("model_type,phrase", [
+    ("pix2struct", "Pix2Struct is an encoder-decoder"), ("pp_formulanet", "PP-FormulaNet is an encoder-decoder"),
+    ("udop", "UDOP is an encoder-decoder"), ("unlimited_ocr", "reference_sliding_attention")])
+def test_a2_types_without_a_spec_are_refused_naming_why(model_type, phrase):
+    """transformers 5.23's class-defaults configs of the batch's encoder-decoders (EncoderDecoderCache: self- and
+    cross-attention entries) and of Unlimited-OCR (prefill kept + a window over decoded tokens): one line naming
+    the layout, exit 2, not read from their text part. Unlimited-OCR's original checkpoint form (language_config,
+    no text_config) is refused the same way."""
+    from transformers import CONFIG_MAPPING
+
+    for cfg in (CONFIG_MAPPING[model_type]().to_dict(),) + (
+            ({"model_type": "unlimited_ocr", "language_config": {"hidden_size": 1280}},)
+            if model_type == "unlimited_ocr" else ()):
+        with pytest.raises(KvMathError, match=phrase) as e:
+            kvmath.load_architecture(cfg)
+        assert "\n" not in str(e.value)

@@ -243,6 +243,7 @@ CLASS_DEFAULTED = ("solar_open", "hy_v3", "iquestcoder", "jais2", "diffllama", "
                    "cohere2_moe", "cwm", "vaultgemma", "laguna", "mellum", "minicpm3", "youtu", "longcat_flash",
                    "jetmoe", "axk1", "flint", "kolibri1", "axk2", "hy_v4", "hyperclovax")
 """Families kvmath reads with their config classes' defaults for absent keys (batch D)."""
+CLASS_DEFAULTED += ("molmo2_text", "paddleocr_vl_text")  # issue 20 batch A2
 
 
 def with_class_defaults(t: dict) -> dict:

@@ -24,9 +24,12 @@ InternVL, Aya Vision, Command A Vision, PaliGemma, Idefics3, SmolVLM, EXAONE 4.5
 GLM-4.1V / 4.5V / 4.6V (``glm4v_text``, ``glm4v_moe_text``), Voxtral, Kimi K2.5, Step 3.7 whose ``step3p5``
 text decoder is full / sliding GQA; LightOnOCR, Qianfan-OCR, Video-LLaVA, VipLLaVA, Perception LM, Janus, Ovis2,
 VideoLLaMA3, ShieldGemma 2, MiniCPM-OCR, LFM3-VL, PaddleOCR-VL with its ``paddleocr_vl_text`` decoder, flat or
-nested, and Molmo 2 with its ``molmo2_text`` decoder, both full GQA) are read from their text part (a sparse one
-with its text class's defaults), with
-the vision tower's size; any other outer ``model_type`` holding a ``text_config`` is refused. Older layouts:
+nested, and Molmo 2 with its ``molmo2_text`` decoder, both full GQA; Kosmos-2 / 2.5 (every head of their
+``kosmos_2_text_model`` / ``kosmos_2_5_text_model``), InstructBLIP / -Video (OPT or Llama text part) and
+PP-Chart2Table) are read from their text part (a sparse one with its text class's defaults), with
+the vision tower's size; any other outer ``model_type`` holding a ``text_config`` is refused (the
+encoder-decoders Pix2Struct, PP-FormulaNet and UDOP and Unlimited-OCR's reference sliding window naming why).
+Older layouts:
 ``gpt2``, ``gptj``, ``gpt_bigcode``
 (GPT-2's key names; ``gpt-sw3`` is GPT-2, ``codegen`` under the same names), ``opt`` (``ffn_dim``), ``bloom`` (``n_layer`` /
 ``n_head``), ``falcon`` (the multi-query 7B; 40B's broadcast cache is refused), ``dbrx`` and ``mpt`` (MosaicML's
@@ -241,6 +244,28 @@ _FLAT_WRAPPERS += ("paddleocr_vl",)
 # Molmo2TextConfig, not SubConfigSpec(AutoConfig)): SubConfigSpec.create_subconfig builds that class whatever
 # text_config's model_type says (configuration_utils.py)
 _FORCED_TEXT += ("paddleocr_vl", "molmo2")
+# Kosmos-2 / 2.5 (Kosmos2Config / Kosmos2_5Config name Kosmos2TextConfig / Kosmos2_5TextConfig: forced likewise);
+# InstructBLIP / InstructBLIP-Video (SubConfigSpec(AutoConfig, "opt"); a decoder-only text part is built with
+# AutoModelForCausalLM.from_config(config.text_config), a T5 one is encoder-decoder and refused as t5);
+# PP-Chart2Table (SubConfigSpec(AutoConfig, "qwen2"), built as GotOcr2ForConditionalGeneration)
+_WRAPPERS.update({"kosmos-2": "kosmos_2_text_model", "kosmos-2.5": "kosmos_2_5_text_model", "instructblip": "opt",
+                  "instructblipvideo": "opt", "pp_chart2table": "qwen2"})
+_FORCED_TEXT += ("kosmos-2", "kosmos-2.5")
+_ENC_DEC = ("an encoder-decoder: transformers 5.23 caches its decoder's self-attention and its cross-attention keys "
+            "and values over the encoded image (EncoderDecoderCache), which kvmath does not size")
+_UNREAD_WRAPPERS.update({
+    "pix2struct": "Pix2Struct is " + _ENC_DEC + " (modeling_pix2struct.py)",
+    "pp_formulanet": "PP-FormulaNet is " + _ENC_DEC + " (modeling_pp_formulanet.py)",
+    "unlimited_ocr": ("Unlimited-OCR: its reference_sliding_attention layers keep every prefill token and a window "
+                      "over the decoded ones (UnlimitedOcrDynamicReferenceSlidingWindowLayer), a layout kvmath has "
+                      "no spec for"),
+})
+_CLASS_DEFAULTS.update({w: {t: _TEXT_CLASS_DEFAULTS[t] for t in types} for w, types in {
+    "instructblip": ("llama",), "instructblipvideo": ("llama",), "pp_chart2table": ("qwen2",)}.items()})
+_WRAPPER_REFUSALS.update({w: (("vllm", f"vLLM 0.24 registers no model class for {w} (model_executor/models/"
+                                       "registry.py)"),
+                              ("llama.cpp", f"no llama.cpp converter for {w} was read"))
+                          for w in ("instructblip", "instructblipvideo", "pp_chart2table")})
 
 
 def _wrapper(model_type) -> bool:
@@ -346,6 +371,17 @@ _NEEDED_FIELDS = {
     "gemma4_unified_text": ("Gemma 4 layers whose window Gemma4UnifiedTextConfig can halve (use_bidirectional_attention) "
                             "and whose full layers take global widths per layer; its rule was not written"),
     "gemma4_assistant": "a Gemma 4 drafter (assistant) model whose cache layout kvmath has not read",
+    # issue 20 batch A2: transformers 5.23 types whose cache kvmath has no spec for, or whose layer rule was not read
+    "udop": "UDOP is " + "an encoder-decoder (T5 layout): transformers 5.23 caches its decoder's self-attention and "
+            "cross-attention keys and values (EncoderDecoderCache), which kvmath does not size",
+    "unlimited_ocr": ("Unlimited-OCR's reference_sliding_attention layers (every prefill token kept, a window over "
+                      "the decoded ones: UnlimitedOcrDynamicReferenceSlidingWindowLayer), a layout kvmath has no spec "
+                      "for"),
+    "unlimited_ocr_text": ("its reference_sliding_attention layers (every prefill token kept, a window over the "
+                           "decoded ones), a layout kvmath has no spec for"),
+    "phi4_multimodal": ("Phi-4-multimodal's flat config (Phi4MultimodalConfig: the Phi-3 text fields beside "
+                        "vision_config / audio_config); its layer rule was not read, and vLLM removed "
+                        "Phi4MultimodalForCausalLM in 0.12.0"),
     # MiniMax-M3's published config.json (MiniMaxM3ForCausalLM, remote code): transformers 5.23 has no minimax_m3,
     # only minimax_m3_vl / minimax_m3_vl_text, and does not map one onto the other; vLLM 0.24 registers
     # MiniMaxM3SparseForCausalLM and caches an indexer key beside K/V on the sparse layers
