@@ -778,3 +778,14 @@ def test_config_estimate_refuses_speech_and_omni_encoders_it_does_not_write(conf
     with pytest.raises(KvMathError, match="does not estimate the audio / speech encoder and projector of") as e:
         estimate_checkpoint(json.loads((FAMILY_CONFIGS / f"{config}.json").read_text()))
     assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("wrapper", ["lighton_ocr", "qianfan_ocr", "video_llava", "vipllava", "perception_lm", "janus",
+                                     "ovis2", "video_llama_3", "minicpm_ocr", "pp_chart2table"])
+def test_config_estimate_refuses_batch_a2_wrapper_towers(wrapper):
+    """Issue 20 batch A2: their text parts (llama / qwen2 / qwen3 / qwen3_5_text) are layouts the estimate writes, but
+    not their towers (Pixtral, InternViT-style, CLIP with a video tower or VipLLaVA's multi-layer projector, timm,
+    Janus' SigLIP + VQ-VAE, Ovis2's visual tokenizer, VideoLLaMA3's, MiniCPM-OCR's): refused in one line."""
+    with pytest.raises(KvMathError, match=f"does not estimate the vision tower and projector of {wrapper}") as e:
+        estimate_checkpoint(json.loads((FAMILY_CONFIGS / f"transformers-5.23-defaults__{wrapper}.json").read_text()))
+    assert "\n" not in str(e.value)

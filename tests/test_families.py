@@ -1495,3 +1495,169 @@ def test_batch_a1_types_not_read_are_refused_naming_why():
         with pytest.raises(KvMathError, match=phrase) as e:
             kvmath.load_architecture(cfg)
         assert "\n" not in str(e.value)
+
+
+# --- issue 20, batch A2: wrappers around a text type kvmath reads -----------------------------------------------
+
+WRAPPED_A2 = [DEFAULTS + t for t in ("lighton_ocr", "qianfan_ocr", "video_llava", "vipllava", "janus", "ovis2",
+                                     "video_llama_3", "shieldgemma2", "minicpm_ocr", "lfm3_vl", "paddleocr_vl", "molmo2",
+                                     "kosmos-2.5", "pp_chart2table")]
+# Kosmos-2 (pixel_values or image_embeds) and InstructBLIP / -Video (pixel_values, qformer_input_ids) cannot run on
+# text tokens alone: their wrappers are checked on the config object (test_a2_forced_and_image_bound_wrappers_...)
+OVERRIDES.update({DEFAULTS + "instructblip": {"hidden_size": 128},  # OPT: hidden / heads wide, _cut's 2 heads x 64
+                  DEFAULTS + "instructblipvideo": {"hidden_size": 128}})
+# perception_lm's tower is a timm_wrapper (TimmWrapperModel needs timm, not in the test venv): its wrapper is checked
+# on the config object PerceptionLMConfig builds (test_a2_sparse_text_configs_read_as_the_wrapper_builds_them)
+
+
+@pytest.mark.parametrize("case", WRAPPED_A2)
+def test_a2_wrapper_model_caches_its_text_part_as_kvmath_reads_it(case):
+    """As test_wrapper_model_caches_its_text_part_as_kvmath_reads_it: the whole wrapper transformers 5.23 builds from
+    the config (AutoModelForImageTextToText; ShieldGemma 2 maps to Gemma3ForConditionalGeneration), tower cut to one
+    layer, caches exactly kvmath's derivation layer by layer; its text model alone is checked in
+    test_cache_equals_transformers_layer_by_layer."""
+    cfg = _test_config(case)
+    cfg["vision_config"].pop("layer_types", None)  # LFM3-VL's tower: Lfm3VlVisionConfig derives them for 1 layer
+    if "adapter_config" in cfg:  # Molmo 2's adapter must read a layer of the 1-layer tower (validate_architecture)
+        cfg["adapter_config"]["vision_feature_layer"] = [0]
+    _check_wrapper_cache(cfg, OVERRIDES.get(case))
+
+
+@pytest.mark.parametrize("outer,text", [
+    ("perception_lm", {"model_type": "llama", "hidden_size": 2048, "num_hidden_layers": 16, "num_attention_heads": 32,
+                       "num_key_value_heads": 8, "head_dim": 64}),
+    ("perception_lm", {"model_type": "llama", "vocab_size": 128256}),  # LlamaConfig's 32 x 32 x 128 filled in
+    ("janus", {"model_type": "llama", "hidden_size": 2048, "num_hidden_layers": 24, "num_attention_heads": 16}),
+    ("vipllava", {"model_type": "llama", "vocab_size": 32064}), ("video_llava", {"model_type": "llama"}),
+    ("ovis2", {"model_type": "qwen2", "hidden_size": 896, "num_attention_heads": 14, "num_key_value_heads": 2,
+               "num_hidden_layers": 24}),
+    ("video_llama_3", {"model_type": "qwen2", "hidden_size": 1536, "num_attention_heads": 12,
+                       "num_key_value_heads": 2, "num_hidden_layers": 28}),
+    # Qwen3Config's head_dim default is 128 whatever hidden / heads (1024 / 16 = 64): the class default is read
+    ("lighton_ocr", {"model_type": "qwen3", "hidden_size": 1024, "num_attention_heads": 16, "num_key_value_heads": 8,
+                     "num_hidden_layers": 28}),
+    ("qianfan_ocr", {"model_type": "qwen3", "vocab_size": 153678}),
+])
+def test_a2_sparse_text_configs_read_as_the_wrapper_builds_them(outer, text):
+    """The text config transformers 5.23's own wrapper config class builds from a sparse text_config (layer types,
+    KV heads, head width, window) against kvmath's layers: no model is run, the config object is the independent side
+    (the text model's cache on the class-defaults files is checked in test_cache_equals_transformers_layer_by_layer)."""
+    from transformers import CONFIG_MAPPING
+
+    built = CONFIG_MAPPING[outer](text_config=dict(text)).text_config
+    n = built.num_hidden_layers
+    head_dim = getattr(built, "head_dim", None) or built.hidden_size // built.num_attention_heads
+    assert getattr(built, "sliding_window", None) is None or not getattr(built, "use_sliding_window", True)
+    want = [("full_attention", built.num_key_value_heads, head_dim, None)] * n
+    arch = kvmath.load_architecture({"model_type": outer, "text_config": dict(text)})
+    assert [(a.layer_type, a.num_kv_heads, a.head_dim, a.sliding_window) for a in arch.layers] == want
+
+
+@pytest.mark.parametrize("wrapper", ["video_llava", "vipllava", "perception_lm", "janus", "ovis2", "video_llama_3",
+                                     "shieldgemma2", "minicpm_ocr", "lfm3_vl", "lighton_ocr", "qianfan_ocr",
+                                     "molmo2", "paddleocr_vl", "kosmos-2", "kosmos-2.5", "instructblip",
+                                     "instructblipvideo", "pp_chart2table"])
+def test_a2_engines_price_or_refuse_the_wrapper_in_one_line(wrapper):
+    """vLLM 0.24 registers LightOnOCRForConditionalGeneration (lightonocr.py) and QianfanOCRForConditionalGeneration
+    (qianfan_ocr.py, InternVLChatModel), both building their language model from config.text_config
+    (init_vllm_registered_model): priced as the text part, by hand for LightOnOCR's class defaults (28 layers x 8 KV
+    heads x 128 x (K + V) x 2 B = 114,688 B a token in transformers). The other wrappers have no vLLM 0.24 class, and no
+    llama.cpp converter was read for any: refused in one line, not priced as their text part alone. Molmo 2 (vLLM 0.24
+    molmo2.py: full Attention of num_key_value_heads x head_dim) and PaddleOCR-VL (paddleocr_vl.py: Ernie4_5ForCausalLM)
+    are priced on vLLM."""
+    arch = kvmath.load_architecture(_config(DEFAULTS + wrapper))
+    vllm_served = ("lighton_ocr", "qianfan_ocr", "molmo2", "paddleocr_vl")
+    engines = ("llama.cpp",) if wrapper in vllm_served else ("vllm", "llama.cpp")
+    for engine in engines:
+        with pytest.raises(KvMathError, match=f"kvmath does not price {arch.model_type}") as e:
+            kvmath.derive(arch, engine=engine, max_ctx=4096)
+        assert "\n" not in str(e.value)
+    if wrapper == "lighton_ocr":
+        d = kvmath.derive(arch, engine="transformers", max_ctx=1000, max_num_seqs=1)
+        assert d.total_bytes == 1000 * 28 * 8 * 128 * 2 * 2
+    if len(engines) == 1:
+        assert kvmath.derive(arch, engine="vllm", max_ctx=4096).total_bytes > 0
+
+
+def test_paddleocr_vl_flat_hub_config_reads_as_the_wrapper_builds_it():
+    """PaddleOCR-VL's Hub configs are flat (PaddleOCRVLConfig.__post_init__ builds the text config from the top-level
+    keys when there is no text_config). Its published layout written flat (18 layers, 16 heads, 2 KV heads x 128, the
+    fields a Rust port's test copies from the 1.5 config): kvmath reads what the wrapper builds, by hand 18 x 2 x 128 x
+    (K + V) x 2 B = 18,432 B a token in bf16; a null num_key_value_heads / head_dim becomes the heads / hidden / heads
+    as PaddleOCRTextConfig.__post_init__ sets them. vLLM 0.24 (paddleocr_vl.py: Ernie4_5ForCausalLM on the folded
+    text config) is priced, llama.cpp refused in one line."""
+    from transformers import CONFIG_MAPPING
+
+    flat = {"architectures": ["PaddleOCRVLForConditionalGeneration"], "model_type": "paddleocr_vl",
+            "hidden_size": 1024, "num_hidden_layers": 18, "num_attention_heads": 16, "num_key_value_heads": 2,
+            "head_dim": 128, "intermediate_size": 3072, "vocab_size": 103424, "max_position_embeddings": 131072,
+            "sliding_window": None, "torch_dtype": "bfloat16", "vision_config": {"model_type": "paddleocr_vl_vision"}}
+    for changes in ({}, {"num_key_value_heads": None, "head_dim": None}):
+        cfg = dict(flat, **changes)
+        built = CONFIG_MAPPING["paddleocr_vl"](**{k: v for k, v in cfg.items() if k != "model_type"}).text_config
+        arch = kvmath.load_architecture(cfg)
+        assert arch.model_type == "paddleocr_vl_text" and arch.num_hidden_layers == built.num_hidden_layers == 18
+        assert {(a.layer_type, a.num_kv_heads, a.head_dim) for a in arch.layers} == {
+            ("full_attention", built.num_key_value_heads, built.head_dim)}
+    arch = kvmath.load_architecture(flat)
+    assert kvmath.derive(arch, engine="transformers", max_ctx=1000, max_num_seqs=1).total_bytes == 1000 * 18_432
+    assert kvmath.derive(arch, engine="vllm", max_ctx=4096).total_bytes > 0
+    with pytest.raises(KvMathError, match="kvmath does not price paddleocr_vl_text") as e:
+        kvmath.derive(arch, engine="llama.cpp", max_ctx=4096)
+    assert "\n" not in str(e.value)
+    with pytest.raises(KvMathError, match="paddleocr_vl_text config sets sliding_window 16") as e:
+        kvmath.load_architecture(dict(flat, sliding_window=16))
+    assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("outer,text", [
+    ("kosmos-2", {"model_type": "kosmos_2_text_model", "embed_dim": 2048, "attention_heads": 32, "layers": 24}),
+    # Kosmos2Config builds Kosmos2TextConfig whatever text_config's model_type says
+    ("kosmos-2", {"model_type": "llama", "embed_dim": 1024, "attention_heads": 16, "layers": 4}),
+    ("kosmos-2.5", {"embed_dim": 1536, "attention_heads": 16, "layers": 24}),
+    ("instructblip", {"model_type": "llama", "vocab_size": 32001}),  # instructblip-vicuna-7b's sparse text part
+    ("instructblip", {"model_type": "opt", "hidden_size": 2560, "num_attention_heads": 32, "num_hidden_layers": 32,
+                      "ffn_dim": 10240}),
+    ("instructblipvideo", {"model_type": "llama", "hidden_size": 5120, "num_attention_heads": 40,
+                           "num_hidden_layers": 40}),
+    ("pp_chart2table", {"model_type": "qwen2", "hidden_size": 1024, "num_attention_heads": 16,
+                        "num_key_value_heads": 16, "num_hidden_layers": 24}),  # Qwen2Config's KV default is 32
+])
+def test_a2_forced_and_image_bound_wrappers_read_their_text_part_as_built(outer, text):
+    """The text config transformers 5.23's wrapper config class builds (Kosmos2Config / Kosmos2_5Config name their
+    text class; InstructBLIP and PP-Chart2Table take CONFIG_MAPPING[model_type] with the class's defaults): every
+    layer full, num_key_value_heads (or every head) x head width. Kosmos2ForConditionalGeneration's text model is
+    Kosmos2TextForCausalLM(config.text_config) and InstructBLIP's language model AutoModelForCausalLM.from_config(
+    config.text_config) (modeling_kosmos2.py / modeling_instructblip.py); their caches are checked on the text models
+    in test_cache_equals_transformers_layer_by_layer. Kosmos-2 with add_cross_attention is refused in one line."""
+    from transformers import CONFIG_MAPPING
+
+    built = CONFIG_MAPPING[outer](text_config=dict(text)).text_config
+    heads = built.num_attention_heads
+    kv = getattr(built, "num_key_value_heads", None) or heads
+    head_dim = getattr(built, "head_dim", None) or built.hidden_size // heads
+    arch = kvmath.load_architecture({"model_type": outer, "text_config": dict(text)})
+    assert [(a.layer_type, a.num_kv_heads, a.head_dim, a.sliding_window) for a in arch.layers] == \
+        [("full_attention", kv, head_dim, None)] * built.num_hidden_layers
+    if outer == "kosmos-2":
+        with pytest.raises(KvMathError, match="sets add_cross_attention") as e:
+            kvmath.load_architecture({"model_type": outer, "text_config": dict(text, add_cross_attention=True)})
+        assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("model_type,phrase", [
+    ("pix2struct", "Pix2Struct is an encoder-decoder"), ("pp_formulanet", "PP-FormulaNet is an encoder-decoder"),
+    ("udop", "UDOP is an encoder-decoder"), ("unlimited_ocr", "reference_sliding_attention")])
+def test_a2_types_without_a_spec_are_refused_naming_why(model_type, phrase):
+    """transformers 5.23's class-defaults configs of the batch's encoder-decoders (EncoderDecoderCache: self- and
+    cross-attention entries) and of Unlimited-OCR (prefill kept + a window over decoded tokens): one line naming
+    the layout, exit 2, not read from their text part. Unlimited-OCR's original checkpoint form (language_config,
+    no text_config) is refused the same way."""
+    from transformers import CONFIG_MAPPING
+
+    for cfg in (CONFIG_MAPPING[model_type]().to_dict(),) + (
+            ({"model_type": "unlimited_ocr", "language_config": {"hidden_size": 1280}},)
+            if model_type == "unlimited_ocr" else ()):
+        with pytest.raises(KvMathError, match=phrase) as e:
+            kvmath.load_architecture(cfg)
+        assert "\n" not in str(e.value)

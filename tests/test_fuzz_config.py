@@ -119,6 +119,19 @@ MINIMAL.update({  # batch A1 (session 34): Chameleon and the wrappers read from 
         "num_key_value_heads": 2, "hidden_size": 512, "head_dim": 128}},
 })
 
+MINIMAL.update({  # issue 20 batch A2: wrappers whose text part kvmath reads (class defaults fill a sparse one)
+    "a2_lighton_ocr": {"model_type": "lighton_ocr", "dtype": "bfloat16",
+                       "text_config": {"model_type": "qwen3", "hidden_size": 512, "num_hidden_layers": 4,
+                                       "num_attention_heads": 8, "num_key_value_heads": 2}},
+    "a2_video_llama_3": {"model_type": "video_llama_3", "dtype": "bfloat16",
+                         "text_config": {"model_type": "qwen2", "hidden_size": 512, "num_hidden_layers": 4,
+                                         "num_attention_heads": 8, "num_key_value_heads": 2}},
+    "a2_paddleocr_vl": {"model_type": "paddleocr_vl", "dtype": "bfloat16",  # PaddleOCRTextConfig: 2 KV heads x 128
+                        "text_config": {"model_type": "paddleocr_vl_text", "hidden_size": 512, "num_hidden_layers": 4,
+                                        "num_attention_heads": 8}},
+})
+
+
 def _seeds() -> dict[str, dict]:
     seeds = {f"min:{k}": v for k, v in MINIMAL.items()}
     for model_id, entry in kvmath.known_models().items():
@@ -256,6 +269,7 @@ CLASS_DEFAULTED = ("solar_open", "hy_v3", "iquestcoder", "jais2", "diffllama", "
 SIZE_DEFAULTED = ("qwen2_5_omni_text", "qwen3_omni_moe_text", "muse_spark_text", "muse_glimmer_text",
                   "modernbert-decoder")
 """Families whose absent layer count, hidden size and heads also take the config class's defaults (s34 batch B2)."""
+CLASS_DEFAULTED += ("molmo2_text", "paddleocr_vl_text")  # issue 20 batch A2
 
 
 def with_class_defaults(t: dict) -> dict:
@@ -311,8 +325,39 @@ def with_a1_defaults(cfg: dict, t: dict) -> dict:
     return out
 
 
+A2_WRAPPERS = ("lighton_ocr", "qianfan_ocr", "video_llava", "vipllava", "perception_lm", "janus", "ovis2",
+               "video_llama_3", "paddleocr_vl")
+"""Issue 20 batch A2's wrappers: their text config class fills absent keys (Qwen3Config's head_dim 128)."""
+
+
+def with_wrapper_built_defaults(cfg: dict, t: dict) -> dict:
+    """``t`` with the cache-shaping keys it leaves out set to the field defaults of the text config class transformers
+    5.23's wrapper config class builds for it (:data:`A2_WRAPPERS`; the class read from the installed wrapper's
+    ``sub_configs_defaults``: a named class, or ``CONFIG_MAPPING`` of the text model_type for ``AutoConfig``)."""
+    if cfg.get("model_type") not in A2_WRAPPERS or not isinstance(cfg.get("text_config"), dict):
+        return t
+    from transformers import CONFIG_MAPPING, PreTrainedConfig
+
+    spec = CONFIG_MAPPING[cfg["model_type"]].sub_configs_defaults["text_config"]
+    spec_class = getattr(spec, "config_class", spec)
+    if isinstance(spec_class, type) and issubclass(spec_class, PreTrainedConfig):
+        text_class = spec_class
+    else:
+        mt = t.get("model_type") if isinstance(t.get("model_type"), str) else spec.model_type
+        if mt not in CONFIG_MAPPING:
+            return t
+        text_class = CONFIG_MAPPING[mt]
+    fields = getattr(text_class, "__dataclass_fields__", {})
+    out = dict(t)
+    for k in ("num_hidden_layers", "num_attention_heads", "hidden_size", "num_key_value_heads", "head_dim"):
+        default = fields[k].default if k in fields else None
+        if k not in t and isinstance(default, int) and not isinstance(default, bool):
+            out[k] = default
+    return out
+
+
 def check_layers_match_fields(arch, cfg: dict) -> None:
-    t = with_a1_defaults(cfg, with_class_defaults(_text(cfg)))
+    t = with_wrapper_built_defaults(cfg, with_a1_defaults(cfg, with_class_defaults(_text(cfg))))
     assert arch.num_hidden_layers == declared_layer_count(t)
     assert [layer.index for layer in arch.layers] == list(range(arch.num_hidden_layers))
     assert any(layer.owns_cache for layer in arch.layers)

@@ -1358,6 +1358,13 @@ projector, Nemotron-H Omni's RADIO + Parakeet towers, MOSS's audio encoder, the 
 rule here writes: the generic tower table counts the wrong tensors (Qwen2-Audio's class defaults: 12,684,767,232
 parameters where transformers 5.23 builds 12,692,062,208), so the config-only estimate is refused for them."""
 
+_TOWER_UNWRITTEN += ("lighton_ocr", "qianfan_ocr", "video_llava", "vipllava", "perception_lm", "janus", "ovis2",
+                     "video_llama_3", "shieldgemma2", "minicpm_ocr", "lfm3_vl", "instructblip", "instructblipvideo",
+                     "pp_chart2table", "kosmos-2", "kosmos-2.5", "molmo2", "paddleocr_vl")
+"""Issue 20 batch A2's wrappers: Pixtral (LightOnOCR), InternViT-style (Qianfan-OCR), CLIP towers with a video tower
+(Video-LLaVA) or a multi-layer projector (VipLLaVA), timm (Perception LM), SigLIP + VQ-VAE (Janus), Ovis2's visual
+tokenizer, VideoLLaMA3's, SigLIP (ShieldGemma 2), MiniCPM-OCR's and LFM3-VL's towers, InstructBLIP's Q-Former, GOT-OCR 2's (PP-Chart2Table), Kosmos' latent
+queries, Molmo 2's adapter and PaddleOCR-VL's SigLIP: none is counted exactly."""
 
 def _refuse_unwritten_tower(config: dict) -> None:
     """Raise KvMathError for a wrapper in :data:`_TOWER_UNWRITTEN` (its tower is not estimated exactly)."""

@@ -22,8 +22,14 @@ attention), Mamba-1 (``mamba``, ``falcon_mamba``, ``jamba``) and LFM2's short co
 (``_WRAPPERS``: Qwen-VL, Gemma 3 / 3n / 4, Llama 4, Mistral 3, LFM2-VL, LLaVA, LLaVA-NeXT / -NeXT-Video / -OneVision,
 InternVL, Aya Vision, Command A Vision, PaliGemma, Idefics3, SmolVLM, EXAONE 4.5, MiniCPM-V 4.6 / 4.7,
 GLM-4.1V / 4.5V / 4.6V (``glm4v_text``, ``glm4v_moe_text``), Voxtral, Kimi K2.5, Step 3.7 whose ``step3p5``
-text decoder is full / sliding GQA) are read from their text part (a sparse one with its text class's defaults), with
-the vision tower's size; any other outer ``model_type`` holding a ``text_config`` is refused. Older layouts:
+text decoder is full / sliding GQA; LightOnOCR, Qianfan-OCR, Video-LLaVA, VipLLaVA, Perception LM, Janus, Ovis2,
+VideoLLaMA3, ShieldGemma 2, MiniCPM-OCR, LFM3-VL, PaddleOCR-VL with its ``paddleocr_vl_text`` decoder, flat or
+nested, and Molmo 2 with its ``molmo2_text`` decoder, both full GQA; Kosmos-2 / 2.5 (every head of their
+``kosmos_2_text_model`` / ``kosmos_2_5_text_model``), InstructBLIP / -Video (OPT or Llama text part) and
+PP-Chart2Table) are read from their text part (a sparse one with its text class's defaults), with
+the vision tower's size; any other outer ``model_type`` holding a ``text_config`` is refused (the
+encoder-decoders Pix2Struct, PP-FormulaNet and UDOP and Unlimited-OCR's reference sliding window naming why).
+Older layouts:
 ``gpt2``, ``gptj``, ``gpt_bigcode``
 (GPT-2's key names; ``gpt-sw3`` is GPT-2, ``codegen`` under the same names), ``opt`` (``ffn_dim``), ``bloom`` (``n_layer`` /
 ``n_head``), ``falcon`` (the multi-query 7B; 40B's broadcast cache is refused), ``dbrx`` and ``mpt`` (MosaicML's
@@ -350,6 +356,65 @@ _WRAPPER_REFUSALS.update({
         "idefics2": "Idefics2ForConditionalGeneration"}.items()})
 
 
+# --- issue 20, batch A2: wrappers whose text part is a type kvmath reads (transformers 5.23 SubConfigSpec(AutoConfig,
+# model_type=...) builds CONFIG_MAPPING[text_config["model_type"]](**text_config) unchanged; each model builds its
+# language model with AutoModel.from_config(config.text_config); no __post_init__ of these classes touches the text
+# part: configuration_<type>.py / modeling_<type>.py of lighton_ocr, qianfan_ocr, video_llava, vipllava,
+# perception_lm, janus, ovis2, video_llama_3, shieldgemma2 (Gemma3ForConditionalGeneration on its config),
+# minicpm_ocr, lfm3_vl)
+_WRAPPERS.update({"lighton_ocr": "qwen3", "qianfan_ocr": "qwen3", "video_llava": "llama", "vipllava": "llama",
+                  "perception_lm": "llama", "janus": "llama", "ovis2": "qwen2", "video_llama_3": "qwen2",
+                  "shieldgemma2": "gemma3_text", "minicpm_ocr": "qwen3_5_text", "lfm3_vl": "lfm3"})
+_TEXT_CLASS_DEFAULTS.setdefault("qwen3", {  # transformers 5.23 Qwen3Config(): head_dim 128 whatever hidden / heads
+    "hidden_size": 4096, "intermediate_size": 22016, "num_hidden_layers": 32, "num_attention_heads": 32,
+    "num_key_value_heads": 32, "head_dim": 128, "max_position_embeddings": 32768, "vocab_size": 151936})
+_CLASS_DEFAULTS.update({w: {t: _TEXT_CLASS_DEFAULTS[t] for t in types} for w, types in {
+    "lighton_ocr": ("qwen3",), "qianfan_ocr": ("qwen3",), "video_llava": ("llama",), "vipllava": ("llama",),
+    "perception_lm": ("llama",), "janus": ("llama",), "ovis2": ("qwen2",), "video_llama_3": ("qwen2",)}.items()})
+_WRAPPER_REFUSALS.update({
+    **{w: (("vllm", f"vLLM 0.24 registers no model class for {w} (model_executor/models/registry.py)"),
+           ("llama.cpp", f"no llama.cpp converter for {w} was read"))
+       for w in ("video_llava", "vipllava", "perception_lm", "janus", "ovis2", "video_llama_3", "shieldgemma2",
+                 "minicpm_ocr", "lfm3_vl")},
+    # vLLM 0.24 lightonocr.py / qianfan_ocr.py (InternVLChatModel) build the language model with
+    # init_vllm_registered_model(hf_config=config.text_config), the same text config: priced there
+    "lighton_ocr": (("llama.cpp", "no llama.cpp converter for LightOnOCR was read"),),
+    "qianfan_ocr": (("llama.cpp", "no llama.cpp converter for Qianfan-OCR was read"),),
+})
+# PaddleOCR-VL (paddleocr_vl): its own text class, PaddleOCRTextConfig (model_type paddleocr_vl_text, hf_families);
+# Hub configs are flat: PaddleOCRVLConfig.__post_init__ builds the text config from the top-level keys when there
+# is no text_config (the text class's fields; kvmath reads every top-level key, so a stray top-level sliding_window
+# is refused rather than ignored as transformers ignores it)
+_WRAPPERS.update({"paddleocr_vl": "paddleocr_vl_text", "molmo2": "molmo2_text"})
+_FLAT_WRAPPERS += ("paddleocr_vl",)
+# PaddleOCRVLConfig / Molmo2Config name their text class itself in sub_configs_defaults (PaddleOCRTextConfig,
+# Molmo2TextConfig, not SubConfigSpec(AutoConfig)): SubConfigSpec.create_subconfig builds that class whatever
+# text_config's model_type says (configuration_utils.py)
+_FORCED_TEXT += ("paddleocr_vl", "molmo2")
+# Kosmos-2 / 2.5 (Kosmos2Config / Kosmos2_5Config name Kosmos2TextConfig / Kosmos2_5TextConfig: forced likewise);
+# InstructBLIP / InstructBLIP-Video (SubConfigSpec(AutoConfig, "opt"); a decoder-only text part is built with
+# AutoModelForCausalLM.from_config(config.text_config), a T5 one is encoder-decoder and refused as t5);
+# PP-Chart2Table (SubConfigSpec(AutoConfig, "qwen2"), built as GotOcr2ForConditionalGeneration)
+_WRAPPERS.update({"kosmos-2": "kosmos_2_text_model", "kosmos-2.5": "kosmos_2_5_text_model", "instructblip": "opt",
+                  "instructblipvideo": "opt", "pp_chart2table": "qwen2"})
+_FORCED_TEXT += ("kosmos-2", "kosmos-2.5")
+_ENC_DEC = ("an encoder-decoder: transformers 5.23 caches its decoder's self-attention and its cross-attention keys "
+            "and values over the encoded image (EncoderDecoderCache), which kvmath does not size")
+_UNREAD_WRAPPERS.update({
+    "pix2struct": "Pix2Struct is " + _ENC_DEC + " (modeling_pix2struct.py)",
+    "pp_formulanet": "PP-FormulaNet is " + _ENC_DEC + " (modeling_pp_formulanet.py)",
+    "unlimited_ocr": ("Unlimited-OCR: its reference_sliding_attention layers keep every prefill token and a window "
+                      "over the decoded ones (UnlimitedOcrDynamicReferenceSlidingWindowLayer), a layout kvmath has "
+                      "no spec for"),
+})
+_CLASS_DEFAULTS.update({w: {t: _TEXT_CLASS_DEFAULTS[t] for t in types} for w, types in {
+    "instructblip": ("llama",), "instructblipvideo": ("llama",), "pp_chart2table": ("qwen2",)}.items()})
+_WRAPPER_REFUSALS.update({w: (("vllm", f"vLLM 0.24 registers no model class for {w} (model_executor/models/"
+                                       "registry.py)"),
+                              ("llama.cpp", f"no llama.cpp converter for {w} was read"))
+                          for w in ("instructblip", "instructblipvideo", "pp_chart2table")})
+
+
 def _wrapper(model_type) -> bool:
     return isinstance(model_type, str) and model_type in _WRAPPERS
 
@@ -472,6 +537,17 @@ _NEEDED_FIELDS = {
                         "widths), which kvmath has not read for this family"),
     "minimax_m3_vl_text": ("its minimax_m3_sparse layers keep a block-indexer key cache beside K/V "
                            "(MiniMaxM3VLSparseCacheLayer, sparse_attention_config), for which kvmath has no spec"),
+    # issue 20 batch A2: transformers 5.23 types whose cache kvmath has no spec for, or whose layer rule was not read
+    "udop": "UDOP is " + "an encoder-decoder (T5 layout): transformers 5.23 caches its decoder's self-attention and "
+            "cross-attention keys and values (EncoderDecoderCache), which kvmath does not size",
+    "unlimited_ocr": ("Unlimited-OCR's reference_sliding_attention layers (every prefill token kept, a window over "
+                      "the decoded ones: UnlimitedOcrDynamicReferenceSlidingWindowLayer), a layout kvmath has no spec "
+                      "for"),
+    "unlimited_ocr_text": ("its reference_sliding_attention layers (every prefill token kept, a window over the "
+                           "decoded ones), a layout kvmath has no spec for"),
+    "phi4_multimodal": ("Phi-4-multimodal's flat config (Phi4MultimodalConfig: the Phi-3 text fields beside "
+                        "vision_config / audio_config); its layer rule was not read, and vLLM removed "
+                        "Phi4MultimodalForCausalLM in 0.12.0"),
     # MiniMax-M3's published config.json (MiniMaxM3ForCausalLM, remote code): transformers 5.23 has no minimax_m3,
     # only minimax_m3_vl / minimax_m3_vl_text, and does not map one onto the other; vLLM 0.24 registers
     # MiniMaxM3SparseForCausalLM and caches an indexer key beside K/V on the sparse layers

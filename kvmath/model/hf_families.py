@@ -1865,3 +1865,79 @@ def _chameleon(c: _Config, name: str, source: str):
     cfg = dict(c.cfg, head_dim=_every_head_width(c))
     arch = _full_only(_Config(cfg, c.model_type), name, source, window="ChameleonConfig defines no window")
     return replace(arch, engine_refusals=_engines_unread(c, "llama.cpp"))
+
+
+# --- issue 20, batch A2: text decoders of engine-served multimodal wrappers -----------------------------------
+
+_PADDLEOCR_VL_TEXT = {"num_key_value_heads": 2, "head_dim": 128, "intermediate_size": 3072, "vocab_size": 103424,
+                      "max_position_embeddings": 131072}
+"""transformers 5.23 configuration_paddleocr_vl.py ``PaddleOCRTextConfig`` field defaults for the KV-head, head-width
+and weight keys (the layer and head counts and hidden size must be written, as for every family)."""
+
+
+@_family("paddleocr_vl_text")
+def _paddleocr_vl_text(c: _Config, name: str, source: str):
+    """PaddleOCR-VL's text decoder (``paddleocr_vl_text``, an ERNIE 4.5 0.3B layout): full attention on every layer,
+    ``num_key_value_heads`` x ``head_dim`` K and V (modeling_paddleocr_vl.py ``PaddleOCRAttention``; the model builds
+    ``DynamicCache(config=self.config)``), with ``PaddleOCRTextConfig``'s defaults for absent keys (2 KV heads, head
+    width 128); a null ``num_key_value_heads`` / ``head_dim`` becomes the heads / ``hidden_size / heads``
+    (its ``__post_init__``). The class defines no window: a ``sliding_window`` would window every layer's cache
+    (cache_utils get_layer_types_and_kwargs) while the attention reads ``layer_types``, so it is refused, and so is a
+    ``layer_types`` other than full. vLLM 0.24 paddleocr_vl.py folds the built text config into the top-level config and
+    runs ``Ernie4_5ForCausalLM`` (models/ernie45.py, the Llama model: ``num_key_value_heads`` x ``head_dim``, full)
+    on it: priced generically. llama.cpp: refused (its converter for PaddleOCR-VL was not read)."""
+    from dataclasses import replace
+
+    c = _class_filled(c, _PADDLEOCR_VL_TEXT, ("num_key_value_heads", "head_dim"))
+    arch = _full_only(c, name, source)
+    return replace(arch, engine_refusals=_engines_unread(c, "llama.cpp"))
+
+
+_MOLMO2_TEXT = {"num_key_value_heads": 8, "head_dim": 128, "intermediate_size": 12288, "vocab_size": 151936,
+                "max_position_embeddings": 36864}
+"""transformers 5.23 configuration_molmo2.py ``Molmo2TextConfig`` field defaults for the KV-head, head-width and
+weight keys (``head_dim`` 128 whatever ``hidden_size / heads``; layer and head counts and hidden size must be
+written)."""
+
+
+@_family("molmo2_text")
+def _molmo2_text(c: _Config, name: str, source: str):
+    """Molmo 2's text decoder (``molmo2_text``): full attention on every layer, ``num_key_value_heads`` x ``head_dim``
+    K and V (modeling_molmo2.py ``Molmo2Attention``, ``DynamicCache(config=self.config)`` in ``Molmo2TextModel``),
+    with ``Molmo2TextConfig``'s defaults for absent keys (8 KV heads, head width 128). The class defines no
+    window: a ``sliding_window`` (every layer windowed in the cache) or non-full ``layer_types`` is refused. vLLM 0.24
+    molmo2.py reads ``num_key_value_heads`` and ``head_dim`` from the built text config into its own ``TextConfig``
+    and runs full ``Attention`` of that width on ``num_hidden_layers`` layers: priced generically. llama.cpp refused
+    (its converter for Molmo 2 was not read)."""
+    from dataclasses import replace
+
+    c = _class_filled(c, _MOLMO2_TEXT)
+    arch = _full_only(c, name, source)
+    return replace(arch, engine_refusals=_engines_unread(c, "llama.cpp"))
+
+
+_OLD_MHA.update({
+    # Kosmos-2 / 2.5's text decoders (Kosmos2TextConfig / Kosmos2_5TextConfig attribute_map)
+    **{t: ({"embed_dim": "hidden_size", "attention_heads": "num_attention_heads", "layers": "num_hidden_layers",
+            "ffn_dim": "intermediate_size"}, sizes)
+       for t, sizes in (("kosmos_2_text_model", {"hidden_size": 2048, "num_attention_heads": 32,
+                                                 "num_hidden_layers": 24}),
+                        ("kosmos_2_5_text_model", {"hidden_size": 1536, "num_attention_heads": 16,
+                                                   "num_hidden_layers": 24}))},
+})
+
+
+@_family("kosmos_2_text_model", "kosmos_2_5_text_model")
+def _kosmos_text(c: _Config, name: str, source: str):
+    """Kosmos-2 / Kosmos-2.5's text decoders: every head cached on every layer, ``embed_dim / attention_heads`` wide
+    (transformers 5.23 modeling_kosmos2.py / modeling_kosmos2_5.py ``KosmosTextAttention``: ``head_dim = embed_dim //
+    num_heads``; ``DynamicCache(config=self.config)``; no window field), read as :func:`_old_mha` reads its
+    families (sizes must be written). Kosmos-2 with ``add_cross_attention`` or ``is_encoder_decoder`` builds an
+    ``EncoderDecoderCache`` with cross-attention entries kvmath has no spec for: refused. vLLM 0.24 has no Kosmos
+    model file; llama.cpp not read: both refused."""
+    for key in ("add_cross_attention", "is_encoder_decoder"):
+        if c.bool(key):
+            raise KvMathError(f"{c.model_type} config sets {key}: transformers 5.23 then caches cross-attention keys "
+                              "and values beside the self-attention cache (EncoderDecoderCache), which kvmath does not "
+                              "size")
+    return _old_mha(c, name, source)
