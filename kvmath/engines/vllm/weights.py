@@ -237,16 +237,21 @@ def _placements(checkpoint: Checkpoint, rt: str, tied: bool, shard_vision: bool,
     Each module's name is read once (:func:`_module_facts`) and each distinct (module facts, name's last part,
     dtype, shape, bytes) placed once (:func:`_rule`): a 400,000-tensor header or a Qwen3-235B estimate of 73,000
     tensors holds a few thousand distinct ones."""
-    tensors = checkpoint.tensors
-    split = list(map(str.rpartition, map(attrgetter("name"), tensors), repeat(".")))  # (prefix, ".", last part)
-    prefixes = list(map(itemgetter(0), split))
+    import numpy as np
+
+    table = checkpoint.table
+    # facts once per canonical prefix (numbers but expert numbers written 0: a layer number changes no rule)
     facts_ids: dict = {}  # facts -> number
-    fid_of = {p: facts_ids.setdefault(_module_facts(p), len(facts_ids)) for p in dict.fromkeys(prefixes)}
+    by_canon = {c: facts_ids.setdefault(_module_facts(c[:-1] if c.endswith(".") else c), len(facts_ids))
+                for c in dict.fromkeys(table.canonical_prefixes)}
+    fid_of_prefix = np.array([by_canon[c] for c in table.canonical_prefixes], np.int64)
     facts_list = list(facts_ids)  # number -> facts
-    # each distinct (module facts, last part, dtype, shape, bytes), counted in C, in the order first met
-    counts = Counter(zip(map(fid_of.__getitem__, prefixes), map(itemgetter(2), split),
-                         map(attrgetter("dtype"), tensors), map(attrgetter("shape"), tensors),
-                         map(attrgetter("nbytes"), tensors)))
+    # each distinct (module facts, last part, (dtype, shape, bytes)) counted at once, as one integer per row
+    nl, nk = max(len(table.leaves), 1), max(len(table.kinds), 1)
+    codes = (fid_of_prefix[table.prefix_of] * nl + table.leaf_of) * nk + table.kind_of if len(table) else table.kind_of
+    uniq, n_of = np.unique(codes, return_counts=True)
+    counts = {(c // (nl * nk), table.leaves[c // nk % nl], *table.kinds[c % nk]): n
+              for c, n in zip(uniq.tolist(), n_of.tolist())}
     bits = DTYPE_BITS[rt]
     groups: dict = {}
     for (fid, raw, dtype, shape, nb), n in counts.items():
