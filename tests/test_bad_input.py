@@ -1064,6 +1064,10 @@ def test_index_total_size_must_be_a_byte_count(total, tmp_path):
     ({"model_id": "../escape"}, "must be 1-96 ASCII"),
     ({"model_id": "ok", "hf_repo": "no slash"}, "--hf-repo"),
     ({"model_id": "ok", "revision": "zz"}, "40-hex Hub commit"),
+    # probe 4: Windows device names (any case, any extension) and ids a shell or Windows reads otherwise
+    ({"model_id": "CON"}, "Windows reserves"), ({"model_id": "nul.json"}, "Windows reserves"),
+    ({"model_id": "Com7"}, "Windows reserves"), ({"model_id": "lpt0.x.y"}, "Windows reserves"),
+    ({"model_id": "-rf"}, "must not start with '-'"), ({"model_id": "model."}, "end with '.'"),
 ])
 def test_add_model_names_checked(kw, contains):
     from kvmath.book.model_chapter import check_onboarding
@@ -1073,6 +1077,8 @@ def test_add_model_names_checked(kw, contains):
     check_onboarding("ok-1.5_b", "org/name", "a" * 40)
     check_onboarding("ok", "gpt2", None)  # a Hub repo without an org (gpt2) exists
     check_onboarding("ok", "", "unrecorded")
+    check_onboarding("console-7b", "", None)  # a device name only as the whole stem: CONSOLE, COM10 are files
+    check_onboarding("com10", "", None)
 
 
 def test_add_model_without_id_is_one_line(capsys):
