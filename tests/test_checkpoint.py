@@ -825,3 +825,28 @@ def test_column_reader_agrees_with_the_json_reader_on_mutated_headers(tmp_path, 
         assert [(t.name, t.dtype, t.shape, t.nbytes, t.file) for t in fast[0].rows()] == slow[0], raw
         assert fast[1] == slow[1]
     assert accepted >= 20  # some mutations (a name's letters, a metadata value) leave a valid header
+
+
+def test_a_layer_missing_some_of_its_tensors_is_refused(tmp_path):
+    """Probe 4: a folder whose layer 1 lacks one tensor (or one expert) the other layers hold was priced as if the
+    weights were there (vLLM loads no error for a parameter no file names: it stays uninitialised). Refused in one line
+    naming the layer and the tensor; layers that differ as a whole pattern (a dense layer before MoE layers) pass."""
+    cfg = dict(TINY, num_hidden_layers=3, quantization_config=QUANT["gptq"])
+    est = {t.name: (t.dtype, t.shape) for t in estimate_checkpoint(cfg).tensors}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    gone = "model.layers.1.self_attn.k_proj.scales"
+    assert gone in est
+    write(tmp_path / "model.safetensors", {n: v for n, v in est.items() if n != gone})
+    with pytest.raises(KvMathError, match=r"decoder layer 1 lacks model\.layers\.1\.self_attn\.k_proj\.scales"):
+        read_checkpoint(tmp_path)
+    from kvmath.model import checkpoint as C
+
+    moe = [f"model.layers.0.mlp.{p}.weight" for p in ("gate_proj", "up_proj", "down_proj")]
+    for i in range(1, 4):
+        moe += [f"model.layers.{i}.mlp.gate.weight"] + [f"model.layers.{i}.mlp.experts.{e}.{p}.weight"
+                                                         for e in range(3) for p in ("gate_proj", "up_proj", "down_proj")]
+    rows = [C.Tensor(n, "bf16", (1,), 2) for n in moe]
+    C._check_layers_present("f", rows, {"num_hidden_layers": 4})  # dense layer 0, MoE layers 1-3: no gap
+    with pytest.raises(KvMathError, match=r"decoder layer 2 lacks model\.layers\.2\.mlp\.experts\.1 "):
+        C._check_layers_present("f", [t for t in rows if ".layers.2.mlp.experts.1." not in t.name],
+                                {"num_hidden_layers": 4})

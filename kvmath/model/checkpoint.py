@@ -582,6 +582,11 @@ def _check_layers_present(folder, tensors, config: dict) -> None:
     if missing:
         raise KvMathError(f"{folder}: the safetensors files hold {len(seen)} of the config's {L} decoder layers "
                           f"(layer {missing[0]} is missing): a partial download or another model")
+    gap = table.layer_gap(_NOT_DECODER, L)
+    if gap is not None:  # vLLM's loader leaves the parameter it never reads uninitialised: no error, wrong weights
+        i, missing_name, beside = gap
+        raise KvMathError(f"{folder}: decoder layer {i} lacks {missing_name[:120]} (every other layer holding {beside[:80]} "
+                          "holds it too): a damaged or partial shard")
 
 
 # ---------------------------------------------------------------------------------------------------

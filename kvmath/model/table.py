@@ -34,6 +34,7 @@ _INT = r"(?:0|[1-9][0-9]{0,14})"
 _KIND = re.compile(r'([A-Za-z0-9_]{1,16})","shape":\[(%s(?:,%s){0,15})?' % (_INT, _INT))
 _DTYPE_KEY, _OFFSETS_KEY = b"dtype", b"data_offsets"
 _NOT_EXPERT_NUMBER = re.compile(r"[0-9](?<![^.\n][0-9])(?<!experts\.[0-9])[0-9]*(?=\.)")  # a digit first: fast to skip
+_LAYER_AND_REST = re.compile(r"(?m)^(?:((?:[^\n]*?\.)??(?:layers|h|blocks)\.)(\d+)\.)?([^\n]*)$")
 _FIRST_LAYER = re.compile(r"(?m)^(?:[^\n]*?\.)??(?:layers|h|blocks)\.(\d+)\.")
 
 
@@ -149,6 +150,41 @@ class TensorTable:
         canon_ok = {c: not not_decoder.search(c) for c in set(canon)}
         lines = [p for p, k, c in zip(self.prefixes, kept.tolist(), canon) if k and canon_ok[c] and p]
         return set(map(int, set(_FIRST_LAYER.findall("\n".join(lines)))))
+
+    def layer_gap(self, not_decoder: re.Pattern, layers: int):
+        """``(layer, missing, beside)`` for the first decoder layer below ``layers`` that lacks a tensor or module
+        every other layer holds beside one it does hold (``beside``, held by at least two other layers, never without
+        ``missing``): a layer missing some of its tensors (a damaged or partial shard). Names are within the layer
+        (``self_attn.q_proj.weight_scale``), ``missing`` with the layer's stem (``model.layers.3.``). None when no
+        layer has such a gap. Layers that differ as a whole pattern (dense and MoE layers, attention and linear
+        attention, a module two or more layers lack) are not gaps. Prefixes and leaves as
+        :meth:`decoder_layers` reads them."""
+        if not len(self):
+            return None
+        import numpy as np
+
+        bad = [bool(not_decoder.search(x)) for x in self.leaves]
+        if len(self.leaves) <= 62:  # each prefix's leaves as one bit mask, made at once
+            ok = ~np.array(bad, bool)[self.leaf_of]
+            masks = np.zeros(len(self.prefixes), np.uint64)
+            np.bitwise_or.at(masks, self.prefix_of[ok], np.left_shift(np.uint64(1), self.leaf_of[ok].astype(np.uint64)))
+            leafsets = masks.tolist()
+        else:
+            sets: dict = {}
+            for pid, leaf in zip(self.prefix_of.tolist(), self.leaf_of.tolist()):
+                if not bad[leaf]:
+                    sets.setdefault(pid, set()).add(leaf)
+            leafsets = [frozenset(sets.get(i, ())) for i in range(len(self.prefixes))]
+        canon_ok = {c: not not_decoder.search(c) for c in set(self.canonical_prefixes)}
+        per_layer: dict = {}
+        stems: dict = {}
+        found = _LAYER_AND_REST.findall("\n".join(self.prefixes))
+        for (stem, num, rest), canon, leaves in zip(found, self.canonical_prefixes, leafsets):
+            if not num or not leaves or not canon_ok[canon] or int(num) >= layers:
+                continue
+            per_layer.setdefault(int(num), set()).add((rest, leaves))
+            stems.setdefault(int(num), stem)
+        return _first_gap(per_layer, stems, self.leaves)
 
     @cached_property
     def canonical_prefixes(self) -> list[str]:
@@ -333,3 +369,43 @@ def _names(raw: bytes, a, starts, ends):
         first, inv = ids
         out += [list(map(bytes.decode, map(raw.__getitem__, map(slice, s[first].tolist(), e[first].tolist())))), inv]
     return out
+
+
+def _first_gap(per_layer: dict, stems: dict, leaf_names: list):
+    """:meth:`TensorTable.layer_gap` on ``{layer: {(module path within it, its leaves as a bit mask or a set)}}``."""
+    groups: dict = {}  # identical layers once: {frozenset of (path, leaves): [layers]}
+    for layer, nodes in per_layer.items():
+        groups.setdefault(frozenset(nodes), []).append(layer)
+    if len(groups) < 2:
+        return None
+    tree_of = {}  # each distinct layer's tree: {parent path: children}
+    for nodes in groups:
+        children: dict = {}
+        for rest, leaves in nodes:
+            ids = leaves if isinstance(leaves, frozenset) else [i for i in range(62) if leaves >> i & 1]
+            for leaf in ids:
+                parts = (rest + leaf_names[leaf]).split(".")
+                for k in range(1, len(parts) + 1):
+                    children.setdefault(".".join(parts[:k - 1]), set()).add(parts[k - 1])
+        tree_of[nodes] = children
+    held: dict = {}  # parent -> child -> layers holding it
+    for nodes, layer_list in groups.items():
+        for parent, kids in tree_of[nodes].items():
+            for kid in kids:
+                held.setdefault(parent, {}).setdefault(kid, set()).update(layer_list)
+    for nodes, layer_list in sorted(groups.items(), key=lambda g: min(g[1])):
+        mine = set(layer_list)
+        for parent, kids in tree_of[nodes].items():
+            missing = sorted(set(held[parent]) - kids)
+            if not missing:
+                continue
+            for kid in sorted(kids):
+                others = held[parent][kid] - mine
+                if len(others) < 2:
+                    continue
+                for x in missing:
+                    if others <= held[parent][x]:
+                        i = min(layer_list)
+                        name = f"{parent}.{x}" if parent else x
+                        return i, f"{stems[i]}{i}.{name}", (f"{parent}.{kid}" if parent else kid)
+    return None
