@@ -985,7 +985,7 @@ def _resolve(args, env=None) -> tuple[str, dict, list[str]]:
             raise KvMathError("--weights-gb must be positive")
         kw["weights_gb_total"] = args.weights_gb
     elif args.config and arch.name not in B.deployments():
-        B.checkpoint_weights_per_rank(arch, 1)  # refuses early, naming what is missing, if nothing gives the size
+        B.checkpoint_weights_per_rank(arch, 1, vllm_version=args.vllm_version)  # refuses early, naming what is missing
     if args.weights_variant:  # a variant the model has no checkpoint of is the line's fault, not the card's
         B.check_weights_variant(arch, args.weights_variant, sized=args.weights_gb is not None)
     _card_chosen(args, kw, vllm_mode, notes)  # after the model's own faults, which a card would not mend

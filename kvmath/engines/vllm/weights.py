@@ -442,6 +442,33 @@ def weights_per_rank(checkpoint: Checkpoint, config: dict, *, tp: int = 1, enabl
     return RankWeights(tp=tp, ep=ep, checkpoint_bytes=checkpoint.total_bytes, notes=tuple(notes), **acc)
 
 
+def check_gptq_loads(config: dict, vllm_version=None) -> None:
+    """Refuse a GPTQ checkpoint (``quantization_config.quant_method`` "gptq") that vLLM ``vllm_version`` does not load,
+    as it refuses it: from 0.24 (``release.gptq_marlin_only``) "gptq" is quantization/auto_gptq.py
+    ``AutoGPTQConfig``, which reads ``bits``, ``group_size``, ``desc_act`` and ``sym`` (``get_from_keys``: "Cannot find
+    any of ['sym'] in the model's quantization config.") and takes (bits, sym) in ``TYPE_MAP`` = {(4, True),
+    (8, True)} only ("Unsupported quantization config: bits=3, sym=True"): 2- and 3-bit and asymmetric GPTQ do not
+    load. Before, the plain GPTQ kernel (gptq.py, 0.19.0: bits 2, 3, 4, 8) loads them as stored and nothing is
+    refused here. KvMathError, one line."""
+    tc = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+    q = config.get("quantization_config") or tc.get("quantization_config")
+    if not isinstance(q, dict) or str(q.get("quant_method") or "").lower() != "gptq":
+        return
+    rel = release(vllm_version)
+    if not rel.gptq_marlin_only:
+        return
+    for key in ("bits", "group_size", "desc_act", "sym"):
+        if key not in q:
+            raise KvMathError(f"quantization_config (gptq) has no {key}: vLLM {rel.name} refuses it (quantization/"
+                              f"auto_gptq.py AutoGPTQConfig.from_config: \"Cannot find any of ['{key}'] in the model's "
+                              "quantization config.\")")
+    bits, sym = q["bits"], q["sym"]
+    if (bits, sym) not in ((4, True), (8, True)) or isinstance(bits, bool):  # TYPE_MAP's dict lookup: sym 1 is True
+        raise KvMathError(f"GPTQ bits={bits!r}, sym={sym!r}: vLLM {rel.name} does not load it (quantization/"
+                          f"auto_gptq.py AutoGPTQConfig: \"Unsupported quantization config: bits={bits}, sym={sym}\"; "
+                          "its kernels take 4- and 8-bit symmetric GPTQ only)")
+
+
 def rotary_cache_bytes(config: dict, *, dtype: str = "auto") -> int:
     """Bytes of vLLM's rotary ``cos_sin_cache`` buffer(s): ``[max_position, rotary_dim]`` in the model dtype
     (``rotary_embedding.py``; YaRN multiplies the positions by its ``factor``). Models with a second
