@@ -100,28 +100,29 @@ class Checkpoint:
     """Lines for the user about how the table was read (safetensors files the index leaves out)."""
 
     def __post_init__(self):
-        if not isinstance(self.table, TensorTable):
-            object.__setattr__(self, "table", TensorTable.from_rows(self.table))
+        if not isinstance(self.table, TensorTable):  # rows stay rows (no numpy: the page's Pyodide has none)
+            object.__setattr__(self, "table", tuple(self.table))
 
     @cached_property
     def tensors(self) -> tuple[Tensor, ...]:
         """The rows, made from the columns when first asked for (a header's rows sorted by name within each file)."""
-        return self.table.rows()
+        return self.table.rows() if isinstance(self.table, TensorTable) else self.table
 
     @cached_property
     def total_bytes(self) -> int:
         """Sum of the tensors' bytes, summed once per table (the table is immutable)."""
-        return self.table.total_bytes()
+        if isinstance(self.table, TensorTable):
+            return self.table.total_bytes()
+        return sum(map(attrgetter("nbytes"), self.table))
 
     def by_dtype(self) -> dict[str, int]:
         out: dict[str, int] = {}
-        for n, (dtype, _, nbytes) in zip(self.table.kind_counts(), self.table.kinds):
-            if n:
-                out[dtype] = out.get(dtype, 0) + n * nbytes
+        for t in self.tensors:
+            out[t.dtype] = out.get(t.dtype, 0) + t.nbytes
         return out
 
     def names(self) -> set[str]:
-        return set(self.table.names)
+        return set(self.table.names) if isinstance(self.table, TensorTable) else {t.name for t in self.table}
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -54,6 +54,7 @@ from operator import attrgetter, itemgetter
 from ...errors import KvMathError
 from .releases import release
 from ...model.checkpoint import DTYPE_BITS, FLOAT_DTYPES, Checkpoint, tied_embeddings
+from ...model.table import TensorTable
 
 VOCAB_PADDING = 64  # vocab_parallel_embedding.py DEFAULT_VOCAB_PADDING_SIZE
 
@@ -237,6 +238,8 @@ def _placements(checkpoint: Checkpoint, rt: str, tied: bool, shard_vision: bool,
     Each module's name is read once (:func:`_module_facts`) and each distinct (module facts, name's last part,
     dtype, shape, bytes) placed once (:func:`_rule`): a 400,000-tensor header or a Qwen3-235B estimate of 73,000
     tensors holds a few thousand distinct ones."""
+    if not isinstance(checkpoint.table, TensorTable):  # rows (an estimate): no numpy needed (the page's Pyodide)
+        return _group(_counts_of_rows(checkpoint.tensors), rt, tied, shard_vision, skip_towers)
     import numpy as np
 
     table = checkpoint.table
@@ -252,6 +255,25 @@ def _placements(checkpoint: Checkpoint, rt: str, tied: bool, shard_vision: bool,
     uniq, n_of = np.unique(codes, return_counts=True)
     counts = {(c // (nl * nk), table.leaves[c // nk % nl], *table.kinds[c % nk]): n
               for c, n in zip(uniq.tolist(), n_of.tolist())}
+    return _group((counts, facts_list), rt, tied, shard_vision, skip_towers)
+
+
+def _counts_of_rows(tensors) -> tuple[dict, list]:
+    """:func:`_placements`' counts of a table given as rows: each module's name read once, each distinct (module
+    facts, name's last part, dtype, shape, bytes) counted in C."""
+    split = list(map(str.rpartition, map(attrgetter("name"), tensors), repeat(".")))  # (prefix, ".", last part)
+    prefixes = list(map(itemgetter(0), split))
+    facts_ids: dict = {}  # facts -> number
+    fid_of = {p: facts_ids.setdefault(_module_facts(p), len(facts_ids)) for p in dict.fromkeys(prefixes)}
+    counts = Counter(zip(map(fid_of.__getitem__, prefixes), map(itemgetter(2), split),
+                         map(attrgetter("dtype"), tensors), map(attrgetter("shape"), tensors),
+                         map(attrgetter("nbytes"), tensors)))
+    return counts, list(facts_ids)
+
+
+def _group(counted: tuple, rt: str, tied: bool, shard_vision: bool, skip_towers: tuple) -> tuple[dict, bool]:
+    """:func:`_placements`' result from ``({(facts number, last part, dtype, shape, bytes): count}, facts by number)``."""
+    counts, facts_list = counted
     bits = DTYPE_BITS[rt]
     groups: dict = {}
     for (fid, raw, dtype, shape, nb), n in counts.items():
