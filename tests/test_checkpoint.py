@@ -572,9 +572,9 @@ def test_one_kvmath_fit_run_opens_and_parses_the_header_once(tmp_path, monkeypat
     write(tmp_path / "model.safetensors", {t.name: (t.dtype, t.shape) for t in est.tensors})
     (tmp_path / "config.json").write_text(json.dumps(cfg))
     opened, parsed, by_json = [], [], []
-    real_open, real_parse, real_json = C.open_regular, C.parse_safetensors_table, C.parse_json
+    real_open, real_parse, real_json = C.open_regular, C._parse_table, C.parse_json
     monkeypatch.setattr(C, "open_regular", lambda p, what="file": opened.append(str(p)) or real_open(p, what))
-    monkeypatch.setattr(C, "parse_safetensors_table", lambda *a: parsed.append(a[2]) or real_parse(*a))
+    monkeypatch.setattr(C, "_parse_table", lambda *a: parsed.append(a[2]) or real_parse(*a))
     monkeypatch.setattr(C, "parse_json", lambda raw, where, *a: by_json.append(where) or real_json(raw, where, *a))
     assert fit.main(["--config", str(tmp_path), "--card", "h100", "--json"]) in (0, 1)
     out = json.loads(capsys.readouterr().out)

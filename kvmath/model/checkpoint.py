@@ -198,7 +198,7 @@ def _header_read(path_text: str) -> tuple[TensorTable, dict]:
             raise KvMathError(f"{path}: cannot read ({e.strerror})") from None
     if len(raw) != n:
         raise KvMathError(f"{path}: the file ended inside its {n:,}-byte header")
-    return parse_safetensors_table(head + raw, size, str(path), path.name)
+    return _parse_table(raw, size - 8 - n, str(path), path.name)  # no copy of a 55 MB header
 
 
 def parse_safetensors_header(head: bytes, size: int, where: str, file: str = "") -> tuple[list[Tensor], dict]:
@@ -222,8 +222,12 @@ def parse_safetensors_table(head: bytes, size: int, where: str, file: str = "") 
     if n > MAX_HEADER_BYTES or n > size - 8 or len(head) < 8 + n:
         raise KvMathError(f"{where}: header length {n:,} is beyond the file ({size:,} bytes) "
                           f"or the {MAX_HEADER_BYTES:,}-byte limit")
-    raw = head[8:8 + n]
-    data_len = size - 8 - n
+    return _parse_table(head[8:8 + n], size - 8 - n, where, file)
+
+
+def _parse_table(raw: bytes, data_len: int, where: str, file: str) -> tuple[TensorTable, dict]:
+    """:func:`parse_safetensors_table` of the header text ``raw`` (its length already checked) with ``data_len`` bytes
+    of data after it."""
     fast = fast_header(raw, data_len, file, DTYPE_BITS)
     if fast is not None and len(fast[0]) <= MAX_TENSORS:
         table, meta = fast
