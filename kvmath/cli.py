@@ -41,13 +41,12 @@ class _Parser(argparse.ArgumentParser):
 def _tokens(text: str) -> int:
     """``--max-ctx`` / ``--max-model-len``: an integer, or vLLM's human-readable form (``human_readable_int``,
     vllm/engine/arg_utils.py: ``32k`` = 32,000, ``32K`` = 32,768)."""
-    import re
+    from .validate import engine_int
 
-    from .engines.vllm import human_readable_int
-
-    if re.fullmatch(r"\s*-?[0-9]{1,30}\s*", text):  # a plain integer: its range is checked with the others
-        return int(text)
-    return human_readable_int(text)
+    try:  # vLLM's human_readable_int, a plain integer's range checked with the others (kvmath.validate)
+        return engine_int(text, "--max-ctx", "vllm_human")
+    except KvMathError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 def _fmt(n: int) -> str:
     from .units import GB, GiB, MiB

@@ -27,6 +27,7 @@ import os
 import sys
 
 from .errors import KvMathError
+from .validate import _short
 
 FRONT_DOOR_FLAGS = ("--card", "--device-memory", "--json", "--no-solve")
 
@@ -74,8 +75,67 @@ def _as_pasted(argv: list[str]) -> tuple[list[str], dict[str, str]]:
     if rest and "/" in rest[0] and rest[0].rsplit("/", 1)[1] in words:
         rest = [rest[0].rsplit("/", 1)[1], *rest[1:]]
     if not rest or rest[0] not in words:
+        later = next((j for j, a in enumerate(rest[1:], i + 1) if (a.rsplit("/", 1)[-1]) in words), None)
+        if later is not None and not rest[0].startswith("-"):  # a word, not NAME=value, before the program
+            raise KvMathError(f"{_short(rest[0], 40)} (before {argv[later]}) is not a NAME=value environment word: "
+                              "a pasted line is its environment words, then the program and its flags")
         return argv, {}
-    return rest, dict(a.partition("=")[::2] for a in argv[:i])
+    env = dict(a.partition("=")[::2] for a in argv[:i])
+    _sort_environment(env, rest[0])
+    return rest, env
+
+
+MODELLED_ENV = ("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "VLLM_PP_LAYER_PARTITION")
+"""Environment words of a pasted line kvmath reads (vllm/envs.py), besides llama.cpp's ``LLAMA_ARG_*``
+(kvmath.engines.llamacpp.launch)."""
+HARMLESS_ENV = frozenset([
+    # where models and caches are read, sign-in, offline switches (huggingface_hub constants.py, transformers)
+    "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_HOME", "HF_HUB_CACHE", "HF_HUB_OFFLINE", "HF_HUB_ENABLE_HF_TRANSFER",
+    "HF_XET_HIGH_PERFORMANCE", "HF_ENDPOINT", "TRANSFORMERS_OFFLINE", "TRANSFORMERS_CACHE", "LLAMA_CACHE",
+    "VLLM_CACHE_ROOT", "VLLM_CONFIG_ROOT", "MODELSCOPE_CACHE", "VLLM_USE_MODELSCOPE",
+    # logs, telemetry, server address and keys
+    "VLLM_LOGGING_LEVEL", "VLLM_CONFIGURE_LOGGING", "VLLM_LOG_STATS_INTERVAL", "VLLM_NO_USAGE_STATS",
+    "VLLM_DO_NOT_TRACK", "DO_NOT_TRACK", "VLLM_API_KEY", "VLLM_HOST_IP", "VLLM_PORT", "VLLM_RPC_TIMEOUT",
+    "VLLM_ENGINE_ITERATION_TIMEOUT_S", "NCCL_DEBUG", "TORCH_CPP_LOG_LEVEL", "PYTHONUNBUFFERED", "PYTHONWARNINGS",
+    "TOKENIZERS_PARALLELISM", "OMP_NUM_THREADS", "TZ", "LANG", "LC_ALL", "TERM",
+    # which GPUs (by number) a tensor / pipeline parallel vLLM or SGLang run uses: the first tp x pp of them
+    # (the cards are the ones --card names); llama.cpp splits over every visible device, see _MEMORY_ENV
+    "CUDA_DEVICE_ORDER", "VLLM_WORKER_MULTIPROC_METHOD", "NCCL_P2P_DISABLE", "NCCL_IB_DISABLE",
+])
+_MEMORY_ENV = {
+    "PYTORCH_CUDA_ALLOC_CONF": "the PyTorch allocator's settings (expandable_segments, ...) change what a boot "
+                               "reserves; kvmath models the default allocator",
+    "PYTORCH_ALLOC_CONF": "the PyTorch allocator's settings change what a boot reserves; kvmath models the default",
+    "VLLM_ATTENTION_BACKEND": "give the backend as --attention-backend (the flag vLLM 0.24 reads)",
+    "VLLM_USE_V1": "vLLM 0.20+ runs the V1 engine only; the V0 engine is not modelled",
+    "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS": "it moves the CUDA graph estimate in or out of the KV budget; kvmath "
+                                                "models each release's default (--vllm-version)",
+    "GGML_CUDA_ENABLE_UNIFIED_MEMORY": "llama.cpp then allocates CUDA unified memory, which spills to host RAM",
+}
+
+
+def _sort_environment(env: dict, program: str) -> None:
+    """The environment words of a pasted line, sorted: the ones kvmath reads (:data:`MODELLED_ENV`, ``LLAMA_ARG_*``)
+    are read by the engines; :data:`HARMLESS_ENV` (paths, sign-in, logs, ports) change no memory and are ignored with
+    a note on stderr; ``CUDA_VISIBLE_DEVICES`` / ``HIP_VISIBLE_DEVICES`` too for vLLM and SGLang (their ranks use the
+    first tp x pp devices), refused for llama.cpp (it splits the model over every visible device); any other word is
+    refused naming it: its effect on memory is not modelled (a known one says how, :data:`_MEMORY_ENV`). KvMathError."""
+    ignored = []
+    for name in env:
+        if name in MODELLED_ENV or name.startswith("LLAMA_ARG_"):
+            continue
+        if name in HARMLESS_ENV or (name in ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")
+                                    and not program.startswith("llama")):
+            ignored.append(name)
+            continue
+        if name in ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"):
+            raise KvMathError(f"{name} before {program}: llama.cpp splits the model over every device it sees; give the "
+                              "devices with --device / --tensor-split / --split-mode instead")
+        why = _MEMORY_ENV.get(name, "kvmath does not know what it changes, so the answer could be wrong")
+        raise KvMathError(f"environment word {name}={_short(env[name], 30)} before {program} is not modelled ({why}); "
+                          f"drop it, or ask kvmath without it")
+    if ignored:
+        print(f"note: {', '.join(ignored)} ignored (no effect on the memory of the run)", file=sys.stderr)
 
 
 def json_schema() -> dict:

@@ -857,3 +857,67 @@ def json_depth(text: str) -> int:
         else:
             level -= 1
     return deepest
+
+
+INT_GRAMMARS = ("python", "vllm_human", "stoi")
+_STOI = re.compile(r"[ \t\n\v\f\r]*([+-]?[0-9]+)")
+_HUMAN = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT])")
+
+
+def engine_int(text, flag: str, grammar: str, lo: int | None = None, hi: int | None = None) -> int:
+    """An integer flag's value read as its engine reads it, the one reader of every integer flag of every front door
+    (issue 25, probe 4: each flag family had its own grammar). ``grammar``:
+
+    - ``"python"``: argparse ``type=int``, i.e. Python's ``int(text)`` (vLLM's integer fields, vllm/engine/arg_utils.py
+      0.24 ``get_kwargs``: ``type = int``; SGLang's server_args.py ``type=int``): surrounding whitespace, a sign,
+      ``_`` between digits, leading zeros and Unicode decimal digits are accepted (``' 8'``, ``'+8'``, ``'0_8'``,
+      ``'٨'`` are 8); anything else is refused;
+    - ``"vllm_human"``: vLLM's ``human_readable_int`` (vllm/utils/argparse_utils.py 0.24: ``max_num_batched_tokens``,
+      ``kv_cache_memory_bytes``; ``max_model_len`` with ``-1`` / ``auto`` first): the stripped text, a number and one
+      suffix (``k m g t`` decimal, ``25.6k`` = 25,600; ``K M G T`` binary, integers only), else ``int()`` as above;
+    - ``"stoi"``: llama.cpp's ``std::stoi`` (common/arg.cpp): C ``isspace`` characters, a sign, ASCII digits; no digit
+      (``std::invalid_argument``) or a value past a 32-bit int (``std::out_of_range``) is refused as llama.cpp refuses
+      it, and so is text after the digits, which stoi does not read (``'8k'`` is 8 to llama-server, ``'1_000'`` 1):
+      a line whose number llama.cpp reads otherwise than it is written is refused naming both, not priced.
+
+    Then ``lo <= value <= hi`` (when given). KvMathError, one line naming ``flag``."""
+    if not isinstance(text, str) or len(text) > 200:
+        raise KvMathError(f"{flag} takes an integer, got {_short(text, 40)}")
+    if grammar == "stoi":
+        m = _STOI.match(text)
+        if not m:
+            raise KvMathError(f"{flag} takes an integer (llama.cpp reads it with std::stoi: digits after optional "
+                              f"spaces and a sign), got {_short(text, 40)}")
+        n, rest = int(m.group(1)), text[m.end():]
+        if rest.strip(" \t\n\v\f\r"):  # stoi stops there: '8k' is 8, '1_000' is 1, '0x10' is 0
+            raise KvMathError(f"{flag} takes an integer in ASCII digits: llama.cpp's std::stoi reads {_short(text, 40)} "
+                              f"as {n} and ignores {_short(rest, 20)}")
+        if not -2**31 <= n < 2**31:
+            raise KvMathError(f"{flag} takes a 32-bit integer (std::stoi: {-2**31:,} to {2**31 - 1:,}), got "
+                              f"{_short(text, 40)}")
+    elif grammar in ("python", "vllm_human"):
+        value = text.strip() if grammar == "vllm_human" else text
+        m = _HUMAN.fullmatch(value) if grammar == "vllm_human" else None
+        try:
+            if m and m.group(2) in "kmgt":
+                n = int(float(m.group(1)) * {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}[m.group(2)])
+            elif m:
+                try:
+                    n = int(m.group(1)) * {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}[m.group(2)]
+                except ValueError:
+                    raise KvMathError(f"{flag}: decimals are not allowed with binary suffixes like {m.group(2)} "
+                                      f"(vLLM: use {m.group(1)}{m.group(2).lower()} instead)") from None
+            else:
+                n = int(value)
+        except KvMathError:
+            raise
+        except (ValueError, OverflowError):
+            example = " (e.g. 8192, 8k, 16K)" if grammar == "vllm_human" else ""
+            raise KvMathError(f"{flag} takes an integer{example}, got {_short(text, 40)}") from None
+    else:
+        raise ValueError(f"unknown integer grammar {grammar!r}; known: {INT_GRAMMARS}")
+    if lo is not None and n < lo:
+        raise KvMathError(f"{flag} must be >= {lo:,}, got {n:,}")
+    if hi is not None and n > hi:
+        raise KvMathError(f"{flag} must be <= {hi:,}, got {n:,}")
+    return n

@@ -1064,6 +1064,10 @@ def test_index_total_size_must_be_a_byte_count(total, tmp_path):
     ({"model_id": "../escape"}, "must be 1-96 ASCII"),
     ({"model_id": "ok", "hf_repo": "no slash"}, "--hf-repo"),
     ({"model_id": "ok", "revision": "zz"}, "40-hex Hub commit"),
+    # probe 4: Windows device names (any case, any extension) and ids a shell or Windows reads otherwise
+    ({"model_id": "CON"}, "Windows reserves"), ({"model_id": "nul.json"}, "Windows reserves"),
+    ({"model_id": "Com7"}, "Windows reserves"), ({"model_id": "lpt0.x.y"}, "Windows reserves"),
+    ({"model_id": "-rf"}, "must not start with '-'"), ({"model_id": "model."}, "end with '.'"),
 ])
 def test_add_model_names_checked(kw, contains):
     from kvmath.book.model_chapter import check_onboarding
@@ -1073,6 +1077,8 @@ def test_add_model_names_checked(kw, contains):
     check_onboarding("ok-1.5_b", "org/name", "a" * 40)
     check_onboarding("ok", "gpt2", None)  # a Hub repo without an org (gpt2) exists
     check_onboarding("ok", "", "unrecorded")
+    check_onboarding("console-7b", "", None)  # a device name only as the whole stem: CONSOLE, COM10 are files
+    check_onboarding("com10", "", None)
 
 
 def test_add_model_without_id_is_one_line(capsys):
@@ -1713,3 +1719,78 @@ def test_add_model_unusable_places_are_one_line(tmp_path, monkeypatch, capsys):
         assert "a symbolic link out of the model folder" in capsys.readouterr().err
     finally:
         facts.forget_models()
+
+
+@pytest.mark.parametrize("line,contains", [
+    (["FOO=1", "vllm", "serve", "m"], "environment word FOO='1' before vllm is not modelled"),
+    (["PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True", "vllm", "serve", "m"], "PyTorch allocator"),
+    (["VLLM_ATTENTION_BACKEND=FLASHINFER", "vllm", "serve", "m"], "--attention-backend"),
+    (["CUDA_VISIBLE_DEVICES=0,1", "llama-server", "-m", "x.gguf"], "splits the model over every device"),
+    (["FOO", "vllm", "serve", "m"], "'FOO' (before vllm) is not a NAME=value"),
+    (["sudo", "A=1", "./llama-server", "-m", "x.gguf"], "'sudo' (before ./llama-server) is not a NAME=value"),
+])
+def test_pasted_environment_words_sorted(line, contains, capsys):
+    """Probe 4: environment words before the program other than the ones kvmath reads were taken silently (an
+    allocator setting or an attention backend changes the memory of the run). Refused naming the word, exit 2."""
+    from kvmath import fit
+
+    assert fit.main(line) == 2
+    err = capsys.readouterr().err
+    assert contains in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_harmless_environment_words_ignored_with_a_note(capsys):
+    from kvmath.fit import _as_pasted
+
+    rest, env = _as_pasted(["HF_TOKEN=x", "CUDA_VISIBLE_DEVICES=0,1", "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1", "vllm", "serve",
+                            "m"])
+    assert rest == ["vllm", "serve", "m"] and env["VLLM_ALLOW_LONG_MAX_MODEL_LEN"] == "1"
+    assert "HF_TOKEN, CUDA_VISIBLE_DEVICES ignored" in capsys.readouterr().err
+
+
+# Probe 4 finding 14: one reader for every integer flag (kvmath.validate.engine_int), each front door with its engine's
+# grammar. References: vLLM 0.24 engine/arg_utils.py get_kwargs (int fields: argparse type=int, i.e. Python's int();
+# max_num_batched_tokens: utils/argparse_utils.py human_readable_int), SGLang server_args.py (type=int), llama.cpp
+# common/arg.cpp (std::stoi: leading isspace, a sign, digits, the rest not read; invalid_argument / out_of_range).
+INT_CASES = [  # (text, python int(), vLLM human_readable_int, std::stoi as kvmath takes it); None = refused
+    ("8", 8, 8, 8), (" 8", 8, 8, 8), ("+8", 8, 8, 8), ("0_8", 8, 8, None), ("08", 8, 8, 8), ("\u0668", 8, 8, None),
+    ("8 ", 8, 8, 8), ("8k", None, 8000, None), ("16K", None, 16384, None), ("1.5k", None, 1500, None),
+    ("1.5K", None, None, None), ("0x10", None, None, None), ("k8", None, None, None), ("", None, None, None),
+    ("-3", -3, -3, -3), ("2147483648", 2147483648, 2147483648, None), ("8_", None, None, None),
+]
+# std::stoi reads "0_8" as 0, "8k" as 8, "0x10" as 0 (it stops at the first non-digit): kvmath refuses those lines
+# naming what llama.cpp would read, rather than price a number the line does not show
+
+
+@pytest.mark.parametrize("text,py,human,stoi", INT_CASES)
+def test_integer_flags_read_as_each_engine_reads_them(text, py, human, stoi):
+    from kvmath.validate import engine_int
+
+    for grammar, want in (("python", py), ("vllm_human", human), ("stoi", stoi)):
+        if want is None:
+            with pytest.raises(KvMathError, match="--flag"):
+                engine_int(text, "--flag", grammar)
+        else:
+            assert engine_int(text, "--flag", grammar) == want, grammar
+    assert py is None or py == int(text)  # the python grammar is Python's own int()
+
+
+def test_integer_flags_front_doors_share_the_reader():
+    """vLLM's --tensor-parallel-size / --max-num-seqs are type=int there (+2 and 0_2 are 2; 8k refused), its
+    --max-num-batched-tokens human_readable_int (8k = 8000); SGLang's --tp-size int(); llama.cpp's -c std::stoi."""
+    import argparse
+
+    from kvmath.engines.llamacpp.launch import _int
+    from kvmath.engines.sglang.launch import _value
+    from kvmath.engines.vllm.cli import _positive_int, _vllm_int
+
+    assert _positive_int("--tp")("+2") == _positive_int("--tp")("0_2") == 2
+    with pytest.raises(argparse.ArgumentTypeError, match="--max-num-seqs must be a whole number"):
+        _positive_int("--max-num-seqs")("8k")
+    assert _vllm_int("--max-num-batched-tokens")("8k") == 8000 and _vllm_int("--max-num-batched-tokens")("+8") == 8
+    assert _value("int", "--tp-size", " +2") == 2
+    with pytest.raises(KvMathError, match="--tp-size needs an integer"):
+        _value("int", "--tp-size", "2k")
+    assert _int(" 8192", "-c") == 8192 and _int("+4", "-np") == 4
+    with pytest.raises(KvMathError, match="32-bit integer"):
+        _int("4294967296", "-c")

@@ -571,15 +571,18 @@ def test_one_kvmath_fit_run_opens_and_parses_the_header_once(tmp_path, monkeypat
     est = estimate_checkpoint(cfg)
     write(tmp_path / "model.safetensors", {t.name: (t.dtype, t.shape) for t in est.tensors})
     (tmp_path / "config.json").write_text(json.dumps(cfg))
-    opened, parsed = [], []
-    real_open, real_parse = C.open_regular, C.parse_json
+    opened, parsed, by_json = [], [], []
+    real_open, real_parse, real_json = C.open_regular, C._parse_table, C.parse_json
     monkeypatch.setattr(C, "open_regular", lambda p, what="file": opened.append(str(p)) or real_open(p, what))
-    monkeypatch.setattr(C, "parse_json", lambda raw, where, *a: parsed.append(where) or real_parse(raw, where, *a))
+    monkeypatch.setattr(C, "_parse_table", lambda *a: parsed.append(a[2]) or real_parse(*a))
+    monkeypatch.setattr(C, "parse_json", lambda raw, where, *a: by_json.append(where) or real_json(raw, where, *a))
     assert fit.main(["--config", str(tmp_path), "--card", "h100", "--json"]) in (0, 1)
     out = json.loads(capsys.readouterr().out)
     assert out["weights_variant"] == "safetensors headers"
     assert opened.count(str(tmp_path / "model.safetensors")) == 1
-    assert sum("safetensors header" in w for w in parsed) == 1
+    assert parsed == [str(tmp_path / "model.safetensors")]
+    # the safetensors package writes the crate's compact layout: read into columns, never by json.loads
+    assert not any("safetensors header" in w for w in by_json)
 
 
 @pytest.mark.parametrize("names", [
@@ -789,3 +792,83 @@ def test_config_estimate_refuses_batch_a2_wrapper_towers(wrapper):
     with pytest.raises(KvMathError, match=f"does not estimate the vision tower and projector of {wrapper}") as e:
         estimate_checkpoint(json.loads((FAMILY_CONFIGS / f"transformers-5.23-defaults__{wrapper}.json").read_text()))
     assert "\n" not in str(e.value)
+
+
+def _json_reader(monkeypatch, head, size):
+    """The general reader's answer (json.loads and the per-entry checks): rows and metadata, or the refusal."""
+    from kvmath.model import checkpoint as C
+
+    with monkeypatch.context() as m:
+        m.setattr(C, "fast_header", lambda *a: None)
+        try:
+            table, meta = C.parse_safetensors_table(head, size, "h", "f")
+        except KvMathError as e:
+            return str(e)
+    return [(t.name, t.dtype, t.shape, t.nbytes, t.file) for t in table.rows()], meta
+
+
+def test_column_reader_agrees_with_the_json_reader_on_mutated_headers(tmp_path, monkeypatch):
+    """kvmath.model.table.fast_header reads a header the safetensors package wrote straight into columns; on that
+    header and on 400 copies with one to three bytes changed (a seeded draw: quotes, digits, brackets, commas,
+    dots, spaces, backslashes, control and non-ASCII bytes), whatever it accepts the JSON reader accepts with the
+    same rows and metadata, and what the JSON reader refuses it leaves to that reader (returns None)."""
+    import random
+
+    from kvmath.model.checkpoint import DTYPE_BITS
+    from kvmath.model.table import fast_header
+
+    layer = {"model.embed_tokens.weight": ("bf16", (100, 8)), "model.layers.0.mlp.experts.3.up_proj.qweight":
+             ("i32", (8, 4)), "model.layers.1.mlp.experts.3.up_proj.qweight": ("i32", (8, 4)),
+             "model.layers.1.self_attn.q_proj.weight_scale": ("f32", ()), "lm_head": ("u8", (3, 5, 7)),
+             "model.layers.10.w2.weight": ("f8_e4m3", (16, 12))}
+    path = write(tmp_path / "model.safetensors", layer, {"format": "pt", "k": "v"})
+    data = path.read_bytes()
+    n = struct.unpack("<Q", data[:8])[0]
+    size = len(data)
+    good = fast_header(data[8:8 + n], size - 8 - n, "f", DTYPE_BITS)
+    assert good is not None  # the layout the safetensors crate writes is the one read into columns
+    rows, meta = _json_reader(monkeypatch, data[:8 + n], size)
+    assert [(t.name, t.dtype, t.shape, t.nbytes, t.file) for t in good[0].rows()] == rows
+    assert good[1] == meta == {"format": "pt", "k": "v"}
+    rng = random.Random(21)
+    alphabet = b'"0123456789[]{},.: \\\x01\xc3aZ_-'
+    accepted = 0
+    for _ in range(400):
+        raw = bytearray(data[8:8 + n])
+        for _ in range(rng.randint(1, 3)):
+            raw[rng.randrange(len(raw))] = alphabet[rng.randrange(len(alphabet))]
+        raw = bytes(raw)
+        fast = fast_header(raw, size - 8 - n, "f", DTYPE_BITS)
+        if fast is None:
+            continue
+        accepted += 1
+        slow = _json_reader(monkeypatch, data[:8] + raw, size)
+        assert not isinstance(slow, str), (raw, slow)
+        assert [(t.name, t.dtype, t.shape, t.nbytes, t.file) for t in fast[0].rows()] == slow[0], raw
+        assert fast[1] == slow[1]
+    assert accepted >= 20  # some mutations (a name's letters, a metadata value) leave a valid header
+
+
+def test_a_layer_missing_some_of_its_tensors_is_refused(tmp_path):
+    """Probe 4: a folder whose layer 1 lacks one tensor (or one expert) the other layers hold was priced as if the
+    weights were there (vLLM loads no error for a parameter no file names: it stays uninitialised). Refused in one line
+    naming the layer and the tensor; layers that differ as a whole pattern (a dense layer before MoE layers) pass."""
+    cfg = dict(TINY, num_hidden_layers=3, quantization_config=QUANT["gptq"])
+    est = {t.name: (t.dtype, t.shape) for t in estimate_checkpoint(cfg).tensors}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    gone = "model.layers.1.self_attn.k_proj.scales"
+    assert gone in est
+    write(tmp_path / "model.safetensors", {n: v for n, v in est.items() if n != gone})
+    with pytest.raises(KvMathError, match=r"decoder layer 1 lacks model\.layers\.1\.self_attn\.k_proj\.scales"):
+        read_checkpoint(tmp_path)
+    from kvmath.model import checkpoint as C
+
+    moe = [f"model.layers.0.mlp.{p}.weight" for p in ("gate_proj", "up_proj", "down_proj")]
+    for i in range(1, 4):
+        moe += [f"model.layers.{i}.mlp.gate.weight"] + [f"model.layers.{i}.mlp.experts.{e}.{p}.weight"
+                                                         for e in range(3) for p in ("gate_proj", "up_proj", "down_proj")]
+    rows = [C.Tensor(n, "bf16", (1,), 2) for n in moe]
+    C._check_layers_present("f", rows, {"num_hidden_layers": 4})  # dense layer 0, MoE layers 1-3: no gap
+    with pytest.raises(KvMathError, match=r"decoder layer 2 lacks model\.layers\.2\.mlp\.experts\.1 "):
+        C._check_layers_present("f", [t for t in rows if ".layers.2.mlp.experts.1." not in t.name],
+                                {"num_hidden_layers": 4})

@@ -10,6 +10,7 @@ import json
 import pytest
 
 from kvmath import facts
+from kvmath.errors import KvMathError
 from kvmath.fit import main
 
 GIB = 2**30
@@ -93,3 +94,26 @@ def test_float32_below_sm80_stays_float32(capsys):
     rec = _rec(capsys, "--dtype", "float", card="t4", codes=(1,))
     assert rec["outcome"] == "oom"
     assert rec["kv_format"] == "fp32" and rec["bytes_per_block"] == 16 * 32 * 2 * 8 * 128 * 4
+
+
+@pytest.mark.parametrize("q,message", [
+    ({"bits": 3, "sym": True}, "Unsupported quantization config: bits=3, sym=True"),
+    ({"bits": 2, "sym": True}, "Unsupported quantization config: bits=2, sym=True"),
+    ({"bits": 4, "sym": False}, "Unsupported quantization config: bits=4, sym=False"),
+    ({"bits": 8, "sym": False}, "Unsupported quantization config: bits=8, sym=False"),
+    ({"bits": 4}, r"Cannot find any of \['sym'\]"),
+])
+def test_gptq_vllm_does_not_load_is_refused_as_vllm_refuses_it(q, message):
+    """vLLM 0.24.0 quantization/__init__.py maps "gptq" to auto_gptq.py AutoGPTQConfig: TYPE_MAP = {(4, True):
+    uint4b8, (8, True): uint8b128}, any other (bits, sym) raises "Unsupported quantization config: bits=.., sym=..";
+    from_config reads bits, group_size, desc_act, sym with get_from_keys ("Cannot find any of [...]"). 0.19.0's
+    gptq.py (the plain kernel, weight_bits in [2, 3, 4, 8]) loads them."""
+    from kvmath.engines.vllm.weights import check_gptq_loads
+
+    base = {"quant_method": "gptq", "group_size": 128, "desc_act": False}
+    with pytest.raises(KvMathError, match=message):
+        check_gptq_loads({"quantization_config": dict(base, **q)}, "0.24.0")
+    for ok in ({"bits": 4, "sym": True}, {"bits": 8, "sym": True}, {"bits": 4, "sym": 1}):
+        check_gptq_loads({"quantization_config": dict(base, **ok)}, "0.24.0")
+    if "sym" in q:
+        check_gptq_loads({"quantization_config": dict(base, **q)}, "0.19.0")

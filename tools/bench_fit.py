@@ -178,6 +178,38 @@ def large_header(runs: int = 3) -> tuple[float, int]:
         return best_of([sys.executable, "-m", "kvmath.fit", "--config", d, "--card", "h100", "--json"], runs), n
 
 
+def header_readers(runs: int = 3) -> tuple[float, float, int]:
+    """(seconds of kvmath's column reader, seconds of its general JSON reader, tensor entries) on the header of
+    :func:`header_folder`'s model.safetensors, in this process, best of ``runs`` (the JSON reader is what every
+    header went through before the column reader, kvmath.model.table.fast_header)."""
+    import tempfile
+    from pathlib import Path
+
+    from kvmath.model import checkpoint as C
+
+    with tempfile.TemporaryDirectory() as d:
+        n = header_folder(d)
+        data = (Path(d) / "model.safetensors").open("rb").read(8)
+        k = int.from_bytes(data, "little")
+        with (Path(d) / "model.safetensors").open("rb") as f:
+            head = f.read(8 + k)
+        size = (Path(d) / "model.safetensors").stat().st_size
+    times = {}
+    real = C.fast_header
+    for name, fast in (("columns", real), ("json", lambda *a: None)):
+        C.fast_header = fast
+        best = float("inf")
+        for _ in range(runs):
+            t = time.perf_counter()
+            with C.gc_paused():
+                table, _ = C.parse_safetensors_table(head, size, "bench", "model.safetensors")
+            best = min(best, time.perf_counter() - t)
+            assert len(table) == n
+        times[name] = best
+    C.fast_header = real
+    return times["columns"], times["json"], n
+
+
 if __name__ == "__main__":
     base = interpreter_only()
     cli = cold_cli()
@@ -197,3 +229,6 @@ if __name__ == "__main__":
     hdr, n = large_header()
     print(f"largest safetensors header (a model folder of {n:,} tensor entries, W4A16 MoE, on H100, --json, solvers "
           f"included): {hdr:.2f} s cold (target <= 1 s)")
+    cols, js, n = header_readers()
+    print(f"  its header alone, in process: {cols:.2f} s read into columns (kvmath.model.table.fast_header), "
+          f"{js:.2f} s through json.loads and Tensor rows (the reader every header took before)")

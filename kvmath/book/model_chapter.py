@@ -104,6 +104,12 @@ MAX_ID = 96
 """Longest model id ``--add-model`` takes (it names two files; a file name holds at most 255 bytes)."""
 
 
+WINDOWS_RESERVED = frozenset(["CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$"] + [f"{d}{i}" for d in ("COM", "LPT")
+                                                                                for i in range(10)])
+"""File names Windows gives to devices, whatever their case and extension (Microsoft Learn, "Naming Files, Paths,
+and Namespaces": CON, PRN, AUX, NUL, COM0-COM9, LPT0-LPT9; "NUL.txt" is the device too): an id is the stem of the
+files onboarding writes, so one of these cannot be checked out or built on Windows."""
+
 MAX_TITLE = 200
 """Longest ``--title`` written into a model entry (characters)."""
 
@@ -125,6 +131,12 @@ def check_onboarding(model_id, hf_repo: str = "", revision: str | None = None, t
                                                          model_id):
         raise KvMathError(f"--id {str(model_id)[:60]!r} must be 1-{MAX_ID} ASCII letters, digits, '-', '.' or '_' "
                           "(not starting with '.')")
+    if model_id.split(".")[0].upper() in WINDOWS_RESERVED:
+        raise KvMathError(f"--id {model_id!r} is a name Windows reserves for a device ({model_id.split('.')[0].upper()}; "
+                          "its files, notebooks/generated/<id>.md and the page, could not be made there): choose another")
+    if model_id.startswith("-") or model_id.endswith("."):
+        raise KvMathError(f"--id {model_id!r} must not start with '-' (a command line would read it as a flag) or end "
+                          "with '.' (Windows drops a trailing dot from a file name)")
     if hf_repo and not re.fullmatch(r"([A-Za-z0-9][A-Za-z0-9._\-]{0,95}/)?[A-Za-z0-9][A-Za-z0-9._\-]{0,95}", hf_repo):
         raise KvMathError(f"--hf-repo {hf_repo[:60]!r} must be a Hub repository, org/name or name (ASCII letters, "
                           "digits, '-', '_', '.'; e.g. meta-llama/Llama-3.1-8B-Instruct)")

@@ -41,6 +41,7 @@ from operator import attrgetter
 from pathlib import Path
 
 from ..errors import KvMathError, choices
+from .table import TensorTable, fast_header
 from ..validate import _short, check_regular_file, gc_paused, keep_for_run, open_regular, parse_json, read_bounded
 
 # safetensors dtype (lower-cased: the header's "BF16" is "bf16" here) -> bits per element (huggingface/safetensors safetensors/src/tensor.rs ``Dtype``,
@@ -84,10 +85,12 @@ def tensor_bytes(dtype: str, shape) -> int:
 
 @dataclass(frozen=True)
 class Checkpoint:
-    """A tensor table. ``estimated`` is True when it was built from config.json, not read from files;
-    ``index_total_size`` is ``metadata.total_size`` of ``model.safetensors.index.json`` when there is one."""
+    """A tensor table. ``table`` is a :class:`kvmath.model.table.TensorTable` (columns) or a sequence of
+    :class:`Tensor` rows (made into one); ``tensors`` gives the rows. ``estimated`` is True when it was built from
+    config.json, not read from files; ``index_total_size`` is ``metadata.total_size`` of
+    ``model.safetensors.index.json`` when there is one."""
 
-    tensors: tuple[Tensor, ...]
+    table: object
     source: str
     estimated: bool = False
     quant_method: str | None = None
@@ -96,10 +99,21 @@ class Checkpoint:
     notes: tuple = ()
     """Lines for the user about how the table was read (safetensors files the index leaves out)."""
 
+    def __post_init__(self):
+        if not isinstance(self.table, TensorTable):  # rows stay rows (no numpy: the page's Pyodide has none)
+            object.__setattr__(self, "table", tuple(self.table))
+
+    @cached_property
+    def tensors(self) -> tuple[Tensor, ...]:
+        """The rows, made from the columns when first asked for (a header's rows sorted by name within each file)."""
+        return self.table.rows() if isinstance(self.table, TensorTable) else self.table
+
     @cached_property
     def total_bytes(self) -> int:
         """Sum of the tensors' bytes, summed once per table (the table is immutable)."""
-        return sum(map(attrgetter("nbytes"), self.tensors))
+        if isinstance(self.table, TensorTable):
+            return self.table.total_bytes()
+        return sum(map(attrgetter("nbytes"), self.table))
 
     def by_dtype(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -108,7 +122,7 @@ class Checkpoint:
         return out
 
     def names(self) -> set[str]:
-        return {t.name for t in self.tensors}
+        return set(self.table.names) if isinstance(self.table, TensorTable) else {t.name for t in self.table}
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -148,19 +162,25 @@ def read_safetensors_header(path) -> tuple[list[Tensor], dict]:
     integers, offsets that do not match the dtype and shape, and a tensor that ends past the file. A
     file's table is read once per (path, size, modification time) in a process.
     """
+    table, meta = read_safetensors_table(path)
+    return list(table.rows()), dict(meta)
+
+
+def read_safetensors_table(path) -> tuple[TensorTable, dict]:
+    """:func:`read_safetensors_header` as columns (:class:`kvmath.model.table.TensorTable`, shared: not to be
+    changed) and the ``__metadata__`` (shared too). Raises KvMathError as that function does."""
     path = Path(path)
     st = check_regular_file(path, "safetensors file")
-    tensors, meta = _header_cached(str(path), st.st_size, st.st_mtime_ns)
-    return list(tensors), dict(meta)
+    return _header_cached(str(path), st.st_size, st.st_mtime_ns)
 
 
 @lru_cache(maxsize=4096)
-def _header_cached(path_text: str, size_hint: int, mtime_ns: int) -> tuple[tuple[Tensor, ...], dict]:
-    with gc_paused():  # a header of 400,000 entries makes 1.6 million objects (kvmath.validate.gc_paused)
+def _header_cached(path_text: str, size_hint: int, mtime_ns: int) -> tuple[TensorTable, dict]:
+    with gc_paused():  # a header of 400,000 entries read by the general reader makes 1.6 million objects
         return _header_read(path_text)
 
 
-def _header_read(path_text: str) -> tuple[tuple[Tensor, ...], dict]:
+def _header_read(path_text: str) -> tuple[TensorTable, dict]:
     """:func:`_header_cached`'s work: the file opened, its header read and parsed."""
     path = Path(path_text)
     with open_regular(path, "safetensors file") as f:
@@ -178,8 +198,7 @@ def _header_read(path_text: str) -> tuple[tuple[Tensor, ...], dict]:
             raise KvMathError(f"{path}: cannot read ({e.strerror})") from None
     if len(raw) != n:
         raise KvMathError(f"{path}: the file ended inside its {n:,}-byte header")
-    tensors, meta = parse_safetensors_header(head + raw, size, str(path), path.name)
-    return tuple(tensors), meta
+    return _parse_table(raw, size - 8 - n, str(path), path.name)  # no copy of a 55 MB header
 
 
 def parse_safetensors_header(head: bytes, size: int, where: str, file: str = "") -> tuple[list[Tensor], dict]:
@@ -189,13 +208,31 @@ def parse_safetensors_header(head: bytes, size: int, where: str, file: str = "")
     each Tensor. For headers read without the file: ranged reads from the Hub (``kvmath.hub``). Refuses as
     :func:`read_safetensors_header` does (KvMathError, one line; JSON nested deeper than
     ``kvmath.validate.MAX_JSON_DEPTH`` too)."""
+    table, meta = parse_safetensors_table(head, size, where, file)
+    return list(table.rows()), meta
+
+
+def parse_safetensors_table(head: bytes, size: int, where: str, file: str = "") -> tuple[TensorTable, dict]:
+    """:func:`parse_safetensors_header` as columns. A header written as the safetensors crate writes it is read
+    straight into columns (:func:`kvmath.model.table.fast_header`, every byte of its grammar checked); any other,
+    and any the column reader does not pass, by ``json`` and the checks below, which name the entry refused."""
     if len(head) < 8:
         raise KvMathError(f"{where}: {len(head)} bytes is too short for a safetensors file (8-byte header length)")
     (n,) = struct.unpack("<Q", head[:8])
     if n > MAX_HEADER_BYTES or n > size - 8 or len(head) < 8 + n:
         raise KvMathError(f"{where}: header length {n:,} is beyond the file ({size:,} bytes) "
                           f"or the {MAX_HEADER_BYTES:,}-byte limit")
-    raw = head[8:8 + n]
+    return _parse_table(head[8:8 + n], size - 8 - n, where, file)
+
+
+def _parse_table(raw: bytes, data_len: int, where: str, file: str) -> tuple[TensorTable, dict]:
+    """:func:`parse_safetensors_table` of the header text ``raw`` (its length already checked) with ``data_len`` bytes
+    of data after it."""
+    fast = fast_header(raw, data_len, file, DTYPE_BITS)
+    if fast is not None and len(fast[0]) <= MAX_TENSORS:
+        table, meta = fast
+        _check_metadata(meta, where)
+        return table, {str(k): str(v) for k, v in meta.items()}
     try:
         header = parse_json(raw, f"{where}: the safetensors header", MAX_HEADER_BYTES)
     except KvMathError as e:
@@ -205,18 +242,23 @@ def parse_safetensors_header(head: bytes, size: int, where: str, file: str = "")
     if len(header) > MAX_TENSORS:
         raise KvMathError(f"{where}: {len(header):,} header entries (at most {MAX_TENSORS:,})")
     meta = header.pop("__metadata__", None) or {}
-    if not isinstance(meta, dict):
-        raise KvMathError(f"{where}: __metadata__ is not an object")
-    bad = next((k for k, v in meta.items() if not isinstance(v, str)), None)
-    if bad is not None:  # the crate's Metadata holds Option<HashMap<String, String>>: a number there fails to parse
-        raise KvMathError(f"{where}: __metadata__[{bad[:60]!r}] is {_short(meta[bad])}, not a string (safetensors "
-                          "headers map metadata names to strings)")
-    data_len = size - 8 - n
+    _check_metadata(meta, where)
     tensors = _tensors_checked_at_once(header, data_len, file)
     if tensors is None:  # some entry is refused: the entries one by one, in order, name the first
         tensors = _tensors_checked_one_by_one(header, data_len, where, file)
     tensors.sort(key=attrgetter("name"))
-    return tensors, {str(k): str(v) for k, v in meta.items()}
+    return TensorTable.from_rows(tensors), {str(k): str(v) for k, v in meta.items()}
+
+
+def _check_metadata(meta, where: str) -> None:
+    """``__metadata__`` must map names to strings (the crate's Metadata holds Option<HashMap<String, String>>: a
+    number there fails to parse). KvMathError."""
+    if not isinstance(meta, dict):
+        raise KvMathError(f"{where}: __metadata__ is not an object")
+    bad = next((k for k, v in meta.items() if not isinstance(v, str)), None)
+    if bad is not None:
+        raise KvMathError(f"{where}: __metadata__[{bad[:60]!r}] is {_short(meta[bad])}, not a string (safetensors "
+                          "headers map metadata names to strings)")
 
 
 def _tensors_checked_at_once(header: dict, data_len: int, file: str) -> list[Tensor] | None:
@@ -411,7 +453,7 @@ def read_checkpoint(folder) -> Checkpoint:
         return hit
     with gc_paused():  # hundreds of thousands of Tensors (kvmath.validate.gc_paused)
         table = _read_checkpoint(folder, listing)
-        keep_for_run(len(table.tensors))  # kept (_TABLES): not rescanned by the collector (kvmath.validate)
+        keep_for_run(len(table.table))  # kept (_TABLES): not rescanned by the collector (kvmath.validate)
     if len(_TABLES) >= 8:
         _TABLES.pop(next(iter(_TABLES)))
     _TABLES[key] = table
@@ -460,13 +502,14 @@ def _read_checkpoint(folder: Path, listing: FolderListing) -> Checkpoint:
             notes = index_notes([p.name for p in files if p.name not in wanted])
             files = [p for p in files if p.name in wanted]
         _check_shards(folder, listing.safetensors)
-        tensors, meta = [], {}
+        tables, meta = [], {}
         for p in files:
-            t, m = read_safetensors_header(p)
-            tensors.extend(t)
+            t, m = read_safetensors_table(p)
+            tables.append(t)
             meta.update(m)
-        check_tensor_files(folder, tensors, weight_map, config)
-        return Checkpoint(tuple(tensors), str(folder), False, quant, total, meta, notes)
+        table = TensorTable.concat(tables)
+        check_tensor_files(folder, table, weight_map, config)
+        return Checkpoint(table, str(folder), False, quant, total, meta, notes)
     if not isinstance(config, dict):
         raise KvMathError(f"{folder}: no *.safetensors files and no config.json to estimate them from")
     est = estimate_checkpoint(config)
@@ -490,17 +533,20 @@ def check_tensor_files(where, tensors, weight_map: dict | None, config) -> None:
     """One check of a tensor table read from several safetensors files (a model folder or a Hub repository):
     no tensor name in two files (vLLM would load both into one parameter; kvmath would price it twice), every
     tensor the index's ``weight_map`` names held by the file it names, and the decoder layers as
-    :func:`_check_layers_present` requires. ``tensors``: Tensors with ``file`` set (a file name). Raises
-    KvMathError, one line, naming the tensor and the files."""
-    owner = dict(zip(map(attrgetter("name"), tensors), map(attrgetter("file"), tensors)))
-    if len(owner) < len(tensors):
+    :func:`_check_layers_present` requires. ``tensors``: a :class:`kvmath.model.table.TensorTable` or Tensors
+    with ``file`` set (a file name). Raises KvMathError, one line, naming the tensor and the files."""
+    table = tensors if isinstance(tensors, TensorTable) else TensorTable.from_rows(tensors)
+    if len(table.files) > 1 and table.has_duplicates():
         seen: dict = {}
-        for t in tensors:
-            if t.name in seen:
-                raise KvMathError(f"{where}: tensor {t.name[:80]!r} is in both {seen[t.name][:80]} and {t.file[:80]}; "
-                                  "one checkpoint holds each tensor once (a second copy of the model in the folder?)")
-            seen[t.name] = t.file
+        for name, f in zip(table.names, table.file_of.tolist()):
+            if name in seen:
+                raise KvMathError(f"{where}: tensor {name[:80]!r} is in both {table.files[seen[name]][:80]} and "
+                                  f"{table.files[f][:80]}; one checkpoint holds each tensor once (a second copy of the "
+                                  "model in the folder?)")
+            seen[name] = f
     if weight_map:
+        files = table.files
+        owner = dict(zip(table.names, map(files.__getitem__, table.file_of.tolist())))
         for name, f in weight_map.items():
             held = owner.get(name)
             if held != str(f):
@@ -508,7 +554,7 @@ def check_tensor_files(where, tensors, weight_map: dict | None, config) -> None:
                 raise KvMathError(f"{where}: the index's weight_map puts tensor {str(name)[:80]!r} in {str(f)[:80]}, "
                                   f"but {where_held}: the index and the files disagree")
     if isinstance(config, dict):
-        _check_layers_present(where, tensors, config)
+        _check_layers_present(where, table, config)
 
 
 _NOT_DECODER = re.compile(r"vision|visual|audio|mtp\.|multi_modal")  # towers and MTP layers: not counted
@@ -523,26 +569,10 @@ def _check_layers_present(folder, tensors, config: dict) -> None:
     L = tc.get("num_hidden_layers")
     if not isinstance(L, int) or isinstance(L, bool) or L < 1:
         return
-    # The patterns are searched once per module prefix (a name up to its last dot), not per tensor: a match of
-    # _DECODER_LAYER ends in a dot, so it lies in "prefix." and the first one there is the name's first; a
-    # match of _NOT_DECODER (words without a dot, or "mtp.") lies in "prefix." or in the last part. 400,963
-    # names of a large header are 80,451 prefixes and 17 last parts.
-    leaf_ok: dict = {}
-    prefixes = set()
-    for prefix, _, leaf in map(str.rpartition, map(attrgetter("name"), tensors), repeat(".")):
-        ok = leaf_ok.get(leaf)
-        if ok is None:
-            ok = leaf_ok[leaf] = not _NOT_DECODER.search(leaf)
-        if ok:
-            prefixes.add(prefix)
-    seen = set()
-    for prefix in prefixes:
-        q = prefix + "."
-        if _NOT_DECODER.search(q):
-            continue
-        m = _DECODER_LAYER.search(q)
-        if m:
-            seen.add(int(m.group(1)))
+    # The patterns are searched once per distinct module prefix, not per tensor (kvmath.model.table:
+    # TensorTable.decoder_layers; 400,963 names of a large header are 80,451 prefixes and 17 last parts).
+    table = tensors if isinstance(tensors, TensorTable) else TensorTable.from_rows(tensors)
+    seen = table.decoder_layers(_NOT_DECODER)
     if not seen:
         raise KvMathError(f"{folder}: its safetensors files hold no decoder layer tensors (layers.N) for the "
                           f"config's {L} layers; is this the model's folder?")
@@ -557,6 +587,11 @@ def _check_layers_present(folder, tensors, config: dict) -> None:
     if missing:
         raise KvMathError(f"{folder}: the safetensors files hold {len(seen)} of the config's {L} decoder layers "
                           f"(layer {missing[0]} is missing): a partial download or another model")
+    gap = table.layer_gap(_NOT_DECODER, L)
+    if gap is not None:  # vLLM's loader leaves the parameter it never reads uninitialised: no error, wrong weights
+        i, missing_name, beside = gap
+        raise KvMathError(f"{folder}: decoder layer {i} lacks {missing_name[:120]} (every other layer holding {beside[:80]} "
+                          "holds it too): a damaged or partial shard")
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -180,12 +180,9 @@ def check_overrides(specs) -> tuple[tuple[str, str], ...]:
 
 
 def _int(value: str, flag: str, lo: int = 0, hi: int = MAX_INT) -> int:
-    text = str(value).strip()
-    if not re.fullmatch(r"[+-]?[0-9]{1,15}", text):  # ASCII digits only, as std::stoi reads them
-        raise KvMathError(f"{flag} takes an integer, got {_short(value)}")
-    n = int(text)
-    if not INT32_MIN <= n <= INT32_MAX:  # std::stoi throws std::out_of_range past a C++ int
-        raise KvMathError(f"{flag} takes a 32-bit integer (std::stoi: {INT32_MIN:,} to {INT32_MAX:,}), got {_short(value)}")
+    from ...validate import engine_int
+
+    n = engine_int(str(value), flag, "stoi")  # std::stoi, as common/arg.cpp reads it (kvmath.validate)
     if not lo <= n <= hi:
         raise KvMathError(f"{flag} must be between {lo:,} and {hi:,}, got {n:,}")
     return n

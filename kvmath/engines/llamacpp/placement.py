@@ -113,11 +113,15 @@ def _ngl(n_gpu_layers, n_layer_all: int) -> int:
         return n_layer_all + 1
     text = str(n_gpu_layers).strip() if isinstance(n_gpu_layers, (int, str)) and not isinstance(n_gpu_layers,
                                                                                                     bool) else ""
-    # std::stoi (common/arg.cpp): ASCII digits that fit a 32-bit int; more layers than the model has = all of them
-    if not re.fullmatch(r"-?[0-9]{1,10}", text) or not -2**31 <= int(text) < 2**31:
+    # std::stoi (common/arg.cpp, kvmath.validate.engine_int); more layers than the model has = all of them
+    from ...validate import engine_int
+
+    try:
+        n = engine_int(str(n_gpu_layers) if isinstance(n_gpu_layers, (int, str)) and not isinstance(n_gpu_layers, bool)
+                       else "", "-ngl", "stoi")
+    except KvMathError:
         raise KvMathError(f"-ngl must be a number of layers (a 32-bit integer), 'all' or 'auto', got "
-                          f"{str(n_gpu_layers)[:40]!r}")
-    n = int(text)
+                          f"{str(n_gpu_layers)[:40]!r}") from None
     if n < 0:
         return n_layer_all + 1
     return n

@@ -103,13 +103,17 @@ _FOREIGN = {flag: eng for eng, flags in OTHER_ENGINES.items() for flag in flags}
 
 def _value(kind: str, flag: str, text: str):
     try:
-        if kind == "int":
-            return int(text)
+        if kind == "int":  # server_args.py type=int: Python's int() (kvmath.validate.engine_int)
+            from ...validate import engine_int
+
+            return engine_int(text, flag, "python")
         if kind == "float":
             return check_fraction(text) if flag == "--mem-fraction-static" else float(text)
         if kind == "list_max":
             return max(int(x) for x in text.replace(",", " ").split())
-    except KvMathError:
+    except KvMathError as e:
+        if kind == "int" and "takes an integer" in str(e):
+            raise KvMathError(f"{flag} needs an integer, got {text[:40]!r}") from None
         raise
     except (TypeError, ValueError):
         raise KvMathError(f"{flag} needs a{'n integer' if kind != 'float' else ' number'}, got {text[:40]!r}") from None

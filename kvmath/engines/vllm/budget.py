@@ -318,8 +318,9 @@ _WEIGHTS_MEMO: dict = {}
 def _checkpoint_weights(arch, cfg: dict, folder, tp: int, enable_expert_parallel: bool, kernel: dict):
     """:func:`checkpoint_weights_per_rank`'s work, not remembered."""
     from ...model.checkpoint import list_folder, read_checkpoint
-    from .weights import loaded_bytes_per_rank, weights_from_config
+    from .weights import check_gptq_loads, loaded_bytes_per_rank, weights_from_config
 
+    check_gptq_loads(cfg, kernel.get("vllm_version"))
     if arch.extras.get("checkpoint") is not None:  # a Hub id: the safetensors headers read by kvmath.hub
         w = loaded_bytes_per_rank(arch.extras["checkpoint"], cfg, tp=tp, enable_expert_parallel=enable_expert_parallel,
                                   **kernel)

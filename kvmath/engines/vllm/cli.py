@@ -121,6 +121,9 @@ def _cut(text: str, limit: int = 40) -> str:
     return repr(text if len(text) <= limit else text[:limit] + "...")
 
 
+from ...validate import engine_int  # noqa: E402  (one integer reader, kvmath.validate)
+
+
 def _int_in(name, minimum: int, maximum: int):
     """An argparse type: a whole number in [minimum, maximum], refused in one line naming the range."""
     def conv(text):
@@ -128,8 +131,8 @@ def _int_in(name, minimum: int, maximum: int):
             raise argparse.ArgumentTypeError(f"{name} must be a whole number in [{minimum:,}, {maximum:,}], got "
                                              f"{len(text):,} characters ({_cut(text)})")
         try:
-            v = int(text)
-        except ValueError:
+            v = engine_int(text, name, "python")  # vLLM's integer fields: argparse type=int (kvmath.validate)
+        except KvMathError:
             raise argparse.ArgumentTypeError(f"{name} must be a whole number, got {_cut(text)}") from None
         if v < minimum:
             raise argparse.ArgumentTypeError(f"{name} must be >= {minimum}, got {v}")
@@ -205,14 +208,12 @@ def _vllm_int(name, maximum: int = MAX_TOKENS):
     """vLLM's integer flag syntax (``8192``, ``8k``, ``16K``; vllm.engine.arg_utils ``human_readable_int``),
     bounded to [1, maximum]."""
     def conv(text):
-        from .settings import human_readable_int
-
-        if re.fullmatch(r"\s*-?[0-9]{1,30}\s*", text):  # a plain integer: the range message
-            return _int_in(name, 1, maximum)(text)
         try:
-            v = human_readable_int(text)
-        except argparse.ArgumentTypeError as e:
-            raise argparse.ArgumentTypeError(f"{name}: {e}") from None
+            v = engine_int(text, name, "vllm_human")  # kvmath.validate: vLLM's human_readable_int
+        except KvMathError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+        if v < 1:
+            raise argparse.ArgumentTypeError(f"{name} must be >= 1, got {v:,}")
         if v > maximum:
             raise argparse.ArgumentTypeError(f"{name} must be <= {maximum:,}, got {v:,}")
         return v
@@ -548,7 +549,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "model's maximum reduced to what the KV memory holds); default: the model's derived "
                         "maximum, as vllm serve; --compose the preset's; --anchor-defaults 180000 or the model "
                         "maximum if smaller")
-    p.add_argument("--max-num-seqs", type=_vllm_int("--max-num-seqs"), help="max_num_seqs (default: vllm serve's for the card and release; --compose the preset's; "
+    p.add_argument("--max-num-seqs", type=_positive_int("--max-num-seqs"), help="max_num_seqs (default: vllm serve's for the card and release; --compose the preset's; "
                         "--anchor-defaults 1)")
     p.add_argument("--sequences", type=_positive_int("--sequences"), help="alias of --max-num-seqs")
     p.add_argument("--tp", "--tensor-parallel-size", "-tp", dest="tp", type=_positive_int("--tp", MAX_TP),
@@ -985,7 +986,7 @@ def _resolve(args, env=None) -> tuple[str, dict, list[str]]:
             raise KvMathError("--weights-gb must be positive")
         kw["weights_gb_total"] = args.weights_gb
     elif args.config and arch.name not in B.deployments():
-        B.checkpoint_weights_per_rank(arch, 1)  # refuses early, naming what is missing, if nothing gives the size
+        B.checkpoint_weights_per_rank(arch, 1, vllm_version=args.vllm_version)  # refuses early, naming what is missing
     if args.weights_variant:  # a variant the model has no checkpoint of is the line's fault, not the card's
         B.check_weights_variant(arch, args.weights_variant, sized=args.weights_gb is not None)
     _card_chosen(args, kw, vllm_mode, notes)  # after the model's own faults, which a card would not mend

@@ -96,6 +96,7 @@ class VllmRelease(Release):
     group_size_factor: float = 1.5
     hybrid_align_16: bool = False
     mamba_blocks_check: bool = True
+    gptq_marlin_only: bool = True
     refuse_kinds: tuple[str, ...] = ()
     not_modelled: str = ""
 
@@ -116,7 +117,8 @@ _BEFORE_20 = dict(read="profile", serve_gpu_memory_utilization=0.9, estimate_cud
                   turboquant_hybrid=False, cpu_backend_messages=False, pad_attention_pages=False,
                   in_flight_batches=False, align_block_check=True, promote_specs_message=False, mla_align_128=False,
                   trtllm_mxfp4_intermediate_128=False, batch_tier_160=False, null_block_check=False,
-                  gb10_small_tier=False, encoder_frame_loop=True, hybrid_align_16=True, mamba_blocks_check=False)
+                  gb10_small_tier=False, encoder_frame_loop=True, hybrid_align_16=True, mamba_blocks_check=False,
+                  gptq_marlin_only=False)
 _20 = dict(_BEFORE_20, read="full", serve_gpu_memory_utilization=0.92, estimate_cudagraphs=True, sort_top_k_top_p=False,
            hybrid_align_16=False, mamba_blocks_check=True)
 # 0.10-0.14, read from the wheels for full and sliding-window attention (kv_cache_utils.py: the check, the groups,
@@ -138,7 +140,12 @@ _OLD_SRC = ("v1/core/kv_cache_utils.py, v1/kv_cache_interface.py, config/cache.p
             "v1/sample/ops/topk_topp_sampler.py")
 _21 = dict(_20, token_formula="concurrency", turboquant_hybrid=True)
 _22 = dict(_21, cpu_backend_messages=True, encoder_frame_loop=False)
-_24 = dict(_22, pad_attention_pages=True)
+# gptq_marlin_only: 0.24.0 maps quant_method "gptq" (and --quantization gptq / gptq_marlin) to
+# quantization/auto_gptq.py AutoGPTQConfig, whose TYPE_MAP holds (4, sym) and (8, sym) only: any other bits or
+# sym=False raise "Unsupported quantization config: bits=.., sym=..", and from_config reads bits, group_size, desc_act
+# and sym with get_from_keys (a missing one raises "Cannot find any of ['sym'] ..."). 0.19.0 still had gptq.py, the
+# plain kernel of 2, 3, 4 and 8 bits; 0.20-0.23 were not read for it (their records keep 0.19's False)
+_24 = dict(_22, pad_attention_pages=True, gptq_marlin_only=True)
 _26 = dict(_24, in_flight_batches=True)
 _27 = dict(_26, align_block_check=False, promote_specs_message=True, mla_align_128=True,
            trtllm_mxfp4_intermediate_128=True)

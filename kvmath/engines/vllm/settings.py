@@ -288,22 +288,14 @@ def human_readable_int(text: str) -> int:
 
     from ...validate import MAX_BYTES
 
-    value = text.strip()
-    m = re.fullmatch(r"([0-9]{1,20}(?:\.[0-9]{1,20})?)([kKmMgGtT]?)", value)
-    if not m:
-        raise argparse.ArgumentTypeError(f"not an integer: {text[:40]!r} (e.g. 8192, 8k, 16K)")
-    number, suffix = m.groups()
-    decimal = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
-    binary = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
-    if suffix in decimal:
-        out = int(float(number) * decimal[suffix])
-    elif "." in number and not suffix:  # vLLM: int('0.5') fails
-        raise argparse.ArgumentTypeError(f"not an integer: {text[:40]!r} (e.g. 8192, 8k, 16K)")
-    elif "." in number:
-        raise argparse.ArgumentTypeError(f"decimals are not allowed with binary suffixes like {suffix or 'none'}: "
-                                         f"{text[:40]!r} (vLLM: use {number}{suffix.lower()} instead)")
-    else:
-        out = int(number) * binary.get(suffix, 1)
+    from ...validate import engine_int
+
+    try:
+        out = engine_int(text, "value", "vllm_human")  # the one integer reader (kvmath.validate)
+    except KvMathError as e:
+        if "decimals are not allowed" in str(e):
+            raise argparse.ArgumentTypeError(str(e).removeprefix("value: ")) from None
+        raise argparse.ArgumentTypeError(f"not an integer: {str(text)[:40]!r} (e.g. 8192, 8k, 16K)") from None
     if not 0 < out <= MAX_BYTES:
         raise argparse.ArgumentTypeError(f"must be positive and at most 2^60, got {text[:40]!r}")
     return out

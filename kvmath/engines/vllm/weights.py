@@ -54,6 +54,7 @@ from operator import attrgetter, itemgetter
 from ...errors import KvMathError
 from .releases import release
 from ...model.checkpoint import DTYPE_BITS, FLOAT_DTYPES, Checkpoint, tied_embeddings
+from ...model.table import TensorTable
 
 VOCAB_PADDING = 64  # vocab_parallel_embedding.py DEFAULT_VOCAB_PADDING_SIZE
 
@@ -237,16 +238,42 @@ def _placements(checkpoint: Checkpoint, rt: str, tied: bool, shard_vision: bool,
     Each module's name is read once (:func:`_module_facts`) and each distinct (module facts, name's last part,
     dtype, shape, bytes) placed once (:func:`_rule`): a 400,000-tensor header or a Qwen3-235B estimate of 73,000
     tensors holds a few thousand distinct ones."""
-    tensors = checkpoint.tensors
+    if not isinstance(checkpoint.table, TensorTable):  # rows (an estimate): no numpy needed (the page's Pyodide)
+        return _group(_counts_of_rows(checkpoint.tensors), rt, tied, shard_vision, skip_towers)
+    import numpy as np
+
+    table = checkpoint.table
+    # facts once per canonical prefix (numbers but expert numbers written 0: a layer number changes no rule)
+    facts_ids: dict = {}  # facts -> number
+    by_canon = {c: facts_ids.setdefault(_module_facts(c[:-1] if c.endswith(".") else c), len(facts_ids))
+                for c in dict.fromkeys(table.canonical_prefixes)}
+    fid_of_prefix = np.array([by_canon[c] for c in table.canonical_prefixes], np.int64)
+    facts_list = list(facts_ids)  # number -> facts
+    # each distinct (module facts, last part, (dtype, shape, bytes)) counted at once, as one integer per row
+    nl, nk = max(len(table.leaves), 1), max(len(table.kinds), 1)
+    codes = (fid_of_prefix[table.prefix_of] * nl + table.leaf_of) * nk + table.kind_of if len(table) else table.kind_of
+    uniq, n_of = np.unique(codes, return_counts=True)
+    counts = {(c // (nl * nk), table.leaves[c // nk % nl], *table.kinds[c % nk]): n
+              for c, n in zip(uniq.tolist(), n_of.tolist())}
+    return _group((counts, facts_list), rt, tied, shard_vision, skip_towers)
+
+
+def _counts_of_rows(tensors) -> tuple[dict, list]:
+    """:func:`_placements`' counts of a table given as rows: each module's name read once, each distinct (module
+    facts, name's last part, dtype, shape, bytes) counted in C."""
     split = list(map(str.rpartition, map(attrgetter("name"), tensors), repeat(".")))  # (prefix, ".", last part)
     prefixes = list(map(itemgetter(0), split))
     facts_ids: dict = {}  # facts -> number
     fid_of = {p: facts_ids.setdefault(_module_facts(p), len(facts_ids)) for p in dict.fromkeys(prefixes)}
-    facts_list = list(facts_ids)  # number -> facts
-    # each distinct (module facts, last part, dtype, shape, bytes), counted in C, in the order first met
     counts = Counter(zip(map(fid_of.__getitem__, prefixes), map(itemgetter(2), split),
                          map(attrgetter("dtype"), tensors), map(attrgetter("shape"), tensors),
                          map(attrgetter("nbytes"), tensors)))
+    return counts, list(facts_ids)
+
+
+def _group(counted: tuple, rt: str, tied: bool, shard_vision: bool, skip_towers: tuple) -> tuple[dict, bool]:
+    """:func:`_placements`' result from ``({(facts number, last part, dtype, shape, bytes): count}, facts by number)``."""
+    counts, facts_list = counted
     bits = DTYPE_BITS[rt]
     groups: dict = {}
     for (fid, raw, dtype, shape, nb), n in counts.items():
@@ -435,6 +462,33 @@ def weights_per_rank(checkpoint: Checkpoint, config: dict, *, tp: int = 1, enabl
     if enable_expert_parallel and E:
         notes.append(f"expert parallelism over {ep} ranks: {local_experts} of {E} experts on rank 0")
     return RankWeights(tp=tp, ep=ep, checkpoint_bytes=checkpoint.total_bytes, notes=tuple(notes), **acc)
+
+
+def check_gptq_loads(config: dict, vllm_version=None) -> None:
+    """Refuse a GPTQ checkpoint (``quantization_config.quant_method`` "gptq") that vLLM ``vllm_version`` does not load,
+    as it refuses it: from 0.24 (``release.gptq_marlin_only``) "gptq" is quantization/auto_gptq.py
+    ``AutoGPTQConfig``, which reads ``bits``, ``group_size``, ``desc_act`` and ``sym`` (``get_from_keys``: "Cannot find
+    any of ['sym'] in the model's quantization config.") and takes (bits, sym) in ``TYPE_MAP`` = {(4, True),
+    (8, True)} only ("Unsupported quantization config: bits=3, sym=True"): 2- and 3-bit and asymmetric GPTQ do not
+    load. Before, the plain GPTQ kernel (gptq.py, 0.19.0: bits 2, 3, 4, 8) loads them as stored and nothing is
+    refused here. KvMathError, one line."""
+    tc = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+    q = config.get("quantization_config") or tc.get("quantization_config")
+    if not isinstance(q, dict) or str(q.get("quant_method") or "").lower() != "gptq":
+        return
+    rel = release(vllm_version)
+    if not rel.gptq_marlin_only:
+        return
+    for key in ("bits", "group_size", "desc_act", "sym"):
+        if key not in q:
+            raise KvMathError(f"quantization_config (gptq) has no {key}: vLLM {rel.name} refuses it (quantization/"
+                              f"auto_gptq.py AutoGPTQConfig.from_config: \"Cannot find any of ['{key}'] in the model's "
+                              "quantization config.\")")
+    bits, sym = q["bits"], q["sym"]
+    if (bits, sym) not in ((4, True), (8, True)) or isinstance(bits, bool):  # TYPE_MAP's dict lookup: sym 1 is True
+        raise KvMathError(f"GPTQ bits={bits!r}, sym={sym!r}: vLLM {rel.name} does not load it (quantization/"
+                          f"auto_gptq.py AutoGPTQConfig: \"Unsupported quantization config: bits={bits}, sym={sym}\"; "
+                          "its kernels take 4- and 8-bit symmetric GPTQ only)")
 
 
 def rotary_cache_bytes(config: dict, *, dtype: str = "auto") -> int:
