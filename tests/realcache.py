@@ -165,6 +165,23 @@ def _text_part(config: dict) -> tuple[dict, str | None]:
     return text, text.get("model_type")
 
 
+def _class_head_dim(model_type: str, text: dict) -> int | None:
+    """``head_dim`` as transformers' config class sets it for the full-size ``text`` (a class default such as
+    Qwen3Config's 128, or its own ``__post_init__`` rule), or None when the class has none or cannot be built."""
+    import warnings
+
+    from transformers import AutoConfig
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            hd = getattr(AutoConfig.for_model(model_type, **{k: v for k, v in text.items() if k != "model_type"}),
+                         "head_dim", None)
+    except Exception:  # noqa: BLE001 - a config the class rejects keeps the old rule
+        return None
+    return hd if isinstance(hd, int) and not isinstance(hd, bool) and hd > 0 else None
+
+
 def build_small_text_config(
     config: dict, *, dtype: str = "bfloat16", overrides: dict | None = None, shrink_mla_heads: bool = True
 ):
@@ -193,7 +210,8 @@ def build_small_text_config(
         and "kv_lora_rank" not in text  # MLA has its own head dims
         and model_type != "falcon"  # FalconConfig.head_dim is a read-only property (hidden_size / heads)
     ):
-        text["head_dim"] = text["hidden_size"] // text["num_attention_heads"]
+        # the width the config class itself gives (Qwen3Config: 128 whatever hidden / heads), else hidden / heads
+        text["head_dim"] = _class_head_dim(model_type, text) or text["hidden_size"] // text["num_attention_heads"]
         changes["head_dim"] = f"made explicit: {text['head_dim']}"
 
     shrink = dict(_SHRINK_TO)

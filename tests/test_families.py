@@ -1661,3 +1661,15 @@ def test_a2_types_without_a_spec_are_refused_naming_why(model_type, phrase):
         with pytest.raises(KvMathError, match=phrase) as e:
             kvmath.load_architecture(cfg)
         assert "\n" not in str(e.value)
+
+
+def test_qwen3_without_head_dim_takes_the_class_default_128():
+    """Qwen3Config's head_dim defaults to 128 whatever hidden_size / num_attention_heads (configuration_qwen3.py):
+    Qwen3-32B (5,120 / 64 = 80) with its head_dim left out caches 128-wide heads in transformers' real cache; kvmath
+    had read 80. A null head_dim is refused (Qwen3Attention cannot be built with None)."""
+    cfg = json.loads((Path(__file__).resolve().parents[1] / "data" / "configs" / "Qwen__Qwen3-32B.json").read_text())
+    cfg.pop("head_dim")
+    arch, _ = _real_equals_kvmath(cfg)
+    assert {a.head_dim for a in arch.layers} == {128}
+    with pytest.raises(KvMathError, match="head_dim null"):
+        kvmath.load_architecture(dict(cfg, head_dim=None))

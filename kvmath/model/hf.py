@@ -1037,7 +1037,12 @@ def _dense(c: _Config, name: str, source: str) -> Architecture:
     n = c.layer_count()
     heads = c.int("num_attention_heads")
     kv = _kv_heads(c, heads)
-    head_dim = _head_dim(c)
+    if c.model_type == "qwen3" and "head_dim" in c.cfg and c.cfg["head_dim"] is None:
+        raise KvMathError("qwen3 config sets head_dim null: Qwen3Attention reads getattr(config, 'head_dim', ...) and "
+                          "cannot be built with None; write the width or leave the key out (Qwen3Config's 128)")
+    # Qwen3Config's head_dim defaults to 128 whatever hidden_size / heads (configuration_qwen3.py): a config that
+    # leaves it out caches 128-wide heads, not hidden_size / num_attention_heads
+    head_dim = 128 if c.model_type == "qwen3" and "head_dim" not in c.cfg else _head_dim(c)
     types = c.layer_types(n, (FULL, SLIDING))
     mt = c.model_type
     if types is None:
