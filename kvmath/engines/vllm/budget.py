@@ -773,7 +773,9 @@ _AUDIO_CONFIG_KEY = {"granite_speech": ("encoder_config",), "nemotron_h_omni": (
 def _audio_key(cfg) -> str:
     """The config key of the audio tower vLLM would build for ``cfg`` (:data:`_AUDIO_CONFIG_KEY`): the first of the
     wrapper's keys the config holds, else ``audio_config``."""
-    mt = cfg.get("model_type") if isinstance(cfg, dict) else None
+    if not isinstance(cfg, dict):  # an Architecture built without its config (a GGUF, the API): no audio tower read
+        return "audio_config"
+    mt = cfg.get("model_type")
     keys = _AUDIO_CONFIG_KEY.get(mt, ("audio_config",)) if isinstance(mt, str) else ("audio_config",)
     return next((k for k in keys if isinstance(cfg.get(k), dict)), keys[0])
 
