@@ -647,7 +647,12 @@ after vLLM's memory snapshot (vllm/compilation/passes/fusion/allreduce_rms_fusio
 FlashInfer's trtllm IPC workspace, cudaMalloc'd outside PyTorch). Its size is not derived here: the token buffer
 the pass sizes (``FI_ALLREDUCE_FUSION_MAX_SIZE_MB`` sm_90: 64 MB at TP 2, 2 MB at TP 4) does not explain ~1.8 GiB at
 both sizes, and FlashInfer's allocator was not read. It replaces ``tp_gt1_gib``: the TP 2 - TP 1 difference
-already holds what any TP > 1 worker adds. Spread: 1.81-1.89 GiB over 6 boots (3 models)."""
+already holds what any TP > 1 worker adds. Spread: 1.81-1.89 GiB over 6 boots (3 models). Card class: kvmath's sm_90
+cards (h100 = H100 80GB HBM3 SXM, h200, h20) are HGX parts on NVSwitch, where the boots were measured; FlashInfer's
+workspace can fail without NVSwitch (flashinfer_all_reduce.py warns so for NVLink-bridge or PCIe boxes, and vLLM then
+runs without the fusion), so an H100 PCIe pair, not a kvmath card, would not carry it. Not NCCL NVLS: NCCL sets
+NVLS up only for more than 2 GPUs (src/transport/nvls.cc ``ncclNvlsInit``: ``gpuCount <= 2`` returns), yet TP 2 logs
+the same ~1.8 GiB as TP 4."""
 
 
 def _release_tuple(text) -> tuple | None:
