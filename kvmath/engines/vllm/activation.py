@@ -567,8 +567,8 @@ FULL graphs cost ~24 MiB each"). The one named constant of the CUDA graph estima
 def cudagraph_estimate_bytes(arch, sizes: list[int], decode_max: int, tp: int = 1, *, full: bool = True,
                              enable_expert_parallel: bool = False, act_bytes: int = ACT_BYTES) -> tuple[int, dict]:
     """vLLM's CUDA graph estimate (v1/worker/gpu_model_runner.py ``profile_cudagraph_memory``, 0.24.0; the same
-    0.20.0-0.33.0): for each mode, ``first_capture + (n - 1) x per_graph`` where the first capture is the
-    largest size of the mode and ``per_graph`` the second one's measurement. Modes of ``FULL_AND_PIECEWISE``:
+    0.20.0-0.33.0): the largest of the modes' first captures plus, for each mode, ``(n - 1) x per_graph``, where
+    a mode's first capture is its largest size and ``per_graph`` the second one's measurement. Modes of ``FULL_AND_PIECEWISE``:
     PIECEWISE over every capture size, FULL (uniform decode) over the sizes up to ``decode_max`` =
     max_num_seqs x (1 + spec) (v1/cudagraph_dispatcher.py); ``full=False``: PIECEWISE only (what vLLM falls back
     to when the attention backend cannot run full graphs of the batch). Here ``per_graph`` =
@@ -580,15 +580,18 @@ def cudagraph_estimate_bytes(arch, sizes: list[int], decode_max: int, tp: int = 
     modes = {"PIECEWISE": list(sizes)}
     if full:
         modes["FULL"] = [x for x in sizes if x <= decode_max]
-    total, info = 0, {}
+    firsts, rest, info = [], 0, {}
     for mode, xs in modes.items():
         if not xs:
             continue
-        first = forward_peak_bytes(arch, max(xs), tp, enable_expert_parallel=enable_expert_parallel,
-                                   act_bytes=act_bytes) + per_graph
-        total += first + (len(xs) - 1) * per_graph
+        firsts.append(forward_peak_bytes(arch, max(xs), tp, enable_expert_parallel=enable_expert_parallel,
+                                         act_bytes=act_bytes) + per_graph)
+        rest += (len(xs) - 1) * per_graph
         info[mode] = (len(xs), max(xs))
-    return total, info
+    # the modes share one pool, so vLLM takes the largest first capture, not their sum: "decoder_estimate =
+    # max(shared_memory_estimate.values()) + sum(per_graph_estimate.values())" (gpu_model_runner.py
+    # profile_cudagraph_memory, 0.19.0 l.5952 and 0.27.1 l.6800)
+    return max(firsts, default=0) + rest, info
 
 
 @dataclass(frozen=True)

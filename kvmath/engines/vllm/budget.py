@@ -632,6 +632,69 @@ def _non_kv(arch, flags, tp, batched, max_model_len, coeffs, *, max_num_seqs: in
     return scratch, act, pk.torch_peak, graphs, over, off, pk
 
 
+# vLLM's FlashInfer all-reduce + RMSNorm fusion (compilation pass ``fuse_allreduce_rms``) on by default: the
+# release it turned on and the releases read with the PP == 1 / DP == 1 exclusion (vllm/config/vllm.py
+# ``enable_allreduce_rms_fusion``: absent / False at every -O level in 0.12.0, 0.14.0 and 0.16.0; on at -O2 in
+# 0.17.0, 0.18.0 and 0.19.0 with ``pipeline_parallel_size == 1`` and ``data_parallel_size == 1``; on in 0.27.1
+# without them)
+AR_FUSION_FROM = (0, 17)
+AR_FUSION_PP_EXCLUDED = ((0, 17), (0, 20))
+AR_FUSION_GIB = {2: 1.82, 4: 1.88}
+"""GiB per card the fusion adds to vLLM's ``non_torch_increase`` on an sm_90 card (measured, not derived): vLLM
+0.19.0's own line "Actual usage is ... X GiB for non-torch memory" at TP 2 minus TP 1 on the same H100 SXM machine
+and release (llm-d-planner accuracy sweep, data/measurements/vllm-public-boots.csv P122-P139: TP 1 0.24-0.25, TP 2
+2.06-2.07, TP 4 2.13; PP 2 / 4, where the pass is off, 0.07). The workspace is created while the model compiles,
+after vLLM's memory snapshot (vllm/compilation/passes/fusion/allreduce_rms_fusion.py ``get_fi_ar_workspace``,
+FlashInfer's trtllm IPC workspace, cudaMalloc'd outside PyTorch). Its size is not derived here: the token buffer
+the pass sizes (``FI_ALLREDUCE_FUSION_MAX_SIZE_MB`` sm_90: 64 MB at TP 2, 2 MB at TP 4) does not explain ~1.8 GiB at
+both sizes, and FlashInfer's allocator was not read. It replaces ``tp_gt1_gib``: the TP 2 - TP 1 difference
+already holds what any TP > 1 worker adds. Spread: 1.81-1.89 GiB over 6 boots (3 models). Card class: kvmath's sm_90
+cards (h100 = H100 80GB HBM3 SXM, h200, h20) are HGX parts on NVSwitch, where the boots were measured; FlashInfer's
+workspace can fail without NVSwitch (flashinfer_all_reduce.py warns so for NVLink-bridge or PCIe boxes, and vLLM then
+runs without the fusion), so an H100 PCIe pair, not a kvmath card, would not carry it. Not NCCL NVLS: NCCL sets
+NVLS up only for more than 2 GPUs (src/transport/nvls.cc ``ncclNvlsInit``: ``gpuCount <= 2`` returns), yet TP 2 logs
+the same ~1.8 GiB as TP 4."""
+
+
+def _release_tuple(text) -> tuple | None:
+    import re
+
+    m = re.match(r"\s*v?(\d+)\.(\d+)", str(text or ""))
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def allreduce_fusion_bytes(cc: int | None, tp: int, pp: int, release, enforce_eager: bool = False
+                           ) -> tuple[int, str | None]:
+    """(bytes per card, note) of vLLM's FlashInfer all-reduce fusion workspace (``AR_FUSION_GIB``) for a card of
+    compute capability ``cc`` (90 = sm_90), TP ``tp``, PP ``pp`` and vLLM ``release`` ("0.19.0"); (0, None) where
+    vLLM leaves the pass off (before 0.17, TP 1, a world size FlashInfer does not take (``flashinfer_max_size``:
+    2, 4, 8), PP > 1 in 0.17-0.19, a card below sm_90). sm_100 (Blackwell) turns the pass on too but kvmath has
+    no measured figure: (0, note) says it is not priced. TP 8 takes TP 4's figure (not measured; note).
+    ``enforce_eager``: no compilation, so no fusion pass (0, None)."""
+    r = _release_tuple(release)
+    if enforce_eager or cc is None or r is None or r < AR_FUSION_FROM or tp not in (2, 4, 8) or cc < 90:
+        return 0, None
+    if pp > 1 and AR_FUSION_PP_EXCLUDED[0] <= r < AR_FUSION_PP_EXCLUDED[1]:
+        return 0, None
+    if cc != 90:
+        return 0, (f"vLLM {r[0]}.{r[1]} turns on its FlashInfer all-reduce fusion at TP {tp} on sm_{cc}: its "
+                   "workspace (non-torch memory, ~1.8 GiB per card on an H100) is not priced here (no measured boot)")
+    gib = AR_FUSION_GIB.get(tp, AR_FUSION_GIB[4])
+    return round(gib * GIB), (f"non-torch memory: vLLM {r[0]}.{r[1]}'s FlashInfer all-reduce fusion workspace at TP {tp} "
+                              f"on sm_90, {gib:.2f} GiB per card measured from vLLM 0.19.0's H100 logs"
+                              + (" (TP 4's figure; TP 8 not measured)" if tp not in AR_FUSION_GIB else "")
+                              + "; --enforce-eager (no compilation) leaves it out")
+
+
+
+def _with_fusion(over: int, coeffs: dict, cc, tp: int, pp: int, enforce_eager: bool, release) -> tuple[int, str | None]:
+    """The non-torch bytes ``over`` with the fusion workspace (:func:`allreduce_fusion_bytes`) in place of the
+    fitted ``tp_gt1_gib`` where vLLM turns the pass on, and its note."""
+    fusion, note = allreduce_fusion_bytes(cc, tp, pp, release, enforce_eager)
+    if fusion:
+        over += fusion - round(coeffs.get("tp_gt1_gib", 0.0) * GIB)
+    return over, note
+
 ATTENTION_BACKENDS = ("FLASH_ATTN", "FLASHINFER", "TRITON_ATTN")
 # Memory left outside vLLM's budget below which a boot is flagged: between what a measured boot left outside
 # and what the same compose ran out of memory with (_CITES["headroom_outside_budget"]).
@@ -1234,8 +1297,8 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
            attention_backend: str | None = None, dflash: bool = False, enforce_eager: bool = False,
            enable_expert_parallel: bool = False, last_stage: bool = True, weights_bytes: int | None = None,
            estimate_cudagraphs: bool = True, profile_release: str | None = None, data_parallel_size: int = 1,
-           limit_mm_per_prompt: dict | None = None, mm_processor_kwargs: dict | None = None,
-           dtype: str = "auto", quantization: str | None = None, **vllm_settings) -> Budget:
+           limit_mm_per_prompt: dict | None = None, mm_processor_kwargs: dict | None = None, dtype: str = "auto",
+           quantization: str | None = None, pipeline_parallel_size: int = 1, **vllm_settings) -> Budget:
     """The per-card budget of ``model`` on vLLM and its verdict.
 
     ``model``: a known model id, a config.json path or dict. ``card``: a card id (``kvmath/data/cards.json``)
@@ -1272,10 +1335,9 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
     dtype) and online ``--quantization fp8``: :func:`_dtype_and_quantization`. Raises KvMathError on bad input.
     """
     a = _check_arguments({k: v for k, v in locals().items() if k not in ("model", "vllm_settings")})
-    tp, max_num_seqs, max_num_batched_tokens = a["tp"], a["max_num_seqs"], a["max_num_batched_tokens"]
-    num_speculative_tokens = a["num_speculative_tokens"]
-    arch = load_architecture(model)
-    flags = _model_flags(arch)
+    tp, max_num_seqs, max_num_batched_tokens, num_speculative_tokens = (
+        a[k] for k in ("tp", "max_num_seqs", "max_num_batched_tokens", "num_speculative_tokens"))
+    flags = _model_flags(arch := load_architecture(model))
     mm_limit, a["_skip_towers"], mm_note = mm_limits(arch, limit_mm_per_prompt)
     max_pixels, pixels_note = mm_processor_pixels(arch, mm_processor_kwargs) if mm_limit else (None, None)
     coeffs = dict(COEFFICIENTS, **(coefficients or {}))
@@ -1310,6 +1372,8 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
         full_cudagraphs=full_cudagraphs(num_speculative_tokens, kv_format, cc, attention_backend, flags["gemma4"]))
     if not (estimate_cudagraphs and rules["estimate_cudagraphs"]):  # VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0
         graphs = 0
+    over, fusion_note = _with_fusion(over, coeffs, cc, tp, pipeline_parallel_size, enforce_eager,
+                                     profile_release or vllm_settings.get("vllm_version", DEFAULT_VLLM_VERSION))
     non_kv = weights + drafter + scratch + act + peak + graphs + over + off + draft_kv
     available = requested - non_kv
     if dflash:
@@ -1325,7 +1389,7 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
     outcome, refusal, refusal_kind = _verdict(p, requested=requested, total=total, weights=weights,
                                               available=available, coeffs=coeffs, mem_util=mem_util,
                                               total_gib=total_gib)
-    notes = list(p.notes) + _weights_notes(W, a["weights_bytes"]) + [n for n in (dtype_note, fp32_note, mm_note, pixels_note, mla_note) if n] + _budget_notes(
+    notes = list(p.notes) + _weights_notes(W, a["weights_bytes"]) + [n for n in (dtype_note, fp32_note, mm_note, pixels_note, mla_note, fusion_note) if n] + _budget_notes(
         arch, a, W, coeffs, flags, outcome=outcome, total=total, requested=requested, backend_note=backend_note,
         batch_note=batch_note) + _coverage_notes(arch, W.variant, weights_gb_total, card_id)
     boots = outcome == "boots"

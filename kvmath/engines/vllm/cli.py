@@ -359,7 +359,7 @@ IGNORED_VLLM_FLAGS = {
     "--chat-template": 1, "--tool-call-parser": 1, "--enable-auto-tool-choice": 0, "--reasoning-parser": 1,
     "--download-dir": 1, "--tokenizer": 1, "--seed": 1, "--generation-config": 1, "--revision": 1,
     "--disable-uvicorn-access-log": 0, "--tokenizer-mode": 1, "--enable-chunked-prefill": 0,
-    "--async-scheduling": 0, "--enable-reasoning": 0,
+    "--async-scheduling": 0,
     "--swap-space": 1, "--max-log-len": 1, "--allowed-local-media-path": 1, "--tool-parser-plugin": 1,
     "--chat-template-content-format": 1, "--response-role": 1, "--ssl-keyfile": 1, "--ssl-certfile": 1,
 }

@@ -154,6 +154,10 @@ VALUES = {
 }
 """Options ignored for the values listed (the same tensors, the generative runner) and refused for any other."""
 
+# flags vLLM removed before the first release read (0.10.1): kvmath refuses them, as vllm serve's argparse does
+# (--enable-reasoning: vllm/engine/arg_utils.py 0.9.2 l.627 "[DEPRECATED]", absent from 0.10.0's)
+REMOVED = {"--enable-reasoning": "vLLM 0.10.0 removed it, deprecated in 0.9.2; use --reasoning-parser NAME, which "
+                                 "alone turns reasoning parsing on"}
 MODEL_OPTIONS = ("--model", "--config", "--optimization-level", "-O")
 """vLLM options the parser reads under kvmath's own handling (--optimization-level is read as -O)."""
 
@@ -239,6 +243,8 @@ def screen(argv: list[str], release: str, modelled: set[str]) -> tuple[list[str]
         name, eq, value = a.partition("=")
         base = name.split(".", 1)[0] if name.startswith("--") else name  # --compilation-config.mode 3
         long = ALIASES.get(base, base)
+        if base in REMOVED and base not in known:
+            raise KvMathError(f"{base} is not a vLLM {release} flag: vllm serve rejects the line ({REMOVED[base]})")
         if long not in every and base not in every:
             out.append(a)  # kvmath's own flag, or unknown: argparse answers it
             i += 1

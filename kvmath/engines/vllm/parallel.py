@@ -187,7 +187,7 @@ def parallel_budget(model, *, tp: int = 1, pp: int = 1, dp: int = 1, enable_expe
         start += n
         w = round(body * n / arch.num_hidden_layers) + (E if i == 0 else 0) + (E_out if i == pp - 1 else 0)
         stages.append(budget(sub, tp=tp, enable_expert_parallel=enable_expert_parallel, weights_bytes=w,
-                             last_stage=(i == pp - 1), **kw))
+                             last_stage=(i == pp - 1), pipeline_parallel_size=pp, **kw))
     blocks = [s.plan.num_blocks if s.plan and s.available_kv > 0 else 0 for s in stages]
     lim = min(range(pp), key=lambda i: blocks[i])
     nb = blocks[lim]
