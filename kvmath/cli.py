@@ -98,7 +98,8 @@ def render_text(d) -> str:
         (f"growing KV at {dep.max_ctx:,} tokens x {dep.max_num_seqs} seq", _fmt(d.growing_bytes)),
         ("sliding-window KV (bounded by the window)", _fmt(d.sliding_bytes)),
         (f"recurrent state ({dep.max_num_seqs} seq)", _fmt(d.state_bytes)),
-    ] + ([("vLLM padding layers", _fmt(d.padding_bytes))] if d.padding_bytes else []) + [
+    ] + ([("vLLM padding layers", _fmt(d.padding_bytes))] if d.padding_bytes else []) + (
+        [(f"cross-attention KV (fixed, {dep.max_num_seqs} seq)", _fmt(d.cross_bytes))] if d.cross_bytes else []) + [
         ("total cache", _fmt(d.total_bytes)),
     ]
     width = max(len(label) for label, _ in totals)

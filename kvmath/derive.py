@@ -23,7 +23,7 @@ from .engines import Engine, LayerGroup, get_engine, settings_owners
 from .engines.base import unknown_settings
 from .formats import KVFormat
 from .model.load import load_architecture
-from .model.specs import Architecture
+from .model.specs import CROSS, Architecture
 from .units import fmt_bytes
 from .validate import MAX_TOKENS, MAX_TP, check_name, check_positive
 
@@ -82,9 +82,15 @@ class Derivation:
         return sum(g.bytes for g in self.groups if g.kind == "padding")
 
     @property
+    def cross_bytes(self) -> int:
+        """Cross-attention K/V over an encoder's output (Whisper), all sequences, per card: fixed per sequence by
+        the encoder's length, not by the decoder's context (0 for a decoder-only model)."""
+        return sum(g.bytes for g in self.groups if g.layer_type == CROSS and g.owns_cache)
+
+    @property
     def fixed_bytes(self) -> int:
-        """Everything that does not grow with context: sliding window plus recurrent state."""
-        return self.sliding_bytes + self.state_bytes
+        """Everything that does not grow with context: sliding window, recurrent state and cross-attention K/V."""
+        return self.sliding_bytes + self.state_bytes + self.cross_bytes
 
     @property
     def total_bytes(self) -> int:

@@ -650,3 +650,60 @@ if __name__ == "__main__":  # pragma: no cover - manual use
     print("changes", r["changes"])
     print("config_check", r["config_check"])
     print("timings", r["timings"], "params", r["num_parameters"], r["model_class"], r["cache_class"])
+
+
+# --- encoder-decoder caches (Whisper): a self-contained path, the function above is untouched ----------------------
+
+_WHISPER_CACHE_FIELDS = ("decoder_layers", "decoder_attention_heads", "d_model", "max_source_positions")
+_WHISPER_SHRINK = {"encoder_layers": 1, "encoder_ffn_dim": 64, "decoder_ffn_dim": 64, "vocab_size": 256}
+
+
+def whisper_cache_bytes(config: dict, *, batch: int, seq_len: int, dtype: str = "float32", decode_steps: int = 0,
+                        seed: int = 0, threads: int | None = None) -> dict:
+    """The real ``EncoderDecoderCache`` of a shrunk random ``WhisperForConditionalGeneration`` (transformers 5.23).
+
+    The decoder's cache-shaping keys (``_WHISPER_CACHE_FIELDS``) are kept; the encoder is cut to one layer and the
+    MLPs and vocabulary shrunk (they shape no cache). ``input_features`` are random mel frames of the one length the
+    encoder accepts (``num_mel_bins x 2 x max_source_positions``); ``seq_len`` random decoder tokens are the prefill,
+    then ``decode_steps`` single tokens. Returns ``layers`` (per decoder layer: ``self`` and ``cross`` bytes summed
+    in ``bytes``, the tensors of both named ``self.*`` / ``cross.*``), ``total_bytes``, ``config_check`` (kept keys
+    the built config changed; should be empty), ``cache_class`` and ``encoder_frames`` (the cross K/V length)."""
+    import torch
+    from transformers import WhisperConfig, WhisperForConditionalGeneration
+
+    if threads is not None:
+        torch.set_num_threads(threads)
+    torch_dtype = getattr(torch, dtype)
+    cfg = {k: v for k, v in config.items() if k not in _DROP_KEYS and k not in ("num_hidden_layers",
+                                                                                 "forced_decoder_ids")}
+    cfg.update(_WHISPER_SHRINK)
+    for k in _TOKEN_ID_KEYS + ("decoder_start_token_id",):
+        cfg[k] = 1
+    cfg["suppress_tokens"], cfg["begin_suppress_tokens"] = None, None
+    built = WhisperConfig(**{k: v for k, v in cfg.items() if k != "model_type"})
+    check = [{"field": k, "input": config.get(k), "built": getattr(built, k)} for k in _WHISPER_CACHE_FIELDS
+             if k in config and config[k] != getattr(built, k)]
+    torch.manual_seed(seed)
+    model = WhisperForConditionalGeneration(built).to(torch_dtype).eval()
+    gen = torch.Generator().manual_seed(seed)
+    feats = torch.randn(batch, built.num_mel_bins, 2 * built.max_source_positions, generator=gen).to(torch_dtype)
+    ids = torch.randint(0, built.vocab_size, (batch, seq_len), generator=gen)
+    with torch.no_grad():
+        out = model(input_features=feats, decoder_input_ids=ids, use_cache=True)
+        cache, enc = out.past_key_values, out.encoder_last_hidden_state
+        for _ in range(decode_steps):
+            nxt = torch.randint(0, built.vocab_size, (batch, 1), generator=gen)
+            cache = model(encoder_outputs=(enc,), decoder_input_ids=nxt, past_key_values=cache,
+                          use_cache=True).past_key_values
+    parts = {"self": describe_cache(cache.self_attention_cache), "cross": describe_cache(cache.cross_attention_cache)}
+    layers = []
+    for i in range(built.decoder_layers):
+        entry = {"index": i, "class": "EncoderDecoderCache", "tensors": {}, "bytes": 0}
+        for part, res in parts.items():
+            layer = res["layers"][i]
+            entry["bytes"] += layer["bytes"]
+            entry["tensors"].update({f"{part}.{n}": t for n, t in layer["tensors"].items()})
+        layers.append(entry)
+    return {"layers": layers, "total_bytes": sum(r["total_bytes"] for r in parts.values()),
+            "config_check": check, "cache_class": type(cache).__name__, "encoder_frames": int(enc.shape[1]),
+            "dtype": str(torch_dtype), "tokens_seen": seq_len + decode_steps}

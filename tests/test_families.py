@@ -20,7 +20,7 @@ import kvmath
 from kvmath.errors import KvMathError
 
 sys.path.insert(0, str(Path(__file__).parent))
-from realcache import transformers_cache_bytes  # noqa: E402
+from realcache import transformers_cache_bytes, whisper_cache_bytes  # noqa: E402
 
 CONFIGS = Path(__file__).parent / "fixtures" / "configs"
 BATCH, PREFILL, DECODE, WINDOW = 2, 40, 3, 16
@@ -246,9 +246,13 @@ def _run(case: str):
     if case not in _RUNS:
         cfg = _test_config(case)
         arch = kvmath.load_architecture(cfg)
-        real = transformers_cache_bytes(cfg, batch=BATCH, seq_len=PREFILL, decode_steps=DECODE, dtype=arch.dtype,
-                                        overrides=OVERRIDES.get(case), threads=1,
-                                        module_states=arch.model_type == "recurrent_gemma")
+        if arch.model_type == "whisper":  # an encoder-decoder: the real EncoderDecoderCache of the whole model
+            real = whisper_cache_bytes(cfg, batch=BATCH, seq_len=PREFILL, decode_steps=DECODE, dtype=arch.dtype,
+                                       threads=1)
+        else:
+            real = transformers_cache_bytes(cfg, batch=BATCH, seq_len=PREFILL, decode_steps=DECODE, dtype=arch.dtype,
+                                            overrides=OVERRIDES.get(case), threads=1,
+                                            module_states=arch.model_type == "recurrent_gemma")
         for layer in real["layers"] if "module_states" in real else ():  # RecurrentGemma keeps its recurrent state
             layer["bytes"] += real["module_states"][layer["index"]]     # on the module, not in the DynamicCache
             real["total_bytes"] += real["module_states"][layer["index"]]
@@ -292,7 +296,7 @@ def test_tally_of_real_configs():
     """Of the published configs (not the class-default files): how many read exactly, how many refused."""
     real = [c for c in CASES if not c.startswith(DEFAULTS)]
     read = [c for c in real if c not in REFUSED]
-    assert (len(real), len(read), len(real) - len(read)) == (68, 61, 7)
+    assert (len(real), len(read), len(real) - len(read)) == (69, 62, 7)
 
 
 def test_unknown_wrapper_is_refused_not_read_from_its_text_part():
@@ -1673,3 +1677,45 @@ def test_qwen3_without_head_dim_takes_the_class_default_128():
     assert {a.head_dim for a in arch.layers} == {128}
     with pytest.raises(KvMathError, match="head_dim null"):
         kvmath.load_architecture(dict(cfg, head_dim=None))
+
+
+# --- famC5 (issue 20, session 34): Whisper's encoder-decoder cache, cross-attention layers -------------------------
+
+def test_whisper_cross_attention_by_hand_and_against_the_real_cache():
+    """whisper-large-v3-turbo (4 decoder layers, 20 heads of 1280 / 20 = 64, float32 as its config states) after 43
+    decoder tokens for 2 sequences, by hand: self-attention 4 x 2 (K, V) x 20 x 64 x 4 B x 43 x 2 = 3,522,560 B;
+    cross-attention over the encoder's 1,500 frames 4 x 2 x 20 x 64 x 4 B x 1,500 x 2 = 122,880,000 B, whatever the
+    decoder's length (the same at 400 tokens); transformers 5.23's real EncoderDecoderCache holds the sum,
+    126,402,560 B (test_cache_equals_transformers_layer_by_layer checks it layer by layer)."""
+    case = "openai__whisper-large-v3-turbo"
+    arch, real, d = _run(case)
+    assert real["cache_class"] == "EncoderDecoderCache" and real["encoder_frames"] == 1500
+    by_kind = {g.kind: g.bytes for g in d.groups}
+    assert by_kind == {"attention": 3_522_560, "cross_attention": 122_880_000}
+    assert d.total_bytes == real["total_bytes"] == 126_402_560
+    assert d.cross_bytes == 122_880_000 and d.fixed_bytes == 122_880_000 and d.growing_bytes == 3_522_560
+    assert arch.max_position_embeddings == 448  # max_target_positions: the decoder's longest sequence
+    long = kvmath.derive(arch, engine="transformers", max_ctx=400, max_num_seqs=2)
+    assert {g.kind: g.bytes for g in long.groups}["cross_attention"] == 122_880_000
+    assert all("does not grow" in g.description for g in d.groups if g.kind == "cross_attention")
+
+
+@pytest.mark.parametrize("engine,phrase", [("vllm", "CrossAttentionSpec"), ("sglang", "SGLang"),
+                                           ("llama.cpp", "whisper.cpp")])
+def test_whisper_engines_refuse_in_one_line(engine, phrase):
+    arch = kvmath.load_architecture(_config("openai__whisper-large-v3-turbo"))
+    with pytest.raises(KvMathError, match=phrase) as e:
+        kvmath.derive(arch, engine=engine, max_ctx=448)
+    assert "\n" not in str(e.value)
+
+
+def test_whisper_head_width_that_does_not_divide_and_weights_estimate_are_refused():
+    from kvmath.model.checkpoint import estimate_checkpoint
+
+    cfg = _config("openai__whisper-large-v3-turbo")
+    with pytest.raises(KvMathError, match="d_model 1280 is not a multiple of decoder_attention_heads 3") as e:
+        kvmath.load_architecture(dict(cfg, decoder_attention_heads=3))
+    assert "\n" not in str(e.value)
+    with pytest.raises(KvMathError) as e:
+        estimate_checkpoint(cfg)
+    assert "whisper" in str(e.value) and "\n" not in str(e.value)

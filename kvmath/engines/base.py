@@ -32,13 +32,14 @@ from ..formats import DTYPE_BYTES, KVFormat
 from ..model.specs import FULL, LINEAR, SLIDING, Architecture
 
 GROUP_KINDS = ("attention", "mla", "gdn", "mamba2", "kda", "mamba1", "conv", "lightning", "none", "padding",
-               "compressed", "rglru")
+               "compressed", "rglru", "cross_attention")
 """``LayerGroup.kind`` values: softmax attention, MLA latent, Gated DeltaNet, Mamba-2, Kimi Delta
 Attention state, Mamba-1 state, short-conv state (LFM2), lightning-attention state (MiniMax-Text-01), blocks
 without a cache (a Falcon-H1 hybrid layer gives an attention group and a Mamba-2 group over the same index), vLLM's
 padding layers (empty group slots that still take their share of every block), ``compressed``: DeepSeek-V4's
-window plus compressor tensors (transformers only), and ``rglru``: RecurrentGemma's conv and RG-LRU state
-(transformers only)."""
+window plus compressor tensors (transformers only), ``rglru``: RecurrentGemma's conv and RG-LRU state
+(transformers only), and ``cross_attention``: K / V over an encoder's output, per sequence, not growing with the
+decoder's context (Whisper; transformers only)."""
 
 
 @dataclass(frozen=True)

@@ -68,8 +68,10 @@ refused naming the fields a spec would need. Speech / omni wrappers read from th
 (qwen2), ``granite_speech`` (granite), ``nemotron_h_omni`` (nemotron_h), ``moss_transcribe_diarize`` (qwen3), the
 Qwen-Omni thinkers ``qwen2_5_omni_thinker`` / ``qwen3_omni_moe_thinker`` (their ``qwen2_5_omni_text`` /
 ``qwen3_omni_moe_text`` decoders: full attention, no window) and ``muse_spark`` / ``muse_glimmer`` (their
-``muse_*_text`` decoders: full every 4th layer counted from the last, sliding elsewhere); ``whisper`` (cross-attention
-cache), ``qwen4_exp`` / ``qwen4_exp_text`` and ``minimax_m3_vl`` are refused naming why. ``modernbert-decoder``
+``muse_*_text`` decoders: full every 4th layer counted from the last, sliding elsewhere); ``qwen4_exp`` /
+``qwen4_exp_text`` and ``minimax_m3_vl`` are refused naming why. ``whisper`` (session 34, famC5): every decoder layer a
+``CrossAttentionLayer`` (decoder self-attention K/V plus cross-attention K/V over ``max_source_positions`` encoder
+frames, transformers' ``EncoderDecoderCache``), priced by the transformers engine only. ``modernbert-decoder``
 (every head; full iff i % global_attn_every_n_layers == 0, else a window of local_attention // 2).
 Malformed, truncated or contradictory configs raise KvMathError
 (tests/test_fuzz_config.py fuzzes this); counts are bounded by ``MAX_LAYERS`` / ``MAX_INT``.
@@ -219,8 +221,9 @@ _WRAPPER_REFUSALS = {
 minicpmv4_6.py builds its language model as ``Qwen3_5ForCausalLM`` from the text config, as kvmath prices it."""
 _UNREAD_WRAPPERS = {
     "mllama": "Llama 3.2 Vision: its cross_attention_layers cache the image's keys and values (modeling_mllama.py "
-              "MllamaTextCrossAttention), an entry per image tile that kvmath has no spec for; vLLM 0.10.2 removed "
-              "MllamaForConditionalGeneration",
+              "MllamaTextCrossAttention: images x max_num_tiles x ((image_size / patch_size)^2 + 1) positions, "
+              "appended per new image, none for a text-only prompt), so the cache depends on the images per "
+              "sequence, an input kvmath does not take; vLLM 0.10.2 removed MllamaForConditionalGeneration",
     "hunyuan_vl": "HunYuan-VL: HunYuanVLConfig folds top-level keys into its text part; that rule was not read",
 }
 """Wrappers transformers 5.23 builds whose text part kvmath does not read, and why (named in the one-line refusal)."""

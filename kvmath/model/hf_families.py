@@ -1941,3 +1941,51 @@ def _kosmos_text(c: _Config, name: str, source: str):
                               "and values beside the self-attention cache (EncoderDecoderCache), which kvmath does not "
                               "size")
     return _old_mha(c, name, source)
+
+
+# --- issue 20, session 34 (famC5): encoder-decoder cross-attention caches ------------------------------------------
+
+_WHISPER_DEFAULTS = {"decoder_layers": 4, "decoder_attention_heads": 6, "d_model": 384, "max_source_positions": 1500,
+                     "max_target_positions": 448, "decoder_ffn_dim": 1536, "vocab_size": 51865}
+"""transformers 5.23 configuration_whisper.py ``WhisperConfig`` field defaults for the keys the decoder's cache and
+size read (a published Whisper config writes them all)."""
+_WHISPER_ENGINES = (
+    ("vllm", "vLLM 0.24's WhisperForConditionalGeneration keeps its cross-attention K/V in a CrossAttentionSpec cache "
+             "sized by the scheduler's encoder budget (max_num_encoder_input_tokens), an allocation kvmath does not "
+             "model"),
+    ("sglang", "kvmath has not read whether or how SGLang serves Whisper's encoder-decoder cache"),
+    ("llama.cpp", "llama.cpp does not run Whisper (whisper.cpp is a separate project)"),
+)
+
+
+@_family("whisper")
+def _whisper(c: _Config, name: str, source: str):
+    """Whisper (``whisper``, WhisperForConditionalGeneration): each of the ``decoder_layers`` decoder layers caches its
+    causal self-attention K and V for every decoder token and its cross-attention K and V over the encoder's output,
+    ``decoder_attention_heads`` heads of ``d_model / decoder_attention_heads`` (transformers 5.23 modeling_whisper.py
+    ``WhisperAttention``: ``head_dim = embed_dim // num_heads``, a width that does not divide is refused as it
+    refuses it; ``WhisperDecoder`` builds an ``EncoderDecoderCache`` of two ``DynamicCache`` of ``decoder_layers``
+    layers). The encoder output is always ``max_source_positions`` frames (``WhisperEncoder.forward`` refuses mel
+    input not ``max_source_positions x 2 x 2`` / 2 long: 1,500 frames for every released size), so the cross part is
+    fixed per sequence. The decoder holds at most ``max_target_positions`` tokens (kvmath's max_position_embeddings).
+    The encoder caches nothing. vLLM, SGLang and llama.cpp are refused (``_WHISPER_ENGINES``)."""
+    from dataclasses import replace
+
+    from .specs import CrossAttentionLayer
+
+    c = _Config({**_WHISPER_DEFAULTS, **{k: v for k, v in c.cfg.items() if v is not None}}, c.model_type)
+    n = c.int("decoder_layers", maximum=MAX_LAYERS)
+    heads = c.int("decoder_attention_heads")
+    d_model = c.int("d_model")
+    if d_model % heads:
+        raise KvMathError(f"whisper config: d_model {d_model} is not a multiple of decoder_attention_heads {heads} "
+                          "(transformers' WhisperAttention refuses it)")
+    head_dim = d_model // heads
+    frames = c.int("max_source_positions")
+    layers = [CrossAttentionLayer(i, heads, head_dim, head_dim, frames, "encoder frames",
+                                  AttentionLayer(i, FULL, heads, head_dim, head_dim)) for i in range(n)]
+    cfg = dict(c.cfg, hidden_size=d_model, max_position_embeddings=c.int("max_target_positions"),
+               intermediate_size=c.int("decoder_ffn_dim"))
+    cfg.pop("sliding_window", None)
+    arch = _arch(_Config(cfg, c.model_type), name, source, layers, heads)
+    return replace(arch, engine_refusals=_WHISPER_ENGINES)

@@ -19,6 +19,7 @@ MOE = "moe"
 CHUNKED = "chunked_attention"
 CONV = "conv"
 HYBRID = "hybrid"
+CROSS = "cross_attention"
 """Layer type names as transformers 5.23 writes them in ``layer_types`` (``NemotronHConfig`` maps its
 ``hybrid_override_pattern`` letters M / * / - / E to linear_attention / full_attention / mlp / moe;
 ``KimiLinearConfig`` calls MLA layers full_attention and KDA layers linear_attention; ``FalconH1Config`` calls
@@ -463,6 +464,47 @@ class RGLRULayer:
 
 
 @dataclass(frozen=True)
+class CrossAttentionLayer:
+    """A decoder layer that attends to an encoder's output (Whisper's decoder layers, Llama 3.2 Vision's
+    ``cross_attention_layers``): it caches K and V over ``source_tokens`` encoder positions per sequence, computed
+    once from the encoder output, so the cross part does NOT grow with the decoder's context.
+
+    ``num_kv_heads`` heads of ``head_dim`` (K) and ``v_head_dim`` (V) elements per source position.
+    ``self_attention``: the layer's own causal self-attention (Whisper: every decoder layer has both, transformers
+    5.23 ``EncoderDecoderCache`` keeps them in ``self_attention_cache`` / ``cross_attention_cache``), None for a
+    layer that only cross-attends (mllama's ``MllamaCrossAttentionDecoderLayer``). ``source`` names what the
+    source positions are (``max_source_positions`` audio frames, vision tokens per image). An engine without a
+    rule for this kind refuses it.
+    """
+
+    kind: ClassVar[str] = "cross_attention"
+
+    index: int
+    num_kv_heads: int
+    head_dim: int
+    v_head_dim: int
+    source_tokens: int
+    source: str = "encoder positions"
+    self_attention: AttentionLayer | None = None
+    layer_type: str = CROSS
+
+    def __post_init__(self):
+        if self.self_attention is not None and self.self_attention.index != self.index:
+            raise ValueError("the self-attention part of a cross-attention layer must carry its index")
+
+    @property
+    def owns_cache(self) -> bool:
+        return True
+
+    def describe(self) -> str:
+        s = (f"cross-attention {self.num_kv_heads} KV heads x {self.head_dim} over {self.source_tokens:,} "
+             f"{self.source} per sequence (fixed: does not grow with the decoder's context)")
+        if self.self_attention is not None:
+            s = f"self-attention {self.self_attention.describe()} + {s}"
+        return s
+
+
+@dataclass(frozen=True)
 class VisionTower:
     """The vision encoder's size, as its ``vision_config`` states it (0 where the config does not say).
 
@@ -486,10 +528,10 @@ class VisionTower:
 
 LayerSpec = (AttentionLayer | GatedDeltaNetLayer | MLALayer | Mamba2Layer | KDALayer | NoCacheLayer
              | ChunkedAttentionLayer | Mamba1Layer | ShortConvLayer | DSALayer | AttentionMamba2Layer | LightningLayer
-             | CompressedAttentionLayer | RGLRULayer)
+             | CompressedAttentionLayer | RGLRULayer | CrossAttentionLayer)
 LAYER_KINDS = (AttentionLayer, GatedDeltaNetLayer, MLALayer, Mamba2Layer, KDALayer, NoCacheLayer,
                ChunkedAttentionLayer, Mamba1Layer, ShortConvLayer, DSALayer, AttentionMamba2Layer, LightningLayer,
-               CompressedAttentionLayer, RGLRULayer)
+               CompressedAttentionLayer, RGLRULayer, CrossAttentionLayer)
 """Every layer spec class. Engines never name them: they key their rules by the class's ``kind``
 (``Engine.rules``) and refuse a kind they have no rule for (``engines.base.require_kinds``)."""
 StateLayer = GatedDeltaNetLayer | Mamba2Layer | KDALayer
@@ -599,6 +641,6 @@ class Architecture:
 
 
 __all__ = [
-    "FULL", "SLIDING", "LINEAR", "MLP", "MOE", "CHUNKED", "CONV", "HYBRID", "Architecture", "VisionTower",
+    "FULL", "SLIDING", "LINEAR", "MLP", "MOE", "CHUNKED", "CONV", "HYBRID", "CROSS", "Architecture", "VisionTower",
     *(c.__name__ for c in LAYER_KINDS),
 ]

@@ -24,11 +24,11 @@ these tensors layer by layer; tests/test_realcache.py builds the real caches on 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ...errors import KvMathError
 from ...formats import KVFormat
-from ...model.specs import FULL, LINEAR, SLIDING, Architecture
+from ...model.specs import CROSS, FULL, LINEAR, SLIDING, Architecture
 from ...validate import MAX_TOKENS, check_positive
 from ..base import Engine, LayerGroup, StateTensor, merge_empty
 from .formats import TRANSFORMERS_FORMATS, transformers_format
@@ -92,7 +92,7 @@ class TransformersEngine(Engine):
     rules = {"attention": "_attention", "mla": "_mla", "gdn": "_gdn", "mamba2": "_mamba2", "kda": "_kda",
              "none": "_none", "chunked": "_chunked", "dsa": "_dsa", "mamba1": "_mamba1", "conv": "_short_conv",
              "attention_mamba2": "_attention_mamba2", "lightning": "_lightning", "compressed": "_compressed",
-             "rglru": "_rglru"}
+             "rglru": "_rglru", "cross_attention": "_cross_attention"}
 
     def settings(self, arch, *, max_ctx, max_num_seqs, tp, kv_format, cache_type_k=None, cache_type_v=None, **kw):
         if cache_type_k is not None or cache_type_v is not None:
@@ -190,6 +190,21 @@ class TransformersEngine(Engine):
             StateTensor("conv1d_state", (layer.lru_width, layer.conv_kernel - 1), arch.dtype),
             StateTensor("recurrent_states", (layer.lru_width,), "float32")))
 
+    def _cross_attention(self, layer, arch, s, fmt):
+        """A cross-attention layer (Whisper's decoder layers, models/whisper ``WhisperAttention`` with
+        ``key_value_states``; mllama's ``MllamaTextCrossAttention``): ``cross_attention_cache.update(k, v)`` keeps K
+        and V ``[B, heads, source_tokens, head_dim]`` once per sequence, in the cache dtype, whatever the decoder's
+        context; Whisper's decoder self-attention beside it is a ``DynamicLayer`` of every decoder token
+        (``EncoderDecoderCache.self_attention_cache``, transformers 5.23 cache_utils.py)."""
+        dt = _TORCH_DTYPE[fmt.name]
+        state = (StateTensor("cross_keys", (layer.num_kv_heads, layer.source_tokens, layer.head_dim), dt),
+                 StateTensor("cross_values", (layer.num_kv_heads, layer.source_tokens, layer.v_head_dim), dt))
+        att = layer.self_attention
+        if att is None:
+            return LayerCache(layer.index, "cross_attention", state=state)
+        return LayerCache(layer.index, "cross_attention", att.num_kv_heads,
+                          fmt.token_bytes(att.num_kv_heads, att.head_dim, att.v_head_dim), s.max_ctx, state)
+
     def _none(self, layer, arch, s, fmt):
         return LayerCache(layer.index, "none")
 
@@ -241,6 +256,8 @@ class TransformersEngine(Engine):
                                       owns_cache=False))
             elif kind == "attention_mamba2":
                 out += _hybrid_groups(by_index[idx[0]], idx, cs[0], b, cache.fmt.name)
+            elif kind == "cross_attention":
+                out += _cross_groups(by_index[idx[0]], idx, cs[0], b, cache.fmt.name)
             elif kind == "compressed":  # DeepSeek-V4: a window of K=V rows plus per-sequence compressor tensors
                 per_seq = sum(t.nbytes for t in state)
                 out.append(LayerGroup(layer_type, idx, desc + f"; plus a {fixed}-byte int64 window tensor per layer",
@@ -269,6 +286,26 @@ def _hybrid_groups(layer, idx: tuple[int, ...], c: LayerCache, b: int, fmt_name:
                        bytes_per_token=c.token_bytes, cells=c.positions, streams=b, kv_format=fmt_name),
             LayerGroup(LINEAR, idx, f"{layer.mamba.describe()} (hybrid layer's Mamba-2 mixer)",
                        len(idx) * per_seq * b, kind="mamba2", state=c.state, state_bytes_per_seq=per_seq, streams=b)]
+
+
+_TORCH_DTYPE = {"bf16": "bfloat16", "fp16": "float16", "f32": "float32"}
+"""The torch dtype of each transformers cache format (:data:`TRANSFORMERS_FORMATS`)."""
+
+
+def _cross_groups(layer, idx: tuple[int, ...], c: LayerCache, b: int, fmt_name: str) -> list[LayerGroup]:
+    """The groups of cross-attention layers ``idx`` (alike; ``c`` one of their caches): their self-attention keys /
+    values when they have any (``full_attention``, growing with the decoder's context; Whisper) and their
+    cross-attention keys / values (``cross_attention``: per sequence, fixed by the encoder's output length)."""
+    per_seq = sum(t.nbytes for t in c.state)
+    out = []
+    if layer.self_attention is not None:
+        out.append(LayerGroup(FULL, idx, f"{layer.self_attention.describe()} (decoder self-attention)",
+                              len(idx) * c.token_bytes * c.positions * b, kind="attention", kv_heads_per_rank=c.heads,
+                              bytes_per_token=c.token_bytes, cells=c.positions, streams=b, kv_format=fmt_name))
+    cross = replace(layer, self_attention=None)
+    out.append(LayerGroup(CROSS, idx, cross.describe(), len(idx) * per_seq * b, kind="cross_attention",
+                          state=c.state, state_bytes_per_seq=per_seq, streams=b, kv_format=fmt_name))
+    return out
 
 
 ENGINE = TransformersEngine()
