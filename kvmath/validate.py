@@ -364,6 +364,42 @@ POOLED_EXPERT_TYPES = ("ernie4_5_vl_moe_text",)
 (transformers 5.23 ``Ernie4_5_VLMoeTextConfig``, also built as the ``text_config`` of an ``ernie4_5_vl_moe``
 wrapper whatever its model_type says); everywhere else a list is refused."""
 
+STRICT_INT_FIELDS = {
+    "num_key_value_heads": (
+        'axk1', 'axk2', 'cwm', 'deepseek_v32', 'deepseek_v4', 'exaone4', 'exaone_moe', 'flint', 'gemma', 'gemma2',
+        'gemma3_text', 'gemma3n_text', 'gemma4_text', 'gemma4_unified_text', 'glm4', 'glm4_moe', 'glm4_moe_lite',
+        'glm4v_moe_text', 'glm_moe_dsa', 'glm_ocr_text', 'gpt_oss', 'helium', 'hy_v3', 'hy_v4', 'jamba', 'jetmoe',
+        'kolibri1', 'laguna', 'lfm2', 'lfm2_moe', 'lfm3', 'llama4_text', 'mellum', 'mimo_v2_flash', 'minimax',
+        'minimax_m2', 'ministral', 'ministral3', 'mistral', 'mixtral', 'molmo2_text', 'muse_glimmer_text',
+        'muse_spark_text', 'nemotron_h', 'phimoe', 'qwen3_5_moe_text', 'qwen3_5_text', 'qwen3_moe', 'qwen3_next',
+        'qwen3_omni_moe_text', 'qwen3_vl_moe_text', 'solar_open', 'stablelm', 'starcoder2', 'step3p5', 'vaultgemma',
+        'youtu',
+    ),
+    "head_dim": (
+        'axk2', 'bailing_hybrid', 'cohere2_moe', 'cosmos3_edge_text', 'cwm', 'deepseek_v32', 'deepseek_v4', 'flint',
+        'gemma', 'gemma2', 'gemma3_text', 'gemma3n_text', 'gemma4_text', 'gemma4_unified_text', 'glm4',
+        'glm_moe_dsa', 'gpt_oss', 'helium', 'hrm_text', 'hy_v3', 'hy_v4', 'kolibri1', 'laguna', 'lfm3',
+        'llama4_text', 'longcat_flash', 'mamba2', 'mellum', 'mimo_v2_flash', 'minimax_m2', 'ministral3',
+        'molmo2_text', 'muse_glimmer_text', 'muse_spark_text', 'nemotron_h', 'qwen3', 'qwen3_5_moe_text',
+        'qwen3_5_text', 'qwen3_next', 'qwen3_vl_text', 'seed_oss', 'solar_open', 'step3p5', 'vaultgemma',
+    ),
+}
+"""model_type -> the fields its transformers 5.23 config class types as a plain ``int``: a null there stops the class
+(``CONFIG_MAPPING[t](field=None)`` raises StrictDataclassFieldValidationError), so transformers and vLLM, which builds
+the same class, cannot load the config. Read from the installed classes for every type kvmath reads; kvmath had
+treated such a null as absent and priced another width (Qwen 3.6 with ``num_key_value_heads`` null: every head)."""
+
+
+def _check_strict_nulls(holder: dict, path: tuple) -> None:
+    """KvMathError naming the field when ``holder`` sets a :data:`STRICT_INT_FIELDS` field of its model_type null."""
+    mt = holder.get("model_type")
+    for key, types in STRICT_INT_FIELDS.items():
+        if mt in types and key in holder and holder[key] is None:
+            name = ".".join(path + (key,))
+            raise KvMathError(f"{mt} config sets {key} null ({name}): transformers 5.23's config class refuses None "
+                              "there (an int field), so no engine loads it; write the value or leave the key out")
+
+
 MODEL_SECTIONS = ("text_config", "vision_config", "audio_config")
 """Sub-configs read with :data:`CONFIG_RULES` (a multimodal wrapper's decoder and towers)."""
 
@@ -409,6 +445,7 @@ def check_config(cfg, where: str = "config") -> dict:
             name = ".".join(holder_path + ("intermediate_size",))
             raise KvMathError(f"config field {name} must be an integer (valid: an integer in [1, {WIDTH:,}]; a list "
                               f"of one width per layer only for {', '.join(PER_LAYER_MLP_TYPES)}), got {_short(inter)}")
+        _check_strict_nulls(holder, holder_path)
         _one_expert_width(cfg, holder, fixes, holder_path, n)
         e = max((_fixed(holder, fixes, holder_path, k) or 0)
                 for k in ("num_experts", "num_local_experts", "n_routed_experts"))

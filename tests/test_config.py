@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 import kvmath
+from kvmath.errors import KvMathError
 from kvmath.model.specs import FULL, LINEAR, SLIDING
 
 SHARED = Path(__file__).resolve().parents[1] / "data" / "configs"  # the reference configs (data/configs/SOURCES.md)
@@ -554,3 +555,22 @@ def test_new_families_match_transformers_real_cache(family):
     assert [c for c in real["config_check"] if c["field"] != "layer_types"] == []
     d = kvmath.derive(cfg, engine="transformers", max_ctx=43, max_num_seqs=2)
     assert d.total_bytes == real["total_bytes"]
+
+
+@pytest.mark.parametrize("name, section, key", [
+    ("openai__gpt-oss-20b", None, "num_key_value_heads"), ("google__gemma-2-9b", None, "head_dim"),
+    ("Qwen__Qwen3.6-27B", "text_config", "num_key_value_heads"), ("Qwen__Qwen3.6-27B", "text_config", "head_dim")])
+def test_a_null_where_the_config_class_takes_an_int_is_refused(name, section, key):
+    """A null num_key_value_heads / head_dim was read as absent and priced another width (Qwen 3.6 with every head:
+    616,562,688 -> 1,981,808,640 B at 4,096 tokens, the fifth bad-input probe). transformers 5.23's config class
+    refuses the same null (an int field), so no engine loads the config: kvmath refuses it in one line."""
+    from transformers import CONFIG_MAPPING
+
+    cfg = json.loads((SHARED / f"{name}.json").read_text())
+    holder = cfg[section] if section else cfg
+    holder[key] = None
+    with pytest.raises(Exception, match="Validation|validation|None"):  # the independent check: the class refuses
+        CONFIG_MAPPING[holder["model_type"]](**{key: None})
+    with pytest.raises(KvMathError, match=f"sets {key} null") as e:
+        kvmath.load_architecture(cfg)
+    assert "\n" not in str(e.value)

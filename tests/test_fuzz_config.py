@@ -33,7 +33,7 @@ from hypothesis import strategies as st
 import kvmath
 from kvmath.model.specs import (
     FULL, SLIDING, AttentionLayer, CompressedAttentionLayer, GatedDeltaNetLayer, KDALayer, MLALayer, Mamba2Layer,
-    NoCacheLayer,
+    CrossAttentionLayer, NoCacheLayer,
 )
 from kvmath.formats import DTYPE_BYTES
 
@@ -258,6 +258,13 @@ def declared_layer_count(t: dict) -> int:
     if t.get("model_type") == "longcat_flash":  # LongcatFlashConfig.num_hidden_layers is 2 x num_layers (two MLA each)
         n = _num(t.get("num_layers"))
         return None if n is None else 2 * n
+    if t.get("model_type") == "whisper":  # WhisperConfig: the decoder's decoder_layers (class default 4) cache
+        n = _num(t.get("decoder_layers"))
+        if n is None:
+            from transformers import WhisperConfig
+
+            n = WhisperConfig.__dataclass_fields__["decoder_layers"].default
+        return n
     return _num(t.get("num_hidden_layers"))
 
 
@@ -270,12 +277,18 @@ SIZE_DEFAULTED = ("qwen2_5_omni_text", "qwen3_omni_moe_text", "muse_spark_text",
                   "modernbert-decoder")
 """Families whose absent layer count, hidden size and heads also take the config class's defaults (s34 batch B2)."""
 CLASS_DEFAULTED += ("molmo2_text", "paddleocr_vl_text")  # issue 20 batch A2
+HEAD_DIM_DEFAULTED = ("qwen3",)
+"""Families whose absent ``head_dim`` alone takes the config class's default (Qwen3Config: 128, not hidden / heads)."""
 
 
 def with_class_defaults(t: dict) -> dict:
     """``t`` with the cache-shaping keys it leaves out set to transformers 5.23's own config-class field defaults
     (read from the installed class, ``__dataclass_fields__``), for the :data:`CLASS_DEFAULTED` families."""
     mt = t.get("model_type")
+    if mt in HEAD_DIM_DEFAULTED and "head_dim" not in t:
+        from transformers import CONFIG_MAPPING
+
+        return {**t, "head_dim": CONFIG_MAPPING[mt].__dataclass_fields__["head_dim"].default}
     if mt not in CLASS_DEFAULTED + SIZE_DEFAULTED:
         return t
     from transformers import CONFIG_MAPPING
@@ -403,6 +416,16 @@ def check_layers_match_fields(arch, cfg: dict) -> None:
             assert layer.head_dim == _num(t.get("head_dim")) and layer.sliding_window == _num(t.get("sliding_window"))
             assert layer.compress_rate == {SLIDING: 0, "compressed_sparse_attention": 4,
                                            "heavily_compressed_attention": 128}[layer.layer_type]
+        elif isinstance(layer, CrossAttentionLayer):  # Whisper: WhisperConfig's decoder sizes, its class defaults
+            from transformers import WhisperConfig
+
+            w = {k: _num(t.get(k)) for k in ("decoder_attention_heads", "d_model", "max_source_positions")}
+            w = {k: WhisperConfig.__dataclass_fields__[k].default if v is None else v for k, v in w.items()}
+            heads, width = w["decoder_attention_heads"], w["d_model"] // w["decoder_attention_heads"]
+            assert (layer.num_kv_heads, layer.head_dim, layer.v_head_dim) == (heads, width, width)
+            assert layer.source_tokens == w["max_source_positions"]
+            s = layer.self_attention
+            assert s is not None and (s.num_kv_heads, s.head_dim, s.v_head_dim) == (heads, width, width)
         else:
             assert isinstance(layer, NoCacheLayer) and not layer.owns_cache
 
@@ -444,6 +467,10 @@ def transformers_oracle(arch) -> int:
             for w in ([layer.head_dim, layer.index_head_dim] if csa else [layer.head_dim] if m else []):
                 elements += CTX // m * w + 2 * (CTX % m) * (2 if csa else 1) * w + (2 * m * w if CTX >= m and csa else 0)
             total += SEQS * elements * dt + 8
+        elif isinstance(layer, CrossAttentionLayer):  # EncoderDecoderCache: self part over CTX, cross over the source
+            s = layer.self_attention
+            total += SEQS * CTX * s.num_kv_heads * (s.head_dim + s.v_head_dim) * dt
+            total += SEQS * layer.source_tokens * layer.num_kv_heads * (layer.head_dim + layer.v_head_dim) * dt
     return total
 
 
@@ -452,7 +479,7 @@ def _is_count(x) -> bool:
 
 
 def check_derivation(d, arch) -> None:
-    covered = sorted(i for g in d.groups for i in g.layers)
+    covered = sorted(i for g in d.groups if g.kind != "cross_attention" for i in g.layers)  # its self part: once
     assert covered == list(range(arch.num_hidden_layers))
     for g in d.groups:
         for x in (g.bytes, g.bytes_per_token, g.cells, g.streams, g.state_bytes_per_seq, g.kv_heads_per_rank):
@@ -573,6 +600,8 @@ def transformers_cache_layout(cfg: dict):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             config = AutoConfig.for_model(model_type, **text)
+            if model_type == "whisper":  # WhisperDecoder.forward sizes its DynamicCache by decoder_layers
+                config.num_hidden_layers = config.decoder_layers  # (num_hidden_layers is encoder_layers' alias)
             types, kwargs = get_layer_types_and_kwargs(config)
     except Exception:  # transformers rejects it: nothing to compare
         return None
@@ -588,7 +617,7 @@ def kvmath_cache_layout(arch) -> list:
             out.append((layer.layer_type, layer.sliding_window))
         elif isinstance(layer, CompressedAttentionLayer):  # transformers passes the config, not a window, to CSA / HCA
             out.append((layer.layer_type, layer.sliding_window if layer.layer_type == SLIDING else None))
-        elif isinstance(layer, MLALayer):
+        elif isinstance(layer, (MLALayer, CrossAttentionLayer)):  # Whisper: its self-attention DynamicCache's layers
             out.append((FULL, None))
         else:
             out.append(("linear_attention", None))

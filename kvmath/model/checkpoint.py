@@ -41,7 +41,7 @@ from operator import attrgetter
 from pathlib import Path
 
 from ..errors import KvMathError, choices
-from .table import TensorTable, fast_header
+from .table import Tensor, TensorTable, _tensor, fast_header  # noqa: F401  (Tensor: re-exported)
 from ..validate import _short, check_regular_file, gc_paused, keep_for_run, open_regular, parse_json, read_bounded
 
 # safetensors dtype (lower-cased: the header's "BF16" is "bf16" here) -> bits per element (huggingface/safetensors safetensors/src/tensor.rs ``Dtype``,
@@ -58,21 +58,6 @@ MAX_HEADER_BYTES = 100 * 2**20
 """Largest safetensors header read (the safetensors crate refuses headers over 100 MB, ``MAX_HEADER_SIZE``)."""
 MAX_TENSORS = 2_000_000
 MAX_FILES = 4096
-
-
-@dataclass(frozen=True)
-class Tensor:
-    """One stored tensor: ``name`` as saved, ``dtype`` (a safetensors dtype name), ``shape``, ``nbytes``."""
-
-    name: str
-    dtype: str
-    shape: tuple[int, ...]
-    nbytes: int
-    file: str = ""
-
-    @property
-    def numel(self) -> int:
-        return math.prod(self.shape)
 
 
 def tensor_bytes(dtype: str, shape) -> int:
@@ -295,15 +280,6 @@ def _tensors_checked_at_once(header: dict, data_len: int, file: str) -> list[Ten
     if [b for b, _ in spans] != [0] + [e for _, e in spans[:-1]] or spans[-1][1] != data_len:
         return None
     return list(map(_tensor, header, dtypes, shapes, nbytes, repeat(file)))
-
-
-def _tensor(name: str, dtype: str, shape: tuple, nbytes: int, file: str) -> Tensor:
-    """``Tensor(name, dtype, shape, nbytes, file)`` without the frozen dataclass's per-field ``__setattr__``
-    (the same object: equal, hashed and shown alike; 0.3 s of 400,000 header entries)."""
-    t = object.__new__(Tensor)
-    d = t.__dict__
-    d["name"], d["dtype"], d["shape"], d["nbytes"], d["file"] = name, dtype, shape, nbytes, file
-    return t
 
 
 def _tensors_checked_one_by_one(header: dict, data_len: int, where: str, file: str) -> list[Tensor]:

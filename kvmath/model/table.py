@@ -25,9 +25,35 @@ from __future__ import annotations
 import json
 import math
 import re
+from dataclasses import dataclass
 from functools import cached_property
 from itertools import repeat
 from operator import itemgetter
+
+
+@dataclass(frozen=True)
+class Tensor:
+    """One stored tensor: ``name`` as saved, ``dtype`` (a safetensors dtype name), ``shape``, ``nbytes``."""
+
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+    nbytes: int
+    file: str = ""
+
+    @property
+    def numel(self) -> int:
+        return math.prod(self.shape)
+
+
+def _tensor(name: str, dtype: str, shape: tuple, nbytes: int, file: str) -> Tensor:
+    """``Tensor(name, dtype, shape, nbytes, file)`` without the frozen dataclass's per-field ``__setattr__``
+    (the same object: equal, hashed and shown alike; 0.3 s of 400,000 header entries)."""
+    t = object.__new__(Tensor)
+    d = t.__dict__
+    d["name"], d["dtype"], d["shape"], d["nbytes"], d["file"] = name, dtype, shape, nbytes, file
+    return t
+
 
 _META = re.compile(rb'\{"__metadata__":(\{[^{}\\]*\}),"')
 _INT = r"(?:0|[1-9][0-9]{0,14})"
@@ -104,8 +130,6 @@ class TensorTable:
         cached = self.__dict__.get("_rows")
         if cached is not None:
             return cached
-        from .checkpoint import _tensor
-
         names, kinds, files = self.names, self.kinds, self.files
         order = range(len(names))
         if self.sort_in_files and len(names):
