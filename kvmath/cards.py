@@ -74,8 +74,8 @@ def card(name, *, memory_gib: float | None = None) -> dict:
     as a tool printed it (nvidia-smi ``memory.total``), to choose between cards of one name that differ in size.
 
     Raises KvMathError naming the candidates for an ambiguous name, the known ids for an unknown one."""
-    if not isinstance(name, str) or not name.strip() or len(name) > 200:
-        raise KvMathError(f"a card is a name or id such as rtx3090, got {str(name)[:40]!r}")
+    if not isinstance(name, str) or not name.strip() or len(name) > 200 or not name.isprintable():
+        raise KvMathError(f"a card is a name or id such as rtx3090 (printable characters), got {str(name)[:40]!r}")
     own, printed, short = _index()
     key = _norm(name)
     ids = (own.get(key) or printed.get(key)

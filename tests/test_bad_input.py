@@ -1794,3 +1794,34 @@ def test_integer_flags_front_doors_share_the_reader():
     assert _int(" 8192", "-c") == 8192 and _int("+4", "-np") == 4
     with pytest.raises(KvMathError, match="32-bit integer"):
         _int("4294967296", "-c")
+
+
+@pytest.mark.parametrize("flag, value", [("--card", "h100\n"), ("--card", "h100\t"), ("--vllm-version", "0.24.0\n"),
+                                         ("--vllm-version", "0.24.0\r")])
+def test_a_pasted_control_character_in_an_id_is_refused(flag, value):
+    """A card or release id carrying a newline or tab (a shell variable with its line ending) was stripped and
+    priced, and the raw text went into the notes, breaking them over two lines (the fifth bad-input probe)."""
+    code, out, err = run_cli_in_process("kvmath-fit", ["vllm", "serve", "Qwen/Qwen3-32B", "--card", "h100", flag, value])
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, (code, err)
+    assert repr(value)[1:-1] in err
+
+
+def test_an_index_naming_a_path_out_of_the_folder_is_refused(tmp_path):
+    """A weight_map value is a file name in the model folder; ``../../../etc/passwd`` was accepted (exit 0)."""
+    (tmp_path / "config.json").write_text((ROOT / "data" / "configs" / "Qwen__Qwen3-32B.json").read_text())
+    (tmp_path / "model.safetensors.index.json").write_text(json.dumps(
+        {"metadata": {"total_size": 10}, "weight_map": {"lm_head.weight": "../../../etc/passwd"}}))
+    code, out, err = run_cli_in_process("kvmath-fit", ["--config", str(tmp_path), "--card", "h100"])
+    assert code == 2 and "not a file name in the folder" in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_an_index_without_its_shards_is_priced_as_the_config_estimate_and_says_so(tmp_path):
+    """A folder holding config.json and model.safetensors.index.json but none of the shards it names: the weights
+    come from the config.json estimate, and the breakdown said "weights (safetensors headers)" (probe 5)."""
+    (tmp_path / "config.json").write_text((ROOT / "data" / "configs" / "Qwen__Qwen3-32B.json").read_text())
+    (tmp_path / "model.safetensors.index.json").write_text(json.dumps(
+        {"weight_map": {"lm_head.weight": "model-00002-of-00017.safetensors"}}))
+    code, out, err = run_cli_in_process("kvmath-fit", ["--config", str(tmp_path), "--card", "h100"])
+    assert code in (0, 1), err
+    assert "weights (safetensors headers)" not in out and "weights (config.json estimate)" in out
+    assert "names 1 safetensors file the folder does not hold" in out

@@ -38,7 +38,7 @@ def parse_version(text: str, *, what: str = "version") -> tuple[int, ...]:
 
     Raises KvMathError naming ``what`` for anything else (an empty string, ``"latest"``, a 5,000-digit
     number)."""
-    if not isinstance(text, str) or not text.strip():
+    if not isinstance(text, str) or not text.strip() or not text.isprintable():  # a pasted newline is not a version
         raise KvMathError(f"{what} must look like 0.11.2 (or bNNNN for a llama.cpp build), got {str(text)[:40]!r}")
     t = text.strip()
     m = _SEMVER.match(t)

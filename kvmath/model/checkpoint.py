@@ -451,6 +451,10 @@ def _read_checkpoint(folder: Path, listing: FolderListing) -> Checkpoint:
         meta = index.get("metadata")
         if meta is not None and not isinstance(meta, dict):
             raise KvMathError(f"{index_path}: metadata must be an object, got {type(meta).__name__}")
+        for f in index.get("weight_map", {}).values():
+            if not isinstance(f, str) or not f or f in (".", "..") or "/" in f or "\\" in f or "\0" in f:
+                raise KvMathError(f"{index_path}: weight_map names {_short(f)}, not a file name in the folder "
+                                  "(valid: a plain name such as model-00001-of-00002.safetensors)")
         total = (meta or {}).get("total_size")
         if total is not None and (isinstance(total, bool) or not isinstance(total, int) or not 0 <= total <= 2**60):
             raise KvMathError(f"{index_path}: metadata.total_size must be a byte count (an integer >= 0), got "
@@ -489,7 +493,11 @@ def _read_checkpoint(folder: Path, listing: FolderListing) -> Checkpoint:
     if not isinstance(config, dict):
         raise KvMathError(f"{folder}: no *.safetensors files and no config.json to estimate them from")
     est = estimate_checkpoint(config)
-    return Checkpoint(est.tensors, f"{folder} (estimated from config.json)", True, est.quant_method, total)
+    held = ""
+    if index is not None and index.get("weight_map"):
+        n = len({str(v) for v in index["weight_map"].values()})
+        held = f"; its {INDEX_NAME} names {n} safetensors file{'s' * (n > 1)} the folder does not hold"
+    return Checkpoint(est.tensors, f"{folder} (estimated from config.json{held})", True, est.quant_method, total)
 
 
 def index_notes(skipped) -> tuple:

@@ -85,7 +85,7 @@ def weights_per_rank(arch, tp: int) -> tuple[int, str]:
     total = 0
     for t in ck.tensors:
         total += t.nbytes if len(t.shape) < 2 else -(-t.nbytes // tp)
-    how = ("safetensors headers" if folder else "estimated from config.json") + f" ({ck.total_bytes:,} B in all)"
+    how = ("estimated from config.json" if ck.estimated else "safetensors headers") + f" ({ck.total_bytes:,} B in all)"
     how += "".join(f"; {n}" for n in ck.notes)
     return total, how
 

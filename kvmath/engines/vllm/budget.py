@@ -326,9 +326,9 @@ def _checkpoint_weights(arch, cfg: dict, folder, tp: int, enable_expert_parallel
                                   **kernel)
         source = "safetensors headers"
     elif folder and ((listing := list_folder(folder)).safetensors or listing.has_index):  # listed once, entries checked
-        w = loaded_bytes_per_rank(read_checkpoint(folder), cfg, tp=tp, enable_expert_parallel=enable_expert_parallel,
-                                  **kernel)
-        source = "safetensors headers"
+        ck = read_checkpoint(folder)
+        w = loaded_bytes_per_rank(ck, cfg, tp=tp, enable_expert_parallel=enable_expert_parallel, **kernel)
+        source = "config.json estimate" if ck.estimated else "safetensors headers"  # an index without its shards
     else:
         try:
             w = weights_from_config(cfg, tp=tp, enable_expert_parallel=enable_expert_parallel, **kernel)

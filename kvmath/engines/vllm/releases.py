@@ -221,7 +221,7 @@ def _text(version) -> str:
                                                for x in version)):
             raise KvMathError(f"vllm_version must look like 0.24.0 or (0, 24), got {str(version)[:40]}")
         return ".".join(str(x) for x in version)
-    if not isinstance(version, str):
+    if not isinstance(version, str) or not version.isprintable():  # a pasted newline or tab is not a version
         raise KvMathError(f"vllm_version must look like 0.24.0, got {str(version)[:40]!r}")
     return version
 

@@ -457,7 +457,9 @@ def weights_per_rank(checkpoint: Checkpoint, config: dict, *, tp: int = 1, enabl
     if tied and not has_lm_head:
         notes.append("tie_word_embeddings: the LM head is the embedding (no second copy)")
     if checkpoint.estimated:
-        notes.append("tensor table estimated from config.json (not read from safetensors headers)")
+        held = checkpoint.source.partition("; ")[2].rstrip(")") if "; " in checkpoint.source else ""
+        notes.append("tensor table estimated from config.json (not read from safetensors headers"
+                     + (f": {held}" if held else "") + ")")
     notes.extend(checkpoint.notes)
     if enable_expert_parallel and E:
         notes.append(f"expert parallelism over {ep} ranks: {local_experts} of {E} experts on rank 0")
