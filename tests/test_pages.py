@@ -57,6 +57,7 @@ import pytest
 from conftest import toc_docnames
 
 RENDER_TIMEOUT_MS = 30_000
+LOAD_TIMEOUT_MS = 120_000  # a page's load event on a loaded 2-core machine (a qwen3-32b chapter took over 30 s once)
 REDRAW_TIMEOUT_MS = 5_000
 WIDTHS = (1280, 390)
 DOCS = toc_docnames()
@@ -339,7 +340,7 @@ def _load(browser, server, built_book, doc: str, width: int) -> PageReport:
             return False
 
     try:
-        page.goto(f"{server}/{doc}.html", wait_until="load")
+        page.goto(f"{server}/{doc}.html", wait_until="load", timeout=LOAD_TIMEOUT_MS)
         if rep.n_charts:
             wait("""() => [...document.querySelectorAll('.kv-vega')].every(d => d.querySelector('canvas, svg.marks'))""",
                  "every chart to draw")
