@@ -291,3 +291,24 @@ def test_cudagraph_modes_share_one_first_capture():
     pw = profile_peak(a, **kw, full_cudagraphs=False)
     assert dict(both.cudagraph_modes) == {"PIECEWISE": (51, 512), "FULL": (35, 256)}
     assert both.cudagraph - pw.cudagraph == (35 - 1) * 410 * 2**10 * 64
+
+
+def test_gemma4_video_profile_without_the_one_hot_matches_a_b300_boot():
+    """Gemma 4 31B on one B300, vLLM 0.26.0 installed fresh with uv on 2026-08-04 (so transformers 5.11+, whose
+    Gemma4VisionPatchEmbedder looks positions up with F.embedding, PR #46176), --max-model-len 16384,
+    --limit-mm-per-prompt '{"image":0,"audio":0}' (video left on). Its log (blog.john-pfeiffer.com, "Getting stable
+    with DeepSeek-V4-Flash-0731 on a single Nvidia B300", the Gemma 4 appendix):
+    "Encoder cache will be initialized with a budget of 8192 tokens, and profiled with 3 video items of the maximum
+    feature size." and "Actual usage is 58.99 GiB for weight, 3.9 GiB for peak activation". With the one-hot of
+    transformers < 5.11 the 96 frames' [96, 630, 2, 10240] int64 + bf16 cast alone are 96 x 630 x 2 x 10240 x 10 B
+    = 12,386,304,000 B = 11.54 GiB (by hand), three times the logged peak."""
+    from kvmath.engines.vllm.budget import budget
+
+    kw = dict(card="b300", vllm_version="0.26.0", max_model_len=16384, mem_util=0.92, kv_format="auto",
+              max_num_seqs=1024, max_num_batched_tokens=8192, limit_mm_per_prompt={"image": 0, "audio": 0},
+              weights_variant="hf")
+    fresh = budget("gemma-4-31b", **kw).to_dict()
+    assert abs(fresh["profile_peak_bytes"] / 2**30 - 3.9) < 0.5
+    old = budget("gemma-4-31b", gemma4_position_one_hot=True, **kw).to_dict()
+    assert old["profile_peak_bytes"] > 96 * 630 * 2 * 10240 * 10
+    assert any("F.embedding patch positions" in n for n in budget("gemma-4-31b", **kw).notes)

@@ -163,10 +163,12 @@ def test_cli_imports_no_numpy_pandas():
 def test_marginal_verdict_and_headroom(capsys):
     """club-3090 F11 booted Gemma 4 31B AWQ at max_model_len 118,304, vLLM's own estimate from the same
     log: a deployment on the edge. kvmath says so instead of giving a confident verdict, and the
-    largest context it offers with headroom for its own error is shorter than the edge."""
+    largest context it offers with headroom for its own error is shorter than the edge. F11 ran in May 2026, with a
+    transformers before 5.11 (Gemma 4's one-hot patch positions in the encoder profile): priced at vLLM 0.22.0, the
+    release of that month (a fresh 0.24.0 install takes transformers 5.11+, whose profile is 0.95 GiB smaller)."""
     argv = ["--model", "gemma-4-31b", "--tp", "2", "--mem-util", "0.85", "--max-ctx", "118304", "--max-num-seqs",
             "1", "--max-num-batched-tokens", "6144", "--weights-variant", "awq", "--drafter-gb", "0.97", "--mtp",
-            "--kv-format", "bf16", "--card", "rtx3090"]
+            "--kv-format", "bf16", "--card", "rtx3090", "--vllm-version", "0.22.0"]
     code, out, _ = run(capsys, *argv)
     assert "marginal:" in out and "it may or may not boot" in out
     code, out, _ = run(capsys, *argv, "--json")

@@ -183,3 +183,25 @@ def test_gemma4_k_eq_v_layers_store_both_k_and_v():
         keys = full["tensors"]["keys"]
         # [batch, num_global_key_value_heads, tokens, global_head_dim]
         assert keys["shape"] == [BATCH, cfg["num_global_key_value_heads"], PREFILL + DECODE, cfg["global_head_dim"]]
+
+
+@pytest.mark.parametrize("path, layers, dtype", [
+    ("tests/fixtures/configs/transformers-5.23-defaults__mamba.json", 2, "bfloat16"),
+    ("tests/fixtures/configs/transformers-5.23-defaults__lfm2.json", 4, "float32"),
+    ("data/configs/Qwen__Qwen3.6-27B.json", 4, "float32")])
+def test_state_in_the_dtype_the_model_is_loaded_in(path, layers, dtype):
+    """transformers keeps a model-dtype state (conv states, LFM2's short conv) in the dtype the model is loaded in,
+    not the config's: kvmath had sized Mamba's conv states in the config's float32 for a model loaded in bfloat16
+    (mamba-2.8b-hf cut to 4 layers: 3,276,800 B against transformers' 2,949,120 B, the seventh held-out check),
+    and Qwen 3.5 / 3.6's GDN conv states in bfloat16 for a model loaded in float32. Both sides at the other dtype."""
+    cfg = json.loads((Path(__file__).resolve().parents[1] / path).read_text())
+    text = cfg.get("text_config", cfg)
+    text["num_hidden_layers"] = layers
+    for key in ("layer_types", "layers_block_type"):
+        if isinstance(text.get(key), list):
+            text[key] = text[key][:layers]
+    if "full_attention_interval" in text:
+        text["full_attention_interval"] = min(text["full_attention_interval"], layers)
+    real = transformers_cache_bytes(cfg, batch=BATCH, seq_len=PREFILL, dtype=dtype)
+    d = kvmath.derive(cfg, engine="transformers", max_ctx=PREFILL, max_num_seqs=BATCH, kv_format=dtype)
+    assert d.total_bytes == real["total_bytes"]

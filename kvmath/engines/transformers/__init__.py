@@ -20,6 +20,8 @@ head_dim, head_dim]`` state in the model dtype, its full-attention layers a ``Dy
 RG-LRU blocks keep a conv state ``[B, lru_width, conv1d_width - 1]`` (model dtype) and a ``[B, lru_width]`` float32
 state as module attributes beside the cache (models/recurrent_gemma). The allocation is
 these tensors layer by layer; tests/test_realcache.py builds the real caches on the CPU and compares.
+"The model dtype" is the dtype the model is loaded in, which is the cache's: the settings' ``dtype`` when given
+(a model loaded in float32 keeps float32 conv states), else the config's.
 """
 
 from __future__ import annotations
@@ -132,17 +134,17 @@ class TransformersEngine(Engine):
 
     def _gdn(self, layer, arch, s, fmt):
         return LayerCache(layer.index, "gdn", state=(
-            StateTensor("conv_states", (layer.conv_dim, layer.conv_kernel), arch.dtype),
+            StateTensor("conv_states", (layer.conv_dim, layer.conv_kernel), _TORCH_DTYPE[fmt.name]),
             StateTensor("recurrent_states", (layer.num_v_heads, layer.k_head_dim, layer.v_head_dim), "float32")))
 
     def _mamba2(self, layer, arch, s, fmt):
         return LayerCache(layer.index, "mamba2", state=(
-            StateTensor("conv_states", (layer.conv_dim, layer.conv_kernel), arch.dtype),
+            StateTensor("conv_states", (layer.conv_dim, layer.conv_kernel), _TORCH_DTYPE[fmt.name]),
             StateTensor("recurrent_states", (layer.num_heads, layer.head_dim, layer.state_size), "float32")))
 
     def _kda(self, layer, arch, s, fmt):
         return LayerCache(layer.index, "kda", state=(
-            StateTensor("conv_states", (layer.conv_dim, layer.conv_kernel), arch.dtype),
+            StateTensor("conv_states", (layer.conv_dim, layer.conv_kernel), _TORCH_DTYPE[fmt.name]),
             StateTensor("recurrent_states", (layer.num_heads, layer.head_dim, layer.head_dim), "float32")))
 
     def _chunked(self, layer, arch, s, fmt):
@@ -162,13 +164,13 @@ class TransformersEngine(Engine):
     def _mamba1(self, layer, arch, s, fmt):
         # models/mamba MambaMixer: conv [B, intermediate, conv_kernel], ssm [B, intermediate, state_size]
         return LayerCache(layer.index, "mamba1", state=(
-            StateTensor("conv_states", (layer.intermediate_size, layer.conv_kernel), arch.dtype),
+            StateTensor("conv_states", (layer.intermediate_size, layer.conv_kernel), _TORCH_DTYPE[fmt.name]),
             StateTensor("recurrent_states", (layer.intermediate_size, layer.state_size), "float32")))
 
     def _short_conv(self, layer, arch, s, fmt):
         # models/lfm2 Lfm2ShortConv: one conv state [B, hidden_size, conv_L_cache] in the model dtype
         return LayerCache(layer.index, "conv", state=(
-            StateTensor("conv_states", (layer.width, layer.conv_kernel), arch.dtype),))
+            StateTensor("conv_states", (layer.width, layer.conv_kernel), _TORCH_DTYPE[fmt.name]),))
 
     def _attention_mamba2(self, layer, arch, s, fmt):
         # LinearAttentionAndFullAttentionLayer (cache_utils.py): DynamicLayer keys / values of every token plus
@@ -180,14 +182,14 @@ class TransformersEngine(Engine):
         # MiniMaxLightningAttention: attn_weights_inter = zeros(B, num_attention_heads, head_dim, head_dim,
         # dtype=value_states.dtype), stored by MiniMaxCache.set_linear_cache; no conv state
         return LayerCache(layer.index, "lightning", state=(
-            StateTensor("linear_cache", (layer.num_heads, layer.head_dim, layer.head_dim), arch.dtype),))
+            StateTensor("linear_cache", (layer.num_heads, layer.head_dim, layer.head_dim), _TORCH_DTYPE[fmt.name]),))
 
     def _rglru(self, layer, arch, s, fmt):
         # RecurrentGemmaRecurrentBlock (module attributes, not the DynamicCache): conv1d_state [B, lru_width,
         # conv1d_width - 1] in the activation dtype (the prefill pads / crops x_branch to width - 1 columns) and
         # rg_lru.recurrent_states [B, lru_width] in float32
         return LayerCache(layer.index, "rglru", state=(
-            StateTensor("conv1d_state", (layer.lru_width, layer.conv_kernel - 1), arch.dtype),
+            StateTensor("conv1d_state", (layer.lru_width, layer.conv_kernel - 1), _TORCH_DTYPE[fmt.name]),
             StateTensor("recurrent_states", (layer.lru_width,), "float32")))
 
     def _cross_attention(self, layer, arch, s, fmt):
@@ -225,7 +227,7 @@ class TransformersEngine(Engine):
         if not layer.compress_rate:
             return LayerCache(layer.index, "attention", 1, fmt.token_bytes(1, layer.head_dim, layer.head_dim),
                               positions, fixed_bytes=8)
-        T, m, dt = s.max_ctx, layer.compress_rate, arch.dtype
+        T, m, dt = s.max_ctx, layer.compress_rate, _TORCH_DTYPE[fmt.name]
         state = []
         for name, w in (("compressor", layer.head_dim), ("indexer", layer.index_head_dim)):
             if not w:

@@ -368,7 +368,8 @@ def unmodelled_tower_message(arch, v: dict) -> str:
 
 def encoder_terms(arch, max_num_batched_tokens: int, max_num_seqs: int, max_model_len: int,
                   tp: int = 1, *, chunk_budget_bytes: int | None = None, frame_loop: bool = False,
-                  mm_limit: int = MM_LIMIT_UNSET, max_pixels: int | None = None) -> list[Term]:
+                  one_hot: bool = True, mm_limit: int = MM_LIMIT_UNSET,
+                  max_pixels: int | None = None) -> list[Term]:
     """The multimodal encoder's profiling budget (images, the modality with the most tokens per item of
     these models): ``items = max(1, min(budget // tokens_per_item, S x max(1, min(limit, L // tokens_per_item))))``
     with budget = max(max_num_batched_tokens, tokens_per_item) (encoder_cache_manager.py
@@ -379,7 +380,7 @@ def encoder_terms(arch, max_num_batched_tokens: int, max_num_seqs: int, max_mode
     largest live set (hidden and residual [P, Hv] plus its MLP [P, 2 Iv] + [P, Iv], P = items x patches;
     the vision tower is replicated on every TP rank in these models' vLLM files) and the encoder cache
     [items x tokens_per_item, H] kept through the forward. Gemma 4 (``gemma4_vision``) profiles video:
-    ``_gemma4_video_encoder_terms`` (``chunk_budget_bytes``, ``frame_loop``); Qwen 3.5 / 3.6:
+    ``_gemma4_video_encoder_terms`` (``chunk_budget_bytes``, ``frame_loop``, ``one_hot``); Qwen 3.5 / 3.6:
     ``_qwen_vl_encoder_terms`` (``max_pixels``: the profiling image's pixels from ``--mm-processor-kwargs``,
     ``budget.mm_processor_pixels``; None: the image processor's own)."""
     v = _vision_cfg(arch)
@@ -390,7 +391,7 @@ def encoder_terms(arch, max_num_batched_tokens: int, max_num_seqs: int, max_mode
                                       max_pixels)
     if v.get("model_type") == "gemma4_vision" and _int(v, "position_embedding_size"):
         return _gemma4_video_encoder_terms(arch, v, max_num_batched_tokens, max_num_seqs, max_model_len,
-                                           chunk_budget_bytes, frame_loop, mm_limit)
+                                           chunk_budget_bytes, frame_loop, mm_limit, one_hot)
     tok = _int(v, "default_output_length", "_soft_tokens")
     pool = _int(v, "pooling_kernel_size", default=1)
     hv, iv = _int(v, "hidden_size"), _int(v, "intermediate_size")
@@ -417,7 +418,7 @@ the maximum feature size", https://github.com/noonghunna/club-3090/issues/372)."
 
 def _gemma4_video_encoder_terms(arch, v: dict, max_num_batched_tokens: int, max_num_seqs: int, max_model_len: int,
                                 chunk_budget_bytes: int | None, frame_loop: bool,
-                                mm_limit: int = MM_LIMIT_UNSET) -> list[Term]:
+                                mm_limit: int = MM_LIMIT_UNSET, one_hot: bool = True) -> list[Term]:
     """Gemma 4's encoder profile (gemma4_mm.py ``_process_video_input``): ``items`` videos as for every
     encoder, 32 frames each of 70 x pooling_kernel_size^2 = 630 patches. 0.22.0-0.33.0 encode the frames in
     chunks of ``_encoder_chunk`` frames = min(frames, max(1, chunk_budget // (patches x 4 x
@@ -443,13 +444,20 @@ def _gemma4_video_encoder_terms(arch, v: dict, max_num_batched_tokens: int, max_
     else:
         chunk = min(frames, max(1, int(chunk_budget_bytes) // (per_frame * 4 * pos * 8)))
     e = ACT_BYTES
-    one_hot = chunk * per_frame * 2 * pos * (8 + 2)
     tower = chunk * per_frame * (2 * hv + 3 * iv) * e
     beside = chunk * per_frame * 3 * patch * patch * 4 + frames * per_frame * hv * e
-    return [Term("vision tower (position one-hot, patches, frames encoded)", max(one_hot, tower) + beside,
+    if one_hot:
+        transient = chunk * per_frame * 2 * pos * (8 + 2)
+        what = f"[{chunk}, {per_frame}, 2, {pos}] x (8 + 2) B"
+        name, src = "position one-hot", "HF Gemma4VisionPatchEmbedder one-hot (transformers < 5.11)"
+    else:  # transformers 5.11+: two F.embedding lookups and their sum, [chunk x patches, Hv] each
+        transient = 3 * chunk * per_frame * hv * e
+        what = f"max(3 x [{chunk * per_frame}, {hv}], the tower's [{chunk * per_frame}, 2 x {hv} + 3 x {iv}])"
+        name, src = "tower", "HF Gemma4VisionPatchEmbedder F.embedding (transformers 5.11+, PR #46176)"
+    return [Term(f"vision tower ({name}, patches, frames encoded)", max(transient, tower) + beside,
                  f"{items} video x {GEMMA4_VIDEO_FRAMES} frames x {per_frame} patches, {chunk} frames a chunk: "
-                 f"[{chunk}, {per_frame}, 2, {pos}] x (8 + 2) B + patches + [{frames * per_frame}, {hv}]", "encoder",
-                 "gemma4_mm.py _process_video_input / _encoder_chunk; HF Gemma4VisionPatchEmbedder one-hot"),
+                 f"{what} + patches + [{frames * per_frame}, {hv}]", "encoder",
+                 f"gemma4_mm.py _process_video_input / _encoder_chunk; {src}"),
             Term("encoder cache outputs", items * tok * arch.hidden_size * e,
                  f"[{items} x {tok}, {arch.hidden_size}]", "encoder", "gpu_model_runner.py self.encoder_cache")]
 
@@ -615,6 +623,7 @@ def profile_peak(arch, *, tp: int = 1, max_num_batched_tokens: int, max_num_seqs
                  num_speculative_tokens: int = 0, enable_expert_parallel: bool = False, enforce_eager: bool = False,
                  last_stage: bool = True, sort_top_k_top_p: bool = False, full_cudagraphs: bool = True,
                  encoder_chunk_budget: int | None = None, encoder_frame_loop: bool = False,
+                  encoder_one_hot: bool = True,
                  mm_limit: int = MM_LIMIT_UNSET, max_pixels: int | None = None,
                  act_bytes: int = ACT_BYTES) -> ProfilePeak:
     """See ``_profile_peak`` (remembered per arguments). ``max_model_len`` only bounds the encoder's items
@@ -627,6 +636,7 @@ def profile_peak(arch, *, tp: int = 1, max_num_batched_tokens: int, max_num_seqs
                          enable_expert_parallel=enable_expert_parallel, enforce_eager=enforce_eager,
                          last_stage=last_stage, sort_top_k_top_p=sort_top_k_top_p, full_cudagraphs=full_cudagraphs,
                          encoder_chunk_budget=encoder_chunk_budget, encoder_frame_loop=encoder_frame_loop,
+                         encoder_one_hot=encoder_one_hot,
                          mm_limit=mm_limit, max_pixels=max_pixels, act_bytes=act_bytes)
 
 
@@ -635,6 +645,7 @@ def _profile_peak(arch, *, tp: int = 1, max_num_batched_tokens: int, max_num_seq
                   num_speculative_tokens: int = 0, enable_expert_parallel: bool = False, enforce_eager: bool = False,
                   last_stage: bool = True, sort_top_k_top_p: bool = False, full_cudagraphs: bool = True,
                   encoder_chunk_budget: int | None = None, encoder_frame_loop: bool = False,
+                  encoder_one_hot: bool = True,
                   mm_limit: int = MM_LIMIT_UNSET, max_pixels: int | None = None,
                   act_bytes: int = ACT_BYTES) -> ProfilePeak:
     """The profile run's torch peak per card (``ProfilePeak``). The phases: encoder (vision tower), forward
@@ -642,12 +653,13 @@ def _profile_peak(arch, *, tp: int = 1, max_num_batched_tokens: int, max_num_seq
     still held + the sampler; only on the last pipeline stage). The CUDA graph estimate
     (``cudagraph_estimate_bytes``; ``full_cudagraphs=False``: PIECEWISE graphs only); 0 with ``enforce_eager``.
     ``sort_top_k_top_p``: the sampler's PyTorch sort path (``sampler_terms``). ``encoder_chunk_budget`` /
-    ``encoder_frame_loop``: Gemma 4's frame chunking; ``mm_limit``: the profiled modality's per-prompt limit
+    ``encoder_frame_loop``: Gemma 4's frame chunking; ``encoder_one_hot``: its patch embedder's one-hot; ``mm_limit``: the profiled modality's per-prompt limit
     (``encoder_terms``); ``max_pixels``: the Qwen VL profiling image's pixels (``encoder_terms``); ``act_bytes``:
     the activation dtype's bytes (``forward_terms``, ``sampler_terms``; the encoder terms stay 16-bit)."""
     T, ab = int(max_num_batched_tokens), int(act_bytes)
     enc = encoder_terms(arch, T, max_num_seqs, max_model_len, tp, chunk_budget_bytes=encoder_chunk_budget,
-                        frame_loop=encoder_frame_loop, mm_limit=mm_limit, max_pixels=max_pixels)
+                        frame_loop=encoder_frame_loop, one_hot=encoder_one_hot, mm_limit=mm_limit,
+                        max_pixels=max_pixels)
     enc_tower = sum(t.bytes for t in enc if t.name.startswith("vision"))
     enc_cache = sum(t.bytes for t in enc if t.name.startswith("encoder cache"))
     fwd_terms = forward_terms(arch, T, tp, enable_expert_parallel=enable_expert_parallel, act_bytes=ab)
@@ -687,7 +699,8 @@ def full_cudagraphs(num_speculative_tokens: int, kv_format: str, compute_capabil
 
 
 def release_rules(release: str | tuple | None) -> dict:
-    """``{"estimate_cudagraphs": bool, "sort_top_k_top_p": bool, "encoder_frame_loop": bool}``: the profile run's
+    """``{"estimate_cudagraphs": bool, "sort_top_k_top_p": bool, "encoder_frame_loop": bool,
+    "gemma4_position_one_hot": bool}``: the profile run's
     switches of a vLLM ``release`` ("0.10.1", "0.19" or (0, 19)), read off its record
     (:func:`kvmath.engines.vllm.releases.profile_release`: before 0.20 the profile-only records, for public boots
     of 0.7-0.19); None: the default release's. Raises KvMathError for another form or a release before 0.7."""
@@ -695,7 +708,7 @@ def release_rules(release: str | tuple | None) -> dict:
 
     rec = record(None) if release is None else profile_release(release)
     return {"estimate_cudagraphs": rec.estimate_cudagraphs, "sort_top_k_top_p": rec.sort_top_k_top_p,
-            "encoder_frame_loop": rec.encoder_frame_loop}
+            "encoder_frame_loop": rec.encoder_frame_loop, "gemma4_position_one_hot": rec.gemma4_position_one_hot}
 
 
 def activation_frame(arch, *, max_num_batched_tokens: int = 8192, max_num_seqs: int = 256, tp: int = 1,

@@ -607,7 +607,8 @@ def gdn_scratch_bytes(arch, tp: int, tokens: int) -> int:
 def _non_kv(arch, flags, tp, batched, max_model_len, coeffs, *, max_num_seqs: int = 1, num_speculative_tokens: int = 0,
             enforce_eager: bool = False, enable_expert_parallel: bool = False, last_stage: bool = True,
             sort_top_k_top_p: bool = False, full_cudagraphs: bool = True, encoder_chunk_budget: int | None = None,
-            encoder_frame_loop: bool = False, mm_limit: int, max_pixels: int | None = None, act_bytes: int = 2):
+            encoder_frame_loop: bool = False, encoder_one_hot: bool = True, mm_limit: int,
+            max_pixels: int | None = None, act_bytes: int = 2):
     """(gdn_scratch, activation_fitted, profile_peak, cudagraph, overhead, model_offset, ProfilePeak) in bytes.
 
     ``profile_peak`` is the derived torch peak of vLLM's profile run and ``cudagraph`` the derived first
@@ -621,7 +622,7 @@ def _non_kv(arch, flags, tp, batched, max_model_len, coeffs, *, max_num_seqs: in
                       enable_expert_parallel=enable_expert_parallel, enforce_eager=enforce_eager, last_stage=last_stage,
                       sort_top_k_top_p=sort_top_k_top_p, full_cudagraphs=full_cudagraphs,
                       encoder_chunk_budget=encoder_chunk_budget, encoder_frame_loop=encoder_frame_loop,
-                      mm_limit=mm_limit, max_pixels=max_pixels, act_bytes=act_bytes)
+                      encoder_one_hot=encoder_one_hot, mm_limit=mm_limit, max_pixels=max_pixels, act_bytes=act_bytes)
     scratch = gdn_warmup_bytes(arch, tp)
     act = round(c.get("per_8k_batched_tokens_per_tp_gib", 0.0) * batched / 8192 / tp * GIB)
     graphs = pk.cudagraph + round(c.get("per_graph_mib", 0.0) * pk.num_graphs * 2**20)
@@ -729,6 +730,21 @@ def _check_format_card(fmt_name: str, cc: int | None, card_label: str, backend: 
     return None
 
 
+def _one_hot_note(arch, mm_limit: int, rules: dict, given: bool | None, version) -> str | None:
+    """The note saying how Gemma 4's vision patch embedder was priced, when its tower is profiled."""
+    from .activation import _vision_cfg
+
+    v = _vision_cfg(arch)
+    if not mm_limit or not isinstance(v, dict) or v.get("model_type") != "gemma4_vision":
+        return None
+    on = rules["gemma4_position_one_hot"] if given is None else given
+    how = ("with transformers' one-hot patch positions (transformers before 5.11.0" if on
+           else "with transformers' F.embedding patch positions (transformers 5.11.0 or later")
+    why = "as given" if given is not None else f"what a fresh install of vLLM {version} took on its release day"
+    return (f"Gemma 4's vision encoder profile priced {how}, {why}); the one-hot adds [frames, patches, 2, "
+            "position_embedding_size] x 10 B to the profile peak, so the transformers beside vLLM moves it")
+
+
 def _check_arguments(a: dict) -> dict:
     """``budget``'s arguments checked before any arithmetic (kvmath.validate: one line naming field, value and
     range), the counts returned normalised. ``a``: the call's arguments by name. Raises KvMathError."""
@@ -750,6 +766,8 @@ def _check_arguments(a: dict) -> dict:
     for name in ("check_card", "allow_long_max_model_len", "dflash", "enforce_eager", "enable_expert_parallel",
                  "last_stage", "estimate_cudagraphs"):
         check_bool(a[name], name)
+    if a["gemma4_position_one_hot"] is not None:
+        check_bool(a["gemma4_position_one_hot"], "gemma4_position_one_hot")
     for name in ("drafter_gb", "draft_kv_gb"):
         check_number(a[name], f"{name} (GB)", 0, MAX_GB)
     if a["weights_gb_total"] is not None:
@@ -1298,7 +1316,8 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
            enable_expert_parallel: bool = False, last_stage: bool = True, weights_bytes: int | None = None,
            estimate_cudagraphs: bool = True, profile_release: str | None = None, data_parallel_size: int = 1,
            limit_mm_per_prompt: dict | None = None, mm_processor_kwargs: dict | None = None, dtype: str = "auto",
-           quantization: str | None = None, pipeline_parallel_size: int = 1, **vllm_settings) -> Budget:
+           quantization: str | None = None, pipeline_parallel_size: int = 1,
+           gemma4_position_one_hot: bool | None = None, **vllm_settings) -> Budget:
     """The per-card budget of ``model`` on vLLM and its verdict.
 
     ``model``: a known model id, a config.json path or dict. ``card``: a card id (``kvmath/data/cards.json``)
@@ -1332,7 +1351,10 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
     build leave the weights, the profiled modality's limit bounds the encoder's profiling batch).
     ``mm_processor_kwargs``: vLLM's ``--mm-processor-kwargs`` (``{"max_pixels": N}``): :func:`mm_processor_pixels`
     (the Qwen 3.5 / 3.6 towers' profiling image). ``dtype`` / ``quantization``: vLLM's ``--dtype`` (the torch
-    dtype) and online ``--quantization fp8``: :func:`_dtype_and_quantization`. Raises KvMathError on bad input.
+    dtype) and online ``--quantization fp8``: :func:`_dtype_and_quantization`. ``gemma4_position_one_hot``: whether
+    the transformers beside vLLM builds Gemma 4's one-hot patch positions (True before transformers 5.11.0); None:
+    as a fresh install on the release's day had it (``releases.VllmRelease.gemma4_position_one_hot``), said in a note
+    when a Gemma 4 vision tower is profiled. Raises KvMathError on bad input.
     """
     a = _check_arguments({k: v for k, v in locals().items() if k not in ("model", "vllm_settings")})
     tp, max_num_seqs, max_num_batched_tokens, num_speculative_tokens = (
@@ -1367,6 +1389,7 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
         num_speculative_tokens=num_speculative_tokens, enforce_eager=enforce_eager,
         enable_expert_parallel=enable_expert_parallel, last_stage=last_stage,
         sort_top_k_top_p=rules["sort_top_k_top_p"], encoder_frame_loop=rules["encoder_frame_loop"],
+        encoder_one_hot=rules["gemma4_position_one_hot"] if gemma4_position_one_hot is None else gemma4_position_one_hot,
         encoder_chunk_budget=min(max(total - weights - drafter, 0) // 2, total // 10),  # gemma4_mm._encoder_chunk
         mm_limit=mm_limit, max_pixels=max_pixels, act_bytes=act_bytes,
         full_cudagraphs=full_cudagraphs(num_speculative_tokens, kv_format, cc, attention_backend, flags["gemma4"]))
@@ -1389,7 +1412,9 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
     outcome, refusal, refusal_kind = _verdict(p, requested=requested, total=total, weights=weights,
                                               available=available, coeffs=coeffs, mem_util=mem_util,
                                               total_gib=total_gib)
-    notes = list(p.notes) + _weights_notes(W, a["weights_bytes"]) + [n for n in (dtype_note, fp32_note, mm_note, pixels_note, mla_note, fusion_note) if n] + _budget_notes(
+    one_hot_note = _one_hot_note(arch, mm_limit, rules, gemma4_position_one_hot,
+                                 profile_release or vllm_settings.get("vllm_version", DEFAULT_VLLM_VERSION))
+    notes = list(p.notes) + _weights_notes(W, a["weights_bytes"]) + [n for n in (dtype_note, fp32_note, mm_note, pixels_note, one_hot_note, mla_note, fusion_note) if n] + _budget_notes(
         arch, a, W, coeffs, flags, outcome=outcome, total=total, requested=requested, backend_note=backend_note,
         batch_note=batch_note) + _coverage_notes(arch, W.variant, weights_gb_total, card_id)
     boots = outcome == "boots"

@@ -141,6 +141,10 @@ def _row(rec: dict) -> Row:
     cfg = {}
     if rec["card"]:  # a row without a card has no configuration kvmath can price
         cfg = {k: v for k, kind in _CFG_COLUMNS.items() if (v := get(k, kind)) is not None}
+        # club-3090's boots ran from May to early June 2026 (its calibration rows' dates, the Gemma 4 ones
+        # 2026-05-05 to 2026-06-04): transformers before 5.11.0 (2026-06-10), whose Gemma 4 patch embedder
+        # builds the one-hot positions, whatever release's rules price the row
+        cfg["gemma4_position_one_hot"] = True
     anchor = None
     if rec["anchor_verdict_head"]:
         anchor = (get("anchor_pred_gb", float), get("anchor_verdict"), get("anchor_pred_head_gb", float),

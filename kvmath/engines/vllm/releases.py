@@ -40,6 +40,13 @@ class VllmRelease(Release):
       (before the Triton kernel of PR #33538, taken as 0.16);
     - ``encoder_frame_loop``: Gemma 4's video encoder runs one frame at a time (gemma4_mm.py before
       ``_encoder_chunk`` of 0.22.0);
+    - ``gemma4_position_one_hot``: Gemma 4's vision patch embedder (HF transformers, which vLLM's gemma4_mm.py
+      calls) builds the ``F.one_hot`` position tensor [frames, patches, 2, position_embedding_size] int64 + its
+      bf16 cast: transformers before 5.11.0 (modeling_gemma4.py 5.10.0 l.590); 5.11.0 (PyPI 2026-06-10, PR
+      #46176) looks the positions up with ``F.embedding``. vLLM sets only a lower bound (transformers>=5.5.3 in
+      0.26.0's metadata), so this follows the transformers a fresh install took on the release day: 0.22.0
+      (2026-05-29) and earlier with one-hot, 0.23.0 (2026-06-13) and later without (a B300 boot of Gemma 4 31B
+      on 0.26.0 logs 3.9 GiB of peak activation, where the one-hot over 96 frames alone is 11.5 GiB);
     - ``token_formula``: "GPU KV cache size" is ``num_blocks // num_groups * min_block_size`` (``"groups"``,
       0.20.x ``_report_kv_cache_config``) or ``int(max_concurrency * max_model_len)`` (``"concurrency"``, 0.21+);
     - ``turboquant_hybrid``: TurboQuant on a hybrid model is sized from its slot (0.21+), not refused (0.20.0
@@ -81,6 +88,7 @@ class VllmRelease(Release):
     estimate_cudagraphs: bool = True
     sort_top_k_top_p: bool = False
     encoder_frame_loop: bool = False
+    gemma4_position_one_hot: bool = False
     token_formula: str = "concurrency"
     turboquant_hybrid: bool = True
     cpu_backend_messages: bool = True
@@ -117,7 +125,7 @@ _BEFORE_20 = dict(read="profile", serve_gpu_memory_utilization=0.9, estimate_cud
                   turboquant_hybrid=False, cpu_backend_messages=False, pad_attention_pages=False,
                   in_flight_batches=False, align_block_check=True, promote_specs_message=False, mla_align_128=False,
                   trtllm_mxfp4_intermediate_128=False, batch_tier_160=False, null_block_check=False,
-                  gb10_small_tier=False, encoder_frame_loop=True, hybrid_align_16=True, mamba_blocks_check=False,
+                  gb10_small_tier=False, encoder_frame_loop=True, gemma4_position_one_hot=True, hybrid_align_16=True, mamba_blocks_check=False,
                   gptq_marlin_only=False)
 _20 = dict(_BEFORE_20, read="full", serve_gpu_memory_utilization=0.92, estimate_cudagraphs=True, sort_top_k_top_p=False,
            hybrid_align_16=False, mamba_blocks_check=True)
@@ -145,7 +153,8 @@ _22 = dict(_21, cpu_backend_messages=True, encoder_frame_loop=False)
 # sym=False raise "Unsupported quantization config: bits=.., sym=..", and from_config reads bits, group_size, desc_act
 # and sym with get_from_keys (a missing one raises "Cannot find any of ['sym'] ..."). 0.19.0 still had gptq.py, the
 # plain kernel of 2, 3, 4 and 8 bits; 0.20-0.23 were not read for it (their records keep 0.19's False)
-_24 = dict(_22, pad_attention_pages=True, gptq_marlin_only=True)
+_23 = dict(_22, gemma4_position_one_hot=False)
+_24 = dict(_23, pad_attention_pages=True, gptq_marlin_only=True)
 _26 = dict(_24, in_flight_batches=True)
 _27 = dict(_26, align_block_check=False, promote_specs_message=True, mla_align_128=True,
            trtllm_mxfp4_intermediate_128=True)
@@ -172,7 +181,7 @@ RECORDS: tuple[VllmRelease, ...] = (
                 "of 32,768)", **dict(_20, token_formula="concurrency")),
     VllmRelease("0.21.0", _WHEEL.format("0.21.0") + _SIZING, **_21),
     VllmRelease("0.22.0", _WHEEL.format("0.22.0") + _SIZING + "; run: tests/fixtures/vllm/", **_22),
-    VllmRelease("0.23.0", _WHEEL.format("0.23.0") + _SIZING, **_22),
+    VllmRelease("0.23.0", _WHEEL.format("0.23.0") + _SIZING, **_23),
     VllmRelease("0.24.0", _WHEEL.format("0.24.0") + _SIZING + "; run: tests/fixtures/vllm/", **_24),
     VllmRelease("0.25.0", _WHEEL.format("0.25.0") + _SIZING, **_24),
     VllmRelease("0.26.0", _WHEEL.format("0.26.0") + _SIZING + "; run: tests/fixtures/vllm/", **_26),
