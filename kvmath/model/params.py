@@ -21,7 +21,8 @@ GGUF_ARCH = {"llama": "llama", "qwen3": "qwen3", "qwen3_5_text": "qwen35", "qwen
              "ernie4_5": "ernie4_5", "olmoe": "olmoe", "cohere": "command-r", "cohere2": "cohere2",
              "starcoder2": "starcoder2", "glm4": "glm4", "qwen2_moe": "qwen2moe", "glm4_moe": "glm4moe",
              "exaone4": "exaone4", "ernie4_5_moe": "ernie4_5-moe",
-             "hunyuan_v1_dense": "hunyuan-dense", "hunyuan_v1_moe": "hunyuan-moe"}
+             "hunyuan_v1_dense": "hunyuan-dense", "hunyuan_v1_moe": "hunyuan-moe",
+             "granitemoehybrid": "granitehybrid"}
 """HF ``model_type`` -> the GGUF ``general.architecture`` the vendored convert_hf_to_gguf.py writes (Mistral and
 Mixtral are converted by ``LlamaModel``: ``MistralForCausalLM`` / ``MixtralForCausalLM`` are registered there;
 DeepSeek V2 / V3 and Kimi K2 by ``DeepseekV2Model`` (conversion/deepseek.py); OLMo 2 and Olmo 3 by
@@ -133,7 +134,8 @@ def gguf_tensor_table(config: dict, *, mtp: bool = False) -> tuple[str, int, tup
     names its sources): Llama / Mistral / Mixtral, Qwen 2 / 3 / 3-MoE / 3.5 / 3.6 / 3-Next, Gemma 2 / 3 / 4
     (Gemma 4 without per-layer embeddings), gpt-oss, DeepSeek V2 / V3 / Kimi K2, Nemotron-H (dense and MoE),
     Phi-3 / 4, OLMo 2 / Olmo 3, OLMoE, SmolLM 3, Granite / Granite MoE, Seed-OSS, ERNIE 4.5 (dense), Cohere / Cohere 2, StarCoder 2,
-    GLM-4 (0414, dense), Qwen2-MoE, GLM-4.5 / 4.6 / 4.7 MoE (the trunk), EXAONE 4.0. ``mtp=True`` adds Qwen 3.5 / 3.6's
+    GLM-4 (0414, dense), Qwen2-MoE, GLM-4.5 / 4.6 / 4.7 MoE (the trunk), EXAONE 4.0, Granite 4.0-H (Mamba-2 +
+    attention, MoE or dense). ``mtp=True`` adds Qwen 3.5 / 3.6's
     multi-token-prediction block (``blk.<n>.`` plus ``nextn.*``; shapes from src/models/qwen35*.cpp, not checked
     against a converted file). Others raise KvMathError naming the model_type and listing the known ones.
     """
@@ -872,6 +874,75 @@ def _hunyuan_blocks(cfg: dict, mt: str, add, out: list, E: int, n: int, W: str, 
     return n
 
 
+def _mamba2_mixer(add, p: str, E: int, di: int, g: int, ds: int, nh: int, kern: int, conv_bias: bool,
+                  norm: bool) -> None:
+    """One Mamba-2 mixer as conversion/mamba.py Mamba2Model writes it and the Mamba-2 loaders create it
+    (granite-hybrid.cpp, falcon-h1.cpp): ``ssm_in`` ``(E, 2 d_inner + 2 n_group d_state + n_head)``, the conv
+    kernel squeezed to ``(d_conv, d_inner + 2 n_group d_state)`` and its bias, ``dt_bias`` as ``ssm_dt.bias``,
+    ``A_log`` as ``ssm_a`` (= -exp, unsqueezed to ne ``(1, n_head)``), ``D`` as ``ssm_d`` ``(1, n_head)``, the gated
+    norm reshaped to ``(d_inner / n_group, n_group)``, ``ssm_out`` ``(d_inner, E)``."""
+    conv = di + 2 * g * ds
+    add(p + "ssm_in.weight", (E, 2 * di + 2 * g * ds + nh))
+    add(p + "ssm_conv1d.weight", (kern, conv))
+    if conv_bias:
+        add(p + "ssm_conv1d.bias", (conv,))
+    add(p + "ssm_dt.bias", (nh,))
+    add(p + "ssm_a", (1, nh))
+    add(p + "ssm_d", (1, nh))
+    if norm:
+        add(p + "ssm_norm.weight", (di // g, g))
+    add(p + "ssm_out.weight", (di, E))
+
+
+def _granitehybrid_blocks(cfg: dict, mt: str, add, out: list, E: int, n: int, W: str, F: str, mtp: bool) -> int:
+    """Granite 4.0-H blocks (``granitehybrid``; src/models/granite-hybrid.cpp create_tensor, conversion/granite.py
+    GraniteHybridModel over Mamba2Model and GraniteMoeModel): per ``layer_types`` (the converter counts the
+    entries spelled ``attention`` as attention, every other entry as Mamba-2) a Mamba-2 mixer of ``d_inner =
+    mamba_expand x hidden_size`` with ``mamba_n_heads`` heads and ``mamba_n_groups`` groups, or q / k / v / o with
+    head_dim ``hidden_size / num_attention_heads`` (GraniteModel pops ``head_dim``); then ``ffn_norm`` and, with
+    ``num_local_experts``, the router, the fused ``input_linear`` split into ``ffn_gate_exps`` / ``ffn_up_exps``
+    and the shared MLP split into ``ffn_{gate,up,down}_shexp`` of ``shared_intermediate_size``; without experts the
+    shared MLP is the block's ``ffn_{gate,up,down}``, which the loader reads ``intermediate_size`` wide. Refused
+    (the loader or converter would fail): ``mamba_expand`` != 2 (``GGML_ASSERT(2 * n_embd == d_inner)``), no
+    ``layer_types``, a ``full_attention`` entry (transformers' spelling, which the converter would write as Mamba-2), a dense config whose
+    ``shared_intermediate_size`` differs from ``intermediate_size``, ``vocab_size`` not a multiple of 8 (the
+    converter pads the vocabulary to it, the embedding rows stay), ``mamba_proj_bias``, ``attention_bias``, a
+    ``head_dim`` other than hidden_size / heads, a ``llama3`` RoPE."""
+    types = cfg.get("layer_types") if cfg.get("layer_types") is not None else cfg.get("layers_block_type")
+    if not isinstance(types, list) or len(types) != n or set(types) - {"mamba", "linear_attention", "attention"}:
+        raise KvMathError(f"granitemoehybrid layer_types must be {n} entries of 'mamba' / 'attention' (the spelling "
+                          f"convert_hf_to_gguf.py reads; it takes 'full_attention' for Mamba-2), got "
+                          f"{str(types)[:120]}")
+    H = int(cfg["num_attention_heads"])
+    Hkv, d = int(cfg.get("num_key_value_heads") or H), E // H
+    nh, g, ds, kern = (int(cfg[k]) for k in ("mamba_n_heads", "mamba_n_groups", "mamba_d_state", "mamba_d_conv"))
+    di, ne = int(cfg["mamba_expand"]) * E, int(cfg.get("num_local_experts") or 0)
+    f, fs = int(cfg["intermediate_size"]), int(cfg["shared_intermediate_size"])
+    rs = cfg.get("rope_scaling") or {}
+    if int(cfg["mamba_expand"]) != 2 or di % g or (not ne and fs != f) or int(cfg["vocab_size"]) % 8 or \
+            cfg.get("mamba_proj_bias") or cfg.get("attention_bias") or int(cfg.get("head_dim") or d) != d or \
+            rs.get("rope_type") == "llama3" or mtp:
+        raise KvMathError("granitemoehybrid with mamba_expand != 2, d_inner not a multiple of mamba_n_groups, a "
+                          "dense shared_intermediate_size != intermediate_size, vocab_size not a multiple of 8, "
+                          "mamba_proj_bias, attention_bias, head_dim != hidden_size / heads or a llama3 RoPE is not "
+                          "tabled (llama.cpp's loader or converter rejects it)")
+    for i, t in enumerate(types):
+        p = f"blk.{i}."
+        add(p + "attn_norm.weight", (E,))
+        if t != "attention":
+            _mamba2_mixer(add, p, E, di, g, ds, nh, kern, cfg.get("mamba_conv_bias", True), True)
+        else:
+            _attn_qkvo(add, p, E, H, Hkv, d, False)
+        add(p + "ffn_norm.weight", (E,))
+        if ne:
+            _routed_experts(add, p, E, f, ne)
+            if fs:
+                _swiglu(add, p, E, fs, "_shexp")
+        else:
+            _swiglu(add, p, E, fs)
+    return n
+
+
 _BLOCKS = {"llama": _llama_blocks, "mistral": _llama_blocks, "mixtral": _llama_blocks, "qwen2": _llama_blocks,
            "qwen3": _llama_blocks, "qwen3_moe": _llama_blocks, "qwen3_5_text": _qwen35_blocks,
            "qwen3_5_moe_text": _qwen35_blocks, "gemma4_text": _gemma4_blocks, "gpt_oss": _gpt_oss_blocks,
@@ -883,7 +954,8 @@ _BLOCKS = {"llama": _llama_blocks, "mistral": _llama_blocks, "mixtral": _llama_b
            "olmoe": _olmoe_blocks, "cohere": _cohere_blocks, "cohere2": _cohere_blocks,
            "starcoder2": _starcoder2_blocks, "glm4": _glm4_blocks, "qwen2_moe": _qwen2moe_blocks,
            "glm4_moe": _glm4moe_blocks, "exaone4": _exaone4_blocks, "ernie4_5_moe": _ernie45moe_blocks,
-           "hunyuan_v1_dense": _hunyuan_blocks, "hunyuan_v1_moe": _hunyuan_blocks}
+           "hunyuan_v1_dense": _hunyuan_blocks, "hunyuan_v1_moe": _hunyuan_blocks,
+           "granitemoehybrid": _granitehybrid_blocks}
 """model_type -> the function writing its blocks' tensors (one per family)."""
 
 
