@@ -226,7 +226,7 @@ HARNESS_CASES = [(p.stem, mix) for p in sorted(HARNESS.glob("*.schema")) for mix
 def test_types_equal_llama_cpps_compiled_rules_on_kvmaths_tables(name, mix):
     """Gemma 2, Nemotron-H 56B, Kimi K2, DeepSeek V2, Phi-4, OLMo 2, Olmo 3.1, SmolLM 3, Granite (dense, MoE with 8
     experts, MoE with a shared MLP), Seed-OSS, OLMoE, ERNIE 4.5, Cohere, Cohere 2, StarCoder 2, GLM-4, Granite 4.0-H
-    (MoE, dense) (among the others the schemas name): the types
+    (MoE, dense) and Falcon-H1 (among the others the schemas name): the types
     llama.cpp 0c1e570's own llama_quant_compute_types gave kvmath's table of each (harness/regenerate.py, the
     method of llama.cpp's snapshot test) are the types kvmath's quantmix gives."""
     text = (HARNESS / f"{name}.schema").read_text()
@@ -294,7 +294,7 @@ def test_nemotron_h_dense_and_refusals():
     with pytest.raises(KvMathError, match="gemma3_text vocab_size 1000"):
         gguf_tensors_from_config({**GEMMA3_4B, "vocab_size": 1000})
     with pytest.raises(KvMathError, match="known: llama, .*deepseek_v3.*nemotron_h.*smollm3"):
-        gguf_tensors_from_config({"model_type": "falcon_h1", "hidden_size": 1, "num_hidden_layers": 1, "vocab_size": 1})
+        gguf_tensors_from_config({"model_type": "kimi_linear", "hidden_size": 1, "num_hidden_layers": 1, "vocab_size": 1})
     # Command R: llama.cpp loads q / k norms for 64+ layers only; a 40-layer config with use_qk_norm is refused
     cohere = json.loads((ROOT / "tests/fixtures/configs/transformers-5.23-defaults__cohere.json").read_text())
     with pytest.raises(KvMathError, match="use_qk_norm"):
@@ -302,7 +302,7 @@ def test_nemotron_h_dense_and_refusals():
 
 
 def test_mamba2_and_short_conv_hybrids_tables_and_refusals():
-    """Granite 4.0-H: the shapes the loader creates (granite-hybrid.cpp) on the harness configs, and the layouts llama.cpp's converter or loader rejects, refused in one line."""
+    """Granite 4.0-H and Falcon-H1: the shapes the loaders create (granite-hybrid.cpp, falcon-h1.cpp) on the harness configs, and the layouts llama.cpp's converter or loader rejects, refused in one line."""
     H = ROOT / "tests/fixtures/llamacpp/harness"
     load = lambda name: json.loads((H / f"{name}.json").read_text())
     g = load("granitemoehybrid-variant")
@@ -321,6 +321,17 @@ def test_mamba2_and_short_conv_hybrids_tables_and_refusals():
                 {"vocab_size": 32001}, {"num_local_experts": 0}):
         with pytest.raises(KvMathError, match="granitemoehybrid"):
             gguf_tensors_from_config({**g, **bad})
+    f = load("falcon-h1-0.5b-shape")
+    arch, n, table = gguf_tensors_from_config(f)
+    shapes = {name: (shape, t) for name, shape, t in table}
+    assert arch == "falcon-h1" and n == 36
+    # every block: Mamba-2 (1536 = 24 heads x 64, 128 state) and attention (8 x 64 q, 2 x 64 k / v) side by side
+    assert shapes["blk.5.ssm_in.weight"][0] == (1024, 2 * 1536 + 2 * 128 + 24)
+    assert shapes["blk.5.attn_q.weight"][0] == (1024, 512) and shapes["blk.5.attn_v.weight"][0] == (1024, 128)
+    assert shapes["blk.5.ffn_norm"] == ((1024,), "F32") and "blk.5.ssm_norm.weight" not in shapes
+    for bad in ({"mamba_d_ssm": None}, {"head_dim": None}, {"mamba_n_heads": 16}, {"projectors_bias": True}):
+        with pytest.raises(KvMathError, match="falcon_h1"):
+            gguf_tensors_from_config({**f, **bad})
 
 
 def test_hunyuan_per_layer_expert_widths():

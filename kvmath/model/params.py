@@ -22,7 +22,7 @@ GGUF_ARCH = {"llama": "llama", "qwen3": "qwen3", "qwen3_5_text": "qwen35", "qwen
              "starcoder2": "starcoder2", "glm4": "glm4", "qwen2_moe": "qwen2moe", "glm4_moe": "glm4moe",
              "exaone4": "exaone4", "ernie4_5_moe": "ernie4_5-moe",
              "hunyuan_v1_dense": "hunyuan-dense", "hunyuan_v1_moe": "hunyuan-moe",
-             "granitemoehybrid": "granitehybrid"}
+             "granitemoehybrid": "granitehybrid", "falcon_h1": "falcon-h1"}
 """HF ``model_type`` -> the GGUF ``general.architecture`` the vendored convert_hf_to_gguf.py writes (Mistral and
 Mixtral are converted by ``LlamaModel``: ``MistralForCausalLM`` / ``MixtralForCausalLM`` are registered there;
 DeepSeek V2 / V3 and Kimi K2 by ``DeepseekV2Model`` (conversion/deepseek.py); OLMo 2 and Olmo 3 by
@@ -135,7 +135,7 @@ def gguf_tensor_table(config: dict, *, mtp: bool = False) -> tuple[str, int, tup
     (Gemma 4 without per-layer embeddings), gpt-oss, DeepSeek V2 / V3 / Kimi K2, Nemotron-H (dense and MoE),
     Phi-3 / 4, OLMo 2 / Olmo 3, OLMoE, SmolLM 3, Granite / Granite MoE, Seed-OSS, ERNIE 4.5 (dense), Cohere / Cohere 2, StarCoder 2,
     GLM-4 (0414, dense), Qwen2-MoE, GLM-4.5 / 4.6 / 4.7 MoE (the trunk), EXAONE 4.0, Granite 4.0-H (Mamba-2 +
-    attention, MoE or dense). ``mtp=True`` adds Qwen 3.5 / 3.6's
+    attention, MoE or dense), Falcon-H1. ``mtp=True`` adds Qwen 3.5 / 3.6's
     multi-token-prediction block (``blk.<n>.`` plus ``nextn.*``; shapes from src/models/qwen35*.cpp, not checked
     against a converted file). Others raise KvMathError naming the model_type and listing the known ones.
     """
@@ -943,6 +943,36 @@ def _granitehybrid_blocks(cfg: dict, mt: str, add, out: list, E: int, n: int, W:
     return n
 
 
+def _falcon_h1_blocks(cfg: dict, mt: str, add, out: list, E: int, n: int, W: str, F: str, mtp: bool) -> int:
+    """Falcon-H1 blocks (``falcon-h1``; src/models/falcon-h1.cpp create_tensor, conversion/falcon_h1.py
+    FalconH1Model over Mamba2Model): every block holds a Mamba-2 mixer of ``d_inner = mamba_d_ssm`` (the loader's
+    heads are ``mamba_d_ssm / mamba_d_head``, the converter's ``ssm.time_step_rank``), its gated norm only with
+    ``mamba_rms_norm``, and q / k / v / o of ``head_dim`` in parallel, then ``ffn_norm`` and a SwiGLU of
+    ``intermediate_size``. The muP multipliers are folded into the weights by the converter: no tensor is added.
+    HF ``pre_ff_layernorm.weight`` matches gguf-py's FFN_NORM key with its suffix, so the file (and the loader,
+    ``tn(LLM_TENSOR_FFN_NORM, i)``) names it ``blk.<i>.ffn_norm`` without ``.weight``. Refused: a config without
+    ``head_dim`` or ``mamba_d_ssm`` (the converter reads both), ``mamba_n_heads x mamba_d_head != mamba_d_ssm``,
+    ``projectors_bias``, ``mlp_bias``, ``attention_bias``."""
+    H, Hkv = int(cfg["num_attention_heads"]), int(cfg.get("num_key_value_heads") or cfg["num_attention_heads"])
+    if cfg.get("head_dim") is None or cfg.get("mamba_d_ssm") is None:
+        raise KvMathError("falcon_h1 without head_dim or mamba_d_ssm: convert_hf_to_gguf.py reads both from "
+                          "config.json")
+    d, di, nh, hd = int(cfg["head_dim"]), int(cfg["mamba_d_ssm"]), int(cfg["mamba_n_heads"]), int(cfg["mamba_d_head"])
+    g, ds, kern, f = (int(cfg[k]) for k in ("mamba_n_groups", "mamba_d_state", "mamba_d_conv", "intermediate_size"))
+    if nh * hd != di or di % g or cfg.get("projectors_bias") or cfg.get("mlp_bias") or cfg.get("attention_bias") \
+            or mtp:
+        raise KvMathError("falcon_h1 with mamba_n_heads x mamba_d_head != mamba_d_ssm, d_inner not a multiple of "
+                          "mamba_n_groups, projectors_bias, mlp_bias or attention_bias is not tabled")
+    for i in range(n):
+        p = f"blk.{i}."
+        _mamba2_mixer(add, p, E, di, g, ds, nh, kern, cfg.get("mamba_conv_bias", True), bool(cfg.get("mamba_rms_norm")))
+        _attn_qkvo(add, p, E, H, Hkv, d, False)
+        add(p + "attn_norm.weight", (E,))
+        add(p + "ffn_norm", (E,))
+        _swiglu(add, p, E, f)
+    return n
+
+
 _BLOCKS = {"llama": _llama_blocks, "mistral": _llama_blocks, "mixtral": _llama_blocks, "qwen2": _llama_blocks,
            "qwen3": _llama_blocks, "qwen3_moe": _llama_blocks, "qwen3_5_text": _qwen35_blocks,
            "qwen3_5_moe_text": _qwen35_blocks, "gemma4_text": _gemma4_blocks, "gpt_oss": _gpt_oss_blocks,
@@ -955,7 +985,7 @@ _BLOCKS = {"llama": _llama_blocks, "mistral": _llama_blocks, "mixtral": _llama_b
            "starcoder2": _starcoder2_blocks, "glm4": _glm4_blocks, "qwen2_moe": _qwen2moe_blocks,
            "glm4_moe": _glm4moe_blocks, "exaone4": _exaone4_blocks, "ernie4_5_moe": _ernie45moe_blocks,
            "hunyuan_v1_dense": _hunyuan_blocks, "hunyuan_v1_moe": _hunyuan_blocks,
-           "granitemoehybrid": _granitehybrid_blocks}
+           "granitemoehybrid": _granitehybrid_blocks, "falcon_h1": _falcon_h1_blocks}
 """model_type -> the function writing its blocks' tensors (one per family)."""
 
 
