@@ -226,7 +226,7 @@ HARNESS_CASES = [(p.stem, mix) for p in sorted(HARNESS.glob("*.schema")) for mix
 def test_types_equal_llama_cpps_compiled_rules_on_kvmaths_tables(name, mix):
     """Gemma 2, Nemotron-H 56B, Kimi K2, DeepSeek V2, Phi-4, OLMo 2, Olmo 3.1, SmolLM 3, Granite (dense, MoE with 8
     experts, MoE with a shared MLP), Seed-OSS, OLMoE, ERNIE 4.5, Cohere, Cohere 2, StarCoder 2, GLM-4, Granite 4.0-H
-    (MoE, dense) and Falcon-H1 (among the others the schemas name): the types
+    (MoE, dense), Falcon-H1 and LFM2 (among the others the schemas name): the types
     llama.cpp 0c1e570's own llama_quant_compute_types gave kvmath's table of each (harness/regenerate.py, the
     method of llama.cpp's snapshot test) are the types kvmath's quantmix gives."""
     text = (HARNESS / f"{name}.schema").read_text()
@@ -302,7 +302,8 @@ def test_nemotron_h_dense_and_refusals():
 
 
 def test_mamba2_and_short_conv_hybrids_tables_and_refusals():
-    """Granite 4.0-H and Falcon-H1: the shapes the loaders create (granite-hybrid.cpp, falcon-h1.cpp) on the harness configs, and the layouts llama.cpp's converter or loader rejects, refused in one line."""
+    """Granite 4.0-H, Falcon-H1 and LFM2: the shapes the loaders create (granite-hybrid.cpp, falcon-h1.cpp,
+    lfm2.cpp) on the harness configs, and the layouts llama.cpp's converter or loader rejects, refused in one line."""
     H = ROOT / "tests/fixtures/llamacpp/harness"
     load = lambda name: json.loads((H / f"{name}.json").read_text())
     g = load("granitemoehybrid-variant")
@@ -332,6 +333,17 @@ def test_mamba2_and_short_conv_hybrids_tables_and_refusals():
     for bad in ({"mamba_d_ssm": None}, {"head_dim": None}, {"mamba_n_heads": 16}, {"projectors_bias": True}):
         with pytest.raises(KvMathError, match="falcon_h1"):
             gguf_tensors_from_config({**f, **bad})
+    lf = load("lfm2-1.2b-text")
+    arch, n, table = gguf_tensors_from_config(lf)
+    shapes = {name: (shape, t) for name, shape, t in table}
+    # block_ff_dim 12288 -> 2/3 = 8192 (a multiple of 256); tied: no output.weight; the final norm is token_embd_norm
+    assert arch == "lfm2" and shapes["blk.0.ffn_gate.weight"][0] == (2048, 8192)
+    assert "output.weight" not in shapes and "output_norm.weight" not in shapes and "token_embd_norm.weight" in shapes
+    assert shapes["blk.0.shortconv.conv.weight"] == ((3, 2048), "F32") and shapes["blk.0.shortconv.in_proj.weight"][0] == (2048, 6144)
+    assert shapes["blk.2.attn_q_norm.weight"][0] == (64,) and "blk.2.shortconv.conv.weight" not in shapes
+    for bad in ({"conv_bias": True}, {"layer_types": ["conv", "sliding_attention"] * 8}):
+        with pytest.raises(KvMathError, match="lfm2"):
+            gguf_tensors_from_config({**lf, **bad})
 
 
 def test_hunyuan_per_layer_expert_widths():

@@ -22,7 +22,7 @@ GGUF_ARCH = {"llama": "llama", "qwen3": "qwen3", "qwen3_5_text": "qwen35", "qwen
              "starcoder2": "starcoder2", "glm4": "glm4", "qwen2_moe": "qwen2moe", "glm4_moe": "glm4moe",
              "exaone4": "exaone4", "ernie4_5_moe": "ernie4_5-moe",
              "hunyuan_v1_dense": "hunyuan-dense", "hunyuan_v1_moe": "hunyuan-moe",
-             "granitemoehybrid": "granitehybrid", "falcon_h1": "falcon-h1"}
+             "granitemoehybrid": "granitehybrid", "falcon_h1": "falcon-h1", "lfm2": "lfm2"}
 """HF ``model_type`` -> the GGUF ``general.architecture`` the vendored convert_hf_to_gguf.py writes (Mistral and
 Mixtral are converted by ``LlamaModel``: ``MistralForCausalLM`` / ``MixtralForCausalLM`` are registered there;
 DeepSeek V2 / V3 and Kimi K2 by ``DeepseekV2Model`` (conversion/deepseek.py); OLMo 2 and Olmo 3 by
@@ -135,7 +135,7 @@ def gguf_tensor_table(config: dict, *, mtp: bool = False) -> tuple[str, int, tup
     (Gemma 4 without per-layer embeddings), gpt-oss, DeepSeek V2 / V3 / Kimi K2, Nemotron-H (dense and MoE),
     Phi-3 / 4, OLMo 2 / Olmo 3, OLMoE, SmolLM 3, Granite / Granite MoE, Seed-OSS, ERNIE 4.5 (dense), Cohere / Cohere 2, StarCoder 2,
     GLM-4 (0414, dense), Qwen2-MoE, GLM-4.5 / 4.6 / 4.7 MoE (the trunk), EXAONE 4.0, Granite 4.0-H (Mamba-2 +
-    attention, MoE or dense), Falcon-H1. ``mtp=True`` adds Qwen 3.5 / 3.6's
+    attention, MoE or dense), Falcon-H1, LFM2. ``mtp=True`` adds Qwen 3.5 / 3.6's
     multi-token-prediction block (``blk.<n>.`` plus ``nextn.*``; shapes from src/models/qwen35*.cpp, not checked
     against a converted file). Others raise KvMathError naming the model_type and listing the known ones.
     """
@@ -163,7 +163,7 @@ def _tables(cfg: dict, mt: str, mtp: bool):
     out: list = []
     # conversion/base.py (prepare_tensors): 1-D tensors, norms, routers and conv1d kernels stay F32
     f32 = lambda name, shape: len(shape) < 2 or shape[1] == 1 or name.endswith("_norm.weight") or \
-        ".ffn_gate_inp" in name or ".ssm_conv1d" in name or not name.endswith(".weight")
+        ".ffn_gate_inp" in name or ".ssm_conv1d" in name or ".shortconv.conv" in name or not name.endswith(".weight")
     add = lambda name, shape: out.append((name, tuple(int(x) for x in shape), F if f32(name, shape) else W))
     tied = config_tied(cfg)
     if mt == "gemma3_text":
@@ -973,6 +973,58 @@ def _falcon_h1_blocks(cfg: dict, mt: str, add, out: list, E: int, n: int, W: str
     return n
 
 
+def _lfm2_ff(cfg: dict) -> int:
+    """The SwiGLU width of an LFM2 block: ``block_ff_dim`` (which Lfm2Config takes as ``intermediate_size``, and
+    the converter reads first), cut to 2/3, scaled by ``block_ffn_dim_multiplier`` and rounded up to
+    ``block_multiple_of`` when ``block_auto_adjust_ff_dim`` (modeling_lfm2.py Lfm2MLP, conversion/lfm2.py
+    _add_feed_forward_length: the same steps)."""
+    f = int(cfg["block_ff_dim"] if cfg.get("block_ff_dim") is not None else cfg["intermediate_size"])
+    if cfg["block_auto_adjust_ff_dim"]:
+        f = int(2 * f / 3)
+        if cfg.get("block_ffn_dim_multiplier") is not None:
+            f = int(cfg["block_ffn_dim_multiplier"] * f)
+        m = int(cfg["block_multiple_of"])
+        f = m * ((f + m - 1) // m)
+    return f
+
+
+def _lfm2_blocks(cfg: dict, mt: str, add, out: list, E: int, n: int, W: str, F: str, mtp: bool) -> int:
+    """LFM2 blocks (``lfm2``; src/models/lfm2.cpp create_tensor, conversion/lfm2.py LFM2Model): ``operator_norm``
+    as ``attn_norm``, then per ``layer_types`` a gated short convolution (``conv``: ``shortconv.in_proj``
+    ``(E, 3E)``, the depthwise kernel squeezed to ``shortconv.conv`` ``(conv_L_cache, E)``, ``shortconv.out_proj``
+    ``(E, E)``) or attention (``full_attention``: q ``(E, E)``, k / v, per-head q / k norms, o ``(E, E)``: heads x
+    head_dim must equal hidden_size), ``ffn_norm`` and a SwiGLU of :func:`_lfm2_ff`. The final norm (HF
+    ``embedding_norm``) is ``token_embd_norm`` (llama-arch.cpp LLM_TENSOR_OUTPUT_NORM_LFM2), not ``output_norm``.
+    Refused: other layer types, ``conv_bias`` (lfm2.cpp creates no conv biases), ``head_dim`` x heads !=
+    hidden_size."""
+    types = cfg.get("layer_types")
+    H = int(cfg["num_attention_heads"])
+    Hkv, d = int(cfg.get("num_key_value_heads") or H), int(cfg.get("head_dim") or E // H)
+    if not isinstance(types, list) or len(types) != n or set(types) - {"conv", "full_attention"}:
+        raise KvMathError(f"lfm2 layer_types must be {n} entries of 'conv' / 'full_attention', got "
+                          f"{str(types)[:120]}")
+    if cfg.get("conv_bias") or H * d != E or mtp:
+        raise KvMathError("lfm2 with conv_bias or num_attention_heads x head_dim != hidden_size is not tabled "
+                          "(src/models/lfm2.cpp creates neither)")
+    kern, f = int(cfg["conv_L_cache"]), _lfm2_ff(cfg)
+    j = next(k for k, row in enumerate(out) if row[0] == "output_norm.weight")
+    out[j] = ("token_embd_norm.weight",) + out[j][1:]
+    for i, t in enumerate(types):
+        p = f"blk.{i}."
+        add(p + "attn_norm.weight", (E,))
+        if t == "conv":
+            add(p + "shortconv.in_proj.weight", (E, 3 * E))
+            add(p + "shortconv.conv.weight", (kern, E))
+            add(p + "shortconv.out_proj.weight", (E, E))
+        else:
+            _attn_qkvo(add, p, E, H, Hkv, d, False)
+            add(p + "attn_q_norm.weight", (d,))
+            add(p + "attn_k_norm.weight", (d,))
+        add(p + "ffn_norm.weight", (E,))
+        _swiglu(add, p, E, f)
+    return n
+
+
 _BLOCKS = {"llama": _llama_blocks, "mistral": _llama_blocks, "mixtral": _llama_blocks, "qwen2": _llama_blocks,
            "qwen3": _llama_blocks, "qwen3_moe": _llama_blocks, "qwen3_5_text": _qwen35_blocks,
            "qwen3_5_moe_text": _qwen35_blocks, "gemma4_text": _gemma4_blocks, "gpt_oss": _gpt_oss_blocks,
@@ -985,21 +1037,23 @@ _BLOCKS = {"llama": _llama_blocks, "mistral": _llama_blocks, "mixtral": _llama_b
            "starcoder2": _starcoder2_blocks, "glm4": _glm4_blocks, "qwen2_moe": _qwen2moe_blocks,
            "glm4_moe": _glm4moe_blocks, "exaone4": _exaone4_blocks, "ernie4_5_moe": _ernie45moe_blocks,
            "hunyuan_v1_dense": _hunyuan_blocks, "hunyuan_v1_moe": _hunyuan_blocks,
-           "granitemoehybrid": _granitehybrid_blocks, "falcon_h1": _falcon_h1_blocks}
+           "granitemoehybrid": _granitehybrid_blocks, "falcon_h1": _falcon_h1_blocks, "lfm2": _lfm2_blocks}
 """model_type -> the function writing its blocks' tensors (one per family)."""
 
 
 def config_tied(cfg: dict) -> bool:
     """Whether the converted GGUF has no ``output.weight`` (llama.cpp then reads ``token_embd`` twice):
-    ``tie_word_embeddings`` (default False; True for ``gemma3_text``, ``smollm3``, ``ernie4_5`` and ``starcoder2``,
-    their config classes' default), and always for
+    ``tie_word_embeddings`` (default False; True for ``gemma3_text``, ``smollm3``, ``ernie4_5``, ``starcoder2`` and
+    ``lfm2``, their config classes' default; LFM2's ``tie_embedding`` wins when present), and always for
     Gemma 2, whose converter drops ``lm_head.weight`` (conversion/gemma.py Gemma2Model.filter_tensors), and for
     Cohere / Cohere 2, whose llama.cpp models read ``token_embd`` as the output (command-r.cpp, cohere2.cpp;
     an untied Cohere config is refused in :func:`_cohere_blocks`)."""
     if cfg.get("model_type") in ("gemma2", "cohere", "cohere2"):
         return True
+    if cfg.get("model_type") == "lfm2" and "tie_embedding" in cfg:  # Lfm2Config pops it over tie_word_embeddings
+        return bool(cfg["tie_embedding"])
     return bool(cfg.get("tie_word_embeddings",
-                        cfg.get("model_type") in ("gemma3_text", "smollm3", "ernie4_5", "starcoder2")))
+                        cfg.get("model_type") in ("gemma3_text", "smollm3", "ernie4_5", "starcoder2", "lfm2")))
 
 
 def _gemma3_vocab(v: int) -> int:
