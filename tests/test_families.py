@@ -424,15 +424,23 @@ GGUF_NEW = {"google__gemma-2-9b": 0, DEFAULTS + "gemma3_text": -64 * 2304, DEFAU
             "tests/fixtures/llamacpp/harness/granitemoeshared-variant": 0,
             DEFAULTS + "qwen2_moe": 0, "zai-org__GLM-4.5-Air": 0, "LGAI-EXAONE__EXAONE-4.0-32B": 0,
             DEFAULTS + "ernie4_5_moe": 0, "tests/fixtures/llamacpp/harness/hunyuan-a13b-shape": 0,
-            "tests/fixtures/llamacpp/harness/hunyuan-dense-headdim": 0}
+            "tests/fixtures/llamacpp/harness/hunyuan-dense-headdim": 0,
+            "tests/fixtures/llamacpp/harness/granitemoehybrid-variant": 0,
+            "tests/fixtures/llamacpp/harness/granitemoehybrid-dense-variant": 0,
+            "tests/fixtures/llamacpp/harness/falcon-h1-0.5b-shape": 0,
+            "tests/fixtures/llamacpp/harness/falcon_h1-defaults-rmsnorm": 0,
+            "tests/fixtures/llamacpp/harness/lfm2-1.2b-text": 0, DEFAULTS + "lfm2": 0}
 """config -> elements the GGUF drops against transformers: Gemma 3's converter keeps the tokenizer's 262144 of
-config.json's 262208 embedding rows (64 x hidden_size 2304 here)."""
+config.json's 262208 embedding rows (64 x hidden_size 2304 here). The Mamba-2 families' converter rewrites values
+(A_log -> -exp, Falcon-H1's muP multipliers folded into the weights) and reshapes (conv kernels squeezed, A / D
+unsqueezed, the gated norm split by group), none of which changes an element count."""
 
 
 @pytest.mark.parametrize("case", GGUF_NEW)
 def test_gguf_tables_of_the_newer_families_hold_transformers_parameters(case):
     """kvmath.model.params' GGUF table for Gemma 2 / 3, DeepSeek V2 / V3, Qwen3-Next, Nemotron-H (dense and MoE),
-    Phi-4, OLMo 2, Olmo 3.1, OLMoE, SmolLM 3, Granite (dense, MoE, MoE with a shared MLP), Seed-OSS, ERNIE 4.5, Cohere (with and without q / k norms), Cohere 2, StarCoder 2 and GLM-4 (0414)
+    Phi-4, OLMo 2, Olmo 3.1, OLMoE, SmolLM 3, Granite (dense, MoE, MoE with a shared MLP), Seed-OSS, ERNIE 4.5, Cohere (with and without q / k norms), Cohere 2, StarCoder 2, GLM-4 (0414), Granite 4.0-H (MoE and dense),
+    Falcon-H1 (with and without the Mamba-2 gated norm) and LFM2
     against what transformers 5.23 builds on the meta device: its parameters plus the routers'
     ``e_score_correction_bias`` buffers (the GGUF's ``exp_probs_b``), less the rows the converter drops."""
     import math

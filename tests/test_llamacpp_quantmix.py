@@ -225,7 +225,8 @@ HARNESS_CASES = [(p.stem, mix) for p in sorted(HARNESS.glob("*.schema")) for mix
 @pytest.mark.parametrize("name,mix", HARNESS_CASES)
 def test_types_equal_llama_cpps_compiled_rules_on_kvmaths_tables(name, mix):
     """Gemma 2, Nemotron-H 56B, Kimi K2, DeepSeek V2, Phi-4, OLMo 2, Olmo 3.1, SmolLM 3, Granite (dense, MoE with 8
-    experts, MoE with a shared MLP), Seed-OSS, OLMoE, ERNIE 4.5, Cohere, Cohere 2, StarCoder 2 and GLM-4: the types
+    experts, MoE with a shared MLP), Seed-OSS, OLMoE, ERNIE 4.5, Cohere, Cohere 2, StarCoder 2, GLM-4, Granite 4.0-H
+    (MoE, dense), Falcon-H1 and LFM2 (among the others the schemas name): the types
     llama.cpp 0c1e570's own llama_quant_compute_types gave kvmath's table of each (harness/regenerate.py, the
     method of llama.cpp's snapshot test) are the types kvmath's quantmix gives."""
     text = (HARNESS / f"{name}.schema").read_text()
@@ -293,11 +294,56 @@ def test_nemotron_h_dense_and_refusals():
     with pytest.raises(KvMathError, match="gemma3_text vocab_size 1000"):
         gguf_tensors_from_config({**GEMMA3_4B, "vocab_size": 1000})
     with pytest.raises(KvMathError, match="known: llama, .*deepseek_v3.*nemotron_h.*smollm3"):
-        gguf_tensors_from_config({"model_type": "falcon_h1", "hidden_size": 1, "num_hidden_layers": 1, "vocab_size": 1})
+        gguf_tensors_from_config({"model_type": "kimi_linear", "hidden_size": 1, "num_hidden_layers": 1, "vocab_size": 1})
     # Command R: llama.cpp loads q / k norms for 64+ layers only; a 40-layer config with use_qk_norm is refused
     cohere = json.loads((ROOT / "tests/fixtures/configs/transformers-5.23-defaults__cohere.json").read_text())
     with pytest.raises(KvMathError, match="use_qk_norm"):
         gguf_tensors_from_config({**cohere, "use_qk_norm": True})
+
+
+def test_mamba2_and_short_conv_hybrids_tables_and_refusals():
+    """Granite 4.0-H, Falcon-H1 and LFM2: the shapes the loaders create (granite-hybrid.cpp, falcon-h1.cpp,
+    lfm2.cpp) on the harness configs, and the layouts llama.cpp's converter or loader rejects, refused in one line."""
+    H = ROOT / "tests/fixtures/llamacpp/harness"
+    load = lambda name: json.loads((H / f"{name}.json").read_text())
+    g = load("granitemoehybrid-variant")
+    arch, n, table = gguf_tensors_from_config(g)
+    shapes = {name: shape for name, shape, _ in table}
+    assert arch == "granitehybrid" and n == 8
+    # d_inner 2 x 4096; ssm_in 2 d_inner + 2 x 1 group x 256 state + 128 heads; conv over d_inner + 2 x 256
+    assert shapes["blk.0.ssm_in.weight"] == (4096, 2 * 8192 + 2 * 256 + 128)
+    assert shapes["blk.0.ssm_conv1d.weight"] == (4, 8192 + 512) and shapes["blk.0.ssm_a"] == (1, 128)
+    assert shapes["blk.0.ssm_norm.weight"] == (8192, 1) and "blk.0.attn_q.weight" not in shapes
+    assert shapes["blk.3.attn_k.weight"] == (4096, 4096) and "blk.3.ssm_in.weight" not in shapes
+    assert shapes["blk.3.ffn_gate_exps.weight"] == (4096, 11008, 8) and shapes["blk.3.ffn_up_shexp.weight"] == (4096, 1024)
+    dense = {name: shape for name, shape, _ in gguf_tensors_from_config(load("granitemoehybrid-dense-variant"))[2]}
+    assert dense["blk.0.ffn_gate.weight"] == (4096, 11008) and "blk.0.ffn_gate_inp.weight" not in dense
+    for bad in ({"mamba_expand": 1}, {"layer_types": ["full_attention"] * 8}, {"mamba_proj_bias": True},
+                {"vocab_size": 32001}, {"num_local_experts": 0}):
+        with pytest.raises(KvMathError, match="granitemoehybrid"):
+            gguf_tensors_from_config({**g, **bad})
+    f = load("falcon-h1-0.5b-shape")
+    arch, n, table = gguf_tensors_from_config(f)
+    shapes = {name: (shape, t) for name, shape, t in table}
+    assert arch == "falcon-h1" and n == 36
+    # every block: Mamba-2 (1536 = 24 heads x 64, 128 state) and attention (8 x 64 q, 2 x 64 k / v) side by side
+    assert shapes["blk.5.ssm_in.weight"][0] == (1024, 2 * 1536 + 2 * 128 + 24)
+    assert shapes["blk.5.attn_q.weight"][0] == (1024, 512) and shapes["blk.5.attn_v.weight"][0] == (1024, 128)
+    assert shapes["blk.5.ffn_norm"] == ((1024,), "F32") and "blk.5.ssm_norm.weight" not in shapes
+    for bad in ({"mamba_d_ssm": None}, {"head_dim": None}, {"mamba_n_heads": 16}, {"projectors_bias": True}):
+        with pytest.raises(KvMathError, match="falcon_h1"):
+            gguf_tensors_from_config({**f, **bad})
+    lf = load("lfm2-1.2b-text")
+    arch, n, table = gguf_tensors_from_config(lf)
+    shapes = {name: (shape, t) for name, shape, t in table}
+    # block_ff_dim 12288 -> 2/3 = 8192 (a multiple of 256); tied: no output.weight; the final norm is token_embd_norm
+    assert arch == "lfm2" and shapes["blk.0.ffn_gate.weight"][0] == (2048, 8192)
+    assert "output.weight" not in shapes and "output_norm.weight" not in shapes and "token_embd_norm.weight" in shapes
+    assert shapes["blk.0.shortconv.conv.weight"] == ((3, 2048), "F32") and shapes["blk.0.shortconv.in_proj.weight"][0] == (2048, 6144)
+    assert shapes["blk.2.attn_q_norm.weight"][0] == (64,) and "blk.2.shortconv.conv.weight" not in shapes
+    for bad in ({"conv_bias": True}, {"layer_types": ["conv", "sliding_attention"] * 8}):
+        with pytest.raises(KvMathError, match="lfm2"):
+            gguf_tensors_from_config({**lf, **bad})
 
 
 def test_hunyuan_per_layer_expert_widths():

@@ -21,7 +21,8 @@ GGUF_ARCH = {"llama": "llama", "qwen3": "qwen3", "qwen3_5_text": "qwen35", "qwen
              "ernie4_5": "ernie4_5", "olmoe": "olmoe", "cohere": "command-r", "cohere2": "cohere2",
              "starcoder2": "starcoder2", "glm4": "glm4", "qwen2_moe": "qwen2moe", "glm4_moe": "glm4moe",
              "exaone4": "exaone4", "ernie4_5_moe": "ernie4_5-moe",
-             "hunyuan_v1_dense": "hunyuan-dense", "hunyuan_v1_moe": "hunyuan-moe"}
+             "hunyuan_v1_dense": "hunyuan-dense", "hunyuan_v1_moe": "hunyuan-moe",
+             "granitemoehybrid": "granitehybrid", "falcon_h1": "falcon-h1", "lfm2": "lfm2"}
 """HF ``model_type`` -> the GGUF ``general.architecture`` the vendored convert_hf_to_gguf.py writes (Mistral and
 Mixtral are converted by ``LlamaModel``: ``MistralForCausalLM`` / ``MixtralForCausalLM`` are registered there;
 DeepSeek V2 / V3 and Kimi K2 by ``DeepseekV2Model`` (conversion/deepseek.py); OLMo 2 and Olmo 3 by
@@ -133,7 +134,8 @@ def gguf_tensor_table(config: dict, *, mtp: bool = False) -> tuple[str, int, tup
     names its sources): Llama / Mistral / Mixtral, Qwen 2 / 3 / 3-MoE / 3.5 / 3.6 / 3-Next, Gemma 2 / 3 / 4
     (Gemma 4 without per-layer embeddings), gpt-oss, DeepSeek V2 / V3 / Kimi K2, Nemotron-H (dense and MoE),
     Phi-3 / 4, OLMo 2 / Olmo 3, OLMoE, SmolLM 3, Granite / Granite MoE, Seed-OSS, ERNIE 4.5 (dense), Cohere / Cohere 2, StarCoder 2,
-    GLM-4 (0414, dense), Qwen2-MoE, GLM-4.5 / 4.6 / 4.7 MoE (the trunk), EXAONE 4.0. ``mtp=True`` adds Qwen 3.5 / 3.6's
+    GLM-4 (0414, dense), Qwen2-MoE, GLM-4.5 / 4.6 / 4.7 MoE (the trunk), EXAONE 4.0, Granite 4.0-H (Mamba-2 +
+    attention, MoE or dense), Falcon-H1, LFM2. ``mtp=True`` adds Qwen 3.5 / 3.6's
     multi-token-prediction block (``blk.<n>.`` plus ``nextn.*``; shapes from src/models/qwen35*.cpp, not checked
     against a converted file). Others raise KvMathError naming the model_type and listing the known ones.
     """
@@ -161,7 +163,7 @@ def _tables(cfg: dict, mt: str, mtp: bool):
     out: list = []
     # conversion/base.py (prepare_tensors): 1-D tensors, norms, routers and conv1d kernels stay F32
     f32 = lambda name, shape: len(shape) < 2 or shape[1] == 1 or name.endswith("_norm.weight") or \
-        ".ffn_gate_inp" in name or ".ssm_conv1d" in name or not name.endswith(".weight")
+        ".ffn_gate_inp" in name or ".ssm_conv1d" in name or ".shortconv.conv" in name or not name.endswith(".weight")
     add = lambda name, shape: out.append((name, tuple(int(x) for x in shape), F if f32(name, shape) else W))
     tied = config_tied(cfg)
     if mt == "gemma3_text":
@@ -872,6 +874,157 @@ def _hunyuan_blocks(cfg: dict, mt: str, add, out: list, E: int, n: int, W: str, 
     return n
 
 
+def _mamba2_mixer(add, p: str, E: int, di: int, g: int, ds: int, nh: int, kern: int, conv_bias: bool,
+                  norm: bool) -> None:
+    """One Mamba-2 mixer as conversion/mamba.py Mamba2Model writes it and the Mamba-2 loaders create it
+    (granite-hybrid.cpp, falcon-h1.cpp): ``ssm_in`` ``(E, 2 d_inner + 2 n_group d_state + n_head)``, the conv
+    kernel squeezed to ``(d_conv, d_inner + 2 n_group d_state)`` and its bias, ``dt_bias`` as ``ssm_dt.bias``,
+    ``A_log`` as ``ssm_a`` (= -exp, unsqueezed to ne ``(1, n_head)``), ``D`` as ``ssm_d`` ``(1, n_head)``, the gated
+    norm reshaped to ``(d_inner / n_group, n_group)``, ``ssm_out`` ``(d_inner, E)``."""
+    conv = di + 2 * g * ds
+    add(p + "ssm_in.weight", (E, 2 * di + 2 * g * ds + nh))
+    add(p + "ssm_conv1d.weight", (kern, conv))
+    if conv_bias:
+        add(p + "ssm_conv1d.bias", (conv,))
+    add(p + "ssm_dt.bias", (nh,))
+    add(p + "ssm_a", (1, nh))
+    add(p + "ssm_d", (1, nh))
+    if norm:
+        add(p + "ssm_norm.weight", (di // g, g))
+    add(p + "ssm_out.weight", (di, E))
+
+
+def _granitehybrid_blocks(cfg: dict, mt: str, add, out: list, E: int, n: int, W: str, F: str, mtp: bool) -> int:
+    """Granite 4.0-H blocks (``granitehybrid``; src/models/granite-hybrid.cpp create_tensor, conversion/granite.py
+    GraniteHybridModel over Mamba2Model and GraniteMoeModel): per ``layer_types`` (the converter counts the
+    entries spelled ``attention`` as attention, every other entry as Mamba-2) a Mamba-2 mixer of ``d_inner =
+    mamba_expand x hidden_size`` with ``mamba_n_heads`` heads and ``mamba_n_groups`` groups, or q / k / v / o with
+    head_dim ``hidden_size / num_attention_heads`` (GraniteModel pops ``head_dim``); then ``ffn_norm`` and, with
+    ``num_local_experts``, the router, the fused ``input_linear`` split into ``ffn_gate_exps`` / ``ffn_up_exps``
+    and the shared MLP split into ``ffn_{gate,up,down}_shexp`` of ``shared_intermediate_size``; without experts the
+    shared MLP is the block's ``ffn_{gate,up,down}``, which the loader reads ``intermediate_size`` wide. Refused
+    (the loader or converter would fail): ``mamba_expand`` != 2 (``GGML_ASSERT(2 * n_embd == d_inner)``), no
+    ``layer_types``, a ``full_attention`` entry (transformers' spelling, which the converter would write as Mamba-2), a dense config whose
+    ``shared_intermediate_size`` differs from ``intermediate_size``, ``vocab_size`` not a multiple of 8 (the
+    converter pads the vocabulary to it, the embedding rows stay), ``mamba_proj_bias``, ``attention_bias``, a
+    ``head_dim`` other than hidden_size / heads, a ``llama3`` RoPE."""
+    types = cfg.get("layer_types") if cfg.get("layer_types") is not None else cfg.get("layers_block_type")
+    if not isinstance(types, list) or len(types) != n or set(types) - {"mamba", "linear_attention", "attention"}:
+        raise KvMathError(f"granitemoehybrid layer_types must be {n} entries of 'mamba' / 'attention' (the spelling "
+                          f"convert_hf_to_gguf.py reads; it takes 'full_attention' for Mamba-2), got "
+                          f"{str(types)[:120]}")
+    H = int(cfg["num_attention_heads"])
+    Hkv, d = int(cfg.get("num_key_value_heads") or H), E // H
+    nh, g, ds, kern = (int(cfg[k]) for k in ("mamba_n_heads", "mamba_n_groups", "mamba_d_state", "mamba_d_conv"))
+    di, ne = int(cfg["mamba_expand"]) * E, int(cfg.get("num_local_experts") or 0)
+    f, fs = int(cfg["intermediate_size"]), int(cfg["shared_intermediate_size"])
+    rs = cfg.get("rope_scaling") or {}
+    if int(cfg["mamba_expand"]) != 2 or di % g or (not ne and fs != f) or int(cfg["vocab_size"]) % 8 or \
+            cfg.get("mamba_proj_bias") or cfg.get("attention_bias") or int(cfg.get("head_dim") or d) != d or \
+            rs.get("rope_type") == "llama3" or mtp:
+        raise KvMathError("granitemoehybrid with mamba_expand != 2, d_inner not a multiple of mamba_n_groups, a "
+                          "dense shared_intermediate_size != intermediate_size, vocab_size not a multiple of 8, "
+                          "mamba_proj_bias, attention_bias, head_dim != hidden_size / heads or a llama3 RoPE is not "
+                          "tabled (llama.cpp's loader or converter rejects it)")
+    for i, t in enumerate(types):
+        p = f"blk.{i}."
+        add(p + "attn_norm.weight", (E,))
+        if t != "attention":
+            _mamba2_mixer(add, p, E, di, g, ds, nh, kern, cfg.get("mamba_conv_bias", True), True)
+        else:
+            _attn_qkvo(add, p, E, H, Hkv, d, False)
+        add(p + "ffn_norm.weight", (E,))
+        if ne:
+            _routed_experts(add, p, E, f, ne)
+            if fs:
+                _swiglu(add, p, E, fs, "_shexp")
+        else:
+            _swiglu(add, p, E, fs)
+    return n
+
+
+def _falcon_h1_blocks(cfg: dict, mt: str, add, out: list, E: int, n: int, W: str, F: str, mtp: bool) -> int:
+    """Falcon-H1 blocks (``falcon-h1``; src/models/falcon-h1.cpp create_tensor, conversion/falcon_h1.py
+    FalconH1Model over Mamba2Model): every block holds a Mamba-2 mixer of ``d_inner = mamba_d_ssm`` (the loader's
+    heads are ``mamba_d_ssm / mamba_d_head``, the converter's ``ssm.time_step_rank``), its gated norm only with
+    ``mamba_rms_norm``, and q / k / v / o of ``head_dim`` in parallel, then ``ffn_norm`` and a SwiGLU of
+    ``intermediate_size``. The muP multipliers are folded into the weights by the converter: no tensor is added.
+    HF ``pre_ff_layernorm.weight`` matches gguf-py's FFN_NORM key with its suffix, so the file (and the loader,
+    ``tn(LLM_TENSOR_FFN_NORM, i)``) names it ``blk.<i>.ffn_norm`` without ``.weight``. Refused: a config without
+    ``head_dim`` or ``mamba_d_ssm`` (the converter reads both), ``mamba_n_heads x mamba_d_head != mamba_d_ssm``,
+    ``projectors_bias``, ``mlp_bias``, ``attention_bias``."""
+    H, Hkv = int(cfg["num_attention_heads"]), int(cfg.get("num_key_value_heads") or cfg["num_attention_heads"])
+    if cfg.get("head_dim") is None or cfg.get("mamba_d_ssm") is None:
+        raise KvMathError("falcon_h1 without head_dim or mamba_d_ssm: convert_hf_to_gguf.py reads both from "
+                          "config.json")
+    d, di, nh, hd = int(cfg["head_dim"]), int(cfg["mamba_d_ssm"]), int(cfg["mamba_n_heads"]), int(cfg["mamba_d_head"])
+    g, ds, kern, f = (int(cfg[k]) for k in ("mamba_n_groups", "mamba_d_state", "mamba_d_conv", "intermediate_size"))
+    if nh * hd != di or di % g or cfg.get("projectors_bias") or cfg.get("mlp_bias") or cfg.get("attention_bias") \
+            or mtp:
+        raise KvMathError("falcon_h1 with mamba_n_heads x mamba_d_head != mamba_d_ssm, d_inner not a multiple of "
+                          "mamba_n_groups, projectors_bias, mlp_bias or attention_bias is not tabled")
+    for i in range(n):
+        p = f"blk.{i}."
+        _mamba2_mixer(add, p, E, di, g, ds, nh, kern, cfg.get("mamba_conv_bias", True), bool(cfg.get("mamba_rms_norm")))
+        _attn_qkvo(add, p, E, H, Hkv, d, False)
+        add(p + "attn_norm.weight", (E,))
+        add(p + "ffn_norm", (E,))
+        _swiglu(add, p, E, f)
+    return n
+
+
+def _lfm2_ff(cfg: dict) -> int:
+    """The SwiGLU width of an LFM2 block: ``block_ff_dim`` (which Lfm2Config takes as ``intermediate_size``, and
+    the converter reads first), cut to 2/3, scaled by ``block_ffn_dim_multiplier`` and rounded up to
+    ``block_multiple_of`` when ``block_auto_adjust_ff_dim`` (modeling_lfm2.py Lfm2MLP, conversion/lfm2.py
+    _add_feed_forward_length: the same steps)."""
+    f = int(cfg["block_ff_dim"] if cfg.get("block_ff_dim") is not None else cfg["intermediate_size"])
+    if cfg["block_auto_adjust_ff_dim"]:
+        f = int(2 * f / 3)
+        if cfg.get("block_ffn_dim_multiplier") is not None:
+            f = int(cfg["block_ffn_dim_multiplier"] * f)
+        m = int(cfg["block_multiple_of"])
+        f = m * ((f + m - 1) // m)
+    return f
+
+
+def _lfm2_blocks(cfg: dict, mt: str, add, out: list, E: int, n: int, W: str, F: str, mtp: bool) -> int:
+    """LFM2 blocks (``lfm2``; src/models/lfm2.cpp create_tensor, conversion/lfm2.py LFM2Model): ``operator_norm``
+    as ``attn_norm``, then per ``layer_types`` a gated short convolution (``conv``: ``shortconv.in_proj``
+    ``(E, 3E)``, the depthwise kernel squeezed to ``shortconv.conv`` ``(conv_L_cache, E)``, ``shortconv.out_proj``
+    ``(E, E)``) or attention (``full_attention``: q ``(E, E)``, k / v, per-head q / k norms, o ``(E, E)``: heads x
+    head_dim must equal hidden_size), ``ffn_norm`` and a SwiGLU of :func:`_lfm2_ff`. The final norm (HF
+    ``embedding_norm``) is ``token_embd_norm`` (llama-arch.cpp LLM_TENSOR_OUTPUT_NORM_LFM2), not ``output_norm``.
+    Refused: other layer types, ``conv_bias`` (lfm2.cpp creates no conv biases), ``head_dim`` x heads !=
+    hidden_size."""
+    types = cfg.get("layer_types")
+    H = int(cfg["num_attention_heads"])
+    Hkv, d = int(cfg.get("num_key_value_heads") or H), int(cfg.get("head_dim") or E // H)
+    if not isinstance(types, list) or len(types) != n or set(types) - {"conv", "full_attention"}:
+        raise KvMathError(f"lfm2 layer_types must be {n} entries of 'conv' / 'full_attention', got "
+                          f"{str(types)[:120]}")
+    if cfg.get("conv_bias") or H * d != E or mtp:
+        raise KvMathError("lfm2 with conv_bias or num_attention_heads x head_dim != hidden_size is not tabled "
+                          "(src/models/lfm2.cpp creates neither)")
+    kern, f = int(cfg["conv_L_cache"]), _lfm2_ff(cfg)
+    j = next(k for k, row in enumerate(out) if row[0] == "output_norm.weight")
+    out[j] = ("token_embd_norm.weight",) + out[j][1:]
+    for i, t in enumerate(types):
+        p = f"blk.{i}."
+        add(p + "attn_norm.weight", (E,))
+        if t == "conv":
+            add(p + "shortconv.in_proj.weight", (E, 3 * E))
+            add(p + "shortconv.conv.weight", (kern, E))
+            add(p + "shortconv.out_proj.weight", (E, E))
+        else:
+            _attn_qkvo(add, p, E, H, Hkv, d, False)
+            add(p + "attn_q_norm.weight", (d,))
+            add(p + "attn_k_norm.weight", (d,))
+        add(p + "ffn_norm.weight", (E,))
+        _swiglu(add, p, E, f)
+    return n
+
+
 _BLOCKS = {"llama": _llama_blocks, "mistral": _llama_blocks, "mixtral": _llama_blocks, "qwen2": _llama_blocks,
            "qwen3": _llama_blocks, "qwen3_moe": _llama_blocks, "qwen3_5_text": _qwen35_blocks,
            "qwen3_5_moe_text": _qwen35_blocks, "gemma4_text": _gemma4_blocks, "gpt_oss": _gpt_oss_blocks,
@@ -883,21 +1036,24 @@ _BLOCKS = {"llama": _llama_blocks, "mistral": _llama_blocks, "mixtral": _llama_b
            "olmoe": _olmoe_blocks, "cohere": _cohere_blocks, "cohere2": _cohere_blocks,
            "starcoder2": _starcoder2_blocks, "glm4": _glm4_blocks, "qwen2_moe": _qwen2moe_blocks,
            "glm4_moe": _glm4moe_blocks, "exaone4": _exaone4_blocks, "ernie4_5_moe": _ernie45moe_blocks,
-           "hunyuan_v1_dense": _hunyuan_blocks, "hunyuan_v1_moe": _hunyuan_blocks}
+           "hunyuan_v1_dense": _hunyuan_blocks, "hunyuan_v1_moe": _hunyuan_blocks,
+           "granitemoehybrid": _granitehybrid_blocks, "falcon_h1": _falcon_h1_blocks, "lfm2": _lfm2_blocks}
 """model_type -> the function writing its blocks' tensors (one per family)."""
 
 
 def config_tied(cfg: dict) -> bool:
     """Whether the converted GGUF has no ``output.weight`` (llama.cpp then reads ``token_embd`` twice):
-    ``tie_word_embeddings`` (default False; True for ``gemma3_text``, ``smollm3``, ``ernie4_5`` and ``starcoder2``,
-    their config classes' default), and always for
+    ``tie_word_embeddings`` (default False; True for ``gemma3_text``, ``smollm3``, ``ernie4_5``, ``starcoder2`` and
+    ``lfm2``, their config classes' default; LFM2's ``tie_embedding`` wins when present), and always for
     Gemma 2, whose converter drops ``lm_head.weight`` (conversion/gemma.py Gemma2Model.filter_tensors), and for
     Cohere / Cohere 2, whose llama.cpp models read ``token_embd`` as the output (command-r.cpp, cohere2.cpp;
     an untied Cohere config is refused in :func:`_cohere_blocks`)."""
     if cfg.get("model_type") in ("gemma2", "cohere", "cohere2"):
         return True
+    if cfg.get("model_type") == "lfm2" and "tie_embedding" in cfg:  # Lfm2Config pops it over tie_word_embeddings
+        return bool(cfg["tie_embedding"])
     return bool(cfg.get("tie_word_embeddings",
-                        cfg.get("model_type") in ("gemma3_text", "smollm3", "ernie4_5", "starcoder2")))
+                        cfg.get("model_type") in ("gemma3_text", "smollm3", "ernie4_5", "starcoder2", "lfm2")))
 
 
 def _gemma3_vocab(v: int) -> int:

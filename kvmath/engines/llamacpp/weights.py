@@ -25,7 +25,7 @@ def estimate_weights(config: dict, *, bits_per_weight: float = 4.5, name: str = 
 def mix_model_from_config(config: dict, arch: str, n_blocks: int, table=()):
     """The :class:`quantmix.MixModel` llama-quantize would read from the converted file's metadata: the expert
     count from the table's merged ``*_exps`` tensors (their third dimension), and ``n_gqa`` of layer 0 as
-    ``llama_hparams::n_gqa`` gives it (0 when block 0 has no attention, as a Nemotron-H Mamba block; MLA's
+    ``llama_hparams::n_gqa`` gives it (0 when block 0 has no attention, as a Nemotron-H or Granite 4.0-H Mamba block or an LFM2 short-conv block; MLA's
     ``deepseek2`` is written with ``head_count_kv`` 1, conversion/deepseek.py)."""
     from ...model.hf import _unwrap
     from .quantmix import MixModel
@@ -36,6 +36,12 @@ def mix_model_from_config(config: dict, arch: str, n_blocks: int, table=()):
     if arch == "deepseek2":
         kv = 1
     if arch in ("nemotron_h", "nemotron_h_moe") and str(cfg.get("hybrid_override_pattern", ""))[:1] != "*":
+        kv = 0
+    # granitehybrid / lfm2: head_count_kv is written per layer, 0 on Mamba-2 / short-conv blocks
+    # (conversion/granite.py GraniteHybridModel, conversion/lfm2.py LFM2Model)
+    if arch == "granitehybrid" and (cfg.get("layer_types") or cfg.get("layers_block_type") or ["mamba"])[0] != "attention":
+        kv = 0
+    if arch == "lfm2" and (cfg.get("layer_types") or ["conv"])[0] == "conv":
         kv = 0
     ne = max((int(s[2]) for n, s, _ in table if "_exps." in n and len(s) > 2), default=0)
     return MixModel(arch, n_blocks, ne, h // kv if kv else 0, h != kv)
