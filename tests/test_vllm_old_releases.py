@@ -215,9 +215,10 @@ def test_0_11_keeps_prefix_caching_off_and_reads_no_ssm_dtype_for_gdn():
 
 @pytest.mark.parametrize("model, version, what", [
     ("qwen3-next-80b-a3b", "0.10.1", "Mamba / Gated-DeltaNet hybrids"),  # Qwen3-Next is new in 0.10.2
-    ("qwen3-next-80b-a3b", "0.12.0", "Mamba / Gated-DeltaNet hybrids"),  # experimental prefix caching: not read
-    ("qwen3-next-80b-a3b", "0.14.1", "Mamba / Gated-DeltaNet hybrids"),
-    ("qwen3-next-80b-a3b", "0.17.0", "Mamba / Gated-DeltaNet hybrids"),  # takes the 0.14.1 record
+    ("qwen3-next-80b-a3b", "0.13.0", "read for 0.12.x only"),  # takes the 0.12.0 record; 0.13 not read
+    ("qwen3-next-80b-a3b", "0.17.0", "read for 0.14.x only"),  # takes the 0.14.1 record; 0.15-0.18 not read
+    ("qwen3-next-80b-a3b", "0.18.0", "read for 0.14.x only"),
+    ("nemotron-h-56b", "0.14.1", "Mamba / Gated-DeltaNet hybrids other than qwen3_next"),  # Mamba-2 not read
     ("qwen3.6-27b", "0.11.0", "Mamba / Gated-DeltaNet hybrids other than qwen3_next"),
     ("nemotron-h-56b", "0.10.2", "Mamba / Gated-DeltaNet hybrids other than qwen3_next"),
 ])
@@ -241,3 +242,37 @@ def test_the_cli_prices_qwen3_next_at_0_10_2():
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "973,760" in out.stdout or "973760" in out.stdout, out.stdout[-2000:]
+
+
+@pytest.mark.parametrize("version", ["0.12.0", "0.14.1"])
+def test_qwen3_next_on_0_12_and_0_14_by_hand_from_the_release_source(version):
+    """Hand derivation from the 0.12.0 and 0.14.1 wheels, the same deployment as the 0.11.0 one above (TP 4, 20 GiB,
+    32768): Qwen3-Next has no SupportsMambaPrefixCaching (only bamba, falcon_h1, granitemoehybrid, jamba, mamba,
+    mamba2, nemotron_h, zamba2 carry it), so MambaModelConfig disables prefix caching (models/config.py 0.12.0
+    l.292-309, 0.14.1 l.332-349) and the Mamba block is max_model_len (l.311-312 / l.351-352); the block is
+    16 * cdiv(274432, 16 * 1024) = 272 off sm_100; _get_kv_cache_groups_uniform_page_size: 36 < 1.25 * 12 is false,
+    so the group size is the smallest count, 12 (kv_cache_utils.py 0.12.0 l.1015-1023, 0.14.1 l.1034-1042);
+    num_blocks 21474836480 // 278528 // 12 = 6425 (get_num_blocks), tokens 6425 // 4 * 272 = 436832
+    (0.14.1 l.1288-1292), blocks per request cdiv(32768, 272) + 3 = 124, 6425 / 124 = 51.81x."""
+    p = plan("qwen3-next-80b-a3b", 20 * 2**30, vllm_version=version, tensor_parallel_size=4, max_model_len=32768)
+    assert p.block_size == 272 and p.mamba_cache_mode == "none" and p.num_blocks == 6425
+    assert p.gpu_kv_cache_tokens == 436832 and p.blocks_per_request == 124 and round(p.max_concurrency, 2) == 51.81
+    assert any("without support for prefix caching: disabling" in n for n in p.notes)
+
+
+def test_qwen3_next_on_sm100_at_0_14_is_aligned_to_32_by_hand():
+    """0.14.1 models/config.py l.401-412: head size 256 on the sm_100 family with FlashInfer or the default backend
+    aligns to 32: block 32 * cdiv(274432, 32 * 1024) = 32 * 9 = 288, page 294912 B; num_blocks
+    21474836480 // 294912 // 12 = 72817 // 12 = 6068; tokens 6068 // 4 * 288 = 436896; cdiv(32768, 288) + 3 = 117
+    blocks per request, 6068 / 117 = 51.86x. kvmath-fit --card b200 sets kernel_block_size 32 for it; an H100
+    (sm_90) keeps 272."""
+    p = plan("qwen3-next-80b-a3b", 20 * 2**30, vllm_version="0.14.1", tensor_parallel_size=4, max_model_len=32768,
+             kernel_block_size=32)
+    assert p.block_size == 288 and p.num_blocks == 6068 and p.gpu_kv_cache_tokens == 436896
+    assert p.blocks_per_request == 117 and round(p.max_concurrency, 2) == 51.86
+    for card, block in (("b200", 288), ("h100", 272)):
+        out = subprocess.run([sys.executable, "-m", "kvmath.fit", "vllm", "serve", "Qwen/Qwen3-Next-80B-A3B-Instruct",
+                              "--tensor-parallel-size", "4", "--card", card, "--vllm-version", "0.14.1"],
+                             capture_output=True, text=True, timeout=200)
+        assert out.returncode == 0, out.stderr
+        assert f"Setting attention block size to {block} tokens" in out.stdout

@@ -418,7 +418,8 @@ def _cache_mode(arch: Architecture, s: VllmSettings, hybrid: bool, notes: list, 
             # 0.10-0.11: MambaModelConfig sets enable_prefix_caching = False for every hybrid
             # (models/config.py 0.10.2 l.308-311, 0.11.0 l.295-298)
             notes.append("vLLM: 'Hybrid or mamba-based model detected: disabling prefix caching since it is not yet "
-                         "supported.'")
+                         "supported.'" if version.group_size_factor == 0 else "vLLM: 'Hybrid or mamba-based model "
+                         "detected without support for prefix caching: disabling.'")
         elif s.enable_prefix_caching:
             mode = s.mamba_cache_mode if s.mamba_cache_mode not in (None, "none") else (
                 "all" if arch.model_type in _SUPPORTS_MAMBA_PREFIX_CACHING else "align")
@@ -478,6 +479,17 @@ def _hybrid_alignment(arch: Architecture, s: VllmSettings, version, *, hybrid: b
         # 0.19 and before: HybridAttentionMambaModelConfig (models/config.py 0.19.0 l.217-218) aligns an
         # attention page to 16 tokens, not to the backend's kernel block or the chosen block size
         a = 16
+        if version.head256_align_32 and k_dim == 256:
+            # 0.12-0.14: 32 on sm_100 with FlashInfer / the default backend (models/config.py 0.12.0 l.364-375,
+            # 0.14.1 l.401-412); the card reaches a plan as kernel_block_size 32 (kvmath-fit --card)
+            if s.kernel_block_size == 32:
+                a = 32
+                notes.append("vLLM 0.12-0.14: head size 256 on sm_100 with FlashInfer: hybrid block aligned to 32 "
+                             "tokens (models/config.py HybridAttentionMambaModelConfig)")
+            else:
+                notes.append("vLLM 0.12-0.14 align a head-256 hybrid to 32 tokens on sm_100 (B200 / GB200) with "
+                             "FlashInfer or the default backend; priced at 16 (another card); kernel_block_size=32 "
+                             "prices sm_100")
     if ref.kind == "mla":
         a = _mla_alignment(a, s, version, notes)
     if mode == "all":
@@ -579,6 +591,15 @@ def _unread(text: str | None, version, what: str) -> str:
 
 def _refuse_unread(arch: Architecture, s: VllmSettings, version, *, hybrid: bool, fmt, attention: list) -> None:
     """Raise KvMathError for a model kind the release's record lists in ``refuse_kinds``."""
+    if hybrid and version.hybrid_model_types is not None and s.vllm_version:
+        from ..releases import release_key
+
+        line = release_key(str(s.vllm_version).split("+", 1)[0].lstrip("v"))[:2]
+        if line != version.key[:2]:
+            # hybrids were read for the record's own release line only: 0.13 and 0.15-0.18 take a record
+            # whose hybrid rules were not checked against their sources
+            raise KvMathError(_unread(s.vllm_version, version, f"Mamba / Gated-DeltaNet hybrids (read for "
+                                      f"{version.minor[0]}.{version.minor[1]}.x only, not for this release line)"))
     if hybrid and version.hybrid_model_types is not None and arch.model_type not in version.hybrid_model_types:
         raise KvMathError(_unread(s.vllm_version, version, f"Mamba / Gated-DeltaNet hybrids other than "
                                   f"{', '.join(version.hybrid_model_types)} ({arch.model_type}: not among the "

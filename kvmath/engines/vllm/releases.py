@@ -73,11 +73,19 @@ class VllmRelease(Release):
     - ``hybrid_prefix_caching``: a hybrid keeps ``--enable-prefix-caching`` (Mamba cache modes ``align`` /
       ``all``); False in 0.10-0.11, whose ``MambaModelConfig.verify_and_update_config`` sets
       ``enable_prefix_caching = False`` for every hybrid ("Hybrid or mamba-based model detected: disabling prefix
-      caching since it is not yet supported.", models/config.py 0.10.2 l.308-311, 0.11.0 l.295-298), so the
+      caching since it is not yet supported.", models/config.py 0.10.2 l.308-311, 0.11.0 l.295-298), and in
+      0.12-0.14 for every hybrid without SupportsMambaPrefixCaching, Qwen3-Next among them ("... without support for
+      prefix caching: disabling.", models/config.py 0.12.0 l.292-309, 0.14.1 l.332-349), so the
       Mamba block is ``max_model_len`` (gpu_model_runner.py 0.10.2 l.3714-3721) and a state layer holds one page
       per request (``MambaSpec.max_memory_usage_bytes``, kv_cache_interface.py 0.10.2 l.209-213);
+    - ``head256_align_32``: a hybrid whose attention head is 256 is aligned to 32 tokens, not 16, on sm_100 with
+      FlashInfer or the default backend (flashinfer issue 1993): ``"exact"`` in 0.12-0.13
+      (``is_device_capability(100)``, models/config.py 0.12.0 l.364-375), ``"family"`` in 0.14
+      (``is_device_capability_family(100)``, 0.14.1 l.401-412), ``""`` otherwise. The card is not a plan setting:
+      a plan takes 32 when ``kernel_block_size`` is 32 (kvmath-fit sets it from ``--card``), 16 otherwise, and says so;
     - ``hybrid_model_types``: the hybrid ``model_type`` values a record prices (None: every hybrid the rules
-      know). 0.10-0.11: ``("qwen3_next",)``, the one Gated-DeltaNet hybrid in their registry
+      know), for the record's own ``MAJOR.MINOR`` line only (a later line taking the record, 0.13 or 0.15-0.18,
+      refuses hybrids: its sources were not read for them). 0.10-0.11: ``("qwen3_next",)``, the one Gated-DeltaNet hybrid in their registry
       (models/registry.py: Qwen3NextForCausalLM; no Qwen 3.5 / 3.6), whose state is
       ``gated_delta_net_state_dtype(model dtype, mamba_cache_dtype)`` for both tensors (mamba_utils.py 0.10.2
       l.74-80, 0.11.0 l.74-80: ``--mamba-ssm-cache-dtype`` is not read) and
@@ -117,6 +125,7 @@ class VllmRelease(Release):
     gptq_marlin_only: bool = True
     hybrid_prefix_caching: bool = True
     gdn_ssm_dtype: bool = True
+    head256_align_32: str = ""
     hybrid_model_types: tuple[str, ...] | None = None
     refuse_kinds: tuple[str, ...] = ()
     not_modelled: str = ""
@@ -167,6 +176,14 @@ _UNREAD_10 = ("full and sliding-window attention and Qwen3-Next (Gated DeltaNet,
 _10_1 = dict(_12, group_size_factor=0.0)
 _10 = dict(_12, group_size_factor=0.0, hybrid_prefix_caching=False, gdn_ssm_dtype=False,
            hybrid_model_types=("qwen3_next",), refuse_kinds=_OLD_HYBRID_KINDS, not_modelled=_UNREAD_10)
+# 0.12-0.14 Qwen3-Next, read from the wheels 0.12.0 and 0.14.1: as 0.10.2-0.11 (prefix caching off: Qwen3-Next has no
+# SupportsMambaPrefixCaching, only bamba, falcon_h1, granitemoehybrid, jamba, mamba, mamba2, nemotron_h, zamba2 do;
+# GDN dtypes from mamba_cache_dtype alone, mamba_utils.py 0.12.0 / 0.14.1 l.74-81; Mamba block max_model_len,
+# models/config.py 0.12.0 l.311-312, 0.14.1 l.351-352; one page per request, kv_cache_interface.py 0.12.0
+# l.262-264) with the 1.25 group factor and the sm_100 head-256 alignment (head256_align_32)
+_UNREAD_12H = _UNREAD_10.replace("Qwen 3.5 / 3.6, not in this release's registry", "Qwen 3.5 / 3.6, not in this "
+                                 "release's registry; Mamba-2 models, whose experimental prefix caching was not read")
+_12H = dict(_10, group_size_factor=1.25, not_modelled=_UNREAD_12H)
 _19 = dict(_BEFORE_20, read="part", group_size_factor=1.5,
            refuse_kinds=("mla", "kv_format", "speculative", "mamba2_state"),
            not_modelled="read as 0.20 less its changes (no CUDA graph estimate, 0.9, 'groups' tokens, 16-token hybrid "
@@ -202,8 +219,10 @@ RECORDS: tuple[VllmRelease, ...] = (
                 "kv_cache_interface.py: decode-context-parallel additions only; config/cache.py 0.9 l.42; "
                 "arg_utils.py batch defaults unchanged); hybrids: " + _HYB_SRC, **_10),
     VllmRelease("0.11.0", _WHEEL.format("0.11.0") + _OLD_SRC + "; hybrids: " + _HYB_SRC, **_10),
-    VllmRelease("0.12.0", _WHEEL.format("0.12.0") + _OLD_SRC + " (group factor 1.25, l.1017)", **_12),
-    VllmRelease("0.14.1", _WHEEL.format("0.14.1") + _OLD_SRC + " (group factor 1.25, l.1036)", **_12),
+    VllmRelease("0.12.0", _WHEEL.format("0.12.0") + _OLD_SRC + " (group factor 1.25, l.1017); hybrids: " + _HYB_SRC,
+                **dict(_12H, head256_align_32="exact")),
+    VllmRelease("0.14.1", _WHEEL.format("0.14.1") + _OLD_SRC + " (group factor 1.25, l.1036); hybrids: " + _HYB_SRC
+                + ", model_executor/layers/mamba/abstract.py (MambaSpec)", **dict(_12H, head256_align_32="family")),
     VllmRelease("0.16.0", "as 0.7.0, with the Triton top-k / top-p sampler (PR #33538)", **_BEFORE_20),
     VllmRelease("0.19.0", _WHEEL.format("0.19.0") + _OLD_SRC + ", model_executor/models/config.py "
                 "(HybridAttentionMambaModelConfig), config/compilation.py", **_19),
