@@ -353,8 +353,11 @@ def _shape_key(layer) -> tuple:
 
 def _state_of(layer, arch: Architecture, s: VllmSettings) -> tuple[tuple, tuple]:
     """(shapes, dtypes) of one state layer per rank: the rule in ``rules.state_tensors``."""
+    ssm = s.mamba_ssm_cache_dtype
+    if layer.kind == "gdn" and not release(s.vllm_version).gdn_ssm_dtype:
+        ssm = "auto"  # 0.10-0.11: gated_delta_net_state_dtype(model dtype, mamba_cache_dtype) alone
     ts = rules.state_tensors(layer, arch, tp=s.tensor_parallel_size, num_speculative_tokens=s.num_speculative_tokens,
-                             mamba_cache_dtype=s.mamba_cache_dtype, mamba_ssm_cache_dtype=s.mamba_ssm_cache_dtype)
+                             mamba_cache_dtype=s.mamba_cache_dtype, mamba_ssm_cache_dtype=ssm)
     return tuple(t.shape for t in ts), tuple(t.dtype for t in ts)
 
 
@@ -406,12 +409,18 @@ def _context(arch: Architecture, s: VllmSettings, version) -> tuple[int, list[st
     return L, notes, long_refusal
 
 
-def _cache_mode(arch: Architecture, s: VllmSettings, hybrid: bool, notes: list) -> str:
+def _cache_mode(arch: Architecture, s: VllmSettings, hybrid: bool, notes: list, version=None) -> str:
     """The Mamba cache mode vLLM settles on (``none`` / ``align`` / ``all``)."""
     # --- cache mode (MambaModelConfig.verify_and_update_config, models/config.py l.404-461)
     mode = "none"
     if hybrid:
-        if s.enable_prefix_caching:
+        if version is not None and not version.hybrid_prefix_caching:
+            # 0.10-0.11: MambaModelConfig sets enable_prefix_caching = False for every hybrid
+            # (models/config.py 0.10.2 l.308-311, 0.11.0 l.295-298)
+            notes.append("vLLM: 'Hybrid or mamba-based model detected: disabling prefix caching since it is not yet "
+                         "supported.'" if version.group_size_factor == 0 else "vLLM: 'Hybrid or mamba-based model "
+                         "detected without support for prefix caching: disabling.'")
+        elif s.enable_prefix_caching:
             mode = s.mamba_cache_mode if s.mamba_cache_mode not in (None, "none") else (
                 "all" if arch.model_type in _SUPPORTS_MAMBA_PREFIX_CACHING else "align")
             if mode == "all" and arch.model_type not in _SUPPORTS_MAMBA_PREFIX_CACHING:
@@ -470,6 +479,17 @@ def _hybrid_alignment(arch: Architecture, s: VllmSettings, version, *, hybrid: b
         # 0.19 and before: HybridAttentionMambaModelConfig (models/config.py 0.19.0 l.217-218) aligns an
         # attention page to 16 tokens, not to the backend's kernel block or the chosen block size
         a = 16
+        if version.head256_align_32 and k_dim == 256:
+            # 0.12-0.14: 32 on sm_100 with FlashInfer / the default backend (models/config.py 0.12.0 l.364-375,
+            # 0.14.1 l.401-412); the card reaches a plan as kernel_block_size 32 (kvmath-fit --card)
+            if s.kernel_block_size == 32:
+                a = 32
+                notes.append("vLLM 0.12-0.14: head size 256 on sm_100 with FlashInfer: hybrid block aligned to 32 "
+                             "tokens (models/config.py HybridAttentionMambaModelConfig)")
+            else:
+                notes.append("vLLM 0.12-0.14 align a head-256 hybrid to 32 tokens on sm_100 (B200 / GB200) with "
+                             "FlashInfer or the default backend; priced at 16 (another card); kernel_block_size=32 "
+                             "prices sm_100")
     if ref.kind == "mla":
         a = _mla_alignment(a, s, version, notes)
     if mode == "all":
@@ -571,6 +591,19 @@ def _unread(text: str | None, version, what: str) -> str:
 
 def _refuse_unread(arch: Architecture, s: VllmSettings, version, *, hybrid: bool, fmt, attention: list) -> None:
     """Raise KvMathError for a model kind the release's record lists in ``refuse_kinds``."""
+    if hybrid and version.hybrid_model_types is not None and s.vllm_version:
+        from ..releases import release_key
+
+        line = release_key(str(s.vllm_version).split("+", 1)[0].lstrip("v"))[:2]
+        if line != version.key[:2]:
+            # hybrids were read for the record's own release line only: 0.13 and 0.15-0.18 take a record
+            # whose hybrid rules were not checked against their sources
+            raise KvMathError(_unread(s.vllm_version, version, f"Mamba / Gated-DeltaNet hybrids (read for "
+                                      f"{version.minor[0]}.{version.minor[1]}.x only, not for this release line)"))
+    if hybrid and version.hybrid_model_types is not None and arch.model_type not in version.hybrid_model_types:
+        raise KvMathError(_unread(s.vllm_version, version, f"Mamba / Gated-DeltaNet hybrids other than "
+                                  f"{', '.join(version.hybrid_model_types)} ({arch.model_type}: not among the "
+                                  "hybrids of this release's models/registry.py that were read)"))
     kinds = version.refuse_kinds
     if not kinds:
         return
@@ -618,7 +651,7 @@ def _layout_at(arch: Architecture, s: VllmSettings) -> VllmLayout:
     hybrid = bool(state_layers)
     _refuse_unread(arch, s, version, hybrid=hybrid, fmt=fmt, attention=attention)
     refusal = long_refusal
-    mode = _cache_mode(arch, s, hybrid, notes)
+    mode = _cache_mode(arch, s, hybrid, notes, version)
     if hybrid and fmt.name.startswith("turboquant") and not version.turboquant_hybrid:
         refusal = ("TurboQuant KV cache is not supported for hybrid (attention + Mamba) models. Boundary "
                    "layer protection requires uniform attention layers.")

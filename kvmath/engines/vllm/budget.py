@@ -824,6 +824,24 @@ def _max_model_len(arch, max_model_len: int | None, allow_long: bool) -> int:
     return check_positive(L, "max_model_len", maximum=MAX_TOKENS)
 
 
+def _head256_kernel_block(arch, cc: int | None, attention_backend: str | None, vllm_settings: dict) -> None:
+    """vLLM 0.12-0.14 (``head256_align_32``): a hybrid with 256-wide attention heads on sm_100 (0.12: exactly
+    10.0; 0.14: the 10.x family) with FlashInfer or the default backend is aligned to 32 tokens
+    (models/config.py HybridAttentionMambaModelConfig); set ``kernel_block_size`` 32 so the plan takes it."""
+    from .releases import release
+
+    if cc is None or vllm_settings.get("kernel_block_size") is not None or not arch.state_layers():
+        return
+    try:
+        mode = release(vllm_settings.get("vllm_version")).head256_align_32
+    except KvMathError:
+        return
+    on = cc == 100 if mode == "exact" else cc // 10 == 10 if mode == "family" else False
+    full = [x for x in arch.layers if getattr(x, "kind", None) == "attention"]
+    if on and full and full[0].head_dim == 256 and attention_backend in (None, "FLASHINFER"):
+        vllm_settings["kernel_block_size"] = 32
+
+
 def _mla_kernel_block(arch, cc: int | None, card_id: str, vllm_settings: dict) -> str | None:
     """Set ``vllm_settings["kernel_block_size"]`` for an MLA model (the hybrid alignment of Kimi Linear) from the
     MLA backend vLLM picks on the card (``settings.mla_kernel_block_size``) unless given; the note for a hybrid,
@@ -1371,6 +1389,7 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
                                       flags["gemma4"]) if check_card else None
     W = _weights_source(arch, model, a, coeffs, c if card_id != "custom" else None, vllm_settings.get("vllm_version"))
     mla_note = _mla_kernel_block(arch, cc, card_id, vllm_settings)
+    _head256_kernel_block(arch, cc, attention_backend, vllm_settings)
     # max_num_batched_tokens < max_num_seqs: VllmSettings refuses it with vLLM's SchedulerConfig message
     total = round(total_gib * GIB)
     # unset max_num_batched_tokens / max_num_seqs: vllm serve's defaults for this card and version

@@ -77,6 +77,32 @@ class VllmRelease(Release):
       models/config.py 0.19.0 l.217-218), not to ``max(kernel block, block size)`` (0.20+, platforms/interface.py);
     - ``mamba_blocks_check``: "max_num_seqs (N) exceeds available Mamba cache blocks" (config/compilation.py
       0.20.0 l.1420-1443; absent from 0.19.0);
+    - ``hybrid_prefix_caching``: a hybrid keeps ``--enable-prefix-caching`` (Mamba cache modes ``align`` /
+      ``all``); False in 0.10-0.11, whose ``MambaModelConfig.verify_and_update_config`` sets
+      ``enable_prefix_caching = False`` for every hybrid ("Hybrid or mamba-based model detected: disabling prefix
+      caching since it is not yet supported.", models/config.py 0.10.2 l.308-311, 0.11.0 l.295-298), and in
+      0.12-0.14 for every hybrid without SupportsMambaPrefixCaching, Qwen3-Next among them ("... without support for
+      prefix caching: disabling.", models/config.py 0.12.0 l.292-309, 0.14.1 l.332-349), so the
+      Mamba block is ``max_model_len`` (gpu_model_runner.py 0.10.2 l.3714-3721) and a state layer holds one page
+      per request (``MambaSpec.max_memory_usage_bytes``, kv_cache_interface.py 0.10.2 l.209-213);
+    - ``head256_align_32``: a hybrid whose attention head is 256 is aligned to 32 tokens, not 16, on sm_100 with
+      FlashInfer or the default backend (flashinfer issue 1993): ``"exact"`` in 0.12-0.13
+      (``is_device_capability(100)``, models/config.py 0.12.0 l.364-375), ``"family"`` in 0.14
+      (``is_device_capability_family(100)``, 0.14.1 l.401-412), ``""`` otherwise. The card is not a plan setting:
+      a plan takes 32 when ``kernel_block_size`` is 32 (kvmath-fit sets it from ``--card``), 16 otherwise, and says so;
+    - ``hybrid_model_types``: the hybrid ``model_type`` values a record prices (None: every hybrid the rules
+      know), for the record's own ``MAJOR.MINOR`` line only (a later line taking the record, 0.13 or 0.15-0.18,
+      refuses hybrids: its sources were not read for them). 0.10-0.11: ``("qwen3_next",)``, the one Gated-DeltaNet hybrid in their registry
+      (models/registry.py: Qwen3NextForCausalLM; no Qwen 3.5 / 3.6), whose state is
+      ``gated_delta_net_state_dtype(model dtype, mamba_cache_dtype)`` for both tensors (mamba_utils.py 0.10.2
+      l.74-80, 0.11.0 l.74-80: ``--mamba-ssm-cache-dtype`` is not read) and
+      ``gated_delta_net_state_shape`` (the same byte count as 0.19.0's: temporal ``(v_heads / TP, k_dim, v_dim)``
+      against ``(v_heads / TP, v_dim, k_dim)``, mamba_utils.py 0.10.2 l.177-202, 0.11.0 l.166-186, 0.19.0
+      l.177-200);
+    - ``gdn_ssm_dtype``: a Gated-DeltaNet layer's temporal state takes ``--mamba-ssm-cache-dtype`` (0.19.0
+      ``gated_delta_net_state_dtype`` -> ``_mamba_state_dtype``, mamba_utils.py l.79-87); False in 0.10-0.11, where
+      both GDN tensors take ``mamba_cache_dtype`` (or the model dtype) alone (mamba_utils.py 0.10.2 l.74-80,
+      0.11.0 l.74-80; qwen3_next.py 0.10.2 l.1175-1181, 0.11.0 l.1150-1156);
     - ``refuse_kinds``: the model kinds a ``"part"`` record has not read, refused in one KvMathError line naming
       the release (``mamba``, ``mamba2_state``, ``mla``, ``mla_hybrid``, ``kv_format``, ``speculative``, ``page_sizes``,
       ``padding_layers``, ``disable_hybrid``; alloc.py ``_refuse_unread``);
@@ -105,6 +131,10 @@ class VllmRelease(Release):
     hybrid_align_16: bool = False
     mamba_blocks_check: bool = True
     gptq_marlin_only: bool = True
+    hybrid_prefix_caching: bool = True
+    gdn_ssm_dtype: bool = True
+    head256_align_32: str = ""
+    hybrid_model_types: tuple[str, ...] | None = None
     refuse_kinds: tuple[str, ...] = ()
     not_modelled: str = ""
 
@@ -136,9 +166,32 @@ _20 = dict(_BEFORE_20, read="full", serve_gpu_memory_utilization=0.92, estimate_
 _OLD_KINDS = ("mamba", "mla", "kv_format", "speculative", "page_sizes", "padding_layers", "disable_hybrid")
 _UNREAD_OLD = ("full and sliding-window attention read; Mamba / GDN hybrids, MLA, other KV formats, speculative "
                "decoding, mixed page sizes and padded groups are refused")
-_10 = dict(_BEFORE_20, read="part", sort_top_k_top_p=True, group_size_factor=0.0, refuse_kinds=_OLD_KINDS,
+_12 = dict(_BEFORE_20, read="part", sort_top_k_top_p=True, group_size_factor=1.25, refuse_kinds=_OLD_KINDS,
            not_modelled=_UNREAD_OLD)
-_12 = dict(_10, group_size_factor=1.25)
+# 0.10.2-0.11 hybrids (Qwen3-Next, new in 0.10.2), read from the wheels 0.10.2 and 0.11.0:
+# HybridAttentionMambaModelConfig (models/config.py 0.10.2 l.327-418, 0.11.0 l.314-404) sets the attention block to
+# 16 * cdiv(mamba page, 16 * one token's FullAttentionSpec page) (0.10.2 l.381, 0.11.0 l.367) and pads the Mamba
+# page to it, as 0.19.0 does without prefix caching (0.19.0 l.273-275: hybrid_align_16); prefix caching is forced off
+# (hybrid_prefix_caching); _get_kv_cache_config_uniform_page_size groups by the smallest layer count
+# (group_size_factor 0), takes num_blocks = available // page // group size (get_num_blocks) and logs
+# num_blocks // groups * min block (0.10.2 l.1026, 0.11.0 l.1080); get_max_concurrency_for_kv_cache_config is
+# 0.19.0's (0.10.2 l.768-783, 0.11.0 l.780-795, 0.19.0 l.802-820). Mamba-2 / KDA (Nemotron-H, Granite 4.0-H,
+# Falcon-H1, Jamba ...) are not read and stay refused (mamba2_state), as do MLA, speculative decoding and formats
+_OLD_HYBRID_KINDS = tuple(k for k in _OLD_KINDS if k != "mamba") + ("mamba2_state",)
+_UNREAD_10 = ("full and sliding-window attention and Qwen3-Next (Gated DeltaNet, prefix caching forced off) read; "
+              "other hybrids (Mamba-2 / KDA, Qwen 3.5 / 3.6, not in this release's registry), MLA, other KV formats, "
+              "speculative decoding, mixed page sizes and padded groups are refused")
+_10_1 = dict(_12, group_size_factor=0.0)
+_10 = dict(_12, group_size_factor=0.0, hybrid_prefix_caching=False, gdn_ssm_dtype=False,
+           hybrid_model_types=("qwen3_next",), refuse_kinds=_OLD_HYBRID_KINDS, not_modelled=_UNREAD_10)
+# 0.12-0.14 Qwen3-Next, read from the wheels 0.12.0 and 0.14.1: as 0.10.2-0.11 (prefix caching off: Qwen3-Next has no
+# SupportsMambaPrefixCaching, only bamba, falcon_h1, granitemoehybrid, jamba, mamba, mamba2, nemotron_h, zamba2 do;
+# GDN dtypes from mamba_cache_dtype alone, mamba_utils.py 0.12.0 / 0.14.1 l.74-81; Mamba block max_model_len,
+# models/config.py 0.12.0 l.311-312, 0.14.1 l.351-352; one page per request, kv_cache_interface.py 0.12.0
+# l.262-264) with the 1.25 group factor and the sm_100 head-256 alignment (head256_align_32)
+_UNREAD_12H = _UNREAD_10.replace("Qwen 3.5 / 3.6, not in this release's registry", "Qwen 3.5 / 3.6, not in this "
+                                 "release's registry; Mamba-2 models, whose experimental prefix caching was not read")
+_12H = dict(_10, group_size_factor=1.25, not_modelled=_UNREAD_12H)
 _19 = dict(_BEFORE_20, read="part", group_size_factor=1.5,
            refuse_kinds=("mla", "kv_format", "speculative", "mamba2_state"),
            not_modelled="read as 0.20 less its changes (no CUDA graph estimate, 0.9, 'groups' tokens, 16-token hybrid "
@@ -146,6 +199,9 @@ _19 = dict(_BEFORE_20, read="part", group_size_factor=1.5,
            "speculative decoding are refused")
 _OLD_SRC = ("v1/core/kv_cache_utils.py, v1/kv_cache_interface.py, config/cache.py, engine/arg_utils.py, envs.py, "
             "v1/sample/ops/topk_topp_sampler.py")
+_HYB_SRC = ("model_executor/models/config.py (MambaModelConfig, HybridAttentionMambaModelConfig), "
+            "model_executor/layers/mamba/mamba_utils.py, model_executor/models/qwen3_next.py, "
+            "v1/worker/gpu_model_runner.py (MambaSpec), models/registry.py")
 _21 = dict(_20, token_formula="concurrency", turboquant_hybrid=True)
 _22 = dict(_21, cpu_backend_messages=True, encoder_frame_loop=False)
 # gptq_marlin_only: 0.24.0 maps quant_method "gptq" (and --quantization gptq / gptq_marlin) to
@@ -166,10 +222,16 @@ RECORDS: tuple[VllmRelease, ...] = (
     VllmRelease("0.7.0", "the profile run's switches only, from vLLM PRs #30515 (CUDA graph estimate, 0.20), #33538 "
                 "(Triton top-k / top-p, taken as 0.16) and gemma4_mm.py 0.22.0; V1 boots of 0.7-0.15",
                 **dict(_BEFORE_20, sort_top_k_top_p=True)),
-    VllmRelease("0.10.1", _WHEEL.format("0.10.1.1") + _OLD_SRC, **_10),
-    VllmRelease("0.11.0", _WHEEL.format("0.11.0") + _OLD_SRC, **_10),
-    VllmRelease("0.12.0", _WHEEL.format("0.12.0") + _OLD_SRC + " (group factor 1.25, l.1017)", **_12),
-    VllmRelease("0.14.1", _WHEEL.format("0.14.1") + _OLD_SRC + " (group factor 1.25, l.1036)", **_12),
+    VllmRelease("0.10.1", _WHEEL.format("0.10.1.1") + _OLD_SRC + " (no Qwen3-Next in its models/registry.py)",
+                **_10_1),
+    VllmRelease("0.10.2", _WHEEL.format("0.10.2") + _OLD_SRC + " diffed against 0.10.1.1 (kv_cache_utils.py, "
+                "kv_cache_interface.py: decode-context-parallel additions only; config/cache.py 0.9 l.42; "
+                "arg_utils.py batch defaults unchanged); hybrids: " + _HYB_SRC, **_10),
+    VllmRelease("0.11.0", _WHEEL.format("0.11.0") + _OLD_SRC + "; hybrids: " + _HYB_SRC, **_10),
+    VllmRelease("0.12.0", _WHEEL.format("0.12.0") + _OLD_SRC + " (group factor 1.25, l.1017); hybrids: " + _HYB_SRC,
+                **dict(_12H, head256_align_32="exact")),
+    VllmRelease("0.14.1", _WHEEL.format("0.14.1") + _OLD_SRC + " (group factor 1.25, l.1036); hybrids: " + _HYB_SRC
+                + ", model_executor/layers/mamba/abstract.py (MambaSpec)", **dict(_12H, head256_align_32="family")),
     VllmRelease("0.16.0", "as 0.7.0, with the Triton top-k / top-p sampler (PR #33538)", **_BEFORE_20),
     VllmRelease("0.19.0", _WHEEL.format("0.19.0") + _OLD_SRC + ", model_executor/models/config.py "
                 "(HybridAttentionMambaModelConfig), config/compilation.py", **_19),
