@@ -698,17 +698,20 @@ def full_cudagraphs(num_speculative_tokens: int, kv_format: str, compute_capabil
     return not (flashinfer and cc != 100)
 
 
-def release_rules(release: str | tuple | None) -> dict:
+def release_rules(release: str | tuple | None, gemma4_position_one_hot: bool | None = None) -> dict:
     """``{"estimate_cudagraphs": bool, "sort_top_k_top_p": bool, "encoder_frame_loop": bool,
     "gemma4_position_one_hot": bool}``: the profile run's
     switches of a vLLM ``release`` ("0.10.1", "0.19" or (0, 19)), read off its record
     (:func:`kvmath.engines.vllm.releases.profile_release`: before 0.20 the profile-only records, for public boots
-    of 0.7-0.19); None: the default release's. Raises KvMathError for another form or a release before 0.7."""
+    of 0.7-0.19); None: the default release's. ``gemma4_position_one_hot`` given overrides the record's (the
+    transformers beside vLLM, ``budget._one_hot_note``). Raises KvMathError for another form or a release before 0.7."""
     from .releases import profile_release, release as record
 
     rec = record(None) if release is None else profile_release(release)
     return {"estimate_cudagraphs": rec.estimate_cudagraphs, "sort_top_k_top_p": rec.sort_top_k_top_p,
-            "encoder_frame_loop": rec.encoder_frame_loop, "gemma4_position_one_hot": rec.gemma4_position_one_hot}
+            "encoder_frame_loop": rec.encoder_frame_loop,
+            "gemma4_position_one_hot": rec.gemma4_position_one_hot if gemma4_position_one_hot is None
+            else gemma4_position_one_hot}
 
 
 def activation_frame(arch, *, max_num_batched_tokens: int = 8192, max_num_seqs: int = 256, tp: int = 1,

@@ -731,7 +731,12 @@ def _check_format_card(fmt_name: str, cc: int | None, card_label: str, backend: 
 
 
 def _one_hot_note(arch, mm_limit: int, rules: dict, given: bool | None, version) -> str | None:
-    """The note saying how Gemma 4's vision patch embedder was priced, when its tower is profiled."""
+    """The note saying how Gemma 4's vision patch embedder was priced, when its tower is profiled. ``given``: budget's
+    ``gemma4_position_one_hot``, whether the transformers beside vLLM builds Gemma 4's one-hot patch positions (True
+    before transformers 5.11.0); None: as a fresh install on the release's day had it
+    (``releases.VllmRelease.gemma4_position_one_hot``). ``version``: the release, or budget's vLLM settings."""
+    if isinstance(version, dict):
+        version = version.get("vllm_version", DEFAULT_VLLM_VERSION)
     from .activation import _vision_cfg
 
     v = _vision_cfg(arch)
@@ -1369,10 +1374,7 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
     build leave the weights, the profiled modality's limit bounds the encoder's profiling batch).
     ``mm_processor_kwargs``: vLLM's ``--mm-processor-kwargs`` (``{"max_pixels": N}``): :func:`mm_processor_pixels`
     (the Qwen 3.5 / 3.6 towers' profiling image). ``dtype`` / ``quantization``: vLLM's ``--dtype`` (the torch
-    dtype) and online ``--quantization fp8``: :func:`_dtype_and_quantization`. ``gemma4_position_one_hot``: whether
-    the transformers beside vLLM builds Gemma 4's one-hot patch positions (True before transformers 5.11.0); None:
-    as a fresh install on the release's day had it (``releases.VllmRelease.gemma4_position_one_hot``), said in a note
-    when a Gemma 4 vision tower is profiled. Raises KvMathError on bad input.
+    dtype) and online ``--quantization fp8``: :func:`_dtype_and_quantization`. ``gemma4_position_one_hot``: :func:`_one_hot_note`. Raises KvMathError on bad input.
     """
     a = _check_arguments({k: v for k, v in locals().items() if k not in ("model", "vllm_settings")})
     tp, max_num_seqs, max_num_batched_tokens, num_speculative_tokens = (
@@ -1390,26 +1392,22 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
     W = _weights_source(arch, model, a, coeffs, c if card_id != "custom" else None, vllm_settings.get("vllm_version"))
     mla_note = _mla_kernel_block(arch, cc, card_id, vllm_settings)
     _head256_kernel_block(arch, cc, attention_backend, vllm_settings)
-    # max_num_batched_tokens < max_num_seqs: VllmSettings refuses it with vLLM's SchedulerConfig message
-    total = round(total_gib * GIB)
-    # unset max_num_batched_tokens / max_num_seqs: vllm serve's defaults for this card and version
-    # (EngineArgs.get_batch_defaults: the card's total memory as PyTorch reports it, the A100 exception)
+    total = round(total_gib * GIB)  # unset batch sizes: vllm serve's defaults (EngineArgs.get_batch_defaults)
     max_num_batched_tokens, max_num_seqs, batch_note = serve_batch_settings(
         total, (c.get("name", card_id) if card_id != "custom" else ""), cc,
         vllm_settings.get("vllm_version", DEFAULT_VLLM_VERSION), L, max_num_batched_tokens, max_num_seqs)
     requested = math.ceil(total * mem_util)  # vllm/v1/worker/utils.py request_memory
     weights = _weights_on_card(W, a["weights_bytes"], tp)
-    drafter = round(drafter_gb * GB / tp)
-    draft_kv = round(draft_kv_gb * GB)
+    drafter, draft_kv = round(drafter_gb * GB / tp), round(draft_kv_gb * GB)
     from .activation import full_cudagraphs, release_rules
-    rules = release_rules(profile_release or vllm_settings.get("vllm_version"))
+    rules = release_rules(profile_release or vllm_settings.get("vllm_version"), gemma4_position_one_hot)
     scratch, act, peak, graphs, over, off, _pk = _non_kv(
         arch, flags, tp, max_num_batched_tokens, L, coeffs, max_num_seqs=max_num_seqs,
         num_speculative_tokens=num_speculative_tokens, enforce_eager=enforce_eager,
         enable_expert_parallel=enable_expert_parallel, last_stage=last_stage,
         sort_top_k_top_p=rules["sort_top_k_top_p"], encoder_frame_loop=rules["encoder_frame_loop"],
-        encoder_one_hot=rules["gemma4_position_one_hot"] if gemma4_position_one_hot is None else gemma4_position_one_hot,
-        encoder_chunk_budget=min(max(total - weights - drafter, 0) // 2, total // 10),  # gemma4_mm._encoder_chunk
+        encoder_one_hot=rules["gemma4_position_one_hot"],  # gemma4_mm._encoder_chunk's budget:
+        encoder_chunk_budget=min(max(total - weights - drafter, 0) // 2, total // 10),
         mm_limit=mm_limit, max_pixels=max_pixels, act_bytes=act_bytes,
         full_cudagraphs=full_cudagraphs(num_speculative_tokens, kv_format, cc, attention_backend, flags["gemma4"]))
     if not (estimate_cudagraphs and rules["estimate_cudagraphs"]):  # VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0
@@ -1418,8 +1416,7 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
                                      profile_release or vllm_settings.get("vllm_version", DEFAULT_VLLM_VERSION))
     non_kv = weights + drafter + scratch + act + peak + graphs + over + off + draft_kv
     available = requested - non_kv
-    if dflash:
-        vllm_settings.setdefault("drafter_kv_layers", 0)
+    vllm_settings.setdefault("drafter_kv_layers", 0) if dflash else None
     p = vplan(arch, max(available, 0), max_model_len=L, kv_cache_dtype=kv_format, tensor_parallel_size=tp,
               max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
               num_speculative_tokens=num_speculative_tokens, allow_long_max_model_len=allow_long_max_model_len,
@@ -1431,9 +1428,7 @@ def budget(model, *, card: str | None = "rtx3090", total_gib: float | None = Non
     outcome, refusal, refusal_kind = _verdict(p, requested=requested, total=total, weights=weights,
                                               available=available, coeffs=coeffs, mem_util=mem_util,
                                               total_gib=total_gib)
-    one_hot_note = _one_hot_note(arch, mm_limit, rules, gemma4_position_one_hot,
-                                 profile_release or vllm_settings.get("vllm_version", DEFAULT_VLLM_VERSION))
-    notes = list(p.notes) + _weights_notes(W, a["weights_bytes"]) + [n for n in (dtype_note, fp32_note, mm_note, pixels_note, one_hot_note, mla_note, fusion_note) if n] + _budget_notes(
+    notes = list(p.notes) + _weights_notes(W, a["weights_bytes"]) + [n for n in (dtype_note, fp32_note, mm_note, pixels_note, _one_hot_note(arch, mm_limit, rules, gemma4_position_one_hot, profile_release or vllm_settings), mla_note, fusion_note) if n] + _budget_notes(
         arch, a, W, coeffs, flags, outcome=outcome, total=total, requested=requested, backend_note=backend_note,
         batch_note=batch_note) + _coverage_notes(arch, W.variant, weights_gb_total, card_id)
     boots = outcome == "boots"
