@@ -40,6 +40,15 @@ def _exit_code(code) -> tuple[int, str | None]:
     return 1, str(code)
 
 
+def _utf8(text: str) -> bool:
+    """True when ``text`` can be set in the environment (no lone surrogate: os.environ encodes it as UTF-8)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def run(argv, env: dict | None = None) -> dict:
     """Run one command line as the console script would and return ``{"stdout": str, "stderr": str,
     "exit_code": int}``.
@@ -65,7 +74,8 @@ def run(argv, env: dict | None = None) -> dict:
                 f"{', '.join(PROGRAMS)}\n", "exit_code": 2}
     if env is not None and (not isinstance(env, dict)
                             or not all(isinstance(k, str) and k and "=" not in k and "\0" not in k for k in env)
-                            or not all(isinstance(v, (str, int, float)) and "\0" not in str(v) for v in env.values())):
+                            or not all(isinstance(v, (str, int, float)) and "\0" not in str(v) for v in env.values())
+                            or not all(_utf8(k) and _utf8(str(v)) for k, v in env.items())):
         # os.environ takes str names only (a name with '=' or NUL cannot be set): refused here, not raised
         return {"stdout": "", "stderr": "kvmathQuery: env must be a dict of variable names (strings without '=') to "
                 "string or number values (no NUL)\n", "exit_code": 2}
@@ -102,10 +112,15 @@ def run_json(argv_json: str, env_json: str = "{}") -> str:
     """:func:`run` with JSON in and out (the page passes strings across the JavaScript / Python border)."""
     import json
 
+    def refuse(what: str) -> str:
+        return json.dumps({"stdout": "", "stderr": f"kvmathQuery: {what}\n", "exit_code": 2})
+
+    if not isinstance(argv_json, str) or not isinstance(env_json, (str, type(None))):
+        return refuse("argv and env must be JSON text (a list of strings, an object of variables)")
     try:
         argv, env = json.loads(argv_json), json.loads(env_json or "{}")
-    except ValueError as e:
-        return json.dumps({"stdout": "", "stderr": f"kvmathQuery: argv is not JSON ({e})\n", "exit_code": 2})
+    except (ValueError, RecursionError) as e:
+        return refuse(f"argv or env is not JSON of at most a few levels ({str(e)[:80]})")
     if not isinstance(env, dict):
-        env = {}
+        return refuse("env must be a JSON object of variable names to values")
     return json.dumps(run(argv, env))

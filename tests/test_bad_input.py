@@ -1825,3 +1825,15 @@ def test_an_index_without_its_shards_is_priced_as_the_config_estimate_and_says_s
     assert code in (0, 1), err
     assert "weights (safetensors headers)" not in out and "weights (config.json estimate)" in out
     assert "names 1 safetensors file the folder does not hold" in out
+
+
+@pytest.mark.parametrize("call", [lambda p: p.run_json(None), lambda p: p.run_json(5), lambda p: p.run_json("[" * 100000),
+                                  lambda p: p.run_json('["kvmath"]', "[]"),
+                                  lambda p: json.dumps(p.run(["kvmath", "--config", "qwen3.6-27b"], env={"X\ud800": "1"}))])
+def test_the_page_calculator_never_raises(call):
+    """Probe 6: run_json(None) and run_json(5) raised TypeError, 100,000 nested brackets RecursionError, an env name
+    with a lone surrogate UnicodeEncodeError, and an env that is not an object was dropped silently."""
+    import kvmath.pagecalc as p
+
+    out = json.loads(call(p))
+    assert out["exit_code"] == 2 and out["stderr"].startswith("kvmathQuery:") and out["stderr"].count("\n") == 1
