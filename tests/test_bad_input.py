@@ -1837,3 +1837,17 @@ def test_the_page_calculator_never_raises(call):
 
     out = json.loads(call(p))
     assert out["exit_code"] == 2 and out["stderr"].startswith("kvmathQuery:") and out["stderr"].count("\n") == 1
+
+
+def test_card_and_device_memory_together_are_refused_in_every_front_door():
+    """Probe 6: the llama.cpp and SGLang lines took both, the llama.cpp budget silently pricing --device-memory's size
+    while its backend came from the card (the vLLM front door refused the pair)."""
+    from types import SimpleNamespace
+
+    from kvmath.engines.llamacpp.verdict import _capacity
+    with pytest.raises(KvMathError, match="not both"):
+        _capacity(SimpleNamespace(card="rtx3090", device_bytes=24 * 2**30, settings={}))
+    r = subprocess.run([sys.executable, "-c", "import sys; from kvmath.fit import main; sys.exit(main(sys.argv[1:]))",
+                        "python", "-m", "sglang.launch_server", "--model-path", "qwen3-32b", "--card", "rtx3090",
+                        "--device-memory", "24GiB"], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert r.returncode == 2 and r.stderr.strip() == "kvmath-fit: error: pass --card or --device-memory, not both"

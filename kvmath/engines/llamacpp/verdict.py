@@ -346,6 +346,8 @@ def _capacity(launch) -> tuple[int, str, list[str]]:
     """The memory of each GPU, bytes: ``--device-memory``, else the card's, else the default card (said);
     and the runtime (``cuda`` unless the card says otherwise: Apple silicon's total is Metal's
     recommendedMaxWorkingSetSize, the wired limit llama.cpp's Metal backend budgets against)."""
+    if launch.device_bytes is not None and launch.card is not None:  # as the vLLM front door: no silent winner
+        raise KvMathError("pass --card or --device-memory, not both")
     if launch.device_bytes is not None:
         return int(launch.device_bytes), "cuda", []
     name = launch.card

@@ -117,6 +117,8 @@ class SglangBoot:
 
 def _device(launch) -> tuple[int, int | None, str]:
     """(capacity bytes, compute capability or None, name) of the launch's card or ``--device-memory``."""
+    if launch.card is not None and launch.device_bytes is not None:  # as the vLLM front door: no silent winner
+        raise KvMathError("pass --card or --device-memory, not both")
     if launch.card is not None:
         c = card_record(launch.card)
         if c.get("runtime", "cuda") != "cuda":
